@@ -1,0 +1,52 @@
+# Finds taihu's Debian-packaged dependencies. None of them ships a CMake
+# package that works on Debian 12 for every one, so each is found by hand and
+# exposed as an imported target named taihu::<name>.
+
+find_package(Threads REQUIRED)
+
+# OpenBLAS (libopenblas-dev). Debian's build is DYNAMIC_ARCH: the kernel is
+# chosen at load time, see core/blas/kernel_selection.cpp.
+find_path(OPENBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
+        /usr/include/x86_64-linux-gnu /usr/include)
+find_library(OPENBLAS_LIBRARY NAMES openblas
+  PATHS /usr/lib/x86_64-linux-gnu/openblas-pthread /usr/lib/x86_64-linux-gnu)
+if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS not found: apt-get install libopenblas-dev")
+endif()
+add_library(taihu::openblas INTERFACE IMPORTED)
+target_include_directories(taihu::openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
+target_link_libraries(taihu::openblas INTERFACE ${OPENBLAS_LIBRARY})
+
+# spdlog (libspdlog-dev) — compiled library with an external fmt.
+find_package(spdlog CONFIG REQUIRED)
+add_library(taihu::spdlog INTERFACE IMPORTED)
+target_link_libraries(taihu::spdlog INTERFACE spdlog::spdlog)
+
+# Cereal (libcereal-dev) — header only.
+find_path(CEREAL_INCLUDE_DIR cereal/cereal.hpp)
+if(NOT CEREAL_INCLUDE_DIR)
+  message(FATAL_ERROR "Cereal not found: apt-get install libcereal-dev")
+endif()
+add_library(taihu::cereal INTERFACE IMPORTED)
+target_include_directories(taihu::cereal INTERFACE ${CEREAL_INCLUDE_DIR})
+
+# doctest (doctest-dev) — header only.
+find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h)
+
+# CAF 0.17.6 (libcaf-dev) has no CMake package on Debian: headers and the
+# core/io/openssl libraries are found by hand. Only messages/ and actors/ use it.
+find_path(CAF_INCLUDE_DIR caf/all.hpp)
+find_library(CAF_CORE_LIBRARY NAMES caf_core)
+find_library(CAF_IO_LIBRARY NAMES caf_io)
+if(CAF_INCLUDE_DIR AND CAF_CORE_LIBRARY AND CAF_IO_LIBRARY)
+  add_library(taihu::caf INTERFACE IMPORTED)
+  target_include_directories(taihu::caf INTERFACE ${CAF_INCLUDE_DIR})
+  target_link_libraries(taihu::caf INTERFACE ${CAF_CORE_LIBRARY} ${CAF_IO_LIBRARY} Threads::Threads)
+  set(TAIHU_HAVE_CAF ON)
+else()
+  message(FATAL_ERROR "CAF 0.17 not found: apt-get install libcaf-dev")
+endif()
+
+# Asio (libasio-dev) — standalone, header only.
+find_path(ASIO_INCLUDE_DIR asio.hpp)

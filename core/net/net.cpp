@@ -1,0 +1,301 @@
+#include "core/net/net.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "core/common/check.hpp"
+#include "core/layers/registry.hpp"
+
+namespace taihu {
+
+struct Net::LayerDraft {
+  LayerSpec spec;
+  std::optional<Phase> only_in;
+  std::optional<float> loss_weight;
+};
+
+Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uint64_t seed)
+    : description_(std::move(description)), batch_(batch) {
+  const config::Document& doc = *description_;
+  const config::Section& net = doc.section("net");
+  name_ = net.get_or<std::string>("name", "net");
+  net.reject_unused();
+
+  for (const config::Section* input : doc.sections("input")) {
+    require<ConfigError>(!input->name().empty(), "{}: an [input] section needs a blob name",
+                         input->where().str());
+    std::vector<int64_t> dims = input->get_list_or<int64_t>("shape", {});
+    input->reject_unused();
+    input_names_.push_back(input->name());
+    input_shapes_[input->name()] = Shape(dims);
+    blobs_[input->name()] = std::make_shared<Blob>();
+  }
+
+  std::vector<LayerDraft> drafts = read_layers(doc);
+  insert_splits(drafts);
+
+  std::set<std::string> consumed;
+  for (auto& draft : drafts) {
+    Node node;
+    for (const auto& b : draft.spec.bottoms) {
+      if (!has_blob(b))
+        throw ConfigError(fmt::format("{}: layer '{}' reads blob '{}', which no earlier layer or input produces",
+                                      draft.spec.options ? draft.spec.options->where().str() : "<net>",
+                                      draft.spec.name, b));
+      node.bottom.push_back(blob_for(b));
+      consumed.insert(b);
+    }
+    for (const auto& t : draft.spec.tops) node.top.push_back(blob_for(t));
+    node.layer = LayerRegistry::instance().create(draft.spec);
+    Layer& layer = *node.layer;
+    const auto where = draft.spec.options ? draft.spec.options->where().str() : std::string("<net>");
+    auto count_error = [&](const char* what, size_t n, int lo, int hi) {
+      throw ConfigError(fmt::format("{}: layer '{}' ({}) takes {}{} {}, got {}", where, layer.name(),
+                                    layer.type(), lo, hi == lo ? "" : fmt::format(" to {}", hi), what, n));
+    };
+    const size_t nb = node.bottom.size(), nt = node.top.size();
+    if (static_cast<int>(nb) < layer.min_bottoms() || static_cast<int>(nb) > layer.max_bottoms())
+      count_error("bottoms", nb, layer.min_bottoms(), layer.max_bottoms());
+    if (static_cast<int>(nt) < layer.min_tops() || static_cast<int>(nt) > layer.max_tops())
+      count_error("tops", nt, layer.min_tops(), layer.max_tops());
+    for (size_t t = 0; t < nt; ++t)
+      for (size_t b = 0; b < nb; ++b)
+        if (node.top[t] == node.bottom[b] && !(t == 0 && b == 0 && layer.supports_in_place()))
+          throw ConfigError(fmt::format("{}: layer '{}' ({}) cannot work in place on blob '{}'", where,
+                                        layer.name(), layer.type(), draft.spec.tops[t]));
+    node.loss_weight = draft.loss_weight.value_or(layer.default_loss_weight());
+    node.only_in = draft.only_in;
+    node.propagate_down.assign(nb, false);
+    layer.seed(seed);
+    layers_.push_back(std::move(node));
+  }
+  for (const auto& [blob_name, blob] : blobs_) {
+    (void)blob;
+    if (!consumed.count(blob_name)) output_names_.push_back(blob_name);
+  }
+
+  // Set up in order, each layer seeing its bottoms' final shapes.
+  for (const auto& name : input_names_) {
+    std::vector<int64_t> dims{batch_};
+    for (auto d : input_shapes_[name].dims()) dims.push_back(d);
+    blobs_[name]->reshape(Shape(dims));
+  }
+  for (auto& node : layers_) {
+    node.layer->setup(node.bottom, node.top);
+    node.layer->reshape(node.bottom, node.top);
+  }
+  for (const config::Section* s : doc.sections("layer")) s->reject_unused("this layer type");
+  plan_backward();
+}
+
+Net::~Net() = default;
+
+std::vector<Net::LayerDraft> Net::read_layers(const config::Document& doc) const {
+  std::vector<LayerDraft> drafts;
+  for (const config::Section* s : doc.sections("layer")) {
+    require<ConfigError>(!s->name().empty(), "{}: a [layer] section needs a name, as in [layer conv1]",
+                         s->where().str());
+    LayerDraft d;
+    d.spec.name = s->name();
+    d.spec.type = s->get<std::string>("type");
+    d.spec.bottoms = s->get_list_or<std::string>("bottom", {});
+    d.spec.tops = s->get_list_or<std::string>("top", {});
+    d.spec.options = s;
+    const std::string phase = s->get_choice("phase", {"train", "test", "both"}, "both");
+    if (phase == "train") d.only_in = Phase::train;
+    if (phase == "test") d.only_in = Phase::test;
+    if (s->has("loss_weight")) d.loss_weight = s->get<float>("loss_weight");
+    drafts.push_back(std::move(d));
+  }
+  return drafts;
+}
+
+// A blob version read by more than one layer gets a Split layer right after
+// its producer, one top per reader, so that backward sums their gradients.
+void Net::insert_splits(std::vector<LayerDraft>& drafts) const {
+  struct Reader {
+    size_t layer;
+    size_t slot;
+  };
+  // Producer of the current version of each blob: layer index, or npos for an input.
+  constexpr size_t input = static_cast<size_t>(-1);
+  std::map<std::string, size_t> producer;
+  for (const auto& name : input_names_) producer[name] = input;
+  std::map<std::pair<std::string, size_t>, std::vector<Reader>> readers;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const auto& spec = drafts[i].spec;
+    for (size_t b = 0; b < spec.bottoms.size(); ++b) {
+      auto it = producer.find(spec.bottoms[b]);
+      if (it != producer.end()) readers[{spec.bottoms[b], it->second}].push_back({i, b});
+    }
+    for (const auto& t : spec.tops) producer[t] = i;
+  }
+  // Insert from the back so earlier indices stay valid.
+  std::vector<std::pair<size_t, LayerDraft>> splits;
+  for (auto& [version, list] : readers) {
+    if (list.size() < 2) continue;
+    const auto& [blob_name, source] = version;
+    for (const auto& r : list) {
+      const auto& spec = drafts[r.layer].spec;
+      for (const auto& t : spec.tops)
+        if (t == blob_name)
+          throw ConfigError(fmt::format(
+              "{}: layer '{}' works in place on blob '{}', which other layers also read; give it its own top",
+              spec.options ? spec.options->where().str() : "<net>", spec.name, blob_name));
+    }
+    LayerDraft split;
+    split.spec.name = fmt::format("{}_split", blob_name);
+    split.spec.type = "Split";
+    split.spec.bottoms = {blob_name};
+    for (size_t k = 0; k < list.size(); ++k) {
+      const std::string top = fmt::format("{}_split_{}", blob_name, k);
+      split.spec.tops.push_back(top);
+      drafts[list[k].layer].spec.bottoms[list[k].slot] = top;
+    }
+    splits.emplace_back(source == input ? 0 : source + 1, std::move(split));
+  }
+  std::stable_sort(splits.begin(), splits.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [position, draft] : splits)
+    drafts.insert(drafts.begin() + static_cast<std::ptrdiff_t>(position), std::move(draft));
+}
+
+Blob* Net::blob_for(const std::string& name) {
+  auto& slot = blobs_[name];
+  if (!slot) slot = std::make_shared<Blob>();
+  return slot.get();
+}
+
+// Decides which layers run backward and which bottoms receive gradients:
+// a layer needs backward if it feeds a loss and has learnable parameters or a
+// bottom that itself depends on learnable parameters.
+void Net::plan_backward() {
+  std::set<const Blob*> contributes;  // blobs whose gradient reaches a loss
+  std::vector<bool> feeds_loss(layers_.size(), false);
+  for (size_t i = layers_.size(); i-- > 0;) {
+    Node& node = layers_[i];
+    bool feeds = node.loss_weight != 0.0f;
+    for (const Blob* t : node.top) feeds = feeds || contributes.count(t);
+    feeds_loss[i] = feeds && node.layer->has_backward();
+    if (feeds_loss[i])
+      for (const Blob* b : node.bottom) contributes.insert(b);
+  }
+  std::set<const Blob*> depends_on_params;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Node& node = layers_[i];
+    bool has_learnable = false;
+    for (const auto& p : node.layer->params()) has_learnable = has_learnable || p.learnable;
+    bool any_bottom = false;
+    for (size_t b = 0; b < node.bottom.size(); ++b) {
+      node.propagate_down[b] = feeds_loss[i] && depends_on_params.count(node.bottom[b]);
+      any_bottom = any_bottom || node.propagate_down[b];
+    }
+    node.needs_backward = feeds_loss[i] && (has_learnable || any_bottom);
+    if (node.needs_backward)
+      for (const Blob* t : node.top) depends_on_params.insert(t);
+  }
+  // Tops of backward layers whose diff no reader writes must read as zero.
+  std::set<Blob*> written;
+  for (const auto& node : layers_)
+    for (size_t b = 0; b < node.bottom.size(); ++b)
+      if (node.propagate_down[b] && node.needs_backward) written.insert(node.bottom[b]);
+  diffs_to_zero_.clear();
+  for (const auto& node : layers_)
+    if (node.needs_backward)
+      for (Blob* t : node.top)
+        if (!written.count(t) && node.loss_weight == 0.0f) diffs_to_zero_.push_back(t);
+}
+
+void Net::set_batch(int64_t batch) {
+  require(batch > 0, "net '{}': batch size must be positive, got {}", name_, batch);
+  batch_ = batch;
+  reshape_all();
+}
+
+void Net::set_phase(Phase phase) {
+  phase_ = phase;
+  for (auto& node : layers_) node.layer->set_phase(phase);
+}
+
+void Net::reshape_all() {
+  for (const auto& name : input_names_) {
+    std::vector<int64_t> dims{batch_};
+    for (auto d : input_shapes_[name].dims()) dims.push_back(d);
+    blobs_[name]->reshape(Shape(dims));
+  }
+  for (auto& node : layers_) node.layer->reshape(node.bottom, node.top);
+}
+
+float Net::forward() {
+  float loss = 0.0f;
+  for (auto& node : layers_) {
+    if (!node.active(phase_)) continue;
+    node.layer->reshape(node.bottom, node.top);
+    node.layer->forward(node.bottom, node.top);
+    if (node.loss_weight != 0.0f) {
+      const Tensor& out = node.top[0]->data();
+      double sum = 0.0;
+      for (int64_t i = 0; i < out.count(); ++i) sum += out[i];
+      loss += node.loss_weight * static_cast<float>(sum);
+    }
+  }
+  return loss;
+}
+
+void Net::backward() {
+  for (Blob* b : diffs_to_zero_) b->diff().zero();
+  for (auto& node : layers_)
+    if (node.loss_weight != 0.0f && node.active(phase_)) node.top[0]->diff().fill(node.loss_weight);
+  for (size_t i = layers_.size(); i-- > 0;) {
+    Node& node = layers_[i];
+    if (node.needs_backward && node.active(phase_))
+      node.layer->backward(node.top, node.propagate_down, node.bottom);
+  }
+}
+
+Blob& Net::blob(const std::string& name) {
+  auto it = blobs_.find(name);
+  require(it != blobs_.end(), "net '{}' has no blob '{}'", name_, name);
+  return *it->second;
+}
+
+const Blob& Net::blob(const std::string& name) const {
+  auto it = blobs_.find(name);
+  require(it != blobs_.end(), "net '{}' has no blob '{}'", name_, name);
+  return *it->second;
+}
+
+std::vector<Param*> Net::params() {
+  std::vector<Param*> out;
+  for (auto& node : layers_)
+    for (auto& p : node.layer->params()) out.push_back(&p);
+  return out;
+}
+
+std::vector<const Param*> Net::params() const {
+  std::vector<const Param*> out;
+  for (const auto& node : layers_)
+    for (const auto& p : node.layer->params()) out.push_back(&p);
+  return out;
+}
+
+std::vector<Param*> Net::learnable_params() {
+  std::vector<Param*> out;
+  for (Param* p : params())
+    if (p->learnable) out.push_back(p);
+  return out;
+}
+
+int64_t Net::num_learnable_parameters() const {
+  int64_t n = 0;
+  for (const Param* p : params())
+    if (p->learnable) n += p->blob->count();
+  return n;
+}
+
+void Net::zero_param_diffs() {
+  for (Param* p : params()) p->blob->diff().zero();
+}
+
+}  // namespace taihu

@@ -1,0 +1,108 @@
+#pragma once
+// A net is a DAG of layers connected by named blobs, described in a config
+// document:
+//
+//   [net]
+//   name = lenet
+//   [input data]            # one section per input; shape excludes the batch
+//   shape = 1 28 28
+//   [input label]
+//   shape =                 # empty: one value per sample
+//   [layer conv1]
+//   type = Convolution
+//   bottom = data
+//   top = conv1
+//   num_output = 20
+//
+// Layers run in file order, which must be a topological order. A blob read by
+// several layers gets an automatic Split so that gradients add up; a layer
+// whose top equals its bottom works in place. `phase = train|test` restricts a
+// layer to one phase; `loss_weight` makes any layer's top[0] part of the loss.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/layers/layer.hpp"
+
+namespace taihu {
+
+class Net {
+ public:
+  // Builds every layer and sets it up for `batch` samples.
+  Net(std::shared_ptr<const config::Document> description, int64_t batch, uint64_t seed);
+  ~Net();
+
+  const std::string& name() const { return name_; }
+
+  // Reshapes the inputs to `batch` samples and every layer after them.
+  void set_batch(int64_t batch);
+  int64_t batch() const { return batch_; }
+  void set_phase(Phase phase);
+  Phase phase() const { return phase_; }
+
+  // Runs the active layers; returns the weighted sum of the losses.
+  float forward();
+  // Accumulates parameter gradients (call zero_param_diffs first).
+  void backward();
+  float forward_backward() {
+    const float loss = forward();
+    backward();
+    return loss;
+  }
+
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  // Blobs that no layer reads: losses, accuracies, predictions.
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  bool has_blob(const std::string& name) const { return blobs_.count(name) != 0; }
+  Blob& blob(const std::string& name);
+  const Blob& blob(const std::string& name) const;
+
+  size_t num_layers() const { return layers_.size(); }
+  Layer& layer(size_t i) { return *layers_[i].layer; }
+  const Layer& layer(size_t i) const { return *layers_[i].layer; }
+  const BlobVec& layer_bottoms(size_t i) const { return layers_[i].bottom; }
+  const BlobVec& layer_tops(size_t i) const { return layers_[i].top; }
+
+  // Every parameter (learnable and state), in layer order.
+  std::vector<Param*> params();
+  std::vector<const Param*> params() const;
+  std::vector<Param*> learnable_params();
+  int64_t num_learnable_parameters() const;
+  void zero_param_diffs();
+
+ private:
+  struct Node {
+    std::unique_ptr<Layer> layer;
+    BlobVec bottom;
+    BlobVec top;
+    std::vector<bool> propagate_down;
+    float loss_weight = 0.0f;
+    bool needs_backward = false;
+    std::optional<Phase> only_in;
+    bool active(Phase p) const { return !only_in || *only_in == p; }
+  };
+
+  struct LayerDraft;
+  std::vector<LayerDraft> read_layers(const config::Document& doc) const;
+  void insert_splits(std::vector<LayerDraft>& drafts) const;
+  Blob* blob_for(const std::string& name);
+  void plan_backward();
+  void reshape_all();
+
+  std::shared_ptr<const config::Document> description_;
+  std::string name_;
+  int64_t batch_ = 0;
+  Phase phase_ = Phase::train;
+  std::vector<std::string> input_names_;
+  std::map<std::string, Shape> input_shapes_;  // per sample
+  std::vector<std::string> output_names_;
+  std::map<std::string, std::shared_ptr<Blob>> blobs_;
+  std::vector<Node> layers_;
+  std::vector<Blob*> diffs_to_zero_;
+};
+
+}  // namespace taihu

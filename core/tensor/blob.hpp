@@ -1,0 +1,40 @@
+#pragma once
+// A blob pairs a value (data) with its gradient (diff), as in Caffe. Layers
+// read bottom blobs and write top blobs; parameters are blobs too.
+
+#include <string>
+
+#include "core/tensor/tensor.hpp"
+
+namespace taihu {
+
+class Blob {
+ public:
+  Blob() = default;
+  explicit Blob(const Shape& shape) { reshape(shape); }
+
+  const Shape& shape() const { return data_.shape(); }
+  int64_t count() const { return data_.count(); }
+  // Reshapes data and diff together.
+  void reshape(const Shape& shape) {
+    data_.reshape(shape);
+    diff_.reshape(shape);
+  }
+
+  Tensor& data() { return data_; }
+  const Tensor& data() const { return data_; }
+  Tensor& diff() { return diff_; }
+  const Tensor& diff() const { return diff_; }
+
+  // Makes this blob a view of another's data and diff (for in-place reshapes).
+  void share(const Blob& other) {
+    data_.share(other.data_);
+    diff_.share(other.diff_);
+  }
+
+ private:
+  Tensor data_;
+  Tensor diff_;
+};
+
+}  // namespace taihu

@@ -1,0 +1,51 @@
+#include "core/tensor/tensor.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/common/check.hpp"
+
+namespace taihu {
+
+namespace {
+
+std::shared_ptr<float[]> allocate(size_t count) {
+  const size_t bytes = (count * sizeof(float) + Tensor::alignment - 1) / Tensor::alignment *
+                       Tensor::alignment;
+  void* p = std::aligned_alloc(Tensor::alignment, std::max<size_t>(bytes, Tensor::alignment));
+  if (p == nullptr) throw std::bad_alloc();
+  return std::shared_ptr<float[]>(static_cast<float*>(p), [](float* q) { std::free(q); });
+}
+
+}  // namespace
+
+Tensor::Tensor(Shape shape) { reshape(shape); }
+
+void Tensor::reshape(const Shape& shape) {
+  shape_ = shape;
+  count_ = shape.count();
+  if (static_cast<size_t>(count_) > capacity_ || !storage_) {
+    capacity_ = static_cast<size_t>(count_);
+    storage_ = allocate(capacity_);
+    std::memset(storage_.get(), 0, capacity_ * sizeof(float));
+  }
+}
+
+void Tensor::fill(float value) { std::fill_n(ptr(), count_, value); }
+
+void Tensor::copy_from(const Tensor& other) {
+  require<ShapeError>(other.count_ == count_, "cannot copy a tensor of shape {} into one of shape {}",
+                      other.shape_.str(), shape_.str());
+  if (ptr() != other.ptr()) std::memcpy(ptr(), other.ptr(), count_ * sizeof(float));
+}
+
+void Tensor::share(const Tensor& other) {
+  shape_ = other.shape_;
+  count_ = other.count_;
+  capacity_ = other.capacity_;
+  storage_ = other.storage_;
+}
+
+}  // namespace taihu

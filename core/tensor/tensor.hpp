@@ -1,0 +1,53 @@
+#pragma once
+// A dense float32 tensor on 64-byte aligned host memory.
+//
+// Storage is reference counted so that layers such as Reshape or Split can
+// share it (Tensor::share); reshape() reuses the allocation when it is large
+// enough, so per-iteration reshapes cost nothing.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "core/tensor/shape.hpp"
+
+namespace taihu {
+
+class Tensor {
+ public:
+  static constexpr size_t alignment = 64;
+
+  Tensor() = default;
+  explicit Tensor(Shape shape);
+
+  const Shape& shape() const { return shape_; }
+  int64_t count() const { return count_; }
+  bool empty() const { return count_ == 0; }
+
+  // Changes the shape; keeps the storage if it holds enough elements,
+  // otherwise allocates new storage (contents are then unspecified).
+  void reshape(const Shape& shape);
+
+  float* ptr() { return storage_.get(); }
+  const float* ptr() const { return storage_.get(); }
+  std::span<float> span() { return {ptr(), static_cast<size_t>(count_)}; }
+  std::span<const float> span() const { return {ptr(), static_cast<size_t>(count_)}; }
+  float& operator[](int64_t i) { return storage_.get()[i]; }
+  float operator[](int64_t i) const { return storage_.get()[i]; }
+
+  void fill(float value);
+  void zero() { fill(0.0f); }
+  // Copies values from a tensor of the same element count.
+  void copy_from(const Tensor& other);
+  // Makes this tensor a view of other's storage with other's shape.
+  void share(const Tensor& other);
+  bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+
+ private:
+  Shape shape_;
+  int64_t count_ = 0;
+  size_t capacity_ = 0;
+  std::shared_ptr<float[]> storage_;
+};
+
+}  // namespace taihu

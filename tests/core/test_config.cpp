@@ -1,0 +1,88 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/config/config.hpp"
+
+using namespace taihu;
+using namespace taihu::config;
+
+namespace {
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+}  // namespace
+
+TEST_CASE("config parses root keys, sections, named sections, lists and comments") {
+  auto doc = Document::parse(
+      "epochs = 3  # trailing comment\n"
+      "; full-line comment\n"
+      "[solver]\n"
+      "base_lr = 0.05\n"
+      "nesterov = yes\n"
+      "[layer conv1]\n"
+      "bottom = data, label  extra\n"
+      "url = http://x#y\n",
+      "t.ini");
+  CHECK(doc.root().get<int>("epochs") == 3);
+  CHECK(doc.section("solver").get<double>("base_lr") == doctest::Approx(0.05));
+  CHECK(doc.section("solver").get<bool>("nesterov"));
+  const auto* conv = doc.find("layer", "conv1");
+  REQUIRE(conv != nullptr);
+  CHECK(conv->get_list<std::string>("bottom") == std::vector<std::string>{"data", "label", "extra"});
+  CHECK(conv->get<std::string>("url") == "http://x#y");
+  CHECK(doc.section("missing").get_or<int>("x", 5) == 5);
+}
+
+TEST_CASE("config errors name the file, line and key") {
+  auto doc = Document::parse("[solver]\nbase_lr = fast\n", "app.ini");
+  const auto msg = error_of([&] { doc.section("solver").get<float>("base_lr"); });
+  CHECK(msg.find("app.ini:2") != std::string::npos);
+  CHECK(msg.find("base_lr") != std::string::npos);
+  CHECK(msg.find("fast") != std::string::npos);
+
+  CHECK(error_of([] { Document::parse("a = 1\nthis line is wrong\n", "x.ini"); }).find("x.ini:2") !=
+        std::string::npos);
+  CHECK(error_of([] { Document::parse("[solver\n", "x.ini"); }).find("x.ini:1") != std::string::npos);
+  CHECK(error_of([] { Document::parse("a = 1\na = 2\n", "x.ini"); }).find("set twice") != std::string::npos);
+  CHECK(error_of([] { Document::parse("[s]\n[s]\n", "x.ini"); }).find("already defined") != std::string::npos);
+  CHECK(error_of([] { Document::parse("[a b c]\n", "x.ini"); }).find("malformed") != std::string::npos);
+  CHECK(error_of([] { Document::parse_file("/nonexistent/file.ini"); }).find("cannot open") !=
+        std::string::npos);
+}
+
+TEST_CASE("missing keys, bad choices and unknown options are reported") {
+  auto doc = Document::parse("[solver]\ntype = sgdx\ntypo_key = 1\n", "s.ini");
+  const auto& solver = doc.section("solver");
+  CHECK(error_of([&] { solver.get<int>("max_iter"); }).find("required") != std::string::npos);
+  const auto choice = error_of([&] { solver.get_choice("type", {"sgd", "adam"}, "sgd"); });
+  CHECK(choice.find("s.ini:2") != std::string::npos);
+  CHECK(choice.find("sgd, adam") != std::string::npos);
+  const auto unknown = error_of([&] { solver.reject_unused(); });
+  CHECK(unknown.find("s.ini:3") != std::string::npos);
+  CHECK(unknown.find("typo_key") != std::string::npos);
+  CHECK(unknown.find("unknown option") != std::string::npos);
+}
+
+TEST_CASE("command-line overrides replace and add keys; dump round-trips") {
+  auto doc = Document::parse("epochs = 3\n[solver]\nbase_lr = 0.1\n", "a.ini");
+  doc.apply_override("--epochs=5");
+  doc.apply_override("solver.base_lr=0.2");
+  doc.apply_override("--data.batch_size=32");
+  doc.apply_override("workers=4");
+  doc.apply_override("layer.conv1.num_output=8");
+  CHECK(doc.root().get<int>("epochs") == 5);
+  CHECK(doc.root().get<int>("workers") == 4);
+  CHECK(doc.section("solver").get<float>("base_lr") == doctest::Approx(0.2f));
+  CHECK(doc.section("data").get<int>("batch_size") == 32);
+  CHECK(doc.section("layer", "conv1").get<int>("num_output") == 8);
+  CHECK(error_of([&] { doc.apply_override("--novalue"); }).find("key=value") != std::string::npos);
+  auto again = Document::parse(doc.dump(), "dump");
+  CHECK(again.section("solver").get<float>("base_lr") == doctest::Approx(0.2f));
+  CHECK(again.section("layer", "conv1").get<int>("num_output") == 8);
+}

@@ -1,0 +1,10 @@
+// The test runner: doctest's main, with logging quietened.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <spdlog/spdlog.h>
+
+int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn);
+  doctest::Context context(argc, argv);
+  return context.run();
+}
