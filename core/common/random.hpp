@@ -63,6 +63,7 @@ class Rng {
   }
 
   const std::array<uint64_t, 4>& state() const { return state_; }
+  void set_state(const std::array<uint64_t, 4>& state) { state_ = state; }
 
   template <class Archive>
   void serialize(Archive& archive) {

@@ -1,0 +1,37 @@
+#pragma once
+// What every taihu app does on start-up: parse `--config-file=`, flags and
+// `key=value` overrides, set up logging, and pick the BLAS kernel and threads.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+
+namespace taihu::app {
+
+struct CommandLine {
+  std::optional<std::string> config_file;
+  std::vector<std::string> overrides;            // "section.key=value"
+  std::vector<std::pair<std::string, std::string>> flags;  // --name[=value] the app knows
+  bool help = false;
+
+  std::optional<std::string> flag(const std::string& name) const;
+  bool has_flag(const std::string& name) const { return flag(name).has_value(); }
+};
+
+// Splits argv; `known_flags` are app options, everything else with '=' is a
+// config override. Throws ConfigError for unknown flags.
+CommandLine parse_command_line(int argc, char** argv, const std::vector<std::string>& known_flags);
+
+// Reads the config file (or an empty one) and applies the overrides.
+config::Document load_config(const CommandLine& command_line);
+
+// spdlog to stderr; level from "--log-level" (default info).
+void setup_logging(const std::string& level);
+
+// Applies [blas] kernel and threads; may re-execute the process once so that
+// OpenBLAS loads the chosen kernel.
+void setup_blas(const config::Document& doc, int argc, char** argv);
+
+}  // namespace taihu::app

@@ -1,0 +1,83 @@
+// taihu-train: trains a net described in config files.
+//
+//   taihu-train --config-file=config/lenet-fashion.ini [key=value ...]
+//               [--dump-config] [--report=FILE] [--resume=FILE] [--progress=auto|bar|lines|quiet]
+//               [--log-level=info]
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "apps/app_support.hpp"
+#include "core/common/error.hpp"
+#include "core/train/trainer.hpp"
+
+namespace {
+
+constexpr const char* usage = R"(usage: taihu-train --config-file=FILE [options] [key=value ...]
+
+Trains the net named in the config file. Any config key can be overridden on
+the command line: `epochs=5`, `solver.base_lr=0.05`, `--data.dir=/path`.
+
+options:
+  --config-file=FILE   application config (see config/*.ini)
+  --dump-config        print the merged config and exit
+  --report=FILE        write the final report as JSON
+  --resume=FILE        continue bit-exactly from a checkpoint
+  --progress=MODE      auto (bar on a terminal), bar, lines or quiet
+  --log-level=LEVEL    trace, debug, info, warn, error
+  -h, --help           this text
+)";
+
+taihu::Progress::Mode progress_mode(const std::string& name) {
+  if (name.empty() || name == "auto") return taihu::Progress::Mode::automatic;
+  if (name == "bar") return taihu::Progress::Mode::bar;
+  if (name == "lines") return taihu::Progress::Mode::lines;
+  if (name == "quiet") return taihu::Progress::Mode::quiet;
+  throw taihu::ConfigError("command line: --progress must be auto, bar, lines or quiet, not '" + name + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace taihu;
+  try {
+    const auto cl = app::parse_command_line(
+        argc, argv, {"dump-config", "report", "resume", "progress", "log-level"});
+    if (cl.help) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    app::setup_logging(cl.flag("log-level").value_or("info"));
+    if (!cl.config_file) throw ConfigError("command line: --config-file=FILE is required (try --help)");
+    config::Document doc = app::load_config(cl);
+    if (cl.has_flag("dump-config")) {
+      std::fputs(doc.dump().c_str(), stdout);
+      return 0;
+    }
+    app::setup_blas(doc, argc, argv);
+
+    Trainer trainer(std::move(doc), progress_mode(cl.flag("progress").value_or("auto")));
+    if (auto resume = cl.flag("resume")) trainer.resume(*resume);
+    const TrainReport report = trainer.run();
+    spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s",
+                 100.0 * report.test_accuracy, report.train_loss, report.images_per_second);
+    if (auto path = cl.flag("report")) {
+      std::ofstream out(*path);
+      if (!out) throw Error(fmt::format("cannot write report '{}'", *path));
+      out << report.to_json();
+    }
+    return 0;
+  } catch (const NumericError& e) {
+    spdlog::error("{}", e.what());
+    return 3;
+  } catch (const Error& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,126 @@
+#include "core/train/checkpoint.hpp"
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/vector.hpp>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/common/check.hpp"
+
+namespace taihu {
+
+namespace {
+
+constexpr char magic[8] = {'T', 'A', 'I', 'H', 'U', 'C', 'K', '1'};
+
+uint64_t fnv1a(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+void write_all(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      raise("cannot write checkpoint '{}': {}", path, std::strerror(errno));
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+NamedTensor NamedTensor::from(const std::string& name, const Tensor& tensor) {
+  NamedTensor t;
+  t.name = name;
+  t.dims = tensor.shape().dims();
+  t.values.assign(tensor.ptr(), tensor.ptr() + tensor.count());
+  return t;
+}
+
+void NamedTensor::restore_into(Tensor& tensor) const {
+  require(Shape(dims) == tensor.shape(), "checkpoint tensor '{}' has shape {}, the model expects {}", name,
+          Shape(dims).str(), tensor.shape().str());
+  std::copy(values.begin(), values.end(), tensor.ptr());
+}
+
+void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path) {
+  std::ostringstream payload_stream;
+  {
+    cereal::PortableBinaryOutputArchive archive(payload_stream);
+    archive(checkpoint);
+  }
+  const std::string payload = payload_stream.str();
+  const uint64_t size = payload.size();
+  const uint64_t checksum = fnv1a(payload);
+
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  const std::string target = path.string();
+  const std::string temp = fmt::format("{}.tmp.{}", target, ::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) raise("cannot create checkpoint '{}': {}", temp, std::strerror(errno));
+  try {
+    write_all(fd, magic, sizeof magic, temp);
+    write_all(fd, reinterpret_cast<const char*>(&size), sizeof size, temp);
+    write_all(fd, payload.data(), payload.size(), temp);
+    write_all(fd, reinterpret_cast<const char*>(&checksum), sizeof checksum, temp);
+    if (::fsync(fd) != 0) raise("cannot flush checkpoint '{}': {}", temp, std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    raise("cannot move checkpoint into place at '{}': {}", target, std::strerror(err));
+  }
+  // Persist the rename itself.
+  const std::string dir = path.has_parent_path() ? path.parent_path().string() : ".";
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+Checkpoint load_checkpoint(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  require(static_cast<bool>(in), "cannot open checkpoint '{}'", path.string());
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t header = sizeof magic + sizeof(uint64_t);
+  require(bytes.size() >= header + sizeof(uint64_t) && std::memcmp(bytes.data(), magic, sizeof magic) == 0,
+          "'{}' is not a taihu checkpoint (bad header)", path.string());
+  uint64_t size = 0, checksum = 0;
+  std::memcpy(&size, bytes.data() + sizeof magic, sizeof size);
+  require(bytes.size() == header + size + sizeof checksum,
+          "checkpoint '{}' is truncated or has trailing bytes ({} bytes, expected {})", path.string(),
+          bytes.size(), header + size + sizeof checksum);
+  const std::string_view payload(bytes.data() + header, size);
+  std::memcpy(&checksum, bytes.data() + header + size, sizeof checksum);
+  require(fnv1a(payload) == checksum, "checkpoint '{}' is corrupted (checksum mismatch)", path.string());
+  Checkpoint checkpoint;
+  std::istringstream payload_stream{std::string(payload)};
+  try {
+    cereal::PortableBinaryInputArchive archive(payload_stream);
+    archive(checkpoint);
+  } catch (const std::exception& e) {
+    raise("checkpoint '{}' cannot be decoded: {}", path.string(), e.what());
+  }
+  return checkpoint;
+}
+
+}  // namespace taihu

@@ -1,0 +1,60 @@
+#pragma once
+// Training checkpoints: everything needed to continue a run bit-exactly —
+// parameters and model state, solver history, the iteration, the position in
+// the data order, and every layer's random generator.
+//
+// Files are Cereal portable binary behind a small header and followed by a
+// checksum; they are written to a temporary file, flushed to disk and renamed
+// over the target, so a crash never leaves a half-written checkpoint.
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/tensor/tensor.hpp"
+
+namespace taihu {
+
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+
+  static NamedTensor from(const std::string& name, const Tensor& tensor);
+  // Copies the values into `tensor`, which must have the same shape.
+  void restore_into(Tensor& tensor) const;
+
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(name, dims, values);
+  }
+};
+
+struct Checkpoint {
+  std::string net_name;
+  int64_t iteration = 0;  // solver steps taken
+  int64_t epoch = 0;      // epochs completed
+  int64_t batch = 0;      // batches consumed in the current epoch
+  uint64_t seed = 0;
+  double elapsed_seconds = 0.0;
+  double epoch_loss_sum = 0.0;  // training loss summed over the current epoch's batches
+  std::vector<NamedTensor> params;        // learnable and state, by name
+  std::vector<NamedTensor> solver_state;  // momentum, moments, ...
+  std::vector<std::pair<std::string, std::array<uint64_t, 4>>> rngs;  // per layer
+
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(net_name, iteration, epoch, batch, seed, elapsed_seconds, epoch_loss_sum, params, solver_state,
+            rngs);
+  }
+};
+
+// Writes atomically (temp file, fsync, rename). Throws Error on I/O failure,
+// leaving any previous file at `path` untouched.
+void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path);
+// Reads and verifies the header and checksum; throws Error naming the file.
+Checkpoint load_checkpoint(const std::filesystem::path& path);
+
+}  // namespace taihu

@@ -1,0 +1,304 @@
+#include "core/train/trainer.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "core/blas/kernel_selection.hpp"
+#include "core/common/check.hpp"
+#include "core/data/batch_source.hpp"
+#include "core/data/dataset.hpp"
+#include "core/net/net.hpp"
+#include "core/solver/solver.hpp"
+
+namespace taihu {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double scalar_of(const Net& net, const std::string& blob) {
+  const Tensor& t = net.blob(blob).data();
+  return t.count() > 0 ? t[0] : 0.0;
+}
+
+}  // namespace
+
+std::string TrainReport::to_json() const {
+  std::string epochs_json;
+  for (size_t i = 0; i < history.size(); ++i) {
+    const auto& e = history[i];
+    epochs_json += (i ? ",\n    " : "") +
+                   taihu::to_json({{"epoch", e.epoch},
+                                   {"train_loss", e.train_loss},
+                                   {"test_loss", e.test_loss},
+                                   {"test_accuracy", e.test_accuracy},
+                                   {"seconds", e.seconds},
+                                   {"images_per_second", e.images_per_second}});
+  }
+  return fmt::format(
+      "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
+      "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
+      "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
+      "  \"blas_kernel\": {},\n  \"history\": [\n    {}\n  ]\n}}\n",
+      json_quote(net), parameters, epochs, iterations, batch_size, train_loss, test_loss, test_accuracy,
+      images_per_second, seconds, json_quote(blas_kernel), epochs_json);
+}
+
+Trainer::Trainer(config::Document doc, Progress::Mode progress)
+    : doc_(std::move(doc)), progress_mode_(progress) {
+  const config::Section& root = doc_.root();
+  epochs_ = root.get_or<int64_t>("epochs", 1);
+  batch_size_ = root.get_or<int64_t>("batch_size", 64);
+  test_batch_size_ = root.get_or<int64_t>("test_batch_size", 1000);
+  seed_ = root.get_or<uint64_t>("seed", 1);
+  display_ = root.get_or<int64_t>("display", 100);
+  data_blob_ = root.get_or<std::string>("data_blob", "data");
+  label_blob_ = root.get_or<std::string>("label_blob", "label");
+  loss_blob_ = root.get_or<std::string>("loss_blob", "loss");
+  accuracy_blob_ = root.get_or<std::string>("accuracy_blob", "accuracy");
+  if (epochs_ < 1) throw root.error("epochs", "must be at least 1");
+  if (batch_size_ < 1) throw root.error("batch_size", "must be at least 1");
+  if (test_batch_size_ < 1) throw root.error("test_batch_size", "must be at least 1");
+
+  // The net, from its own file.
+  const auto net_path = doc_.resolve(root.get<std::string>("net"));
+  auto description = std::make_shared<config::Document>(config::Document::parse_file(net_path));
+  net_ = std::make_unique<Net>(description, batch_size_, seed_);
+  for (const auto* blob : {&data_blob_, &label_blob_, &loss_blob_})
+    if (!net_->has_blob(*blob))
+      throw root.error(blob == &data_blob_ ? "data_blob" : blob == &label_blob_ ? "label_blob" : "loss_blob",
+                       fmt::format("net '{}' ({}) has no blob '{}'", net_->name(), net_path.string(), *blob));
+
+  // Data.
+  const config::Section& data = doc_.section("data");
+  train_set_ = make_dataset(doc_, data, Split::train);
+  test_set_ = make_dataset(doc_, data, Split::test);
+  const Shape expected = Shape(std::vector<int64_t>(net_->blob(data_blob_).shape().dims().begin() + 1,
+                                                    net_->blob(data_blob_).shape().dims().end()));
+  if (train_set_->sample_shape() != expected)
+    throw ConfigError(fmt::format("{}: data samples have shape {}, but net input '{}' expects {}",
+                                  data.where().str(), train_set_->sample_shape().str(), data_blob_,
+                                  expected.str()));
+  BatchSourceOptions train_options;
+  train_options.batch_size = batch_size_;
+  train_options.seed = seed_;
+  train_options.shuffle = data.get_or<bool>("shuffle", true);
+  train_options.drop_last = true;
+  train_options.prefetch = data.get_or<int>("prefetch", 4);
+  train_source_ = std::make_unique<BatchSource>(train_set_, train_options);
+  BatchSourceOptions test_options = train_options;
+  test_options.batch_size = test_batch_size_;
+  test_options.shuffle = false;
+  test_options.drop_last = false;
+  test_source_ = std::make_unique<BatchSource>(test_set_, test_options);
+  require<ConfigError>(train_source_->batches_per_epoch() > 0,
+                       "{}: the training set has {} samples, fewer than batch_size = {}",
+                       root.where().str(), train_set_->size(), batch_size_);
+
+  // Solver; schedules that need the run length get it from the epochs.
+  config::Section& solver = doc_.section_or_add("solver");
+  if (!solver.has("max_iter"))
+    solver.set("max_iter", std::to_string(epochs_ * train_source_->batches_per_epoch()),
+               config::Location{"derived from epochs x batches per epoch", 0});
+  solver_ = Solver::create(solver, net_->learnable_params());
+
+  // Output.
+  const config::Section& output = doc_.section("output");
+  const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
+  const std::string metrics = output.get_or<std::string>("metrics", "metrics.jsonl");
+  if (!metrics.empty()) metrics_ = MetricsLog(dir / metrics);
+  const std::string checkpoint = output.get_or<std::string>("checkpoint", "checkpoint.ckpt");
+  if (!checkpoint.empty()) checkpoint_path_ = dir / checkpoint;
+  checkpoint_every_ = output.get_or<int64_t>("checkpoint_every", 0);
+  keep_all_checkpoints_ = output.get_or<bool>("keep_all", false);
+
+  doc_.section("blas").mark_all_used();  // read by the app before the trainer exists
+  doc_.reject_unused();
+  spdlog::info("net '{}': {} layers, {} learnable parameters; {} training and {} test samples",
+               net_->name(), net_->num_layers(), net_->num_learnable_parameters(), train_set_->size(),
+               test_set_->size());
+}
+
+Trainer::~Trainer() = default;
+
+Checkpoint Trainer::make_checkpoint() const {
+  Checkpoint c;
+  c.net_name = net_->name();
+  c.iteration = solver_->iteration();
+  c.epoch = epoch_;
+  c.batch = batch_;
+  c.seed = seed_;
+  c.elapsed_seconds = elapsed_;
+  c.epoch_loss_sum = epoch_loss_sum_;
+  const Net& net = *net_;
+  for (const Param* p : net.params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
+  for (auto& [name, tensor] : solver_->state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
+  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+  return c;
+}
+
+void Trainer::restore(const Checkpoint& c) {
+  require(c.net_name == net_->name(), "checkpoint is for net '{}', not '{}'", c.net_name, net_->name());
+  require(c.seed == seed_, "checkpoint was made with seed {}, the config says {}", c.seed, seed_);
+  auto params = net_->params();
+  require(params.size() == c.params.size(), "checkpoint has {} parameter blobs, the net has {}",
+          c.params.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    require(params[i]->name == c.params[i].name, "checkpoint parameter {} is '{}', the net has '{}'", i,
+            c.params[i].name, params[i]->name);
+    c.params[i].restore_into(params[i]->blob->data());
+  }
+  auto state = solver_->state();
+  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
+          c.solver_state.size(), state.size());
+  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
+  for (size_t i = 0; i < net_->num_layers() && i < c.rngs.size(); ++i) {
+    require(c.rngs[i].first == net_->layer(i).name(), "checkpoint layer {} is '{}', the net has '{}'", i,
+            c.rngs[i].first, net_->layer(i).name());
+    net_->layer(i).rng().set_state(c.rngs[i].second);
+  }
+  solver_->set_iteration(c.iteration);
+  epoch_ = c.epoch;
+  batch_ = c.batch;
+  elapsed_ = c.elapsed_seconds;
+  epoch_loss_sum_ = c.epoch_loss_sum;
+}
+
+void Trainer::resume(const std::filesystem::path& checkpoint) {
+  restore(load_checkpoint(checkpoint));
+  spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), epoch_ + 1,
+               batch_, solver_->iteration());
+}
+
+void Trainer::write_checkpoint(double unaccounted_seconds) {
+  if (checkpoint_path_.empty()) return;
+  Checkpoint c = make_checkpoint();
+  c.elapsed_seconds += unaccounted_seconds;
+  save_checkpoint(c, checkpoint_path_);
+  if (keep_all_checkpoints_) {
+    auto numbered = checkpoint_path_;
+    numbered.replace_filename(fmt::format("{}-iter{}{}", checkpoint_path_.stem().string(), c.iteration,
+                                          checkpoint_path_.extension().string()));
+    save_checkpoint(c, numbered);
+  }
+  spdlog::debug("checkpoint written to '{}'", checkpoint_path_.string());
+}
+
+void Trainer::evaluate(EpochResult& result) {
+  net_->set_phase(Phase::test);
+  test_source_->seek(0, 0);
+  double loss_sum = 0.0, accuracy_sum = 0.0;
+  int64_t seen = 0;
+  const bool has_accuracy = net_->has_blob(accuracy_blob_);
+  Tensor& data = net_->blob(data_blob_).data();
+  Tensor& labels = net_->blob(label_blob_).data();
+  while (test_source_->next(data, labels)) {
+    const int64_t n = data.shape()[0];
+    if (n != net_->batch()) net_->set_batch(n);
+    net_->forward();
+    loss_sum += scalar_of(*net_, loss_blob_) * static_cast<double>(n);
+    if (has_accuracy) accuracy_sum += scalar_of(*net_, accuracy_blob_) * static_cast<double>(n);
+    seen += n;
+  }
+  result.test_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
+  result.test_accuracy = seen ? accuracy_sum / static_cast<double>(seen) : 0.0;
+  net_->set_phase(Phase::train);
+  net_->set_batch(batch_size_);
+}
+
+TrainReport Trainer::run() {
+  TrainReport report;
+  report.net = net_->name();
+  report.parameters = net_->num_learnable_parameters();
+  report.batch_size = batch_size_;
+  report.blas_kernel = blas::kernel_name();
+  const int64_t per_epoch = train_source_->batches_per_epoch();
+  Tensor& data = net_->blob(data_blob_).data();
+  Tensor& labels = net_->blob(label_blob_).data();
+  double train_seconds = 0.0;
+  int64_t trained_batches = 0;
+
+  net_->set_phase(Phase::train);
+  net_->set_batch(batch_size_);
+  while (epoch_ < epochs_) {
+    EpochResult result;
+    result.epoch = epoch_ + 1;
+    train_source_->seek(epoch_, batch_);
+    Progress progress(fmt::format("epoch {}/{}", epoch_ + 1, epochs_), per_epoch, batch_size_, progress_mode_,
+                      display_);
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t first_batch = batch_;
+    while (batch_ < per_epoch && train_source_->next(data, labels)) {
+      net_->zero_param_diffs();
+      const float loss = net_->forward_backward();
+      if (!std::isfinite(loss)) {
+        progress.finish("stopped");
+        throw NumericError(fmt::format(
+            "loss became {} at iteration {} (epoch {}, batch {}); training stopped. {}Lower "
+            "solver.base_lr or set solver.clip_gradients.",
+            loss, solver_->iteration() + 1, epoch_ + 1, batch_ + 1,
+            checkpoint_path_.empty() || !std::filesystem::exists(checkpoint_path_)
+                ? std::string()
+                : fmt::format("The last good checkpoint '{}' is intact. ", checkpoint_path_.string())));
+      }
+      const float lr = solver_->learning_rate();
+      solver_->step();
+      epoch_loss_sum_ += loss;
+      ++batch_;
+      progress.update(batch_, fmt::format("loss {:.4f}", epoch_loss_sum_ / static_cast<double>(batch_)));
+      if (display_ > 0 && solver_->iteration() % display_ == 0)
+        metrics_.write({{"type", std::string("train")},
+                        {"epoch", epoch_ + 1},
+                        {"iteration", solver_->iteration()},
+                        {"loss", static_cast<double>(loss)},
+                        {"lr", static_cast<double>(lr)},
+                        {"images_per_second", progress.items_per_second()}});
+      if (checkpoint_every_ > 0 && solver_->iteration() % checkpoint_every_ == 0 && batch_ < per_epoch) {
+        write_checkpoint(seconds_since(start));
+      }
+    }
+    result.seconds = seconds_since(start);
+    result.train_loss = epoch_loss_sum_ / static_cast<double>(std::max<int64_t>(batch_, 1));
+    result.images_per_second =
+        static_cast<double>((batch_ - first_batch) * batch_size_) / std::max(result.seconds, 1e-9);
+    train_seconds += result.seconds;
+    trained_batches += batch_ - first_batch;
+    progress.finish(fmt::format("train loss {:.4f}", result.train_loss));
+    evaluate(result);
+    spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%", result.epoch,
+                 epochs_, result.train_loss, result.test_loss, 100.0 * result.test_accuracy);
+    metrics_.write({{"type", std::string("test")},
+                    {"epoch", result.epoch},
+                    {"iteration", solver_->iteration()},
+                    {"loss", result.test_loss},
+                    {"accuracy", result.test_accuracy},
+                    {"train_loss", result.train_loss},
+                    {"images_per_second", result.images_per_second}});
+    history_.push_back(result);
+    ++epoch_;
+    batch_ = 0;
+    epoch_loss_sum_ = 0.0;
+    elapsed_ += result.seconds;
+    write_checkpoint(0.0);
+  }
+
+  report.epochs = epochs_;
+  report.iterations = solver_->iteration();
+  report.history = history_;
+  if (!history_.empty()) {
+    report.train_loss = history_.back().train_loss;
+    report.test_loss = history_.back().test_loss;
+    report.test_accuracy = history_.back().test_accuracy;
+  }
+  report.seconds = train_seconds;
+  report.images_per_second =
+      train_seconds > 0 ? static_cast<double>(trained_batches * batch_size_) / train_seconds : 0.0;
+  return report;
+}
+
+}  // namespace taihu

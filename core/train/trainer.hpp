@@ -1,0 +1,118 @@
+#pragma once
+// Single-replica training: a net, a solver and a train/test data pair, driven
+// epoch by epoch from an application config document:
+//
+//   net = nets/lenet.ini      # the net description, relative to this file
+//   epochs = 3
+//   batch_size = 64
+//   test_batch_size = 1000
+//   seed = 1
+//   display = 100             # iterations between plain progress lines
+//   [data]    ... see core/data/dataset.hpp
+//   [solver]  ... see core/solver/solver.hpp
+//   [output]
+//   dir = out/lenet-fashion   # metrics and checkpoints go here
+//   metrics = metrics.jsonl   # or .csv; empty disables
+//   checkpoint = lenet.ckpt   # written after every epoch (and every checkpoint_every iterations)
+//   checkpoint_every = 0      # also every N iterations
+//   keep_all = false          # also keep a copy per checkpoint: lenet-iter1000.ckpt
+//
+// Numbers that matter to users (loss, accuracy, rate) are reported per epoch
+// and in the final TrainReport.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/train/checkpoint.hpp"
+#include "core/train/metrics_log.hpp"
+#include "core/train/progress.hpp"
+
+namespace taihu {
+
+class Net;
+class Solver;
+class Dataset;
+class BatchSource;
+
+struct EpochResult {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0.0;
+  double test_loss = 0.0;
+  double test_accuracy = 0.0;  // fraction in [0, 1]
+  double seconds = 0.0;        // training time of this epoch
+  double images_per_second = 0.0;
+};
+
+struct TrainReport {
+  std::string net;
+  int64_t parameters = 0;
+  int64_t epochs = 0;
+  int64_t iterations = 0;
+  int64_t batch_size = 0;
+  double train_loss = 0.0;
+  double test_loss = 0.0;
+  double test_accuracy = 0.0;
+  double images_per_second = 0.0;  // training images over training time
+  double seconds = 0.0;
+  std::string blas_kernel;
+  std::vector<EpochResult> history;
+
+  std::string to_json() const;
+};
+
+class Trainer {
+ public:
+  // Reads the whole config; unknown keys are errors. `doc` must outlive the trainer.
+  explicit Trainer(config::Document doc, Progress::Mode progress = Progress::Mode::automatic);
+  ~Trainer();
+
+  // Continues from a checkpoint written by an identical configuration.
+  void resume(const std::filesystem::path& checkpoint);
+  // Trains the remaining epochs; throws NumericError on NaN/Inf loss.
+  TrainReport run();
+
+  Net& net() { return *net_; }
+  Checkpoint make_checkpoint() const;
+  void restore(const Checkpoint& checkpoint);
+  std::filesystem::path checkpoint_path() const { return checkpoint_path_; }
+
+ private:
+  void evaluate(EpochResult& result);
+  // `unaccounted_seconds`: training time of the current epoch so far.
+  void write_checkpoint(double unaccounted_seconds);
+
+  config::Document doc_;
+  Progress::Mode progress_mode_;
+  std::unique_ptr<Net> net_;
+  std::unique_ptr<Solver> solver_;
+  std::shared_ptr<const Dataset> train_set_;
+  std::shared_ptr<const Dataset> test_set_;
+  std::unique_ptr<BatchSource> train_source_;
+  std::unique_ptr<BatchSource> test_source_;
+  MetricsLog metrics_;
+
+  int64_t epochs_ = 1;
+  int64_t batch_size_ = 64;
+  int64_t test_batch_size_ = 1000;
+  uint64_t seed_ = 1;
+  int64_t display_ = 100;
+  int64_t checkpoint_every_ = 0;
+  bool keep_all_checkpoints_ = false;
+  std::string data_blob_;
+  std::string label_blob_;
+  std::string loss_blob_;
+  std::string accuracy_blob_;
+  std::filesystem::path checkpoint_path_;
+
+  // Position, restored from checkpoints.
+  int64_t epoch_ = 0;  // completed epochs
+  int64_t batch_ = 0;  // batches done in the current epoch
+  double epoch_loss_sum_ = 0.0;
+  double elapsed_ = 0.0;
+  std::vector<EpochResult> history_;
+};
+
+}  // namespace taihu

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# taihu's two set-up commands, for a fresh Debian 12 machine (run as root or
+# as a user with sudo):
+#
+#   bash scripts/quickstart.sh train   # install what is missing, build Release, train the default config
+#   bash scripts/quickstart.sh test    # install what is missing, build, run every test
+#
+# Environment: BUILD_DIR (default build), JOBS (default: number of cores),
+# TAIHU_CONFIG (default config/lenet-fashion.ini) for `train`.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+mode=${1:-}
+if [[ "$mode" != "train" && "$mode" != "test" ]]; then
+  echo "usage: bash scripts/quickstart.sh train|test" >&2
+  exit 2
+fi
+shift || true
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libcaf-dev libasio-dev libcereal-dev libopenblas-dev libspdlog-dev libfmt-dev
+  doctest-dev zlib1g-dev dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build" -j "$jobs"
+
+if [[ "$mode" == "train" ]]; then
+  config=${TAIHU_CONFIG:-config/lenet-fashion.ini}
+  exec "$build/apps/taihu-train" --config-file="$config" --report="out/report.json" "$@"
+else
+  cd "$build"
+  exec ctest --output-on-failure --timeout 1200 "$@"
+fi

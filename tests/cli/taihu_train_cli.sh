@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End-to-end checks of taihu-train's command line and its handling of bad
+# input: each case runs the real binary and checks the exit code and that the
+# message names what the user must fix.
+#   usage: taihu_train_cli.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$1
+src=$2
+train="$build/apps/taihu-train"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+# expect NAME EXIT_CODE PATTERN -- COMMAND...
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  local out
+  out=$("$@" 2>&1)
+  local rc=$?
+  if [[ $rc -eq $code ]] && grep -qE -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name (exit $rc, wanted $code; pattern '$pattern')"
+    echo "$out" | tail -n 5 | sed 's/^/    /'
+  fi
+}
+
+cp "$src/config/nets/lenet.ini" "$work/lenet.ini"
+cat >"$work/app.ini" <<INI
+net = lenet.ini
+epochs = 1
+batch_size = 16
+test_batch_size = 64
+[data]
+source = synthetic
+shape = 1 28 28
+classes = 10
+train_size = 64
+test_size = 64
+[solver]
+type = sgd
+base_lr = 0.01
+[output]
+dir = $work/out
+INI
+
+expect "help" 0 "usage: taihu-train" -- "$train" --help
+expect "missing config flag" 2 "config-file" -- "$train"
+expect "dump-config shows overrides" 0 "base_lr = 0.5" -- "$train" --config-file="$work/app.ini" solver.base_lr=0.5 --dump-config
+expect "trains synthetic" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" --progress=lines --report="$work/r.json"
+expect "report has keys" 0 '"test_accuracy"' -- cat "$work/r.json"
+
+printf 'net = lenet.ini\nthis is not a key value line\n' >"$work/malformed.ini"
+expect "malformed config names file and line" 2 "malformed.ini:2" -- "$train" --config-file="$work/malformed.ini"
+
+expect "unknown root key" 2 "app.ini.*epochz|epochz.*unknown option|unknown option.*epochz" -- "$train" --config-file="$work/app.ini" epochz=3
+expect "unknown solver type" 2 "solver" -- "$train" --config-file="$work/app.ini" solver.type=sgdd
+
+sed 's/type = Pooling/type = Poolingg/' "$work/lenet.ini" >"$work/badtype.ini"
+expect "unknown layer type names line and known types" 2 "badtype.ini:[0-9]+.*unknown type 'Poolingg'.*Convolution" -- "$train" --config-file="$work/app.ini" net=badtype.ini
+
+sed 's/kernel_size = 5/kernel_size = 5\nkernal = 3/' "$work/lenet.ini" >"$work/badopt.ini"
+expect "unknown layer option" 2 "badopt.ini:[0-9]+.*kernal.*unknown option" -- "$train" --config-file="$work/app.ini" net=badopt.ini
+
+expect "shape mismatch names the layer" 2 "layer 'conv1'|conv1" -- "$train" --config-file="$work/app.ini" data.shape="1 3 3"
+
+expect "missing dataset says how to install" 2 "apt-get install dataset-fashion-mnist" -- "$train" --config-file="$work/app.ini" data.source=fashion-mnist data.dir="$work/nowhere" --data.shape= --data.classes= --data.train_size= --data.test_size=
+
+fm=/usr/share/datasets/fashion-mnist
+if [[ -f $fm/train-images-idx3-ubyte.gz ]]; then
+  mkdir -p "$work/fm"
+  cp $fm/*.gz "$work/fm/"
+  gzip -dc $fm/train-labels-idx1-ubyte.gz | head -c 1000 >"$work/fm/train-labels-idx1-ubyte"
+  rm "$work/fm/train-labels-idx1-ubyte.gz"
+  expect "truncated idx file" 2 "truncated" -- "$train" --config-file="$work/app.ini" data.source=fashion-mnist data.dir="$work/fm" --data.shape= --data.classes= --data.train_size= --data.test_size=
+else
+  echo "SKIP: truncated idx file (dataset-fashion-mnist not installed)"
+fi
+
+expect "NaN loss stops with code 3" 3 "loss became" -- "$train" --config-file="$work/app.ini" solver.base_lr=1e30 --progress=quiet
+
+echo "cli: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
