@@ -31,7 +31,7 @@ KEYS = {
     "TanH": set(),
     "Dropout": {"dropout_ratio"},
     "BatchNorm": {"eps", "momentum", "use_global_stats"},
-    "Scale": {"bias_term", "axis", "num_axes", "filler", "bias_filler"},
+    "Scale": {"bias_term", "axis", "num_axes", "weight_filler", "bias_filler"},
     "LRN": {"local_size", "alpha", "beta", "k", "norm_region"},
     "Softmax": {"axis"},
     "SoftmaxWithLoss": {"axis", "ignore_label", "normalize"},
