@@ -123,7 +123,8 @@ void softmax_forward(int64_t outer, int64_t channels, int64_t inner, const float
       for (int64_t c = 0; c < channels; ++c) y[o * plane + c] = x[o * plane + c] - top;
     }
     exp(outer * plane, y, y);
-    for (int64_t o = 0; o < outer; ++o) scale(channels, 1.0f / sum(channels, y + o * plane), y + o * plane, y + o * plane);
+    for (int64_t o = 0; o < outer; ++o)
+      scale(channels, 1.0f / sum(channels, y + o * plane), y + o * plane, y + o * plane);
     return;
   }
   if (inner == 1) {

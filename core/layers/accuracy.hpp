@@ -19,8 +19,7 @@ class AccuracyLayer final : public Layer {
   bool has_backward() const override { return false; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:
   int top_k_;

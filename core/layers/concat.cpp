@@ -14,15 +14,17 @@ ConcatLayer::ConcatLayer(const LayerSpec& spec) : Layer(spec), axis_(options().g
 void ConcatLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Shape& first = bottom[0]->shape();
   const auto axis = resolve_axis(axis_, first.rank());
-  if (!axis) shape_error(fmt::format("axis {} is out of range for bottom[0] of shape {}", axis_, first.str()));
+  if (!axis)
+    shape_error(fmt::format("axis {} is out of range for bottom[0] of shape {}", axis_, first.str()));
   std::vector<int64_t> dims = first.dims();
   for (size_t b = 1; b < bottom.size(); ++b) {
     const Shape& shape = bottom[b]->shape();
     bool fits = shape.rank() == first.rank();
     for (size_t d = 0; fits && d < first.rank(); ++d) fits = d == *axis || shape[d] == first[d];
     if (!fits)
-      shape_error(fmt::format("bottom[{}] has shape {}, which does not match bottom[0] ({}) except on axis {}",
-                              b, shape.str(), first.str(), *axis));
+      shape_error(
+          fmt::format("bottom[{}] has shape {}, which does not match bottom[0] ({}) except on axis {}", b,
+                      shape.str(), first.str(), *axis));
     dims[*axis] += shape[*axis];
   }
   resolved_axis_ = *axis;

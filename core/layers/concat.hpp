@@ -13,8 +13,7 @@ class ConcatLayer final : public Layer {
   int max_bottoms() const override { return 1 << 20; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:
   int axis_;

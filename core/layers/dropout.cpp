@@ -9,8 +9,7 @@ namespace taihu {
 
 DropoutLayer::DropoutLayer(const LayerSpec& spec)
     : Layer(spec), ratio_(options().get_or<float>("dropout_ratio", 0.5f)) {
-  if (!(ratio_ >= 0.0f && ratio_ < 1.0f))
-    throw options().error("dropout_ratio", "must be in [0, 1)");
+  if (!(ratio_ >= 0.0f && ratio_ < 1.0f)) throw options().error("dropout_ratio", "must be in [0, 1)");
 }
 
 void DropoutLayer::reshape(const BlobVec& bottom, const BlobVec& top) {

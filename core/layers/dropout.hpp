@@ -14,8 +14,7 @@ class DropoutLayer final : public Layer {
   bool supports_in_place() const override { return true; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
   float ratio() const { return ratio_; }
   // The last training mask: 0 for dropped units, 1 / (1 - ratio) for kept ones.

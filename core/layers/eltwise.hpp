@@ -22,8 +22,7 @@ class EltwiseLayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:
   Operation operation_;

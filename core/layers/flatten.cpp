@@ -8,7 +8,9 @@
 namespace taihu {
 
 FlattenLayer::FlattenLayer(const LayerSpec& spec)
-    : Layer(spec), axis_(options().get_or<int>("axis", 1)), end_axis_(options().get_or<int>("end_axis", -1)) {}
+    : Layer(spec),
+      axis_(options().get_or<int>("axis", 1)),
+      end_axis_(options().get_or<int>("end_axis", -1)) {}
 
 void FlattenLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Shape& shape = bottom[0]->shape();

@@ -23,8 +23,7 @@ void ReLULayer::forward(const BlobVec& bottom, const BlobVec& top) {
   kernels::relu_forward(bottom[0]->count(), negative_slope_, bottom[0]->data().ptr(), top[0]->data().ptr());
 }
 
-void ReLULayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                         const BlobVec& bottom) {
+void ReLULayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   const float* sign = negative_slope_ >= 0.0f ? top[0]->data().ptr() : bottom[0]->data().ptr();
   kernels::relu_backward(bottom[0]->count(), negative_slope_, sign, top[0]->diff().ptr(),

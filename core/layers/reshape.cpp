@@ -26,8 +26,8 @@ void ReshapeLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const int start = axis_ >= 0 ? axis_ : rank + axis_ + 1;
   const int end = num_axes_ == -1 ? rank : start + num_axes_;
   if (start < 0 || start > rank || end > rank)
-    shape_error(fmt::format("axis = {} with num_axes = {} does not fit input shape {}", axis_, num_axes_,
-                            in.str()));
+    shape_error(
+        fmt::format("axis = {} with num_axes = {} does not fit input shape {}", axis_, num_axes_, in.str()));
   std::vector<int64_t> dims(in.dims().begin(), in.dims().begin() + start);
   int64_t known = 1;
   size_t inferred = static_cast<size_t>(-1);

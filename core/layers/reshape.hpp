@@ -18,8 +18,8 @@ class ReshapeLayer final : public Layer {
   const char* type() const override { return "Reshape"; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override {}
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override {}
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+  }
 
  private:
   std::vector<int64_t> shape_;

@@ -14,10 +14,10 @@ void SigmoidLayer::forward(const BlobVec& bottom, const BlobVec& top) {
 }
 
 void SigmoidLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                       const BlobVec& bottom) {
+                            const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   kernels::sigmoid_backward(bottom[0]->count(), top[0]->data().ptr(), top[0]->diff().ptr(),
-                         bottom[0]->diff().ptr());
+                            bottom[0]->diff().ptr());
 }
 
 TAIHU_REGISTER_LAYER("Sigmoid", SigmoidLayer);

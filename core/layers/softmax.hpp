@@ -12,8 +12,7 @@ class SoftmaxLayer final : public Layer {
   const char* type() const override { return "Softmax"; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:
   int axis_;

@@ -58,10 +58,17 @@ void SoftmaxWithLossLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   }
   double normalizer = 1.0;
   switch (normalization_) {
-    case Normalization::valid: normalizer = static_cast<double>(valid); break;
-    case Normalization::full: normalizer = static_cast<double>(outer_ * inner_); break;
-    case Normalization::batch_size: normalizer = static_cast<double>(outer_); break;
-    case Normalization::none: break;
+    case Normalization::valid:
+      normalizer = static_cast<double>(valid);
+      break;
+    case Normalization::full:
+      normalizer = static_cast<double>(outer_ * inner_);
+      break;
+    case Normalization::batch_size:
+      normalizer = static_cast<double>(outer_);
+      break;
+    case Normalization::none:
+      break;
   }
   // With every label ignored the loss is 0, not 0 / 0.
   normalizer_ = static_cast<float>(std::max(normalizer, 1.0));
@@ -71,7 +78,8 @@ void SoftmaxWithLossLayer::forward(const BlobVec& bottom, const BlobVec& top) {
 void SoftmaxWithLossLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
   if (propagate_down[1])
-    raise("layer '{}' ({}): labels (bottom[1]) have no gradient; do not propagate down to them", name(), type());
+    raise("layer '{}' ({}): labels (bottom[1]) have no gradient; do not propagate down to them", name(),
+          type());
   if (!propagate_down[0]) return;
   float* diff = bottom[0]->diff().ptr();
   const float* labels = bottom[1]->data().ptr();

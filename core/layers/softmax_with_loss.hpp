@@ -24,8 +24,7 @@ class SoftmaxWithLossLayer final : public Layer {
   float default_loss_weight() const override { return 1.0f; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
   // The probabilities of the last forward pass.
   const Tensor& probabilities() const { return prob_; }

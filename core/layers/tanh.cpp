@@ -13,8 +13,7 @@ void TanHLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   kernels::tanh_forward(bottom[0]->count(), bottom[0]->data().ptr(), top[0]->data().ptr());
 }
 
-void TanHLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                       const BlobVec& bottom) {
+void TanHLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   kernels::tanh_backward(bottom[0]->count(), top[0]->data().ptr(), top[0]->diff().ptr(),
                          bottom[0]->diff().ptr());

@@ -32,7 +32,9 @@ std::string error_of(auto&& f) {
   return "<no error>";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 void set_values(Blob& blob, const std::vector<float>& values) {
   REQUIRE(static_cast<int64_t>(values.size()) == blob.count());
@@ -44,7 +46,8 @@ std::vector<float> values_of(const Tensor& t) { return {t.ptr(), t.ptr() + t.cou
 void check_close(const Tensor& actual, const std::vector<float>& expected, float tolerance = 1e-6f) {
   REQUIRE(actual.count() == static_cast<int64_t>(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i)
-    CHECK_MESSAGE(std::fabs(actual[static_cast<int64_t>(i)] - expected[i]) <= tolerance * std::max(1.0f, std::fabs(expected[i])),
+    CHECK_MESSAGE(std::fabs(actual[static_cast<int64_t>(i)] - expected[i]) <=
+                      tolerance * std::max(1.0f, std::fabs(expected[i])),
                   "element " << i << ": " << actual[static_cast<int64_t>(i)] << " vs " << expected[i]);
 }
 
@@ -56,7 +59,8 @@ void run_forward(Layer& layer, const BlobVec& bottom, const BlobVec& top) {
 }
 
 // Naive softmax over the middle extent, in double precision.
-std::vector<float> naive_softmax(const std::vector<float>& x, int64_t outer, int64_t channels, int64_t inner) {
+std::vector<float> naive_softmax(const std::vector<float>& x, int64_t outer, int64_t channels,
+                                 int64_t inner) {
   std::vector<float> y(x.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -204,7 +208,8 @@ TEST_SUITE("pointwise") {
   }
 
   TEST_CASE("ReLU gradients, skipping the kink") {
-    for (const char* options : {"", "negative_slope = 0.1", "negative_slope = -0.3", "negative_slope = 1.5"}) {
+    for (const char* options :
+         {"", "negative_slope = 0.1", "negative_slope = -0.3", "negative_slope = 1.5"}) {
       CAPTURE(options);
       auto layer = make_layer("ReLU", options);
       Blob bottom(Shape{2, 3, 4, 5}), top;
@@ -276,7 +281,8 @@ TEST_SUITE("pointwise") {
       bool values_ok = true;
       for (int64_t i = 0; i < top.count(); ++i) {
         kept += top.data()[i] != 0.0f;
-        values_ok = values_ok && (top.data()[i] == 0.0f || top.data()[i] == doctest::Approx(1.0 / (1.0 - ratio)));
+        values_ok =
+            values_ok && (top.data()[i] == 0.0f || top.data()[i] == doctest::Approx(1.0 / (1.0 - ratio)));
       }
       CHECK(values_ok);
       CHECK(static_cast<double>(kept) / top.count() == doctest::Approx(1.0 - ratio).epsilon(0.01));
@@ -352,8 +358,9 @@ TEST_SUITE("pointwise") {
       std::string options;
       int64_t outer, channels, inner;
     };
-    for (const auto& c : {Case{Shape{2, 3, 2, 2}, "", 2, 3, 4}, Case{Shape{2, 3, 4}, "axis = 2", 6, 4, 1},
-                          Case{Shape{2, 3, 4}, "axis = -2", 2, 3, 4}, Case{Shape{3, 5, 2}, "axis = 0", 1, 3, 10}}) {
+    for (const auto& c :
+         {Case{Shape{2, 3, 2, 2}, "", 2, 3, 4}, Case{Shape{2, 3, 4}, "axis = 2", 6, 4, 1},
+          Case{Shape{2, 3, 4}, "axis = -2", 2, 3, 4}, Case{Shape{3, 5, 2}, "axis = 0", 1, 3, 10}}) {
       CAPTURE(c.options);
       auto layer = make_layer("Softmax", c.options);
       Blob bottom(c.shape), top;
@@ -400,10 +407,11 @@ TEST_SUITE("pointwise") {
     set_values(labels, {0, 2});
     const double total = std::log(3.0) - std::log(0.5);
     for (const auto& [options, normalizer] :
-         std::vector<std::pair<std::string, double>>{{"", 2}, {"normalization = valid", 2},
-                                                      {"normalization = batch_size", 2},
-                                                      {"normalization = full", 2},
-                                                      {"normalization = none", 1}}) {
+         std::vector<std::pair<std::string, double>>{{"", 2},
+                                                     {"normalization = valid", 2},
+                                                     {"normalization = batch_size", 2},
+                                                     {"normalization = full", 2},
+                                                     {"normalization = none", 1}}) {
       CAPTURE(options);
       auto layer = make_layer("SoftmaxWithLoss", options);
       CHECK(layer->default_loss_weight() == 1.0f);
@@ -450,20 +458,21 @@ TEST_SUITE("pointwise") {
       Shape scores, labels;
       std::string options;
     };
-    for (const auto& c : std::vector<Case>{
-             {Shape{4, 5}, Shape{4}, ""},
-             {Shape{4, 5}, Shape{4, 1}, "normalization = none"},
-             {Shape{4, 5}, Shape{4}, "normalization = batch_size\nignore_label = 3"},
-             {Shape{4, 5}, Shape{4}, "ignore_label = 3"},
-             {Shape{2, 3, 2, 2}, Shape{2, 2, 2}, "ignore_label = 0"},
-             {Shape{2, 3, 2, 2}, Shape{2, 1, 2, 2}, "normalization = full\nignore_label = 0"},
-             {Shape{2, 3, 4}, Shape{2, 3}, "axis = -1"}}) {
+    for (const auto& c :
+         std::vector<Case>{{Shape{4, 5}, Shape{4}, ""},
+                           {Shape{4, 5}, Shape{4, 1}, "normalization = none"},
+                           {Shape{4, 5}, Shape{4}, "normalization = batch_size\nignore_label = 3"},
+                           {Shape{4, 5}, Shape{4}, "ignore_label = 3"},
+                           {Shape{2, 3, 2, 2}, Shape{2, 2, 2}, "ignore_label = 0"},
+                           {Shape{2, 3, 2, 2}, Shape{2, 1, 2, 2}, "normalization = full\nignore_label = 0"},
+                           {Shape{2, 3, 4}, Shape{2, 3}, "axis = -1"}}) {
       CAPTURE(c.options);
       auto layer = make_layer("SoftmaxWithLoss", c.options);
       Blob scores(c.scores), labels(c.labels), top;
       fill_uniform(scores, 13, -2.0f, 2.0f);
       const int64_t classes = c.options.find("axis") != std::string::npos ? c.scores[2] : c.scores[1];
-      for (int64_t i = 0; i < labels.count(); ++i) labels.data()[i] = static_cast<float>((i * 7 + 1) % classes);
+      for (int64_t i = 0; i < labels.count(); ++i)
+        labels.data()[i] = static_cast<float>((i * 7 + 1) % classes);
       GradientCheckOptions opt;
       opt.bottoms_to_check = {0};
       opt.threshold = 2e-3f;
@@ -588,7 +597,8 @@ TEST_SUITE("pointwise") {
         const float base = rng.uniform(-1.0f, 1.0f);
         for (int k = 0; k < c.bottoms; ++k) {
           const auto slot = static_cast<int64_t>((i + k) % c.bottoms);
-          blobs[static_cast<size_t>(k)].data()[i] = base + 0.1f * static_cast<float>(slot) + rng.uniform(0.0f, 0.05f);
+          blobs[static_cast<size_t>(k)].data()[i] =
+              base + 0.1f * static_cast<float>(slot) + rng.uniform(0.0f, 0.05f);
         }
       }
       Blob top;
@@ -808,7 +818,9 @@ TEST_SUITE("pointwise") {
                              "Eltwise", "Concat", "Flatten", "Reshape"})
       CHECK_MESSAGE(contains(msg, type), type);
 
-    msg = build("[layer act]\ntype = ReLU\nbottom = x\ntop = y\n[layer join]\ntype = Concat\nbottom = y ghost\ntop = z\n");
+    msg = build(
+        "[layer act]\ntype = ReLU\nbottom = x\ntop = y\n[layer join]\ntype = Concat\nbottom = y ghost\ntop = "
+        "z\n");
     CHECK(contains(msg, "bad.ini:7"));
     CHECK(contains(msg, "'join'"));
     CHECK(contains(msg, "'ghost'"));
@@ -818,9 +830,10 @@ TEST_SUITE("pointwise") {
     CHECK(contains(msg, "negative_slop"));
     CHECK(contains(msg, "unknown option"));
 
-    msg = build("[layer a]\ntype = ReLU\nbottom = x\ntop = y\n[layer b]\ntype = ReLU\nbottom = x\ntop = z\n"
-                "[layer sum]\ntype = Eltwise\nbottom = y z x\ntop = s\n[layer wide]\ntype = Reshape\nbottom = x\n"
-                "top = r\nshape = 0 2 2\n[layer bad]\ntype = Eltwise\nbottom = s r\ntop = t\n");
+    msg = build(
+        "[layer a]\ntype = ReLU\nbottom = x\ntop = y\n[layer b]\ntype = ReLU\nbottom = x\ntop = z\n"
+        "[layer sum]\ntype = Eltwise\nbottom = y z x\ntop = s\n[layer wide]\ntype = Reshape\nbottom = x\n"
+        "top = r\nshape = 0 2 2\n[layer bad]\ntype = Eltwise\nbottom = s r\ntop = t\n");
     CHECK(contains(msg, "'bad' (Eltwise)"));
     CHECK(contains(msg, "2x2x2"));
   }
