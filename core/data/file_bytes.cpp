@@ -32,8 +32,11 @@ size_t size_hint(const std::filesystem::path& path) {
   in.seekg(-4, std::ios::end);
   in.read(reinterpret_cast<char*>(trailer), 4);
   if (!in) return file_size;
-  return uint32_t{trailer[0]} | uint32_t{trailer[1]} << 8 | uint32_t{trailer[2]} << 16 |
-         uint32_t{trailer[3]} << 24;
+  const size_t stored = uint32_t{trailer[0]} | uint32_t{trailer[1]} << 8 | uint32_t{trailer[2]} << 16 |
+                        uint32_t{trailer[3]} << 24;
+  // A truncated file ends in arbitrary bytes; deflate never expands more than
+  // ~1032:1, so a larger "size" is garbage and must not be allocated.
+  return std::min<size_t>(stored, file_size * 1032);
 }
 
 }  // namespace

@@ -15,13 +15,15 @@ uint32_t big_endian32(const uint8_t* p) {
 // the dimensions and strips the header from `bytes`.
 std::vector<int64_t> take_header(std::vector<uint8_t>& bytes, const std::filesystem::path& path, uint32_t magic,
                                  const char* what) {
+  require<DataError>(bytes.size() >= 4, "IDX {} file {} is truncated: {} bytes, too short for a magic number", what,
+                     path.string(), bytes.size());
+  const uint32_t found = big_endian32(bytes.data());
+  require<DataError>(found == magic, "{} is not an IDX {} file: magic number 0x{:08x}, expected 0x{:08x}",
+                     path.string(), what, found, magic);
   const size_t rank = magic & 0xff;
   const size_t header = 4 + 4 * rank;
   require<DataError>(bytes.size() >= header, "IDX {} file {} is truncated: {} bytes, shorter than its {}-byte header",
                      what, path.string(), bytes.size(), header);
-  const uint32_t found = big_endian32(bytes.data());
-  require<DataError>(found == magic, "{} is not an IDX {} file: magic number 0x{:08x}, expected 0x{:08x}",
-                     path.string(), what, found, magic);
   std::vector<int64_t> dims(rank);
   unsigned __int128 product = 1;  // cannot overflow for three 32-bit sizes
   for (size_t d = 0; d < rank; ++d) {
