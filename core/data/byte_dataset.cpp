@@ -6,10 +6,6 @@
 
 namespace taihu {
 
-int64_t channels_of(const Shape& sample_shape) { return sample_shape.rank() >= 2 ? sample_shape[0] : 1; }
-
-const char* split_name(Split split) { return split == Split::train ? "train" : "test"; }
-
 void check_preprocess(const Preprocess& preprocess, int64_t channels) {
   const auto fits = [&](const std::vector<float>& values) {
     return values.empty() || values.size() == 1 || static_cast<int64_t>(values.size()) == channels;

@@ -79,6 +79,10 @@ fs::path locate(const DataConfig& config, const DataFile& file, const char* what
 
 }  // namespace
 
+int64_t channels_of(const Shape& sample_shape) { return sample_shape.rank() >= 2 ? sample_shape[0] : 1; }
+
+const char* split_name(Split split) { return split == Split::train ? "train" : "test"; }
+
 DataConfig DataConfig::read(const config::Document& doc, const config::Section& data) {
   DataConfig config;
   config.source = data.get_choice("source", {"fashion-mnist", "mnist", "idx", "cifar10", "synthetic"}, "fashion-mnist");
