@@ -22,27 +22,13 @@ inline float lane_sum(int64_t n, Term&& term) {
   return total;
 }
 
-// Two sums in one pass: first += a(i), second += b(i).
+// Two sums over the same range: first = sum a(i), second = sum b(i). Done as
+// two passes: GCC 12 does not vectorise two interleaved lane sets (measured
+// 4x slower than two passes, whose second pass finds the data in cache).
 template <class TermA, class TermB>
 inline void lane_sum2(int64_t n, TermA&& a, TermB&& b, float& first, float& second) {
-  float acc_a[sum_lanes] = {}, acc_b[sum_lanes] = {};
-  int64_t i = 0;
-  for (; i + sum_lanes <= n; i += sum_lanes)
-    for (int j = 0; j < sum_lanes; ++j) {
-      acc_a[j] += a(i + j);
-      acc_b[j] += b(i + j);
-    }
-  float ta = 0.0f, tb = 0.0f;
-  for (; i < n; ++i) {
-    ta += a(i);
-    tb += b(i);
-  }
-  for (int j = 0; j < sum_lanes; ++j) {
-    ta += acc_a[j];
-    tb += acc_b[j];
-  }
-  first = ta;
-  second = tb;
+  first = lane_sum(n, a);
+  second = lane_sum(n, b);
 }
 
 }  // namespace taihu::detail

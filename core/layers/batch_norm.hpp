@@ -10,7 +10,8 @@
 //
 // Statistics are taken over the batch and every spatial position. The running
 // mean and (unbiased) variance are non-learnable parameters "mean" and
-// "variance": model state that checkpoints store and the solver never touches.
+// "variance" (starting at 0 and 1): model state that checkpoints store and
+// the solver never touches.
 
 #include <optional>
 

@@ -64,16 +64,19 @@ void LrnLayer::channel_window_sum(const float* in, float* out, int64_t planes, i
 }
 
 void LrnLayer::spatial_window_sum(const float* in, float* out, int64_t height, int64_t width) {
-  // Separable box sum: along each row, then along each column (vectorised across the row).
+  // Separable box sum: a sliding sum along each row, then rows added along
+  // each column (vectorised across the row).
   const int64_t half = local_size_ / 2;
   float* rows = row_sums_.ptr();
   for (int64_t h = 0; h < height; ++h) {
     const float* src = in + h * width;
     float* dst = rows + h * width;
-    for (int64_t w = 0; w < width; ++w) {
-      const int64_t lo = std::max<int64_t>(0, w - half), hi = std::min<int64_t>(width - 1, w + half);
-      float s = 0.0f;
-      for (int64_t j = lo; j <= hi; ++j) s += src[j];
+    float s = 0.0f;
+    for (int64_t j = 0; j <= std::min(half, width - 1); ++j) s += src[j];
+    dst[0] = s;
+    for (int64_t w = 1; w < width; ++w) {
+      if (w + half < width) s += src[w + half];
+      if (w - half - 1 >= 0) s -= src[w - half - 1];
       dst[w] = s;
     }
   }
@@ -110,9 +113,13 @@ void LrnLayer::forward(const BlobVec& bottom, const BlobVec& top) {
                                    : static_cast<float>(local_size_ * local_size_);
   const float coeff = alpha_ / n;
   float* squares = work_.ptr();
+  // One image at a time, so that its intermediates stay in cache.
   for (int64_t b = 0; b < num_; ++b) {
-    const float* x = bottom[0]->data().ptr() + b * image;
-    float* scale = scale_.ptr() + b * image;
+    const int64_t off = b * image;
+    const float* x = bottom[0]->data().ptr() + off;
+    float* scale = scale_.ptr() + off;
+    float* power = power_.ptr() + off;
+    float* y = top[0]->data().ptr() + off;
     for (int64_t i = 0; i < image; ++i) squares[i] = x[i] * x[i];
     if (across_channels_) {
       channel_window_sum(squares, scale, channels_, plane);
@@ -121,13 +128,9 @@ void LrnLayer::forward(const BlobVec& bottom, const BlobVec& top) {
         spatial_window_sum(squares + c * plane, scale + c * plane, height_, width_);
     }
     for (int64_t i = 0; i < image; ++i) scale[i] = k_ + coeff * scale[i];
+    negative_power(scale, power, image);
+    for (int64_t i = 0; i < image; ++i) y[i] = x[i] * power[i];
   }
-  const int64_t total = num_ * image;
-  negative_power(scale_.ptr(), power_.ptr(), total);
-  const float* x = bottom[0]->data().ptr();
-  const float* p = power_.ptr();
-  float* y = top[0]->data().ptr();
-  for (int64_t i = 0; i < total; ++i) y[i] = x[i] * p[i];
 }
 
 void LrnLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
