@@ -102,11 +102,8 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
                        root.where().str(), train_set_->size(), batch_size_);
 
   // Solver; schedules that need the run length get it from the epochs.
-  config::Section& solver = doc_.section_or_add("solver");
-  if (!solver.has("max_iter"))
-    solver.set("max_iter", std::to_string(epochs_ * train_source_->batches_per_epoch()),
-               config::Location{"derived from epochs x batches per epoch", 0});
-  solver_ = Solver::create(solver, net_->learnable_params());
+  solver_ = Solver::create(doc_.section("solver"), net_->learnable_params(),
+                           epochs_ * train_source_->batches_per_epoch());
 
   // Output.
   const config::Section& output = doc_.section("output");
