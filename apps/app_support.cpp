@@ -8,6 +8,7 @@
 
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
+#include "core/common/flush_to_zero.hpp"
 
 namespace taihu::app {
 
@@ -69,6 +70,7 @@ void setup_blas(const config::Document& doc, int argc, char** argv) {
   request.threads = blas.get_or<int>("threads", 0);
   if (request.threads < 0) throw blas.error("threads", "must be 0 (all cores) or positive");
   blas::select_kernel(request, argc, argv);
+  if (doc.root().get_or<bool>("flush_to_zero", true)) enable_flush_to_zero();
 }
 
 }  // namespace taihu::app

@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
 
+#include "core/blas/kernel_selection.hpp"
+
 int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
+  taihu::blas::select_kernel({}, argc, argv);
   doctest::Context context(argc, argv);
   return context.run();
 }

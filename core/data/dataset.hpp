@@ -2,9 +2,31 @@
 // Data sets are random-access collections of (sample, label) pairs held in
 // memory; BatchSource (batch_source.hpp) turns one into shuffled, prefetched
 // mini-batches.
+//
+//   [data]
+//   source = fashion-mnist | mnist | idx | cifar10 | synthetic
+//   dir = /usr/share/datasets/fashion-mnist   # default only for fashion-mnist
+//   train_images = train-images-idx3-ubyte.gz  # idx sources; relative to dir
+//   train_labels = ...   test_images = ...   test_labels = ...
+//   classes = 10         # idx and synthetic
+//   scale = 0.00392157   # default 1/255 for byte sources, 1 for synthetic
+//   mean = 0.5           # one value, or one per channel (optional)
+//   std = 0.25           # likewise
+//   shape = 3 224 224    # synthetic: sample shape
+//   train_size = 1024    test_size = 256        # synthetic
+//   prefetch = 4         # batches prepared ahead by a thread; 0 = synchronous
+//   shuffle = true
+//   limit_train = 0      limit_test = 0         # first N samples only; 0 = all
+//
+// Every option is read by DataConfig::read, so a caller that rejects unused
+// keys afterwards reports typos. Options that do not apply to the chosen
+// source are left unread and therefore reported too.
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/config/config.hpp"
 #include "core/tensor/shape.hpp"
@@ -13,6 +35,19 @@ namespace taihu {
 
 enum class Split { train, test };
 
+const char* split_name(Split split);
+
+// How raw values become floats: (raw * scale - mean[c]) / std[c].
+// mean and std hold nothing, one value for all channels, or one per channel.
+struct Preprocess {
+  float scale = 1.0f;
+  std::vector<float> mean;
+  std::vector<float> std;
+};
+
+// Channels for preprocessing: the first axis of a sample of rank >= 2, else 1.
+int64_t channels_of(const Shape& sample_shape);
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -20,10 +55,41 @@ class Dataset {
   // Shape of one sample, without the batch axis (e.g. 1x28x28).
   virtual Shape sample_shape() const = 0;
   virtual int num_classes() const = 0;
-  // Writes sample `index` (sample_shape().count() floats) to `out` and returns its label.
   virtual int label(int64_t index) const = 0;
+  // Writes sample `index` (sample_shape().count() preprocessed floats) to `out`.
+  // Safe to call concurrently from several threads.
   virtual void sample(int64_t index, float* out) const = 0;
 };
+
+// A file an idx source reads, and the config key that names it.
+struct DataFile {
+  std::filesystem::path path;
+  std::string key;     // e.g. "train_images"
+  bool exact = false;  // false for default names: path.gz is tried, then path
+};
+
+// The [data] section, parsed and validated.
+struct DataConfig {
+  std::string source = "fashion-mnist";
+  std::filesystem::path dir;  // resolved against the config file's folder
+  // Files of idx sources (fashion-mnist, mnist, idx); unused otherwise.
+  DataFile train_images, train_labels, test_images, test_labels;
+  int classes = 10;
+  Preprocess preprocess;
+  Shape shape;  // synthetic only
+  int64_t train_size = 1024;
+  int64_t test_size = 256;
+  int prefetch = 4;
+  bool shuffle = true;
+  int64_t limit_train = 0;
+  int64_t limit_test = 0;
+
+  // Reads every key that applies to the chosen source; throws ConfigError
+  // naming file, line and key for bad values.
+  static DataConfig read(const config::Document& doc, const config::Section& data);
+};
+
+std::shared_ptr<const Dataset> make_dataset(const DataConfig& config, Split split);
 
 // Builds the data set described by a [data] section, for the given split.
 // Errors name the config key; a missing file says how to get the data.

@@ -76,22 +76,23 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
 
   // Data.
   const config::Section& data = doc_.section("data");
-  train_set_ = make_dataset(doc_, data, Split::train);
-  test_set_ = make_dataset(doc_, data, Split::test);
+  const DataConfig data_config = DataConfig::read(doc_, data);
+  train_set_ = make_dataset(data_config, Split::train);
+  test_set_ = make_dataset(data_config, Split::test);
   const Shape expected = Shape(std::vector<int64_t>(net_->blob(data_blob_).shape().dims().begin() + 1,
                                                     net_->blob(data_blob_).shape().dims().end()));
   if (train_set_->sample_shape() != expected)
     throw ConfigError(fmt::format("{}: data samples have shape {}, but net input '{}' expects {}",
                                   data.where().str(), train_set_->sample_shape().str(), data_blob_,
                                   expected.str()));
-  BatchSourceOptions train_options;
+  BatchOptions train_options;
   train_options.batch_size = batch_size_;
   train_options.seed = seed_;
-  train_options.shuffle = data.get_or<bool>("shuffle", true);
+  train_options.shuffle = data_config.shuffle;
   train_options.drop_last = true;
-  train_options.prefetch = data.get_or<int>("prefetch", 4);
+  train_options.prefetch = data_config.prefetch;
   train_source_ = std::make_unique<BatchSource>(train_set_, train_options);
-  BatchSourceOptions test_options = train_options;
+  BatchOptions test_options = train_options;
   test_options.batch_size = test_batch_size_;
   test_options.shuffle = false;
   test_options.drop_last = false;
@@ -101,11 +102,8 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
                        root.where().str(), train_set_->size(), batch_size_);
 
   // Solver; schedules that need the run length get it from the epochs.
-  config::Section& solver = doc_.section_or_add("solver");
-  if (!solver.has("max_iter"))
-    solver.set("max_iter", std::to_string(epochs_ * train_source_->batches_per_epoch()),
-               config::Location{"derived from epochs x batches per epoch", 0});
-  solver_ = Solver::create(solver, net_->learnable_params());
+  solver_ = Solver::create(doc_.section("solver"), net_->learnable_params(),
+                           epochs_ * train_source_->batches_per_epoch());
 
   // Output.
   const config::Section& output = doc_.section("output");

@@ -1,0 +1,202 @@
+#include "core/kernels/elementwise.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace taihu::kernels {
+
+namespace {
+// Reductions keep this many partial results, one per SIMD lane and register,
+// so the loop has no serial dependence (and needs no -ffast-math).
+constexpr int64_t lanes = 32;
+}  // namespace
+
+void add(int64_t n, const float* a, const float* b, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+void sub(int64_t n, const float* a, const float* b, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i];
+}
+
+void mul(int64_t n, const float* a, const float* b, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
+void scale(int64_t n, float alpha, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
+}
+
+void axpy(int64_t n, float alpha, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
+}
+
+void exp(int64_t n, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i]);
+}
+
+float sum(int64_t n, const float* x) {
+  if (n < 2 * lanes) {
+    float total = 0.0f;
+    for (int64_t i = 0; i < n; ++i) total += x[i];
+    return total;
+  }
+  float partial[lanes] = {};
+  const int64_t blocked = n / lanes * lanes;
+  for (int64_t i = 0; i < blocked; i += lanes)
+    for (int64_t j = 0; j < lanes; ++j) partial[j] += x[i + j];
+  float total = 0.0f;
+  for (int64_t i = blocked; i < n; ++i) total += x[i];
+  for (int64_t j = 0; j < lanes; ++j) total += partial[j];
+  return total;
+}
+
+float max(int64_t n, const float* x) {
+  constexpr float lowest = -std::numeric_limits<float>::infinity();
+  if (n < 2 * lanes) {
+    float best = lowest;
+    for (int64_t i = 0; i < n; ++i) best = x[i] > best ? x[i] : best;
+    return best;
+  }
+  float partial[lanes];
+  std::fill_n(partial, lanes, lowest);
+  const int64_t blocked = n / lanes * lanes;
+  for (int64_t i = 0; i < blocked; i += lanes)
+    for (int64_t j = 0; j < lanes; ++j) partial[j] = x[i + j] > partial[j] ? x[i + j] : partial[j];
+  float best = lowest;
+  for (int64_t i = blocked; i < n; ++i) best = x[i] > best ? x[i] : best;
+  for (int64_t j = 0; j < lanes; ++j) best = partial[j] > best ? partial[j] : best;
+  return best;
+}
+
+void relu_forward(int64_t n, float slope, const float* x, float* y) {
+  // Selecting between constants (not between computed values) lets the
+  // compiler turn the branch into a blend.
+  if (slope == 0.0f) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float pos = x[i] > 0.0f ? x[i] : 0.0f;
+      const float neg = x[i] > 0.0f ? 0.0f : x[i];
+      y[i] = pos + slope * neg;
+    }
+  }
+}
+
+void relu_backward(int64_t n, float slope, const float* sign, const float* dy, float* dx) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float pass = sign[i] > 0.0f ? dy[i] : 0.0f;
+    const float leak = sign[i] > 0.0f ? 0.0f : dy[i];
+    dx[i] = pass + slope * leak;
+  }
+}
+
+void sigmoid_forward(int64_t n, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fast_sigmoid(x[i]);
+}
+
+void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+
+void tanh_forward(int64_t n, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fast_tanh(x[i]);
+}
+
+void tanh_backward(int64_t n, const float* y, const float* dy, float* dx) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+void softmax_forward(int64_t outer, int64_t channels, int64_t inner, const float* x, float* y,
+                     float* scratch) {
+  const int64_t plane = channels * inner;
+  if (inner == 1 && channels < 64) {
+    // Short rows (10 classes): vector loops over one row would be mostly
+    // remainder, so shift every row by its maximum, then exponentiate the
+    // whole array in one long loop.
+    for (int64_t o = 0; o < outer; ++o) {
+      const float top = max(channels, x + o * plane);
+      for (int64_t c = 0; c < channels; ++c) y[o * plane + c] = x[o * plane + c] - top;
+    }
+    exp(outer * plane, y, y);
+    for (int64_t o = 0; o < outer; ++o)
+      scale(channels, 1.0f / sum(channels, y + o * plane), y + o * plane, y + o * plane);
+    return;
+  }
+  if (inner == 1) {
+    // Long contiguous rows: vectorise along the channels.
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* in = x + o * plane;
+      float* out = y + o * plane;
+      const float top = max(channels, in);
+      for (int64_t c = 0; c < channels; ++c) out[c] = fast_exp(in[c] - top);
+      const float inv = 1.0f / sum(channels, out);
+      for (int64_t c = 0; c < channels; ++c) out[c] *= inv;
+    }
+    return;
+  }
+  // Spatial softmax: vectorise along the inner positions, one channel row at a
+  // time; scratch holds first the running maximum, then the running sum.
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* in = x + o * plane;
+    float* out = y + o * plane;
+    std::copy_n(in, inner, scratch);
+    for (int64_t c = 1; c < channels; ++c) {
+      const float* row = in + c * inner;
+      for (int64_t i = 0; i < inner; ++i) scratch[i] = row[i] > scratch[i] ? row[i] : scratch[i];
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* row = in + c * inner;
+      float* dst = out + c * inner;
+      for (int64_t i = 0; i < inner; ++i) dst[i] = fast_exp(row[i] - scratch[i]);
+    }
+    std::copy_n(out, inner, scratch);
+    for (int64_t c = 1; c < channels; ++c) add(inner, scratch, out + c * inner, scratch);
+    for (int64_t i = 0; i < inner; ++i) scratch[i] = 1.0f / scratch[i];
+    for (int64_t c = 0; c < channels; ++c) mul(inner, out + c * inner, scratch, out + c * inner);
+  }
+}
+
+void softmax_backward(int64_t outer, int64_t channels, int64_t inner, const float* y, const float* dy,
+                      float* dx, float* scratch) {
+  const int64_t plane = channels * inner;
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* p = y + o * plane;
+      const float* g = dy + o * plane;
+      float* out = dx + o * plane;
+      float partial[lanes] = {};
+      const int64_t blocked = channels / lanes * lanes;
+      for (int64_t c = 0; c < blocked; c += lanes)
+        for (int64_t j = 0; j < lanes; ++j) partial[j] += p[c + j] * g[c + j];
+      float dot = 0.0f;
+      for (int64_t c = blocked; c < channels; ++c) dot += p[c] * g[c];
+      for (int64_t j = 0; j < lanes; ++j) dot += partial[j];
+      for (int64_t c = 0; c < channels; ++c) out[c] = p[c] * (g[c] - dot);
+    }
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* p = y + o * plane;
+    const float* g = dy + o * plane;
+    float* out = dx + o * plane;
+    std::fill_n(scratch, inner, 0.0f);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* pr = p + c * inner;
+      const float* gr = g + c * inner;
+      for (int64_t i = 0; i < inner; ++i) scratch[i] += pr[i] * gr[i];
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* pr = p + c * inner;
+      const float* gr = g + c * inner;
+      float* dr = out + c * inner;
+      for (int64_t i = 0; i < inner; ++i) dr[i] = pr[i] * (gr[i] - scratch[i]);
+    }
+  }
+}
+
+}  // namespace taihu::kernels

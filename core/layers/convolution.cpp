@@ -1,0 +1,262 @@
+#include "core/layers/convolution.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/blas/blas.hpp"
+#include "core/layers/registry.hpp"
+#include "core/layers/window_options.hpp"
+
+namespace taihu {
+
+using blas::Trans;
+
+ConvolutionLayer::ConvolutionLayer(const LayerSpec& spec) : Layer(spec) {
+  const auto& o = options();
+  num_output_ = o.get<int64_t>("num_output");
+  if (num_output_ < 1) throw o.error("num_output", "must be at least 1");
+  const auto kernel = read_height_width(o, "kernel_size", "kernel", std::nullopt, 1);
+  const auto stride = read_height_width(o, "stride", "stride", 1, 1);
+  const auto pad = read_height_width(o, "pad", "pad", 0, 0);
+  const auto dilation = read_height_width(o, "dilation", "dilation", 1, 1);
+  geometry_.kernel_h = kernel.h, geometry_.kernel_w = kernel.w;
+  geometry_.stride_h = stride.h, geometry_.stride_w = stride.w;
+  geometry_.pad_h = pad.h, geometry_.pad_w = pad.w;
+  geometry_.dilation_h = dilation.h, geometry_.dilation_w = dilation.w;
+  group_ = o.get_or<int64_t>("group", 1);
+  if (group_ < 1) throw o.error("group", "must be at least 1");
+  if (num_output_ % group_ != 0)
+    throw o.error("group", fmt::format("num_output {} is not divisible by group {}", num_output_, group_));
+  bias_term_ = o.get_or<bool>("bias_term", true);
+  weight_filler_ = Filler::from_options(o, "weight_filler", "xavier");
+  if (bias_term_) bias_filler_ = Filler::from_options(o, "bias_filler", "constant 0");
+}
+
+ConvolutionLayer::Tuning& ConvolutionLayer::tuning() {
+  static Tuning t;
+  return t;
+}
+
+void ConvolutionLayer::setup(const BlobVec& bottom, const BlobVec& top) {
+  const Shape& s = bottom[0]->shape();
+  if (s.rank() != 4) shape_error("expected a 4-D NCHW bottom, got " + s.str());
+  const int64_t channels = s[1];
+  if (channels % group_ != 0)
+    shape_error(fmt::format("group {} does not divide the {} input channels (bottom {})", group_, channels, s.str()));
+  geometry_.channels = channels;
+  const int64_t kh = geometry_.kernel_h, kw = geometry_.kernel_w;
+  Blob& weight = add_param("weight", Shape{num_output_, channels / group_, kh, kw});
+  weight_filler_.fill(weight.data(), rng(), channels / group_ * kh * kw, num_output_ / group_ * kh * kw);
+  if (bias_term_) {
+    Blob& bias = add_param("bias", Shape{num_output_});
+    bias_filler_.fill(bias.data(), rng(), 1, 1);
+  }
+}
+
+void ConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
+  const Shape& s = bottom[0]->shape();
+  if (s.rank() != 4) shape_error("expected a 4-D NCHW bottom, got " + s.str());
+  if (s[1] != geometry_.channels)
+    shape_error(fmt::format("expected {} input channels (as at setup), got bottom {}", geometry_.channels, s.str()));
+  geometry_.height = s[2];
+  geometry_.width = s[3];
+  const ConvGeometry& g = geometry_;
+  if (g.out_height() < 1 || g.out_width() < 1)
+    shape_error(fmt::format("kernel {}x{} (dilation {}x{}, extent {}x{}) is larger than the padded input {}x{} "
+                            "(bottom {}, pad {}x{})",
+                            g.kernel_h, g.kernel_w, g.dilation_h, g.dilation_w, g.extent_h(), g.extent_w(),
+                            g.height + 2 * g.pad_h, g.width + 2 * g.pad_w, s.str(), g.pad_h, g.pad_w));
+  top[0]->reshape(Shape{s[0], num_output_, g.out_height(), g.out_width()});
+  plan_chunks(s[0]);
+}
+
+void ConvolutionLayer::plan_chunks(int64_t batch) {
+  const ConvGeometry& g = geometry_;
+  const int64_t out_size = g.out_size();
+  const int64_t rows = g.col_rows();
+  const int64_t budget = std::max<int64_t>(tuning().column_budget_bytes / int64_t{sizeof(float)}, rows);
+  // Images side by side until the GEMM is wide enough, within the budget.
+  int64_t images = (tuning().target_columns + out_size - 1) / out_size;
+  images = std::clamp<int64_t>(images, 1, std::max<int64_t>(batch, 1));
+  images = std::max<int64_t>(1, std::min(images, budget / (rows * out_size)));
+  plan_.images_per_chunk = images;
+  // One image at a time: bands of output rows whose columns fit the budget
+  // (a pointwise convolution reads the bottom directly: no bands needed).
+  if (g.is_pointwise())
+    plan_.rows_per_band = g.out_height();
+  else
+    plan_.rows_per_band = std::clamp<int64_t>(budget / (rows * g.out_width()), 1, g.out_height());
+
+  const int64_t columns = images > 1 ? images * out_size : plan_.rows_per_band * g.out_width();
+  if (!g.is_pointwise() || images > 1) col_.reshape(Shape{rows, columns});
+  if (images > 1) batch_.reshape(Shape{num_output_, columns});
+  const int64_t ones = std::max(columns, out_size);
+  if (bias_term_ && ones_.count() < ones) {
+    ones_.reshape(Shape{ones});
+    ones_.fill(1.0f);
+  }
+}
+
+void ConvolutionLayer::gather_columns(const float* bottom, int64_t first, int64_t count) {
+  const ConvGeometry& g = geometry_;
+  const int64_t out_size = g.out_size();
+  const int64_t ld = count * out_size;
+  const int64_t image_size = g.channels * g.height * g.width;
+  float* col = col_.ptr();
+  for (int64_t j = 0; j < count; ++j) {
+    const float* image = bottom + (first + j) * image_size;
+    if (g.is_pointwise()) {
+      for (int64_t c = 0; c < g.channels; ++c)
+        std::memcpy(col + c * ld + j * out_size, image + c * out_size, out_size * sizeof(float));
+    } else {
+      im2col(image, g, 0, g.out_height(), col + j * out_size, ld);
+    }
+  }
+}
+
+void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
+  const ConvGeometry& g = geometry_;
+  const int64_t batch = bottom[0]->shape()[0];
+  const int64_t out_size = g.out_size();
+  const int64_t out_w = g.out_width();
+  const int64_t image_size = g.channels * g.height * g.width;
+  const int64_t m = num_output_ / group_;
+  const int64_t k = g.col_rows() / group_;
+  const float* x = bottom[0]->data().ptr();
+  float* y = top[0]->data().ptr();
+  const float* weight = params()[0].blob->data().ptr();
+  const float* bias = bias_term_ ? params()[1].blob->data().ptr() : nullptr;
+
+  for (int64_t first = 0; first < batch; first += plan_.images_per_chunk) {
+    const int64_t count = std::min(plan_.images_per_chunk, batch - first);
+    if (count > 1) {
+      // Batched: one GEMM over all images' columns, then scatter each image's
+      // block of columns to its place in the top blob, adding the bias.
+      const int64_t ld = count * out_size;
+      gather_columns(x, first, count);
+      for (int64_t grp = 0; grp < group_; ++grp)
+        blas::gemm(Trans::no, Trans::no, m, ld, k, 1.0f, weight + grp * m * k, k, col_.ptr() + grp * k * ld, ld,
+                   0.0f, batch_.ptr() + grp * m * ld, ld);
+      for (int64_t j = 0; j < count; ++j) {
+        float* out = y + (first + j) * num_output_ * out_size;
+        for (int64_t o = 0; o < num_output_; ++o) {
+          const float* src = batch_.ptr() + o * ld + j * out_size;
+          float* dst = out + o * out_size;
+          const float b = bias ? bias[o] : 0.0f;
+          for (int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + b;
+        }
+      }
+      continue;
+    }
+    // One image, band by band, straight into the top blob.
+    const float* image = x + first * image_size;
+    float* out = y + first * num_output_ * out_size;
+    for (int64_t row = 0; row < g.out_height(); row += plan_.rows_per_band) {
+      const int64_t row_end = std::min(row + plan_.rows_per_band, g.out_height());
+      const int64_t columns = (row_end - row) * out_w;
+      const float* col;
+      int64_t ld;
+      if (g.is_pointwise()) {
+        col = image + row * out_w, ld = out_size;
+      } else {
+        im2col(image, g, row, row_end, col_.ptr(), columns);
+        col = col_.ptr(), ld = columns;
+      }
+      float* c = out + row * out_w;
+      if (bias)
+        for (int64_t o = 0; o < num_output_; ++o) std::fill_n(c + o * out_size, columns, bias[o]);
+      for (int64_t grp = 0; grp < group_; ++grp)
+        blas::gemm(Trans::no, Trans::no, m, columns, k, 1.0f, weight + grp * m * k, k, col + grp * k * ld, ld,
+                   bias ? 1.0f : 0.0f, c + grp * m * out_size, out_size);
+    }
+  }
+}
+
+void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                const BlobVec& bottom) {
+  const ConvGeometry& g = geometry_;
+  const int64_t batch = bottom[0]->shape()[0];
+  const int64_t out_size = g.out_size();
+  const int64_t out_w = g.out_width();
+  const int64_t image_size = g.channels * g.height * g.width;
+  const int64_t m = num_output_ / group_;
+  const int64_t k = g.col_rows() / group_;
+  const float* x = bottom[0]->data().ptr();
+  float* dx = propagate_down[0] ? bottom[0]->diff().ptr() : nullptr;
+  const float* dy = top[0]->diff().ptr();
+  const float* weight = params()[0].blob->data().ptr();
+  float* dweight = params()[0].blob->diff().ptr();
+  float* dbias = bias_term_ ? params()[1].blob->diff().ptr() : nullptr;
+
+  for (int64_t first = 0; first < batch; first += plan_.images_per_chunk) {
+    const int64_t count = std::min(plan_.images_per_chunk, batch - first);
+    if (count > 1) {
+      const int64_t ld = count * out_size;
+      // Gather the images' top diffs side by side: num_output x ld.
+      for (int64_t j = 0; j < count; ++j)
+        for (int64_t o = 0; o < num_output_; ++o)
+          std::memcpy(batch_.ptr() + o * ld + j * out_size, dy + ((first + j) * num_output_ + o) * out_size,
+                      out_size * sizeof(float));
+      if (dbias) blas::gemv(Trans::no, num_output_, ld, 1.0f, batch_.ptr(), ones_.ptr(), 1.0f, dbias);
+      gather_columns(x, first, count);
+      for (int64_t grp = 0; grp < group_; ++grp)
+        blas::gemm(Trans::no, Trans::yes, m, k, ld, 1.0f, batch_.ptr() + grp * m * ld, ld,
+                   col_.ptr() + grp * k * ld, ld, 1.0f, dweight + grp * m * k, k);
+      if (!dx) continue;
+      // The column gradient replaces the columns, then goes back to images.
+      for (int64_t grp = 0; grp < group_; ++grp)
+        blas::gemm(Trans::yes, Trans::no, k, ld, m, 1.0f, weight + grp * m * k, k, batch_.ptr() + grp * m * ld, ld,
+                   0.0f, col_.ptr() + grp * k * ld, ld);
+      for (int64_t j = 0; j < count; ++j) {
+        float* image = dx + (first + j) * image_size;
+        const float* col = col_.ptr() + j * out_size;
+        if (g.is_pointwise()) {
+          for (int64_t c = 0; c < g.channels; ++c)
+            std::memcpy(image + c * out_size, col + c * ld, out_size * sizeof(float));
+        } else {
+          std::fill_n(image, image_size, 0.0f);
+          col2im_add(col, ld, g, 0, g.out_height(), image);
+        }
+      }
+      continue;
+    }
+    const float* image = x + first * image_size;
+    const float* dout = dy + first * num_output_ * out_size;
+    float* dimage = dx ? dx + first * image_size : nullptr;
+    if (dbias) blas::gemv(Trans::no, num_output_, out_size, 1.0f, dout, ones_.ptr(), 1.0f, dbias);
+    if (dimage && !g.is_pointwise()) std::fill_n(dimage, image_size, 0.0f);
+    for (int64_t row = 0; row < g.out_height(); row += plan_.rows_per_band) {
+      const int64_t row_end = std::min(row + plan_.rows_per_band, g.out_height());
+      const int64_t columns = (row_end - row) * out_w;
+      const float* col;
+      int64_t ld;
+      if (g.is_pointwise()) {
+        col = image + row * out_w, ld = out_size;
+      } else {
+        im2col(image, g, row, row_end, col_.ptr(), columns);
+        col = col_.ptr(), ld = columns;
+      }
+      const float* d = dout + row * out_w;
+      for (int64_t grp = 0; grp < group_; ++grp)
+        blas::gemm(Trans::no, Trans::yes, m, k, columns, 1.0f, d + grp * m * out_size, out_size, col + grp * k * ld,
+                   ld, 1.0f, dweight + grp * m * k, k);
+      if (!dimage) continue;
+      if (g.is_pointwise()) {
+        for (int64_t grp = 0; grp < group_; ++grp)
+          blas::gemm(Trans::yes, Trans::no, k, columns, m, 1.0f, weight + grp * m * k, k, d + grp * m * out_size,
+                     out_size, 0.0f, dimage + grp * k * out_size + row * out_w, out_size);
+      } else {
+        for (int64_t grp = 0; grp < group_; ++grp)
+          blas::gemm(Trans::yes, Trans::no, k, columns, m, 1.0f, weight + grp * m * k, k, d + grp * m * out_size,
+                     out_size, 0.0f, col_.ptr() + grp * k * columns, columns);
+        col2im_add(col_.ptr(), columns, g, row, row_end, dimage);
+      }
+    }
+  }
+}
+
+TAIHU_REGISTER_LAYER("Convolution", ConvolutionLayer);
+
+}  // namespace taihu

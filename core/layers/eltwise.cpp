@@ -1,0 +1,96 @@
+#include "core/layers/eltwise.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/kernels/elementwise.hpp"
+#include "core/layers/registry.hpp"
+
+namespace taihu {
+
+EltwiseLayer::EltwiseLayer(const LayerSpec& spec) : Layer(spec) {
+  const std::string op = options().get_choice("operation", {"sum", "prod", "max"}, "sum");
+  operation_ = op == "sum" ? Operation::sum : op == "prod" ? Operation::prod : Operation::max;
+  coeffs_ = options().get_list_or<float>("coeff", {});
+  if (!coeffs_.empty() && operation_ != Operation::sum)
+    throw options().error("coeff", "applies only to operation = sum");
+}
+
+void EltwiseLayer::setup(const BlobVec& bottom, const BlobVec& top) {
+  if (coeffs_.empty()) coeffs_.assign(bottom.size(), 1.0f);
+  if (coeffs_.size() != bottom.size())
+    throw options().error("coeff", fmt::format("needs one value per bottom: {} bottoms, {} values",
+                                               bottom.size(), coeffs_.size()));
+}
+
+void EltwiseLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
+  const Shape& shape = bottom[0]->shape();
+  for (size_t i = 1; i < bottom.size(); ++i)
+    if (bottom[i]->shape() != shape)
+      shape_error(fmt::format("all bottoms must have the same shape: bottom[0] is {}, bottom[{}] is {}",
+                              shape.str(), i, bottom[i]->shape().str()));
+  top[0]->reshape(shape);
+  if (operation_ == Operation::max) argmax_.resize(static_cast<size_t>(shape.count()));
+}
+
+void EltwiseLayer::forward(const BlobVec& bottom, const BlobVec& top) {
+  const int64_t n = top[0]->count();
+  float* out = top[0]->data().ptr();
+  switch (operation_) {
+    case Operation::sum:
+      kernels::scale(n, coeffs_[0], bottom[0]->data().ptr(), out);
+      for (size_t i = 1; i < bottom.size(); ++i) kernels::axpy(n, coeffs_[i], bottom[i]->data().ptr(), out);
+      break;
+    case Operation::prod:
+      kernels::mul(n, bottom[0]->data().ptr(), bottom[1]->data().ptr(), out);
+      for (size_t i = 2; i < bottom.size(); ++i) kernels::mul(n, out, bottom[i]->data().ptr(), out);
+      break;
+    case Operation::max: {
+      int32_t* arg = argmax_.data();
+      top[0]->data().copy_from(bottom[0]->data());
+      std::fill_n(arg, n, 0);
+      for (size_t b = 1; b < bottom.size(); ++b) {
+        const float* in = bottom[b]->data().ptr();
+        const auto index = static_cast<int32_t>(b);
+        for (int64_t j = 0; j < n; ++j) {
+          const bool better = in[j] > out[j];
+          out[j] = better ? in[j] : out[j];
+          arg[j] = better ? index : arg[j];
+        }
+      }
+      break;
+    }
+  }
+}
+
+void EltwiseLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) {
+  const int64_t n = top[0]->count();
+  const float* grad = top[0]->diff().ptr();
+  for (size_t b = 0; b < bottom.size(); ++b) {
+    if (!propagate_down[b]) continue;
+    float* diff = bottom[b]->diff().ptr();
+    switch (operation_) {
+      case Operation::sum:
+        kernels::scale(n, coeffs_[b], grad, diff);
+        break;
+      case Operation::prod:
+        // The product of the other inputs, not top / x_b, so zeros are fine.
+        std::copy_n(grad, n, diff);
+        for (size_t k = 0; k < bottom.size(); ++k)
+          if (k != b) kernels::mul(n, diff, bottom[k]->data().ptr(), diff);
+        break;
+      case Operation::max: {
+        const int32_t* arg = argmax_.data();
+        const auto index = static_cast<int32_t>(b);
+        for (int64_t j = 0; j < n; ++j) diff[j] = arg[j] == index ? grad[j] : 0.0f;
+        break;
+      }
+    }
+  }
+}
+
+TAIHU_REGISTER_LAYER("Eltwise", EltwiseLayer);
+
+}  // namespace taihu

@@ -1,0 +1,27 @@
+#pragma once
+// Class labels arrive as float blobs (one value per sample and position).
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+#include "core/common/error.hpp"
+#include "core/layers/layer.hpp"
+
+namespace taihu {
+
+// The class index stored in `value`, or -1 if it equals `ignore`. Throws a
+// DataError naming the layer when the value is not an integer in [0, classes).
+inline int64_t class_label(const Layer& layer, float value, int64_t classes, const std::optional<int>& ignore,
+                           int64_t position) {
+  if (ignore && value == static_cast<float>(*ignore)) return -1;
+  // Compared as floats first: converting NaN or a huge value to an integer is undefined.
+  if (!(value >= 0.0f && value < static_cast<float>(classes)) || value != std::floor(value))
+    throw DataError(fmt::format("layer '{}' ({}): label {} at position {} is not a class index in [0, {})",
+                                layer.name(), layer.type(), value, position, classes));
+  return static_cast<int64_t>(value);
+}
+
+}  // namespace taihu

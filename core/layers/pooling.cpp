@@ -1,0 +1,136 @@
+#include "core/layers/pooling.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/layers/registry.hpp"
+#include "core/layers/window_options.hpp"
+
+namespace taihu {
+
+namespace {
+
+// Caffe's pooled size: ceil division, then drop a last window that would
+// start beyond the input and its leading padding (Caffe only does this when
+// pad > 0; without padding such a window would be empty).
+int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+  const int64_t span = in + 2 * pad - kernel;  // >= 0, checked by the caller
+  int64_t out = (span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+}  // namespace
+
+PoolingLayer::PoolingLayer(const LayerSpec& spec) : Layer(spec) {
+  const auto& o = options();
+  method_ = o.get_choice("pool", {"max", "ave"}, "max") == "max" ? Method::max : Method::average;
+  global_ = o.get_or<bool>("global_pooling", false);
+  if (global_) {
+    for (const char* key : {"kernel_size", "kernel_h", "kernel_w"})
+      if (o.has(key)) throw o.error(key, "global_pooling takes the whole image; give no kernel size");
+  } else {
+    const auto kernel = read_height_width(o, "kernel_size", "kernel", std::nullopt, 1);
+    kernel_h_ = kernel.h, kernel_w_ = kernel.w;
+  }
+  const auto stride = read_height_width(o, "stride", "stride", 1, 1);
+  const auto pad = read_height_width(o, "pad", "pad", 0, 0);
+  stride_h_ = stride.h, stride_w_ = stride.w, pad_h_ = pad.h, pad_w_ = pad.w;
+  if (global_ && (stride_h_ != 1 || stride_w_ != 1 || pad_h_ != 0 || pad_w_ != 0))
+    throw o.error(o.has("stride") || o.has("stride_h") ? "stride" : "pad",
+                  "global_pooling needs stride 1 and pad 0");
+  if (!global_ && (pad_h_ >= kernel_h_ || pad_w_ >= kernel_w_))
+    throw o.error(o.has("pad") ? "pad" : "pad_h",
+                  fmt::format("pad {}x{} must be smaller than the kernel {}x{}", pad_h_, pad_w_, kernel_h_, kernel_w_));
+}
+
+void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
+  const Shape& s = bottom[0]->shape();
+  if (s.rank() != 4) shape_error("expected a 4-D NCHW bottom, got " + s.str());
+  in_h_ = s[2], in_w_ = s[3];
+  eff_kernel_h_ = global_ ? in_h_ : kernel_h_;
+  eff_kernel_w_ = global_ ? in_w_ : kernel_w_;
+  if (eff_kernel_h_ > in_h_ + 2 * pad_h_ || eff_kernel_w_ > in_w_ + 2 * pad_w_)
+    shape_error(fmt::format("kernel {}x{} is larger than the padded input {}x{} (bottom {}, pad {}x{})", eff_kernel_h_,
+                            eff_kernel_w_, in_h_ + 2 * pad_h_, in_w_ + 2 * pad_w_, s.str(), pad_h_, pad_w_));
+  if (in_h_ * in_w_ > std::numeric_limits<int32_t>::max()) shape_error("input plane too large: " + s.str());
+  out_h_ = pooled_size(in_h_, eff_kernel_h_, stride_h_, pad_h_);
+  out_w_ = pooled_size(in_w_, eff_kernel_w_, stride_w_, pad_w_);
+  top[0]->reshape(Shape{s[0], s[1], out_h_, out_w_});
+  if (method_ == Method::max) argmax_.resize(static_cast<size_t>(top[0]->count()));
+}
+
+PoolingLayer::Window PoolingLayer::window(int64_t out, int64_t stride, int64_t pad, int64_t kernel,
+                                          int64_t in) const {
+  const int64_t start = out * stride - pad;
+  const int64_t padded_end = std::min(start + kernel, in + pad);
+  return {std::max<int64_t>(start, 0), std::min(padded_end, in), padded_end - start};
+}
+
+void PoolingLayer::forward(const BlobVec& bottom, const BlobVec& top) {
+  const int64_t planes = bottom[0]->shape()[0] * bottom[0]->shape()[1];
+  const int64_t in_plane = in_h_ * in_w_;
+  const int64_t out_plane = out_h_ * out_w_;
+  const float* x = bottom[0]->data().ptr();
+  float* y = top[0]->data().ptr();
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* in = x + p * in_plane;
+    float* out = y + p * out_plane;
+    int32_t* arg = method_ == Method::max ? argmax_.data() + p * out_plane : nullptr;
+    for (int64_t oh = 0; oh < out_h_; ++oh) {
+      const Window wh = window(oh, stride_h_, pad_h_, eff_kernel_h_, in_h_);
+      for (int64_t ow = 0; ow < out_w_; ++ow) {
+        const Window ww = window(ow, stride_w_, pad_w_, eff_kernel_w_, in_w_);
+        if (method_ == Method::max) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_index = wh.begin * in_w_ + ww.begin;
+          for (int64_t ih = wh.begin; ih < wh.end; ++ih)
+            for (int64_t iw = ww.begin; iw < ww.end; ++iw)
+              if (in[ih * in_w_ + iw] > best) best = in[ih * in_w_ + iw], best_index = ih * in_w_ + iw;
+          out[oh * out_w_ + ow] = best;
+          arg[oh * out_w_ + ow] = static_cast<int32_t>(best_index);
+        } else {
+          float sum = 0.0f;
+          for (int64_t ih = wh.begin; ih < wh.end; ++ih)
+            for (int64_t iw = ww.begin; iw < ww.end; ++iw) sum += in[ih * in_w_ + iw];
+          out[oh * out_w_ + ow] = sum / static_cast<float>(wh.padded_size * ww.padded_size);
+        }
+      }
+    }
+  }
+}
+
+void PoolingLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) {
+  if (!propagate_down[0]) return;
+  const int64_t planes = bottom[0]->shape()[0] * bottom[0]->shape()[1];
+  const int64_t in_plane = in_h_ * in_w_;
+  const int64_t out_plane = out_h_ * out_w_;
+  const float* dy = top[0]->diff().ptr();
+  float* dx = bottom[0]->diff().ptr();
+  bottom[0]->diff().zero();
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* dout = dy + p * out_plane;
+    float* din = dx + p * in_plane;
+    if (method_ == Method::max) {
+      const int32_t* arg = argmax_.data() + p * out_plane;
+      for (int64_t i = 0; i < out_plane; ++i) din[arg[i]] += dout[i];
+      continue;
+    }
+    for (int64_t oh = 0; oh < out_h_; ++oh) {
+      const Window wh = window(oh, stride_h_, pad_h_, eff_kernel_h_, in_h_);
+      for (int64_t ow = 0; ow < out_w_; ++ow) {
+        const Window ww = window(ow, stride_w_, pad_w_, eff_kernel_w_, in_w_);
+        const float share = dout[oh * out_w_ + ow] / static_cast<float>(wh.padded_size * ww.padded_size);
+        for (int64_t ih = wh.begin; ih < wh.end; ++ih)
+          for (int64_t iw = ww.begin; iw < ww.end; ++iw) din[ih * in_w_ + iw] += share;
+      }
+    }
+  }
+}
+
+TAIHU_REGISTER_LAYER("Pooling", PoolingLayer);
+
+}  // namespace taihu

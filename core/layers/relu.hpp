@@ -1,0 +1,24 @@
+#pragma once
+// Rectified linear unit, optionally leaky: y = x > 0 ? x : negative_slope * x.
+// Works in place: backward reads the sign from the output, which for a slope
+// >= 0 is positive exactly where the input was.
+
+#include "core/layers/layer.hpp"
+
+namespace taihu {
+
+class ReLULayer final : public Layer {
+ public:
+  explicit ReLULayer(const LayerSpec& spec);
+  const char* type() const override { return "ReLU"; }
+  bool supports_in_place() const override { return true; }
+  void setup(const BlobVec& bottom, const BlobVec& top) override;
+  void reshape(const BlobVec& bottom, const BlobVec& top) override;
+  void forward(const BlobVec& bottom, const BlobVec& top) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
+
+ private:
+  float negative_slope_;
+};
+
+}  // namespace taihu

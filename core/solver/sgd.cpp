@@ -1,0 +1,41 @@
+#include "core/solver/sgd.hpp"
+
+#include "core/solver/option_check.hpp"
+
+namespace taihu {
+
+SgdSolver::SgdSolver(const config::Section& options, std::vector<Param*> params, int64_t max_iter_fallback,
+                     bool nesterov_type)
+    : Solver(options, std::move(params), max_iter_fallback) {
+  momentum_ = options.get_or<float>("momentum", 0.9f);
+  detail::checked_option(options, "momentum", momentum_, momentum_ >= 0.0f && momentum_ < 1.0f,
+                         "in [0, 1)");
+  nesterov_ = options.get_or<bool>("nesterov", nesterov_type);
+  if (nesterov_type && !nesterov_) throw options.error("nesterov", "contradicts type = nesterov");
+  if (nesterov_ && momentum_ == 0.0f) throw options.error("momentum", "must be > 0 for Nesterov momentum");
+  allocate_history({"momentum"});
+}
+
+void SgdSolver::update(Slot& slot, float lr, float weight_decay, float grad_scale) {
+  Blob& blob = *slot.param->blob;
+  float* w = blob.data().ptr();
+  const float* d = blob.diff().ptr();
+  float* v = slot.history[0].ptr();
+  const int64_t n = blob.count();
+  const float mu = momentum_;
+  if (nesterov_) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad_scale * d[i] + weight_decay * w[i];
+      v[i] = mu * v[i] + g;
+      w[i] -= lr * (g + mu * v[i]);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad_scale * d[i] + weight_decay * w[i];
+      v[i] = mu * v[i] + g;
+      w[i] -= lr * v[i];
+    }
+  }
+}
+
+}  // namespace taihu
