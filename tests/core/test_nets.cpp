@@ -26,7 +26,13 @@ struct NetExpectation {
   const char* name;         // [net] name
   int64_t params;           // learnable parameters
   int classes;
-  float loss_tolerance;     // |initial loss - ln(classes)|
+  // Bound on |initial loss - ln(classes)|. Batch 2 makes the loss noisy: with
+  // initial scores of spread s, each sample's loss is about ln(classes) + s^2/2
+  // give or take s, and dropout masks add to it. Over several input seeds the
+  // nets stayed within: VGG 0.45, AlexNet-BN 0.3, ResNet-50 0.7 (fc1000 is
+  // N(0, 0.01^2) on BN-scaled features), GoogLeNet 1.2 (Caffe's xavier
+  // classifier on features of mean square ~1.5, and dropout).
+  float loss_tolerance;
   bool unit_range_inputs;   // pixels in [0, 1) (MNIST-like) rather than N(0, 1)
 };
 
@@ -56,7 +62,7 @@ bool has_output(const Net& net, const std::string& name) {
 
 // Builds the net at batch 2 and runs the checks described at the top.
 void check_shipped_net(const NetExpectation& e) {
-  INFO("net file: " << e.file);
+  INFO("net file: " << std::string(e.file));
   auto net = build(e.file, 2);
   CHECK(net->name() == e.name);
   CHECK(net->num_learnable_parameters() == e.params);
@@ -94,7 +100,7 @@ void check_shipped_net(const NetExpectation& e) {
   const float loss2 = net->forward_backward();
   const double elapsed = seconds_since(start);
   CHECK(std::isfinite(loss2));
-  MESSAGE(e.file << ": " << net->num_learnable_parameters() << " learnable parameters, initial loss " << loss
+  MESSAGE(std::string(e.file) << ": " << net->num_learnable_parameters() << " learnable parameters, initial loss " << loss
                  << " (ln " << e.classes << " = " << std::log(static_cast<float>(e.classes))
                  << "), forward+backward at batch 2: " << elapsed * 1e3 << " ms");
 
@@ -114,7 +120,7 @@ void check_shipped_net(const NetExpectation& e) {
 
 // Plain SGD on one fixed batch: a net that can learn drives the loss down.
 void check_fits_one_batch(const char* file, int steps, float lr) {
-  INFO("net file: " << file);
+  INFO("net file: " << std::string(file));
   auto net = build(file, 8, 3);
   fill_inputs(*net, 10, true, 11);
   float first = 0.0f, last = 0.0f;
@@ -153,7 +159,7 @@ TEST_SUITE("nets") {
   TEST_CASE("nets: every shipped net file parses") {
     for (const char* file : {"lenet.ini", "lenet-bn.ini", "alexnet.ini", "alexnet-bn.ini", "vgg16.ini",
                              "vgg19.ini", "resnet50.ini", "googlenet.ini"}) {
-      INFO(file);
+      INFO(std::string(file));
       const auto doc = config::Document::parse_file(std::string(TAIHU_SOURCE_DIR "/config/nets/") + file);
       CHECK(doc.find("net") != nullptr);
       CHECK(doc.find("input", "data") != nullptr);
@@ -170,22 +176,22 @@ TEST_SUITE("slow") {
   }
 
   TEST_CASE("nets: alexnet-bn.ini has 60,966,600 parameters and runs") {
-    check_shipped_net({"alexnet-bn.ini", "alexnet-bn", 60'966'600, 1000, 0.5f, false});
+    check_shipped_net({"alexnet-bn.ini", "alexnet-bn", 60'966'600, 1000, 0.75f, false});
   }
 
   TEST_CASE("nets: vgg16.ini has 138,357,544 parameters and runs") {
-    check_shipped_net({"vgg16.ini", "vgg16", 138'357'544, 1000, 0.5f, false});
+    check_shipped_net({"vgg16.ini", "vgg16", 138'357'544, 1000, 0.75f, false});
   }
 
   TEST_CASE("nets: vgg19.ini has 143,667,240 parameters and runs") {
-    check_shipped_net({"vgg19.ini", "vgg19", 143'667'240, 1000, 0.5f, false});
+    check_shipped_net({"vgg19.ini", "vgg19", 143'667'240, 1000, 0.75f, false});
   }
 
   TEST_CASE("nets: resnet50.ini has 25,557,032 parameters and runs") {
-    check_shipped_net({"resnet50.ini", "resnet50", 25'557'032, 1000, 0.5f, false});
+    check_shipped_net({"resnet50.ini", "resnet50", 25'557'032, 1000, 1.0f, false});
   }
 
   TEST_CASE("nets: googlenet.ini has 6,998,552 parameters and runs") {
-    check_shipped_net({"googlenet.ini", "googlenet", 6'998'552, 1000, 0.5f, false});
+    check_shipped_net({"googlenet.ini", "googlenet", 6'998'552, 1000, 1.5f, false});
   }
 }
