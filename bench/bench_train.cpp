@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/flush_to_zero.hpp"
 #include "core/common/random.hpp"

@@ -32,23 +32,20 @@ constexpr const char* marker_variable = "TAIHU_BLAS_KERNEL_SELECTION";
 
 // OpenBLAS 0.3.21's x86-64 core types (driver/others/dynamic.c).
 constexpr std::array<std::string_view, 25> known_coretypes = {
-    "Katmai",   "Coppermine", "Northwood", "Prescott",  "Banias",       "Atom",      "Core2",
-    "Penryn",   "Dunnington", "Nehalem",   "Athlon",    "Opteron",      "Opteron_SSE3",
-    "Barcelona", "Nano",      "Sandybridge", "Bulldozer", "Piledriver", "Haswell",   "Steamroller",
-    "Excavator", "Zen",       "SkylakeX",  "Cooperlake", "Unknown"};
+    "Katmai", "Coppermine",  "Northwood",  "Prescott",   "Banias",  "Atom",         "Core2",
+    "Penryn", "Dunnington",  "Nehalem",    "Athlon",     "Opteron", "Opteron_SSE3", "Barcelona",
+    "Nano",   "Sandybridge", "Bulldozer",  "Piledriver", "Haswell", "Steamroller",  "Excavator",
+    "Zen",    "SkylakeX",    "Cooperlake", "Unknown"};
 
 bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
          });
 }
 
 bool bit(uint64_t word, int index) { return ((word >> index) & 1u) != 0; }
 
-bool skylakex_features(const CpuFeatures& cpu) {
-  return cpu.avx512f && cpu.avx512dq && cpu.avx512bw && cpu.avx512vl;
-}
+bool skylakex_features(const CpuFeatures& cpu) { return cpu.avx512f && cpu.avx512dq && cpu.avx512bw && cpu.avx512vl; }
 
 std::optional<std::string> env(const char* name) {
   const char* value = std::getenv(name);
@@ -74,8 +71,7 @@ void reexec(const std::string& coretype, const std::string& marker, char** argv)
   std::fflush(stdout);
   std::fflush(stderr);
   ::execv("/proc/self/exe", argv);
-  spdlog::warn("BLAS: re-executing /proc/self/exe failed ({}); keeping kernel {}", std::strerror(errno),
-               kernel_name());
+  spdlog::warn("BLAS: re-executing /proc/self/exe failed ({}); keeping kernel {}", std::strerror(errno), kernel_name());
 }
 
 // Deterministic values in [-1, 1) without touching any shared generator.
@@ -285,8 +281,8 @@ std::string verify_sgemm() {
         fill_pseudo_random(c, 37u);
         const std::vector<float> c0 = c;
         const float alpha = 0.75f, beta = -0.5f;
-        gemm(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, s.m, s.n, s.k, alpha, a.data(), lda,
-             b.data(), ldb, beta, c.data(), ldc);
+        gemm(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, s.m, s.n, s.k, alpha, a.data(), lda, b.data(),
+             ldb, beta, c.data(), ldc);
         for (int i = 0; i < s.m; ++i) {
           for (int j = 0; j < s.n; ++j) {
             double sum = 0.0, magnitude = 0.0;
@@ -301,8 +297,8 @@ std::string verify_sgemm() {
             const double bound = 1e-4 * (alpha * magnitude + std::fabs(beta * c_old)) + 1e-6;
             const double got = c[static_cast<size_t>(i * ldc + j)];
             if (!(std::fabs(got - expected) <= bound))
-              return fmt::format("sgemm {}{} {}x{}x{}: C[{},{}] = {} but expected {}", ta ? 'T' : 'N',
-                                 tb ? 'T' : 'N', s.m, s.n, s.k, i, j, got, expected);
+              return fmt::format("sgemm {}{} {}x{}x{}: C[{},{}] = {} but expected {}", ta ? 'T' : 'N', tb ? 'T' : 'N',
+                                 s.m, s.n, s.k, i, j, got, expected);
           }
         }
       }
@@ -343,16 +339,15 @@ void select_kernel(const KernelRequest& request, int argc, char** argv) {
       const bool already_fallback = environment.marker && environment.marker->rfind("fallback:", 0) == 0;
       const bool forced_by_taihu = environment.marker && environment.marker->rfind("forced:", 0) == 0;
       if (already_fallback || argc <= 0) {
-        spdlog::error("BLAS: kernel {} computes wrong products ({}); results will be wrong", kernel_name(),
-                      problem);
+        spdlog::error("BLAS: kernel {} computes wrong products ({}); results will be wrong", kernel_name(), problem);
       } else {
         // A kernel we forced goes back to OpenBLAS's own choice; OpenBLAS's
         // own choice goes to a conservative kernel.
         std::string fallback;
         if (!forced_by_taihu && !environment.coretype)
           fallback = can_run(cpu, "Haswell") && !iequals(kernel_name(), "Haswell") ? "Haswell" : "Prescott";
-        spdlog::warn("BLAS: kernel {} failed the start-up check ({}); restarting with {}", kernel_name(),
-                     problem, fallback.empty() ? "OpenBLAS's own choice" : fallback);
+        spdlog::warn("BLAS: kernel {} failed the start-up check ({}); restarting with {}", kernel_name(), problem,
+                     fallback.empty() ? "OpenBLAS's own choice" : fallback);
         reexec(fallback, "fallback:" + kernel_name(), argv);
       }
     }

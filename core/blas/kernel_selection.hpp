@@ -22,12 +22,12 @@ namespace taihu::blas {
 
 // Raw CPUID/XGETBV words that the decision needs.
 struct CpuidWords {
-  uint32_t max_leaf = 0;         // leaf 0 eax
-  char vendor[13] = {};          // leaf 0 ebx, edx, ecx
-  uint32_t leaf1_ecx = 0;        // FMA, OSXSAVE, AVX
-  uint32_t leaf7_ebx = 0;        // AVX2, AVX-512 F/DQ/BW/VL
-  uint32_t leaf7_1_eax = 0;      // AVX512_BF16
-  uint64_t xcr0 = 0;             // which register states the OS saves
+  uint32_t max_leaf = 0;     // leaf 0 eax
+  char vendor[13] = {};      // leaf 0 ebx, edx, ecx
+  uint32_t leaf1_ecx = 0;    // FMA, OSXSAVE, AVX
+  uint32_t leaf7_ebx = 0;    // AVX2, AVX-512 F/DQ/BW/VL
+  uint32_t leaf7_1_eax = 0;  // AVX512_BF16
+  uint64_t xcr0 = 0;         // which register states the OS saves
 };
 
 struct CpuFeatures {
@@ -88,8 +88,7 @@ struct KernelDecision {
 
 // The pure decision: which kernel to run and whether a re-exec is needed.
 // Throws ConfigError for a request naming no OpenBLAS core type.
-KernelDecision decide_kernel(const CpuFeatures& cpu, const KernelRequest& request,
-                             const KernelEnvironment& env);
+KernelDecision decide_kernel(const CpuFeatures& cpu, const KernelRequest& request, const KernelEnvironment& env);
 
 // Checks all four transpose combinations, with odd sizes and beta != 0, against
 // a double-precision reference. Returns "" if they agree, else a description.

@@ -75,9 +75,10 @@ float max(int64_t n, const float* x) {
 
 void relu_forward(int64_t n, float slope, const float* x, float* y) {
   // Selecting between constants (not between computed values) lets the
-  // compiler turn the branch into a blend.
+  // compiler turn the branch into a blend. NaN passes through (x < 0 is
+  // false), so a diverging run is not masked as a healthy one.
   if (slope == 0.0f) {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const float pos = x[i] > 0.0f ? x[i] : 0.0f;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/kernels/parallel.hpp"
+
 namespace taihu {
 
 namespace {
@@ -10,6 +12,9 @@ namespace {
 // The output columns [first, last) whose input column ow * stride + offset lies
 // inside [0, width). Computed once per kernel column, so the inner loops need
 // no bounds checks and no division.
+// Below this many column values a call is not worth waking another thread.
+constexpr int64_t min_parallel_work = 32768;
+
 struct ValidRange {
   int64_t first, last;
 };
@@ -23,12 +28,12 @@ ValidRange valid_columns(int64_t offset, int64_t stride, int64_t width, int64_t 
 
 }  // namespace
 
-void im2col(const float* image, const ConvGeometry& g, int64_t row_begin, int64_t row_end, float* col,
-            int64_t ld) {
+void im2col_channels(const float* image, const ConvGeometry& g, int64_t channel_begin, int64_t channel_end,
+                     int64_t row_begin, int64_t row_end, float* col, int64_t ld) {
   const int64_t out_w = g.out_width();
   const int64_t rows = row_end - row_begin;
   const int64_t plane = g.height * g.width;
-  for (int64_t c = 0; c < g.channels; ++c) {
+  for (int64_t c = channel_begin; c < channel_end; ++c) {
     const float* src_plane = image + c * plane;
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       const int64_t row_offset = ki * g.dilation_h - g.pad_h;
@@ -47,6 +52,8 @@ void im2col(const float* image, const ConvGeometry& g, int64_t row_begin, int64_
           const float* src = src_plane + ih * g.width;
           if (g.stride_w == 1) {
             if (last > first) std::memcpy(dst + first, src + first + col_offset, (last - first) * sizeof(float));
+          } else if (g.stride_w == 2) {  // a constant stride vectorises with shuffles
+            for (int64_t ow = first; ow < last; ++ow) dst[ow] = src[ow * 2 + col_offset];
           } else {
             const int64_t s = g.stride_w;
             for (int64_t ow = first; ow < last; ++ow) dst[ow] = src[ow * s + col_offset];
@@ -58,16 +65,23 @@ void im2col(const float* image, const ConvGeometry& g, int64_t row_begin, int64_
   }
 }
 
+void im2col(const float* image, const ConvGeometry& g, int64_t row_begin, int64_t row_end, float* col, int64_t ld) {
+  const int64_t per_channel = g.kernel_h * g.kernel_w * (row_end - row_begin) * g.out_width();
+  parallel_ranges(g.channels, min_parallel_work / std::max<int64_t>(per_channel, 1), [&](int64_t begin, int64_t end) {
+    im2col_channels(image, g, begin, end, row_begin, row_end, col, ld);
+  });
+}
+
 void im2col(const float* image, const ConvGeometry& g, float* col) {
   im2col(image, g, 0, g.out_height(), col, g.out_size());
 }
 
-void col2im_add(const float* col, int64_t ld, const ConvGeometry& g, int64_t row_begin, int64_t row_end,
-                float* image) {
+void col2im_add_channels(const float* col, int64_t ld, const ConvGeometry& g, int64_t channel_begin,
+                         int64_t channel_end, int64_t row_begin, int64_t row_end, float* image) {
   const int64_t out_w = g.out_width();
   const int64_t rows = row_end - row_begin;
   const int64_t plane = g.height * g.width;
-  for (int64_t c = 0; c < g.channels; ++c) {
+  for (int64_t c = channel_begin; c < channel_end; ++c) {
     float* dst_plane = image + c * plane;
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       const int64_t row_offset = ki * g.dilation_h - g.pad_h;
@@ -91,6 +105,14 @@ void col2im_add(const float* col, int64_t ld, const ConvGeometry& g, int64_t row
       }
     }
   }
+}
+
+// Channels write disjoint image planes, so they can run in parallel.
+void col2im_add(const float* col, int64_t ld, const ConvGeometry& g, int64_t row_begin, int64_t row_end, float* image) {
+  const int64_t per_channel = g.kernel_h * g.kernel_w * (row_end - row_begin) * g.out_width();
+  parallel_ranges(g.channels, min_parallel_work / std::max<int64_t>(per_channel, 1), [&](int64_t begin, int64_t end) {
+    col2im_add_channels(col, ld, g, begin, end, row_begin, row_end, image);
+  });
 }
 
 void col2im(const float* col, const ConvGeometry& g, float* image) {

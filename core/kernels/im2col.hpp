@@ -35,16 +35,23 @@ struct ConvGeometry {
 
 // Writes the columns of output rows [row_begin, row_end) of `image` (C x H x W)
 // into `col`: col_rows() rows of (row_end - row_begin) * out_width() values,
-// consecutive rows `ld` floats apart. Padding reads as zero.
-void im2col(const float* image, const ConvGeometry& g, int64_t row_begin, int64_t row_end, float* col,
-            int64_t ld);
+// consecutive rows `ld` floats apart. Padding reads as zero. Large calls are
+// split over channels and run on parallel_threads() threads.
+void im2col(const float* image, const ConvGeometry& g, int64_t row_begin, int64_t row_end, float* col, int64_t ld);
 // Whole image, packed (ld = out_size()).
 void im2col(const float* image, const ConvGeometry& g, float* col);
 
+// Serial versions for channels [channel_begin, channel_end) only; `col`
+// still points at the whole column matrix. For callers that parallelise
+// over images and channels themselves.
+void im2col_channels(const float* image, const ConvGeometry& g, int64_t channel_begin, int64_t channel_end,
+                     int64_t row_begin, int64_t row_end, float* col, int64_t ld);
+void col2im_add_channels(const float* col, int64_t ld, const ConvGeometry& g, int64_t channel_begin,
+                         int64_t channel_end, int64_t row_begin, int64_t row_end, float* image);
+
 // The adjoint of im2col: adds every column value back into the image position
 // it was read from (padding positions are dropped). Accumulates into `image`.
-void col2im_add(const float* col, int64_t ld, const ConvGeometry& g, int64_t row_begin, int64_t row_end,
-                float* image);
+void col2im_add(const float* col, int64_t ld, const ConvGeometry& g, int64_t row_begin, int64_t row_end, float* image);
 // Whole image, packed; overwrites `image`.
 void col2im(const float* col, const ConvGeometry& g, float* image);
 

@@ -6,12 +6,18 @@
 #include <cstring>
 
 #include "core/blas/blas.hpp"
+#include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
 #include "core/layers/window_options.hpp"
 
 namespace taihu {
 
 using blas::Trans;
+
+namespace {
+// Below this many floats of copying a loop is not worth waking another thread.
+constexpr int64_t min_parallel_work = 32768;
+}  // namespace
 
 ConvolutionLayer::ConvolutionLayer(const LayerSpec& spec) : Layer(spec) {
   const auto& o = options();
@@ -64,10 +70,11 @@ void ConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   geometry_.width = s[3];
   const ConvGeometry& g = geometry_;
   if (g.out_height() < 1 || g.out_width() < 1)
-    shape_error(fmt::format("kernel {}x{} (dilation {}x{}, extent {}x{}) is larger than the padded input {}x{} "
-                            "(bottom {}, pad {}x{})",
-                            g.kernel_h, g.kernel_w, g.dilation_h, g.dilation_w, g.extent_h(), g.extent_w(),
-                            g.height + 2 * g.pad_h, g.width + 2 * g.pad_w, s.str(), g.pad_h, g.pad_w));
+    shape_error(
+        fmt::format("kernel {}x{} (dilation {}x{}, extent {}x{}) is larger than the padded input {}x{} "
+                    "(bottom {}, pad {}x{})",
+                    g.kernel_h, g.kernel_w, g.dilation_h, g.dilation_w, g.extent_h(), g.extent_w(),
+                    g.height + 2 * g.pad_h, g.width + 2 * g.pad_w, s.str(), g.pad_h, g.pad_w));
   top[0]->reshape(Shape{s[0], num_output_, g.out_height(), g.out_width()});
   plan_chunks(s[0]);
 }
@@ -78,7 +85,7 @@ void ConvolutionLayer::plan_chunks(int64_t batch) {
   const int64_t rows = g.col_rows();
   const int64_t budget = std::max<int64_t>(tuning().column_budget_bytes / int64_t{sizeof(float)}, rows);
   // Images side by side until the GEMM is wide enough, within the budget.
-  int64_t images = (tuning().target_columns + out_size - 1) / out_size;
+  int64_t images = out_size >= tuning().batch_below_columns ? 1 : (tuning().target_columns + out_size - 1) / out_size;
   images = std::clamp<int64_t>(images, 1, std::max<int64_t>(batch, 1));
   images = std::max<int64_t>(1, std::min(images, budget / (rows * out_size)));
   plan_.images_per_chunk = images;
@@ -105,15 +112,18 @@ void ConvolutionLayer::gather_columns(const float* bottom, int64_t first, int64_
   const int64_t ld = count * out_size;
   const int64_t image_size = g.channels * g.height * g.width;
   float* col = col_.ptr();
-  for (int64_t j = 0; j < count; ++j) {
-    const float* image = bottom + (first + j) * image_size;
-    if (g.is_pointwise()) {
-      for (int64_t c = 0; c < g.channels; ++c)
+  // One unit: one channel of one image.
+  const int64_t unit = g.kernel_h * g.kernel_w * out_size;
+  parallel_ranges(count * g.channels, min_parallel_work / unit, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t j = u / g.channels, c = u % g.channels;
+      const float* image = bottom + (first + j) * image_size;
+      if (g.is_pointwise())
         std::memcpy(col + c * ld + j * out_size, image + c * out_size, out_size * sizeof(float));
-    } else {
-      im2col(image, g, 0, g.out_height(), col + j * out_size, ld);
+      else
+        im2col_channels(image, g, c, c + 1, 0, g.out_height(), col + j * out_size, ld);
     }
-  }
+  });
 }
 
 void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
@@ -137,17 +147,17 @@ void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
       const int64_t ld = count * out_size;
       gather_columns(x, first, count);
       for (int64_t grp = 0; grp < group_; ++grp)
-        blas::gemm(Trans::no, Trans::no, m, ld, k, 1.0f, weight + grp * m * k, k, col_.ptr() + grp * k * ld, ld,
-                   0.0f, batch_.ptr() + grp * m * ld, ld);
-      for (int64_t j = 0; j < count; ++j) {
-        float* out = y + (first + j) * num_output_ * out_size;
-        for (int64_t o = 0; o < num_output_; ++o) {
+        blas::gemm(Trans::no, Trans::no, m, ld, k, 1.0f, weight + grp * m * k, k, col_.ptr() + grp * k * ld, ld, 0.0f,
+                   batch_.ptr() + grp * m * ld, ld);
+      parallel_ranges(count * num_output_, min_parallel_work / out_size, [&](int64_t begin, int64_t end) {
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t j = u / num_output_, o = u % num_output_;
           const float* src = batch_.ptr() + o * ld + j * out_size;
-          float* dst = out + o * out_size;
+          float* dst = y + ((first + j) * num_output_ + o) * out_size;
           const float b = bias ? bias[o] : 0.0f;
           for (int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + b;
         }
-      }
+      });
       continue;
     }
     // One image, band by band, straight into the top blob.
@@ -166,7 +176,9 @@ void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
       }
       float* c = out + row * out_w;
       if (bias)
-        for (int64_t o = 0; o < num_output_; ++o) std::fill_n(c + o * out_size, columns, bias[o]);
+        parallel_ranges(num_output_, min_parallel_work / columns, [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin; o < end; ++o) std::fill_n(c + o * out_size, columns, bias[o]);
+        });
       for (int64_t grp = 0; grp < group_; ++grp)
         blas::gemm(Trans::no, Trans::no, m, columns, k, 1.0f, weight + grp * m * k, k, col + grp * k * ld, ld,
                    bias ? 1.0f : 0.0f, c + grp * m * out_size, out_size);
@@ -174,8 +186,7 @@ void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   }
 }
 
-void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                                const BlobVec& bottom) {
+void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
   const ConvGeometry& g = geometry_;
   const int64_t batch = bottom[0]->shape()[0];
   const int64_t out_size = g.out_size();
@@ -195,38 +206,47 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
     if (count > 1) {
       const int64_t ld = count * out_size;
       // Gather the images' top diffs side by side: num_output x ld.
-      for (int64_t j = 0; j < count; ++j)
-        for (int64_t o = 0; o < num_output_; ++o)
+      parallel_ranges(count * num_output_, min_parallel_work / out_size, [&](int64_t begin, int64_t end) {
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t j = u / num_output_, o = u % num_output_;
           std::memcpy(batch_.ptr() + o * ld + j * out_size, dy + ((first + j) * num_output_ + o) * out_size,
                       out_size * sizeof(float));
+        }
+      });
       if (dbias) blas::gemv(Trans::no, num_output_, ld, 1.0f, batch_.ptr(), ones_.ptr(), 1.0f, dbias);
       gather_columns(x, first, count);
       for (int64_t grp = 0; grp < group_; ++grp)
-        blas::gemm(Trans::no, Trans::yes, m, k, ld, 1.0f, batch_.ptr() + grp * m * ld, ld,
-                   col_.ptr() + grp * k * ld, ld, 1.0f, dweight + grp * m * k, k);
+        blas::gemm(Trans::no, Trans::yes, m, k, ld, 1.0f, batch_.ptr() + grp * m * ld, ld, col_.ptr() + grp * k * ld,
+                   ld, 1.0f, dweight + grp * m * k, k);
       if (!dx) continue;
       // The column gradient replaces the columns, then goes back to images.
       for (int64_t grp = 0; grp < group_; ++grp)
         blas::gemm(Trans::yes, Trans::no, k, ld, m, 1.0f, weight + grp * m * k, k, batch_.ptr() + grp * m * ld, ld,
                    0.0f, col_.ptr() + grp * k * ld, ld);
-      for (int64_t j = 0; j < count; ++j) {
-        float* image = dx + (first + j) * image_size;
-        const float* col = col_.ptr() + j * out_size;
-        if (g.is_pointwise()) {
-          for (int64_t c = 0; c < g.channels; ++c)
+      const int64_t plane = g.height * g.width;
+      const int64_t unit = g.kernel_h * g.kernel_w * out_size + plane;
+      parallel_ranges(count * g.channels, min_parallel_work / unit, [&](int64_t begin, int64_t end) {
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t j = u / g.channels, c = u % g.channels;
+          float* image = dx + (first + j) * image_size;
+          const float* col = col_.ptr() + j * out_size;
+          if (g.is_pointwise()) {
             std::memcpy(image + c * out_size, col + c * ld, out_size * sizeof(float));
-        } else {
-          std::fill_n(image, image_size, 0.0f);
-          col2im_add(col, ld, g, 0, g.out_height(), image);
+          } else {
+            std::fill_n(image + c * plane, plane, 0.0f);
+            col2im_add_channels(col, ld, g, c, c + 1, 0, g.out_height(), image);
+          }
         }
-      }
+      });
       continue;
     }
     const float* image = x + first * image_size;
     const float* dout = dy + first * num_output_ * out_size;
     float* dimage = dx ? dx + first * image_size : nullptr;
     if (dbias) blas::gemv(Trans::no, num_output_, out_size, 1.0f, dout, ones_.ptr(), 1.0f, dbias);
-    if (dimage && !g.is_pointwise()) std::fill_n(dimage, image_size, 0.0f);
+    if (dimage && !g.is_pointwise())
+      parallel_ranges(image_size, min_parallel_work,
+                      [&](int64_t begin, int64_t end) { std::fill_n(dimage + begin, end - begin, 0.0f); });
     for (int64_t row = 0; row < g.out_height(); row += plan_.rows_per_band) {
       const int64_t row_end = std::min(row + plan_.rows_per_band, g.out_height());
       const int64_t columns = (row_end - row) * out_w;
@@ -240,8 +260,8 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
       }
       const float* d = dout + row * out_w;
       for (int64_t grp = 0; grp < group_; ++grp)
-        blas::gemm(Trans::no, Trans::yes, m, k, columns, 1.0f, d + grp * m * out_size, out_size, col + grp * k * ld,
-                   ld, 1.0f, dweight + grp * m * k, k);
+        blas::gemm(Trans::no, Trans::yes, m, k, columns, 1.0f, d + grp * m * out_size, out_size, col + grp * k * ld, ld,
+                   1.0f, dweight + grp * m * k, k);
       if (!dimage) continue;
       if (g.is_pointwise()) {
         for (int64_t grp = 0; grp < group_; ++grp)

@@ -34,8 +34,7 @@ class ConvolutionLayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
   // How the batch is cut (for tests and benchmarks).
   struct Plan {
@@ -48,7 +47,10 @@ class ConvolutionLayer final : public Layer {
   // Bounds of the per-layer working buffers, for every convolution layer.
   struct Tuning {
     int64_t column_budget_bytes = int64_t{32} << 20;  // im2col buffer
-    int64_t target_columns = 4096;  // batch small images up to this many GEMM columns
+    // Images with fewer output positions than this are batched, up to
+    // target_columns GEMM columns; wider images run one GEMM each (no copies).
+    int64_t batch_below_columns = 512;
+    int64_t target_columns = 4096;
   };
   static Tuning& tuning();
 
@@ -65,9 +67,9 @@ class ConvolutionLayer final : public Layer {
   ConvGeometry geometry_;  // channels/height/width set from the bottom
   Plan plan_;
 
-  Tensor col_;     // column matrix (and its gradient in backward)
-  Tensor batch_;   // GEMM output of batched images, or their gathered top diff
-  Tensor ones_;    // for bias gradients
+  Tensor col_;    // column matrix (and its gradient in backward)
+  Tensor batch_;  // GEMM output of batched images, or their gathered top diff
+  Tensor ones_;   // for bias gradients
 };
 
 }  // namespace taihu

@@ -63,8 +63,7 @@ void InnerProductLayer::forward(const BlobVec& bottom, const BlobVec& top) {
              bias_term_ ? 1.0f : 0.0f, y);
 }
 
-void InnerProductLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                                 const BlobVec& bottom) {
+void InnerProductLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
   const float* dy = top[0]->diff().ptr();
   // dW (num_output x K) += dY^T X; db += dY^T 1; dX = dY W.
   blas::gemm(Trans::yes, Trans::no, num_output_, inputs_, rows_, 1.0f, dy, bottom[0]->data().ptr(), 1.0f,

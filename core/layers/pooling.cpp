@@ -39,8 +39,7 @@ PoolingLayer::PoolingLayer(const LayerSpec& spec) : Layer(spec) {
   const auto pad = read_height_width(o, "pad", "pad", 0, 0);
   stride_h_ = stride.h, stride_w_ = stride.w, pad_h_ = pad.h, pad_w_ = pad.w;
   if (global_ && (stride_h_ != 1 || stride_w_ != 1 || pad_h_ != 0 || pad_w_ != 0))
-    throw o.error(o.has("stride") || o.has("stride_h") ? "stride" : "pad",
-                  "global_pooling needs stride 1 and pad 0");
+    throw o.error(o.has("stride") || o.has("stride_h") ? "stride" : "pad", "global_pooling needs stride 1 and pad 0");
   if (!global_ && (pad_h_ >= kernel_h_ || pad_w_ >= kernel_w_))
     throw o.error(o.has("pad") ? "pad" : "pad_h",
                   fmt::format("pad {}x{} must be smaller than the kernel {}x{}", pad_h_, pad_w_, kernel_h_, kernel_w_));
@@ -62,8 +61,7 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   if (method_ == Method::max) argmax_.resize(static_cast<size_t>(top[0]->count()));
 }
 
-PoolingLayer::Window PoolingLayer::window(int64_t out, int64_t stride, int64_t pad, int64_t kernel,
-                                          int64_t in) const {
+PoolingLayer::Window PoolingLayer::window(int64_t out, int64_t stride, int64_t pad, int64_t kernel, int64_t in) const {
   const int64_t start = out * stride - pad;
   const int64_t padded_end = std::min(start + kernel, in + pad);
   return {std::max<int64_t>(start, 0), std::min(padded_end, in), padded_end - start};
@@ -102,8 +100,7 @@ void PoolingLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   }
 }
 
-void PoolingLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                            const BlobVec& bottom) {
+void PoolingLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   const int64_t planes = bottom[0]->shape()[0] * bottom[0]->shape()[1];
   const int64_t in_plane = in_h_ * in_w_;

@@ -27,8 +27,7 @@ class PoolingLayer final : public Layer {
   const char* type() const override { return "Pooling"; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) override;
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:
   // Output position -> input window [begin, end) along one axis, clipped to

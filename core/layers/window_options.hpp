@@ -20,7 +20,7 @@ struct HeightWidth {
 // Reads `key` (one or two values) or `<prefix>_h` and `<prefix>_w`; returns
 // `fallback` when none is given (ConfigError if there is no fallback).
 // Values must be >= `minimum`.
-HeightWidth read_height_width(const config::Section& options, const std::string& key,
-                              const std::string& prefix, std::optional<int64_t> fallback, int64_t minimum);
+HeightWidth read_height_width(const config::Section& options, const std::string& key, const std::string& prefix,
+                              std::optional<int64_t> fallback, int64_t minimum);
 
 }  // namespace taihu

@@ -239,7 +239,7 @@ TrainReport Trainer::run() {
         throw NumericError(fmt::format(
             "loss became {} at iteration {} (epoch {}, batch {}); training stopped. {}Lower "
             "solver.base_lr or set solver.clip_gradients.",
-            loss, solver_->iteration() + 1, epoch_ + 1, batch_ + 1,
+            std::isnan(loss) ? "NaN" : "infinite", solver_->iteration() + 1, epoch_ + 1, batch_ + 1,
             checkpoint_path_.empty() || !std::filesystem::exists(checkpoint_path_)
                 ? std::string()
                 : fmt::format("The last good checkpoint '{}' is intact. ", checkpoint_path_.string())));

@@ -65,7 +65,9 @@ expect "unknown layer type names line and known types" 2 "badtype.ini:[0-9]+.*un
 sed 's/kernel_size = 5/kernel_size = 5\nkernal = 3/' "$work/lenet.ini" >"$work/badopt.ini"
 expect "unknown layer option" 2 "badopt.ini:[0-9]+.*kernal.*unknown option" -- "$train" --config-file="$work/app.ini" net=badopt.ini
 
-expect "shape mismatch names the layer" 2 "layer 'conv1'|conv1" -- "$train" --config-file="$work/app.ini" data.shape="1 3 3"
+expect "data shape mismatch names the input" 2 "shape 1x3x3.*'data' expects 1x28x28" -- "$train" --config-file="$work/app.ini" data.shape="1 3 3"
+sed 's/^shape = 1 28 28/shape = 1 3 3/' "$work/lenet.ini" >"$work/small.ini"
+expect "layer shape mismatch names the layer" 2 "layer 'conv1' \(Convolution\).*3" -- "$train" --config-file="$work/app.ini" net=small.ini data.shape="1 3 3"
 
 sed -e '/^source = synthetic/,/^test_size/d' -e 's/^\[data\]/[data]\nsource = fashion-mnist/' "$work/app.ini" >"$work/fashion.ini"
 expect "missing dataset says how to install" 2 "apt-get install dataset-fashion-mnist" -- "$train" --config-file="$work/fashion.ini" data.dir="$work/nowhere"
@@ -81,7 +83,9 @@ else
   echo "SKIP: truncated idx file (dataset-fashion-mnist not installed)"
 fi
 
-expect "NaN loss stops with code 3" 3 "loss became" -- "$train" --config-file="$work/app.ini" solver.base_lr=1e30 --progress=quiet
+# Weights of 3e38 overflow conv1 to inf; conv2's mixed-sign weights then make inf - inf = NaN.
+sed '0,/weight_filler = xavier/s//weight_filler = constant 3e38/' "$work/lenet.ini" >"$work/nan.ini"
+expect "NaN loss stops with code 3" 3 "loss became NaN" -- "$train" --config-file="$work/app.ini" net=nan.ini --progress=quiet
 
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/kernels/im2col.hpp"
+#include "core/kernels/parallel.hpp"
 #include "core/layers/convolution.hpp"
 #include "tests/support/gradient_check.hpp"
 #include "tests/support/layer_fixture.hpp"
@@ -158,19 +161,20 @@ TEST_SUITE("conv") {
   TEST_CASE("convolution forward matches a direct convolution") {
     TuningGuard guard;
     const std::vector<ConvCase> cases = {
-        make_case(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true),  // 3x3 same
-        make_case(2, 4, 9, 7, 6, 3, 2, 2, 1, 0, 1, 1, 1, 1, true),  // non-square kernel, strides
+        make_case(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true),     // 3x3 same
+        make_case(2, 4, 9, 7, 6, 3, 2, 2, 1, 0, 1, 1, 1, 1, true),     // non-square kernel, strides
         make_case(1, 2, 11, 10, 3, 3, 3, 1, 2, 2, 1, 2, 3, 1, false),  // dilation, no bias
-        make_case(3, 6, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, true),  // groups
-        make_case(2, 6, 6, 4, 6, 1, 1, 1, 1, 0, 0, 1, 1, 3, true),  // pointwise, grouped
-        make_case(3, 5, 4, 3, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1, false),  // pointwise
-        make_case(2, 3, 8, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1, true),  // 1x1 strided: not pointwise
-        make_case(2, 3, 12, 12, 4, 5, 5, 3, 3, 2, 2, 1, 1, 1, true),  // AlexNet-like
-        make_case(1, 2, 3, 3, 2, 3, 3, 1, 1, 0, 0, 1, 1, 1, true),  // one output pixel
+        make_case(3, 6, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, true),     // groups
+        make_case(2, 6, 6, 4, 6, 1, 1, 1, 1, 0, 0, 1, 1, 3, true),     // pointwise, grouped
+        make_case(3, 5, 4, 3, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1, false),    // pointwise
+        make_case(2, 3, 8, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1, true),     // 1x1 strided: not pointwise
+        make_case(2, 3, 12, 12, 4, 5, 5, 3, 3, 2, 2, 1, 1, 1, true),   // AlexNet-like
+        make_case(1, 2, 3, 3, 2, 3, 3, 1, 1, 0, 0, 1, 1, 1, true),     // one output pixel
     };
     // Default plan (small images batched) and tiny budgets (bands of rows,
     // one image at a time) must agree with the reference.
-    const std::vector<ConvolutionLayer::Tuning> tunings = {{int64_t{32} << 20, 4096}, {64, 1}, {600, 16}};
+    const std::vector<ConvolutionLayer::Tuning> tunings = {
+        {int64_t{32} << 20, 512, 4096}, {64, 1, 1}, {600, 1 << 20, 16}};
     for (const auto& tuning : tunings) {
       ConvolutionLayer::tuning() = tuning;
       for (const ConvCase& cc : cases) {
@@ -193,16 +197,79 @@ TEST_SUITE("conv") {
     }
   }
 
+  TEST_CASE("parallel_for runs every piece exactly once, on several threads") {
+    const int saved = blas::threads();
+    blas::set_threads(2);
+    for (int64_t pieces : {1, 2, 7, 64}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(pieces));
+      parallel_for(pieces, [&](int64_t i) {
+        hits[static_cast<size_t>(i)]++;
+        parallel_for(3, [](int64_t) {});  // nested calls run inline
+      });
+      for (auto& h : hits) CHECK(h.load() == 1);
+    }
+    std::vector<int> covered(1000, 0);
+    parallel_ranges(1000, 10, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) covered[static_cast<size_t>(i)]++;
+    });
+    CHECK(std::count(covered.begin(), covered.end(), 1) == 1000);
+    blas::set_threads(saved);
+  }
+
+  TEST_CASE("convolution on two threads matches one thread and the direct convolution") {
+    // Large enough that im2col, col2im and the gathers are split across threads.
+    const int saved = blas::threads();
+    TuningGuard guard;
+    const std::vector<ConvolutionLayer::Tuning> tunings = {
+        {int64_t{32} << 20, 1 << 20, 4096},  // every image batched
+        {int64_t{32} << 20, 512, 4096},      // the default
+        {20000, 1, 1},                       // one image at a time, in bands
+    };
+    for (const auto& tuning : tunings) {
+      ConvolutionLayer::tuning() = tuning;
+      for (bool pointwise : {false, true}) {
+        const ConvCase cc = pointwise ? make_case(3, 16, 24, 20, 8, 1, 1, 1, 1, 0, 0, 1, 1, 2, true)
+                                      : make_case(3, 8, 30, 28, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2, true);
+        CAPTURE(cc.options);
+        std::vector<std::vector<float>> results[2];
+        for (int threads : {1, 2}) {
+          blas::set_threads(threads);
+          auto layer = make_layer("Convolution", fmt::format("num_output = {}\n{}", cc.out, cc.options));
+          Blob x(Shape{cc.n, cc.c, cc.h, cc.w}), y;
+          fill_uniform(x, 31);
+          layer->setup({&x}, {&y});
+          layer->reshape({&x}, {&y});
+          layer->forward({&x}, {&y});
+          if (threads == 2) {
+            const auto expected = naive_conv(x, *layer->params()[0].blob, layer->params()[1].blob.get(), cc);
+            for (size_t i = 0; i < expected.size(); ++i)
+              REQUIRE(y.data()[static_cast<int64_t>(i)] == doctest::Approx(expected[i]).epsilon(1e-4).scale(1.0));
+          }
+          fill_uniform(y, 32);
+          std::copy_n(y.data().ptr(), y.count(), y.diff().ptr());
+          layer->backward({&y}, {true}, {&x});
+          auto& r = results[threads - 1];
+          r.emplace_back(x.diff().ptr(), x.diff().ptr() + x.count());
+          for (auto& p : layer->params()) r.emplace_back(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count());
+        }
+        for (size_t b = 0; b < results[0].size(); ++b)
+          for (size_t i = 0; i < results[0][b].size(); ++i)
+            REQUIRE(results[1][b][i] == doctest::Approx(results[0][b][i]).epsilon(1e-4).scale(1.0));
+      }
+    }
+    blas::set_threads(saved);
+  }
+
   TEST_CASE("convolution plans: batching small images, bands for large ones") {
     TuningGuard guard;
-    ConvolutionLayer::tuning() = {int64_t{1} << 20, 256};
+    ConvolutionLayer::tuning() = {int64_t{1} << 20, 512, 256};
     auto small = make_layer("Convolution", "num_output = 2\nkernel_size = 3\npad = 1");
     Blob x(Shape{8, 2, 6, 6}), y;
     small->setup({&x}, {&y});
     small->reshape({&x}, {&y});
     const auto& plan = dynamic_cast<ConvolutionLayer&>(*small).plan();
     CHECK(plan.images_per_chunk == 8);  // ceil(256 / 36) = 8 images, within the budget
-    ConvolutionLayer::tuning() = {2 * 18 * 10 * 4, 4096};
+    ConvolutionLayer::tuning() = {2 * 18 * 10 * 4, 512, 4096};
     auto large = make_layer("Convolution", "num_output = 2\nkernel_size = 3\npad = 1");
     Blob x2(Shape{2, 2, 10, 10}), y2;
     large->setup({&x2}, {&y2});
@@ -220,14 +287,16 @@ TEST_SUITE("conv") {
       ConvolutionLayer::Tuning tuning;
     };
     const std::vector<Config> configs = {
-        {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {int64_t{32} << 20, 4096}},
-        {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {100, 1}},  // row bands
+        {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {int64_t{32} << 20, 512, 4096}},
+        {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {100, 1, 1}},  // row bands
         {"num_output = 4\nkernel_h = 3\nkernel_w = 2\nstride = 2 1\npad = 1 0\ndilation = 1 2\ngroup = 2",
-         Shape{2, 4, 7, 6}, {int64_t{32} << 20, 4096}},
-        {"num_output = 4\nkernel_size = 1\ngroup = 2\nbias_filler = uniform -1 1", Shape{3, 2, 3, 4},
-         {int64_t{32} << 20, 4096}},
-        {"num_output = 4\nkernel_size = 1\nbias_term = false", Shape{2, 3, 3, 4}, {64, 1}},  // pointwise, direct
-        {"num_output = 2\nkernel_size = 2\nstride = 2\nbias_term = false", Shape{1, 3, 4, 6}, {64, 1}},
+         Shape{2, 4, 7, 6},
+         {int64_t{32} << 20, 512, 4096}},
+        {"num_output = 4\nkernel_size = 1\ngroup = 2\nbias_filler = uniform -1 1",
+         Shape{3, 2, 3, 4},
+         {int64_t{32} << 20, 512, 4096}},
+        {"num_output = 4\nkernel_size = 1\nbias_term = false", Shape{2, 3, 3, 4}, {64, 1, 1}},  // pointwise, direct
+        {"num_output = 2\nkernel_size = 2\nstride = 2\nbias_term = false", Shape{1, 3, 4, 6}, {64, 1, 1}},
     };
     for (const Config& cfg : configs) {
       CAPTURE(cfg.options);
@@ -287,11 +356,13 @@ TEST_SUITE("conv") {
     Blob other(Shape{1, 3, 5, 5});
     CHECK(error_of([&] { conv->reshape({&other}, {&y}); }).find("expected 2 input channels") != std::string::npos);
 
-    CHECK(error_of([] { make_layer("Convolution", "num_output = 3\nkernel_size = 3\ngroup = 2"); })
-              .find("not divisible by group") != std::string::npos);
+    CHECK(error_of([] {
+            make_layer("Convolution", "num_output = 3\nkernel_size = 3\ngroup = 2");
+          }).find("not divisible by group") != std::string::npos);
     CHECK(error_of([] { make_layer("Convolution", "num_output = 3"); }).find("kernel_size") != std::string::npos);
-    CHECK(error_of([] { make_layer("Convolution", "num_output = 3\nkernel_size = 3\nkernel_h = 3\nkernel_w = 3"); })
-              .find("not both") != std::string::npos);
+    CHECK(error_of([] {
+            make_layer("Convolution", "num_output = 3\nkernel_size = 3\nkernel_h = 3\nkernel_w = 3");
+          }).find("not both") != std::string::npos);
     CHECK(error_of([] { make_layer("Convolution", "num_output = 3\nkernel_h = 3"); }).find("without kernel_w") !=
           std::string::npos);
     CHECK(error_of([] { make_layer("Convolution", "num_output = 3\nkernel_size = 1 2 3"); }).find("two") !=
@@ -313,7 +384,8 @@ TEST_SUITE("conv") {
       for (int64_t ow = 0; ow < 3; ++ow) {
         float best = -1;
         for (int64_t ih = 2 * oh; ih < std::min<int64_t>(2 * oh + 2, 5); ++ih)
-          for (int64_t iw = 2 * ow; iw < std::min<int64_t>(2 * ow + 2, 5); ++iw) best = std::max(best, x.data()[ih * 5 + iw]);
+          for (int64_t iw = 2 * ow; iw < std::min<int64_t>(2 * ow + 2, 5); ++iw)
+            best = std::max(best, x.data()[ih * 5 + iw]);
         CHECK(y.data()[oh * 3 + ow] == best);
       }
     // Padding: in 4, kernel 3, stride 2, pad 1: ceil(3/2) + 1 = 3 windows
@@ -376,10 +448,10 @@ TEST_SUITE("conv") {
       CHECK(gy.data()[p] == doctest::Approx(sum / 12));
     }
 
-    for (const auto& [options, shape] :
-         std::vector<std::pair<std::string, Shape>>{{"pool = ave\nkernel_size = 3\nstride = 2\npad = 1", Shape{2, 2, 5, 6}},
-                                                    {"pool = ave\nkernel_size = 2 3\nstride = 1 2", Shape{1, 2, 4, 7}},
-                                                    {"pool = ave\nglobal_pooling = true", Shape{2, 3, 3, 5}}}) {
+    for (const auto& [options, shape] : std::vector<std::pair<std::string, Shape>>{
+             {"pool = ave\nkernel_size = 3\nstride = 2\npad = 1", Shape{2, 2, 5, 6}},
+             {"pool = ave\nkernel_size = 2 3\nstride = 1 2", Shape{1, 2, 4, 7}},
+             {"pool = ave\nglobal_pooling = true", Shape{2, 3, 3, 5}}}) {
       CAPTURE(options);
       auto l = make_layer("Pooling", options);
       Blob in(shape), out;
@@ -389,8 +461,7 @@ TEST_SUITE("conv") {
   }
 
   TEST_CASE("pooling errors") {
-    CHECK(error_of([] { make_layer("Pooling", "pool = min\nkernel_size = 2"); }).find("max, ave") !=
-          std::string::npos);
+    CHECK(error_of([] { make_layer("Pooling", "pool = min\nkernel_size = 2"); }).find("max, ave") != std::string::npos);
     CHECK(error_of([] { make_layer("Pooling", "kernel_size = 2\npad = 2"); }).find("smaller than the kernel") !=
           std::string::npos);
     CHECK(error_of([] { make_layer("Pooling", "global_pooling = true\nkernel_size = 2"); }).find("global") !=
@@ -454,7 +525,7 @@ TEST_SUITE("conv") {
     w.max_leaf = 13;
     std::memcpy(w.vendor, "GenuineIntel", 12);
     w.leaf1_ecx = (1u << 27) | (1u << 28) | (1u << 12);  // OSXSAVE, AVX, FMA
-    w.xcr0 = 0xe7;                                        // x87, SSE, AVX, opmask, ZMM
+    w.xcr0 = 0xe7;                                       // x87, SSE, AVX, opmask, ZMM
     w.leaf7_ebx = (1u << 5) | (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);
     auto f = blas::features_from_cpuid(w);
     CHECK(f.avx512f);
@@ -534,8 +605,7 @@ TEST_SUITE("conv") {
     CHECK_FALSE(d.reexec);
     CHECK(d.reason.find("fallback") != std::string::npos);
     // Unknown names are configuration errors.
-    CHECK_THROWS_AS(blas::decide_kernel(xeon, request("pentium9"), {std::nullopt, std::nullopt, "Zen"}),
-                    ConfigError);
+    CHECK_THROWS_AS(blas::decide_kernel(xeon, request("pentium9"), {std::nullopt, std::nullopt, "Zen"}), ConfigError);
   }
 
   TEST_CASE("BLAS kernel: the loaded kernel computes correct products") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -837,4 +838,14 @@ TEST_SUITE("pointwise") {
     CHECK(contains(msg, "'bad' (Eltwise)"));
     CHECK(contains(msg, "2x2x2"));
   }
+}
+
+TEST_CASE("ReLU propagates NaN so that divergence is not masked") {
+  std::vector<float> x{-1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f}, y(3);
+  taihu::kernels::relu_forward(3, 0.0f, x.data(), y.data());
+  CHECK(y[0] == 0.0f);
+  CHECK(std::isnan(y[1]));
+  CHECK(y[2] == 2.0f);
+  taihu::kernels::relu_forward(3, 0.1f, x.data(), y.data());
+  CHECK(std::isnan(y[1]));
 }
