@@ -22,6 +22,17 @@ namespace {
 
 constexpr char magic[8] = {'T', 'A', 'I', 'H', 'U', 'C', 'K', '1'};
 
+// Header words are little-endian on every host, like Cereal's portable payload.
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t get_u64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
 uint64_t fnv1a(std::string_view bytes) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
@@ -63,8 +74,9 @@ void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& 
     archive(checkpoint);
   }
   const std::string payload = payload_stream.str();
-  const uint64_t size = payload.size();
-  const uint64_t checksum = fnv1a(payload);
+  std::string header(magic, sizeof magic), trailer;
+  put_u64(header, payload.size());
+  put_u64(trailer, fnv1a(payload));
 
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const std::string target = path.string();
@@ -72,10 +84,9 @@ void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& 
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) raise("cannot create checkpoint '{}': {}", temp, std::strerror(errno));
   try {
-    write_all(fd, magic, sizeof magic, temp);
-    write_all(fd, reinterpret_cast<const char*>(&size), sizeof size, temp);
+    write_all(fd, header.data(), header.size(), temp);
     write_all(fd, payload.data(), payload.size(), temp);
-    write_all(fd, reinterpret_cast<const char*>(&checksum), sizeof checksum, temp);
+    write_all(fd, trailer.data(), trailer.size(), temp);
     if (::fsync(fd) != 0) raise("cannot flush checkpoint '{}': {}", temp, std::strerror(errno));
   } catch (...) {
     ::close(fd);
@@ -104,14 +115,12 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
   const size_t header = sizeof magic + sizeof(uint64_t);
   require(bytes.size() >= header + sizeof(uint64_t) && std::memcmp(bytes.data(), magic, sizeof magic) == 0,
           "'{}' is not a taihu checkpoint (bad header)", path.string());
-  uint64_t size = 0, checksum = 0;
-  std::memcpy(&size, bytes.data() + sizeof magic, sizeof size);
-  require(bytes.size() == header + size + sizeof checksum,
+  const uint64_t size = get_u64(bytes.data() + sizeof magic);
+  require(bytes.size() - header - sizeof(uint64_t) == size,
           "checkpoint '{}' is truncated or has trailing bytes ({} bytes, expected {})", path.string(),
-          bytes.size(), header + size + sizeof checksum);
+          bytes.size(), header + size + sizeof(uint64_t));
   const std::string_view payload(bytes.data() + header, size);
-  std::memcpy(&checksum, bytes.data() + header + size, sizeof checksum);
-  require(fnv1a(payload) == checksum, "checkpoint '{}' is corrupted (checksum mismatch)", path.string());
+  require(fnv1a(payload) == get_u64(bytes.data() + header + size), "checkpoint '{}' is corrupted (checksum mismatch)", path.string());
   Checkpoint checkpoint;
   std::istringstream payload_stream{std::string(payload)};
   try {

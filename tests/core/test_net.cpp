@@ -1,0 +1,92 @@
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "core/layers/split.hpp"
+#include "core/net/net.hpp"
+#include "support/gradient_check.hpp"
+#include "support/layer_fixture.hpp"
+
+using namespace taihu;
+using namespace taihu::testing;
+
+TEST_SUITE("net") {
+  TEST_CASE("Split shares data forward and sums gradients backward") {
+    auto split = make_layer("Split");
+    Blob x(Shape{2, 3, 4}), a, b, c;
+    fill_uniform(x, 5);
+    const BlobVec bottom{&x}, top{&a, &b, &c};
+    split->reshape(bottom, top);
+    split->forward(bottom, top);
+    CHECK(a.data().shares_storage_with(x.data()));
+    CHECK(c.data()[7] == x.data()[7]);
+    check_gradients(*split, bottom, top);
+  }
+
+  TEST_CASE("net gradients: backward through splits and in-place layers matches finite differences") {
+    // loss = sum(w * softmax-loss(ip(x)) ...) is checked parameter by parameter: perturb each weight
+    // of a small net, recompute the loss, compare with the accumulated diff.
+    auto doc = std::make_shared<config::Document>(config::Document::parse(R"(
+[net]
+name = branchy
+[input data]
+shape = 5
+[input label]
+shape =
+[layer ip1]
+type = InnerProduct
+bottom = data
+top = h
+num_output = 4
+weight_filler = uniform -0.5 0.5
+bias_filler = uniform -0.1 0.1
+[layer act]
+type = TanH
+bottom = h
+top = h
+[layer ip2]
+type = InnerProduct
+bottom = h
+top = s1
+num_output = 3
+weight_filler = uniform -0.5 0.5
+[layer ip3]
+type = InnerProduct
+bottom = h
+top = s2
+num_output = 3
+weight_filler = uniform -0.5 0.5
+[layer join]
+type = Eltwise
+bottom = s1 s2
+top = s
+[layer loss]
+type = SoftmaxWithLoss
+bottom = s label
+top = loss
+)",
+                                                                           "branchy.ini"));
+    Net net(doc, 4, 11);
+    Rng rng(3);
+    for (int64_t i = 0; i < net.blob("data").count(); ++i) net.blob("data").data()[i] = rng.uniform(-1, 1);
+    for (int64_t i = 0; i < 4; ++i) net.blob("label").data()[i] = static_cast<float>(i % 3);
+    net.zero_param_diffs();
+    net.forward_backward();
+    for (Param* p : net.learnable_params()) {
+      std::vector<float> analytic(p->blob->diff().ptr(), p->blob->diff().ptr() + p->blob->count());
+      for (int64_t i = 0; i < p->blob->count(); ++i) {
+        float& w = p->blob->data()[i];
+        const float original = w;
+        const float h = 1e-2f;
+        w = original + h;
+        const double plus = net.forward();
+        w = original - h;
+        const double minus = net.forward();
+        w = original;
+        const double numeric = (plus - minus) / (2 * h);
+        CHECK_MESSAGE(std::abs(numeric - analytic[i]) < 2e-3 + 1e-2 * std::abs(numeric),
+                      p->name << "[" << i << "]: analytic " << analytic[i] << " numeric " << numeric);
+      }
+    }
+  }
+}
