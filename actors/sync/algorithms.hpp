@@ -1,0 +1,49 @@
+#pragma once
+// Schedule generators for the collectives (see schedule.hpp for the format).
+// Every result is finalized: message sequence numbers assigned, sends and
+// receives checked to match.
+
+#include <cstddef>
+#include <span>
+
+#include "actors/sync/schedule.hpp"
+#include "actors/sync/topology.hpp"
+
+namespace taihu::sync {
+
+// Ring reduce-scatter then ring allgather; P-1 + P-1 steps, each rank sends
+// 2(P-1)/P·n elements. The owner of each chunk sums it once, in ring order.
+Schedule ring_allreduce(int ranks, std::size_t elements);
+
+// Recursive halving (largest exchange first, partner at distance p'/2) then
+// recursive doubling, where p' is the largest power of two <= P. The P - p'
+// extra ranks first fold their buffer into rank (extra - p') and get the
+// result back at the end. 2·log2(p') (+2) steps.
+Schedule rabenseifner_allreduce(int ranks, std::size_t elements);
+
+// swCaffe's topology-aware allreduce: Rabenseifner on logical ranks that are
+// dealt round-robin over the topology's groups (logical rank l sits in group
+// l mod groups), whatever the physical placement. The large early halving
+// steps (distance a multiple of the group count) then stay inside a group.
+Schedule topology_aware_allreduce(const Topology& topology, std::size_t elements);
+
+// Binomial-tree reduce to each group's leader (its lowest rank), Rabenseifner
+// among the leaders, binomial broadcast back inside each group.
+Schedule hierarchical_allreduce(const Topology& topology, std::size_t elements);
+
+// Dispatches on `algorithm` (binomial is not an allreduce and throws).
+Schedule make_allreduce(Algorithm algorithm, const Topology& topology, std::size_t elements);
+
+// Binomial-tree broadcast of the whole buffer from `root`.
+Schedule binomial_broadcast(int ranks, std::size_t elements, int root);
+
+// Ring allgather of variable-size blocks: rank r contributes counts[r]
+// elements (zero allowed) at offset counts[0] + … + counts[r-1] of a buffer of
+// sum(counts) elements; all ranks end with the concatenation in rank order.
+Schedule ring_allgatherv(std::span<const std::size_t> counts);
+
+// Logical order used by topology_aware_allreduce: position l holds the
+// physical rank that plays logical rank l.
+std::vector<int> round_robin_order(const Topology& topology);
+
+}  // namespace taihu::sync

@@ -1,0 +1,26 @@
+#pragma once
+// Runs all ranks of a schedule in one thread, on real buffers, the way shard
+// actors will: each rank advances only on its own steps and on arrived
+// messages. The order of everything that could happen concurrently (which
+// rank moves next, which in-flight message is delivered next) is drawn at
+// random from `seed`, so tests can show a schedule's result does not depend
+// on arrival order. For tests and as an executable spec of schedule.hpp.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "actors/sync/schedule.hpp"
+
+namespace taihu::sync {
+
+struct ExecutionStats {
+  std::size_t messages = 0;
+  std::size_t max_in_flight = 0;  // delivered-but-unconsumed plus undelivered, at worst
+};
+
+// buffers[r] is rank r's buffer (schedule.elements floats), updated in place.
+// Throws taihu::Error on a deadlock or a buffer of the wrong size.
+ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> buffers, std::uint64_t seed);
+
+}  // namespace taihu::sync
