@@ -11,6 +11,17 @@
 
 namespace taihu::sync {
 
+// Summation order (the exact float expression every rank ends with, per
+// element; a + b is commutative in IEEE floats, so only grouping matters):
+//   ring, element in chunk c:  x[c+P-1] + (… + (x[c+2] + (x[c+1] + x[c])))   (indices mod P)
+//   rabenseifner:              y = x with y[e-p'] += y[e] for the extras e >= p';
+//                              then for d = p'/2, …, 1: y[l] = y[l] + y[l xor d]; result y[0]
+//   topology_aware:            the same over round_robin_order(topology)
+//   hierarchical:              binomial reduce per group (node v adds its children
+//                              v+1, v+2, v+4 … in that order), then rabenseifner over
+//                              the leaders in group order
+// The tests recompute these expressions and compare bits.
+
 // Ring reduce-scatter then ring allgather; P-1 + P-1 steps, each rank sends
 // 2(P-1)/P·n elements. The owner of each chunk sums it once, in ring order.
 Schedule ring_allreduce(int ranks, std::size_t elements);

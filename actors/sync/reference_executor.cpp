@@ -89,6 +89,8 @@ ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> b
       Message m = std::move(in_flight[i]);
       in_flight[i] = std::move(in_flight.back());
       in_flight.pop_back();
+      const Step* waiting = current(m.to);
+      if (waiting == nullptr || waiting->recv_from != m.from || waiting->recv_seq != m.seq) ++stats.early;
       mailbox[static_cast<std::size_t>(m.to)].emplace(std::pair{m.from, m.seq}, std::move(m));
     }
     std::size_t pending = in_flight.size();

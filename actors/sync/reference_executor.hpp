@@ -17,6 +17,9 @@ namespace taihu::sync {
 struct ExecutionStats {
   std::size_t messages = 0;
   std::size_t max_in_flight = 0;  // delivered-but-unconsumed plus undelivered, at worst
+  // Deliveries of a message its receiver was not yet waiting for (it had to
+  // be kept): shows that the run exercised out-of-order arrival.
+  std::size_t early = 0;
 };
 
 // buffers[r] is rank r's buffer (schedule.elements floats), updated in place.
