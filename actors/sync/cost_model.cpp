@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <tuple>
+#include <unordered_map>
 
 #include "actors/sync/algorithms.hpp"
 #include "core/common/check.hpp"
@@ -18,10 +17,15 @@ Prediction predict(const Schedule& schedule, const Topology& topology) {
   std::vector<std::size_t> next(p, 0);
   std::vector<bool> sent(p, false);
   std::vector<double> send_done(p, 0.0);
-  std::map<std::tuple<int, int, std::uint32_t>, double> arrival;  // (from, to, seq) → time
+  // (from, to, seq) → arrival time.
+  std::unordered_map<std::uint64_t, double> arrival;
+  auto key = [&](int from, int to, std::uint32_t seq) {
+    return (static_cast<std::uint64_t>(from) * p + static_cast<std::uint64_t>(to)) << 32 | seq;
+  };
 
   std::size_t remaining = 0;
   for (const auto& steps : schedule.steps) remaining += steps.size();
+  arrival.reserve(remaining);
   while (remaining > 0) {
     bool progressed = false;
     for (int r = 0; r < schedule.ranks; ++r) {
@@ -32,12 +36,12 @@ Prediction predict(const Schedule& schedule, const Topology& topology) {
         if (s.sends() && !sent[ri]) {
           const double bytes = static_cast<double>(s.send.length) * bytes_per_element;
           send_done[ri] = clock[ri] + topology.link(r, s.send_to).time(bytes);
-          arrival[{r, s.send_to, s.send_seq}] = send_done[ri];
+          arrival[key(r, s.send_to, s.send_seq)] = send_done[ri];
           sent[ri] = true;
         }
         double done = s.sends() ? send_done[ri] : clock[ri];
         if (s.receives()) {
-          auto it = arrival.find({s.recv_from, r, s.recv_seq});
+          auto it = arrival.find(key(s.recv_from, r, s.recv_seq));
           if (it == arrival.end()) break;
           done = std::max(done, it->second);
           if (s.combine == Combine::reduce) {
