@@ -19,7 +19,8 @@ struct Message {
 
 }  // namespace
 
-ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> buffers, std::uint64_t seed) {
+ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> buffers, std::uint64_t seed,
+                       Payload payload) {
   const int p = schedule.ranks;
   require(static_cast<int>(buffers.size()) == p, "execute: {} buffers for {} ranks", buffers.size(), p);
   for (const auto& b : buffers) {
@@ -50,8 +51,9 @@ ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> b
     auto& buffer = buffers[ri];
     if (s.sends() && !sent[ri]) {
       const auto first = buffer.begin() + static_cast<std::ptrdiff_t>(s.send.offset);
-      in_flight.push_back({r, s.send_to, s.send_seq, s.send,
-                           std::vector<float>(first, first + static_cast<std::ptrdiff_t>(s.send.length))});
+      Message m{r, s.send_to, s.send_seq, s.send, {}};
+      if (payload == Payload::copy) m.data.assign(first, first + static_cast<std::ptrdiff_t>(s.send.length));
+      in_flight.push_back(std::move(m));
       ++stats.messages;
       sent[ri] = true;
     }
@@ -62,10 +64,13 @@ ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> b
       require(m.range == s.recv, "execute: rank {} got range [{}, +{}) for step expecting [{}, +{})", r,
               m.range.offset, m.range.length, s.recv.offset, s.recv.length);
       float* out = buffer.data() + s.recv.offset;
+      const float* in = payload == Payload::copy
+                            ? m.data.data()
+                            : buffers[static_cast<std::size_t>(m.from)].data() + m.range.offset;
       if (s.combine == Combine::reduce) {
-        for (std::size_t i = 0; i < m.data.size(); ++i) out[i] += m.data[i];
+        for (std::size_t i = 0; i < s.recv.length; ++i) out[i] += in[i];
       } else {
-        std::copy(m.data.begin(), m.data.end(), out);
+        std::copy(in, in + s.recv.length, out);
       }
       mailbox[ri].erase(it);
     }

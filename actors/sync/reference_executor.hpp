@@ -22,8 +22,14 @@ struct ExecutionStats {
   std::size_t early = 0;
 };
 
+// copy: a message carries a snapshot taken when it is sent. view: it carries
+// only (sender, range) and is read from the sender's live buffer when
+// consumed, like a copy-free in-process send (see zero_copy.hpp).
+enum class Payload { copy, view };
+
 // buffers[r] is rank r's buffer (schedule.elements floats), updated in place.
 // Throws taihu::Error on a deadlock or a buffer of the wrong size.
-ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> buffers, std::uint64_t seed);
+ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> buffers, std::uint64_t seed,
+                       Payload payload = Payload::copy);
 
 }  // namespace taihu::sync
