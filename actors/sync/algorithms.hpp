@@ -45,8 +45,16 @@ Schedule hierarchical_allreduce(const Topology& topology, std::size_t elements);
 // Dispatches on `algorithm` (binomial is not an allreduce and throws).
 Schedule make_allreduce(Algorithm algorithm, const Topology& topology, std::size_t elements);
 
-// Binomial-tree broadcast of the whole buffer from `root`.
+// Binomial-tree broadcast of the whole buffer from `root`: ceil(log2 P)
+// rounds of α + β·n. Best for small buffers.
 Schedule binomial_broadcast(int ranks, std::size_t elements, int root);
+
+// Van de Geijn broadcast for large buffers: a binomial scatter gives rank
+// root+v chunk v of P, then a ring allgather; about log2 P·α + 2·(P-1)/P·n·β.
+Schedule scatter_allgather_broadcast(int ranks, std::size_t elements, int root);
+
+// Dispatches on `algorithm` (binomial or scatter_allgather; others throw).
+Schedule make_broadcast(Algorithm algorithm, int ranks, std::size_t elements, int root);
 
 // Ring allgather of variable-size blocks: rank r contributes counts[r]
 // elements (zero allowed) at offset counts[0] + … + counts[r-1] of a buffer of

@@ -113,4 +113,14 @@ Choice choose_algorithm(const Topology& topology, double bytes) {
   return best;
 }
 
+Choice choose_broadcast(const Topology& topology, double bytes) {
+  const auto elements = static_cast<std::size_t>(std::ceil(bytes / bytes_per_element));
+  Choice best{Algorithm::binomial, -1.0};
+  for (auto a : {Algorithm::binomial, Algorithm::scatter_allgather}) {
+    const double seconds = predict(make_broadcast(a, topology.ranks(), elements, 0), topology).seconds;
+    if (best.seconds < 0 || seconds < best.seconds) best = {a, seconds};
+  }
+  return best;
+}
+
 }  // namespace taihu::sync

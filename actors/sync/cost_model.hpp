@@ -46,5 +46,7 @@ struct Choice {
 // The cheapest allreduce (by predict()) for `bytes` on this topology: what
 // `algorithm = auto` picks. Ties go to the simpler algorithm (ring first).
 Choice choose_algorithm(const Topology& topology, double bytes);
+// The cheapest broadcast from rank 0 (binomial or scatter_allgather).
+Choice choose_broadcast(const Topology& topology, double bytes);
 
 }  // namespace taihu::sync

@@ -23,16 +23,18 @@ std::string_view name(Algorithm a) {
     case Algorithm::topology_aware: return "topology_aware";
     case Algorithm::hierarchical: return "hierarchical";
     case Algorithm::binomial: return "binomial";
+    case Algorithm::scatter_allgather: return "scatter_allgather";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(std::string_view text) {
   for (auto a : {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                 Algorithm::hierarchical, Algorithm::binomial}) {
+                 Algorithm::hierarchical, Algorithm::binomial, Algorithm::scatter_allgather}) {
     if (name(a) == text) return a;
   }
-  raise("unknown collective algorithm '{}' (ring, rabenseifner, topology_aware, hierarchical, binomial)",
+  raise("unknown collective algorithm '{}' (ring, rabenseifner, topology_aware, hierarchical, binomial, "
+        "scatter_allgather)",
         text);
 }
 

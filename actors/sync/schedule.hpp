@@ -83,6 +83,7 @@ enum class Algorithm : std::uint8_t {
   topology_aware,  // Rabenseifner on ranks relabelled round-robin over groups (swCaffe)
   hierarchical,    // reduce to group leaders, allreduce among leaders, broadcast back
   binomial,        // broadcast: binomial tree from the root
+  scatter_allgather,  // broadcast: binomial scatter of P chunks, then ring allgather
 };
 
 std::string_view name(Collective c);

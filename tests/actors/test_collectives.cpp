@@ -110,7 +110,8 @@ std::vector<float> promised_sum(Algorithm a, const Topology& t, const Buffers& x
       for (int g = 0; g < t.groups(); ++g) leaders.push_back(binomial_sum(pick(t.members(g)), 0));
       return butterfly(leaders);
     }
-    case Algorithm::binomial: break;
+    case Algorithm::binomial:
+    case Algorithm::scatter_allgather: break;
   }
   return {};
 }
@@ -271,8 +272,11 @@ TEST_SUITE("collectives") {
           const auto s = binomial_broadcast(p, n, root);
           auto b = random_inputs(p, n, static_cast<unsigned>(root));
           const auto expected = b[static_cast<std::size_t>(root)];
+          auto b2 = b;
           execute(s, b, static_cast<std::uint64_t>(p * 31 + root));
           for (const auto& x : b) REQUIRE(same_bits(x, expected));
+          execute(scatter_allgather_broadcast(p, n, root), b2, static_cast<std::uint64_t>(p * 17 + root));
+          for (const auto& x : b2) REQUIRE(same_bits(x, expected));
           std::size_t total = 0;
           for (int r = 0; r < p; ++r) {
             total += s.elements_sent(r);
@@ -284,6 +288,21 @@ TEST_SUITE("collectives") {
       }
     }
     CHECK_THROWS_AS(binomial_broadcast(3, 4, 3), Error);
+    CHECK_THROWS_AS(scatter_allgather_broadcast(3, 4, -1), Error);
+    // Scatter-allgather on 8 ranks, root 3: relative rank v receives its binomial
+    // subtree's chunks (v & -v of them), then the 7 chunks it lacks from the ring.
+    const auto sag = scatter_allgather_broadcast(8, 800, 3);
+    for (int v = 0; v < 8; ++v) {
+      CHECK(sag.elements_received((v + 3) % 8) == static_cast<std::size_t>(v == 0 ? 700 : 100 * (v & -v) + 700));
+    }
+  }
+
+  TEST_CASE("choose_broadcast: binomial for small buffers, scatter-allgather for large") {
+    const Topology t = Topology::uniform(8, Link{1e-5, 12e9});
+    CHECK(choose_broadcast(t, 400).algorithm == Algorithm::binomial);
+    CHECK(choose_broadcast(t, 400e6).algorithm == Algorithm::scatter_allgather);
+    // log2(8)·(α + β·n) vs the schedule walk.
+    CHECK(predict(binomial_broadcast(8, 1000, 0), t).seconds == doctest::Approx(3 * t.intra().time(4000)));
   }
 
   TEST_CASE("allgatherv concatenates variable-size blocks in rank order, zero-length ones included") {
@@ -475,7 +494,10 @@ TEST_SUITE("collectives") {
           MESSAGE("P=8 ", name(a), ": ", report.outlive_sender.size(), " sends may outlive their sender");
         }
       }
-      for (int root = 0; root < p; ++root) CHECK(analyse_zero_copy(binomial_broadcast(p, 10, root)).overwritten.empty());
+      for (int root = 0; root < p; ++root) {
+        CHECK(analyse_zero_copy(binomial_broadcast(p, 10, root)).overwritten.empty());
+        CHECK(analyse_zero_copy(scatter_allgather_broadcast(p, 10, root)).overwritten.empty());
+      }
       std::vector<std::size_t> counts(static_cast<std::size_t>(p));
       for (int r = 0; r < p; ++r) counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(r % 3);
       CHECK(analyse_zero_copy(ring_allgatherv(counts)).overwritten.empty());

@@ -1,5 +1,6 @@
 // Binomial trees over relative indices v = (i - root) mod m: the parent of v
 // is v with its lowest set bit cleared; children are v + 2^k below that bit.
+#include <algorithm>
 #include <numeric>
 
 #include "actors/sync/algorithms.hpp"
@@ -53,6 +54,43 @@ Schedule binomial_broadcast(int ranks, std::size_t elements, int root) {
   detail::append_binomial_broadcast(s, members, root, {0, elements});
   s.finalize();
   return s;
+}
+
+}  // namespace taihu::sync
+
+namespace taihu::sync {
+
+Schedule scatter_allgather_broadcast(int ranks, std::size_t elements, int root) {
+  require(root >= 0 && root < ranks, "broadcast root {} is not one of {} ranks", root, ranks);
+  Schedule s(Collective::broadcast, Algorithm::scatter_allgather, ranks, elements);
+  const int p = ranks;
+  const Range whole{0, elements};
+  // Relative rank v = rank - root owns chunk v; a binomial subtree [v, v + low)
+  // is a contiguous run of chunks.
+  auto rank = [&](int v) { return detail::mod(v + root, p); };
+  auto piece = [&](int first, int last) { return detail::chunks(whole, p, first, std::min(last, p)); };
+  for (int v = 0; v < p; ++v) {
+    const int low = lowest_bit_or(v, top_mask(p));
+    if (v != 0) s.add(rank(v), Step::receive_only(rank(v - low), piece(v, v + low), Combine::copy));
+    for (int mask = low / 2; mask >= 1; mask /= 2) {
+      if (v + mask < p) s.add(rank(v), Step::send_only(rank(v + mask), piece(v + mask, v + 2 * mask)));
+    }
+  }
+  for (int v = 0; v < p && p > 1; ++v) {
+    for (int t = 0; t < p - 1; ++t) {
+      const int out = detail::mod(v - t, p), in = detail::mod(v - t - 1, p);
+      s.add(rank(v), Step::exchange(rank(v + 1), piece(out, out + 1), rank(v - 1), piece(in, in + 1),
+                                    Combine::copy));
+    }
+  }
+  s.finalize();
+  return s;
+}
+
+Schedule make_broadcast(Algorithm algorithm, int ranks, std::size_t elements, int root) {
+  if (algorithm == Algorithm::binomial) return binomial_broadcast(ranks, elements, root);
+  if (algorithm == Algorithm::scatter_allgather) return scatter_allgather_broadcast(ranks, elements, root);
+  raise("'{}' is not a broadcast algorithm", name(algorithm));
 }
 
 }  // namespace taihu::sync

@@ -25,7 +25,8 @@ Schedule make_allreduce(Algorithm algorithm, const Topology& topology, std::size
     case Algorithm::rabenseifner: return rabenseifner_allreduce(topology.ranks(), elements);
     case Algorithm::topology_aware: return topology_aware_allreduce(topology, elements);
     case Algorithm::hierarchical: return hierarchical_allreduce(topology, elements);
-    case Algorithm::binomial: break;
+    case Algorithm::binomial:
+    case Algorithm::scatter_allgather: break;
   }
   raise("'{}' is not an allreduce algorithm", name(algorithm));
 }
