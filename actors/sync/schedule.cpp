@@ -1,5 +1,6 @@
 #include "actors/sync/schedule.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -82,6 +83,29 @@ void Schedule::finalize() {
   }
   require(sent == expected, "{} {} on {} ranks: sends and receives do not match", name(algorithm),
           name(collective), ranks);
+}
+
+Schedule segment(const Schedule& schedule, std::size_t max_elements) {
+  require(max_elements > 0, "segment: the largest message must hold at least one element");
+  Schedule out(schedule.collective, schedule.algorithm, schedule.ranks, schedule.elements);
+  auto piece = [&](Range r, std::size_t i) {
+    const std::size_t begin = std::min(r.length, i * max_elements);
+    return Range{r.offset + begin, std::min(max_elements, r.length - begin)};
+  };
+  for (int rank = 0; rank < schedule.ranks; ++rank) {
+    for (const Step& s : schedule.steps[static_cast<std::size_t>(rank)]) {
+      const Range send = s.sends() ? s.send : Range{};
+      const Range recv = s.receives() ? s.recv : Range{};
+      require(send.empty() || recv.empty() || send.end() <= recv.offset || recv.end() <= send.offset,
+              "segment: rank {} receives into the range it sends", rank);
+      const std::size_t pieces = (std::max(send.length, recv.length) + max_elements - 1) / max_elements;
+      for (std::size_t i = 0; i < pieces; ++i) {
+        out.add(rank, Step::exchange(s.send_to, piece(send, i), s.recv_from, piece(recv, i), s.combine));
+      }
+    }
+  }
+  out.finalize();
+  return out;
 }
 
 std::size_t Schedule::elements_sent(int rank) const {

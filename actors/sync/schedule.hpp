@@ -117,6 +117,14 @@ struct Schedule {
   std::size_t messages_sent(int rank) const;
 };
 
+// The same collective with no message longer than `max_elements`: each step
+// becomes ceil(longest / max) steps carrying consecutive pieces of its send
+// and receive ranges, so a transport can bound message sizes and credits.
+// Each element is still combined once per original step, in the same order,
+// so results keep their bits. Requires that no step receives into the range
+// it sends (true of every generator here); throws taihu::Error otherwise.
+Schedule segment(const Schedule& schedule, std::size_t max_elements);
+
 // Balanced split of n elements into `parts` contiguous chunks: the first
 // n % parts chunks get one element more. Works for n < parts (empty chunks).
 Range chunk(std::size_t n, int parts, int index);

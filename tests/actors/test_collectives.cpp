@@ -211,6 +211,30 @@ TEST_SUITE("collectives") {
     }
   }
 
+  TEST_CASE("segmented schedules bound message sizes and keep the bits") {
+    for (int p : {3, 6, 8}) {
+      for (auto a : allreduce_algorithms) {
+        CAPTURE(p);
+        CAPTURE(name(a));
+        const auto whole = make_allreduce(a, test_topology(p), 1001);
+        const auto pieces = segment(whole, 64);
+        for (int r = 0; r < p; ++r) {
+          CHECK(pieces.elements_sent(r) == whole.elements_sent(r));
+          for (const auto& step : pieces.steps[static_cast<std::size_t>(r)]) {
+            CHECK(step.send.length <= 64);
+            CHECK(step.recv.length <= 64);
+          }
+        }
+        const auto inputs = random_inputs(p, 1001, 8);
+        auto x = inputs, y = inputs;
+        execute(whole, x, 1);
+        execute(pieces, y, 2);
+        for (int r = 0; r < p; ++r) CHECK(same_bits(y[static_cast<std::size_t>(r)], x[0]));
+      }
+    }
+    CHECK_THROWS_AS(segment(ring_allreduce(2, 10), 0), Error);
+  }
+
   TEST_CASE("the shuffled executor really delivers messages out of order") {
     auto b = random_inputs(8, 1000, 1);
     std::size_t early = 0;
