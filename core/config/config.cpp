@@ -248,7 +248,11 @@ std::string Document::dump() const {
   std::string out;
   for (const auto& s : sections_) {
     if (s.kind().empty() && s.entries().empty()) continue;
-    if (!s.kind().empty()) out += (out.empty() ? "" : "\n") + s.title() + "\n";
+    if (!s.kind().empty()) {
+      if (!out.empty()) out += '\n';
+      out += s.title();
+      out += '\n';
+    }
     for (const auto& e : s.entries()) out += fmt::format("{} = {}\n", e.key, e.value);
   }
   return out;
