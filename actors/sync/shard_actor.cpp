@@ -1,0 +1,178 @@
+#include "actors/sync/shard_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "core/common/check.hpp"
+#include "core/kernels/elementwise.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::sync {
+namespace {
+
+struct ShardState {
+  static inline const char* name = "taihu.shard";
+
+  ShardSpec spec;
+  std::vector<caf::actor> peers;
+  caf::actor owner;
+  bool wired = false;
+
+  // The running iteration, if any.
+  bool running = false;
+  std::uint64_t iteration = 0;
+  msg::TensorPayload buffer;
+  float* data = nullptr;
+  std::size_t next_step = 0;
+  bool step_sent = false;  // the current step's send went out
+  std::optional<std::uint64_t> last_completed;
+
+  std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
+  std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
+
+  // Counters for tests and benchmarks.
+  std::uint64_t chunks_sent = 0;
+  std::uint64_t early_chunks = 0;      // arrived before their step was waiting for them
+  std::uint64_t buffer_copies = 0;     // GradientReady buffers that were shared, so copied
+};
+
+using Self = caf::stateful_actor<ShardState>;
+
+void start_next(Self* self);
+
+// Runs steps until one waits for a chunk that has not arrived; on the last
+// step hands the buffer back to the owner and starts a queued iteration.
+void advance(Self* self) {
+  auto& s = self->state;
+  const auto& steps = s.spec.steps;
+  while (s.next_step < steps.size()) {
+    const Step& step = steps[s.next_step];
+    if (step.sends() && !s.step_sent) {
+      // The snapshot is taken before this step's receive writes the buffer.
+      msg::Chunk chunk{s.spec.bucket,  s.iteration,      s.spec.rank, step.send_seq,
+                       step.send.offset, msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length)};
+      self->send(s.peers[static_cast<std::size_t>(step.send_to)], std::move(chunk));
+      ++s.chunks_sent;
+      s.step_sent = true;
+    }
+    if (step.receives()) {
+      auto it = s.arrived.find({s.iteration, step.recv_from, step.recv_seq});
+      if (it == s.arrived.end()) return;
+      const msg::Chunk& chunk = it->second;
+      require(chunk.offset == step.recv.offset && chunk.payload.size() == step.recv.length,
+              "shard {}/{}: chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})", s.spec.bucket,
+              s.spec.rank, chunk.seq, chunk.sender, chunk.offset, chunk.payload.size(), step.recv.offset,
+              step.recv.length);
+      float* out = s.data + step.recv.offset;
+      const auto n = static_cast<std::int64_t>(step.recv.length);
+      if (step.combine == Combine::reduce) {
+        kernels::add(n, out, chunk.payload.data(), out);
+      } else {
+        std::memcpy(out, chunk.payload.data(), step.recv.length * sizeof(float));
+      }
+      s.arrived.erase(it);
+    }
+    s.step_sent = false;
+    ++s.next_step;
+  }
+  s.running = false;
+  s.data = nullptr;
+  s.last_completed = s.iteration;
+  self->send(s.owner, msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer)});
+  s.buffer = {};
+  start_next(self);
+}
+
+void start_next(Self* self) {
+  auto& s = self->state;
+  if (!s.wired || s.running || s.queued.empty()) return;
+  auto node = s.queued.extract(s.queued.begin());
+  msg::GradientReady& ready = node.mapped();
+  s.running = true;
+  s.iteration = ready.iteration;
+  s.buffer = std::move(ready.buffer);
+  if (!s.buffer.unique()) ++s.buffer_copies;
+  s.data = s.buffer.mutable_data();
+  s.next_step = 0;
+  s.step_sent = false;
+  advance(self);
+}
+
+caf::behavior shard(Self* self, ShardSpec spec) {
+  self->state.spec = std::move(spec);
+  // The reason travels in the down_msg, so an owner can say which shard failed and why.
+  self->set_exception_handler([](std::exception_ptr& e) -> caf::error {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      return caf::make_error(caf::sec::runtime_error, std::string(x.what()));
+    } catch (...) {
+      return caf::make_error(caf::sec::runtime_error, std::string("unknown exception"));
+    }
+  });
+  return {
+      [=](msg::ShardInit& init) {
+        auto& s = self->state;
+        require(!s.wired, "shard {}/{}: wired twice", s.spec.bucket, s.spec.rank);
+        require(init.bucket == s.spec.bucket && static_cast<int>(init.peers.size()) == s.spec.ranks,
+                "shard {}/{}: init for bucket {} with {} peers, expected {} peers", s.spec.bucket, s.spec.rank,
+                init.bucket, init.peers.size(), s.spec.ranks);
+        s.peers = std::move(init.peers);
+        s.owner = std::move(init.owner);
+        s.wired = true;
+        start_next(self);
+      },
+      [=](msg::GradientReady& ready) {
+        auto& s = self->state;
+        require(ready.bucket == s.spec.bucket && ready.buffer.size() == s.spec.elements,
+                "shard {}/{}: gradients of bucket {} with {} floats, expected {}", s.spec.bucket, s.spec.rank,
+                ready.bucket, ready.buffer.size(), s.spec.elements);
+        require(!s.last_completed || ready.iteration > *s.last_completed,
+                "shard {}/{}: iteration {} is not after the completed {}", s.spec.bucket, s.spec.rank,
+                ready.iteration, *s.last_completed);
+        require(!(s.running && ready.iteration == s.iteration) && !s.queued.contains(ready.iteration),
+                "shard {}/{}: iteration {} started twice", s.spec.bucket, s.spec.rank, ready.iteration);
+        s.queued.emplace(ready.iteration, std::move(ready));
+        start_next(self);
+      },
+      [=](msg::Chunk& chunk) {
+        auto& s = self->state;
+        require(chunk.bucket == s.spec.bucket && chunk.sender >= 0 && chunk.sender < s.spec.ranks,
+                "shard {}/{}: chunk of bucket {} from rank {}", s.spec.bucket, s.spec.rank, chunk.bucket,
+                chunk.sender);
+        require(!s.last_completed || chunk.iteration > *s.last_completed,
+                "shard {}/{}: chunk {} from rank {} of iteration {}, already completed {}", s.spec.bucket,
+                s.spec.rank, chunk.seq, chunk.sender, chunk.iteration, *s.last_completed);
+        const bool current = s.running && chunk.iteration == s.iteration;
+        if (!current || s.next_step >= s.spec.steps.size() ||
+            s.spec.steps[s.next_step].recv_from != chunk.sender ||
+            s.spec.steps[s.next_step].recv_seq != chunk.seq) {
+          ++s.early_chunks;
+        }
+        const auto key = std::tuple{chunk.iteration, static_cast<int>(chunk.sender), chunk.seq};
+        const bool fresh = s.arrived.emplace(key, std::move(chunk)).second;
+        require(fresh, "shard {}/{}: chunk {} from rank {} of iteration {} arrived twice", s.spec.bucket,
+                s.spec.rank, std::get<2>(key), std::get<1>(key), std::get<0>(key));
+        if (current) advance(self);
+      },
+      [=](msg::stats_atom) {
+        const auto& s = self->state;
+        return caf::make_message(s.chunks_sent, s.early_chunks, s.buffer_copies);
+      },
+  };
+}
+
+}  // namespace
+
+ShardSpec shard_spec(const Schedule& schedule, int rank, std::uint32_t bucket) {
+  require(rank >= 0 && rank < schedule.ranks, "shard_spec: rank {} of {}", rank, schedule.ranks);
+  return ShardSpec{bucket, rank, schedule.ranks, schedule.elements, schedule.steps[static_cast<std::size_t>(rank)]};
+}
+
+caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec) { return system.spawn(shard, std::move(spec)); }
+
+}  // namespace taihu::sync

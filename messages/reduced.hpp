@@ -1,0 +1,24 @@
+#pragma once
+// Shard actor -> its owner (the worker): the bucket's collective of this
+// iteration is complete; `buffer` is the result (the buffer of GradientReady,
+// handed back), bit-identical on every rank.
+
+#include <cstdint>
+
+#include "messages/tensor_payload.hpp"
+
+namespace taihu::msg {
+
+struct Reduced {
+  std::uint32_t bucket = 0;
+  std::uint64_t iteration = 0;
+  std::int32_t rank = 0;
+  TensorPayload buffer;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Reduced& x) {
+  return f(caf::meta::type_name("taihu::msg::Reduced"), x.bucket, x.iteration, x.rank, x.buffer);
+}
+
+}  // namespace taihu::msg

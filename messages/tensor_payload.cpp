@@ -1,0 +1,61 @@
+#include "messages/tensor_payload.hpp"
+
+#include <caf/deserializer.hpp>
+#include <caf/error.hpp>
+#include <caf/serializer.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/common/check.hpp"
+
+namespace taihu::msg {
+
+TensorPayload TensorPayload::allocate(std::size_t n) {
+  if (n == 0) return {};
+  return {std::make_shared_for_overwrite<float[]>(n), 0, n};
+}
+
+TensorPayload TensorPayload::copy_of(std::span<const float> values) {
+  auto out = allocate(values.size());
+  if (!values.empty()) std::memcpy(out.storage_.get(), values.data(), values.size_bytes());
+  return out;
+}
+
+TensorPayload TensorPayload::slice(std::size_t offset, std::size_t length) const {
+  require(offset <= length_ && length <= length_ - offset, "TensorPayload::slice: [{}, +{}) of {} floats", offset,
+          length, length_);
+  if (length == 0) return {};
+  return {storage_, offset_ + offset, length};
+}
+
+float* TensorPayload::mutable_data() {
+  if (!storage_) return nullptr;
+  if (!unique()) *this = copy_of(span());
+  return storage_.get() + offset_;
+}
+
+bool operator==(const TensorPayload& a, const TensorPayload& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+caf::error inspect(caf::serializer& f, TensorPayload& x) {
+  auto n = x.size();
+  return caf::error::eval([&] { return f.begin_sequence(n); },
+                          [&] {
+                            return n ? f.apply_raw(n * sizeof(float), const_cast<float*>(x.data())) : caf::error{};
+                          },
+                          [&] { return f.end_sequence(); });
+}
+
+caf::error inspect(caf::deserializer& f, TensorPayload& x) {
+  std::size_t n = 0;
+  return caf::error::eval([&] { return f.begin_sequence(n); },
+                          [&] {
+                            x = TensorPayload::allocate(n);
+                            return n ? f.apply_raw(n * sizeof(float), x.mutable_data()) : caf::error{};
+                          },
+                          [&] { return f.end_sequence(); });
+}
+
+}  // namespace taihu::msg

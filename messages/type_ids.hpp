@@ -1,0 +1,47 @@
+#pragma once
+// The runtime's message types, registered once, in one CAF type-ID block
+// (taihu's IDs start at caf::first_custom_type_id). Every app and test loads
+// it into its config: cfg.add_message_types<caf::id_block::taihu>(). Append
+// new types at the END, so that IDs and names stay stable between nodes.
+//
+// Atoms (at most 10 characters) tag payload-free requests.
+
+#include <caf/type_id.hpp>
+
+#include <string>
+#include <vector>
+
+#include "messages/chunk.hpp"
+#include "messages/gradient_ready.hpp"
+#include "messages/parameters.hpp"
+#include "messages/reduced.hpp"
+#include "messages/shard_init.hpp"
+#include "messages/step.hpp"
+#include "messages/tensor_payload.hpp"
+
+CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::TensorPayload))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::Chunk))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::GradientReady))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::Reduced))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::ShardInit))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::Step))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::StepStats))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::StepDone))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::Parameters))
+
+  CAF_ADD_ATOM(taihu, taihu::msg, stats_atom, "stats")     // ask an actor for its counters
+  CAF_ADD_ATOM(taihu, taihu::msg, stop_atom, "stop")       // finish the current step, then quit
+  CAF_ADD_ATOM(taihu, taihu::msg, ready_atom, "ready")     // a worker or shard is wired up
+CAF_END_TYPE_ID_BLOCK(taihu)
+
+namespace taihu::msg {
+
+// Names of the block's types as registered (what goes on the wire), in ID order.
+std::vector<std::string> registered_type_names();
+
+// Startup self-check: the block's types that `system` cannot create by name
+// (not registered, or registered under another name). Empty when all is well.
+std::vector<std::string> missing_message_types(caf::actor_system& system);
+
+}  // namespace taihu::msg

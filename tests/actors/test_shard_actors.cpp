@@ -1,0 +1,236 @@
+// Collectives run by shard actors (actors/sync/shard_actor.hpp) on a real
+// actor system: results must equal the plain sum exactly (integer-valued
+// inputs), be bit-identical on all ranks, and equal the reference executor's
+// bits for the same schedule.
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "actors/sync/algorithms.hpp"
+#include "actors/sync/reference_executor.hpp"
+#include "actors/sync/shard_actor.hpp"
+#include "support/actor_fixture.hpp"
+
+using namespace taihu;
+using namespace taihu::sync;
+
+namespace {
+
+using Buffers = std::vector<std::vector<float>>;
+
+constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
+                                              Algorithm::hierarchical};
+
+// Groups of 2 make topology-aware and hierarchical differ from Rabenseifner.
+Topology test_topology(int p) { return Topology(p, 2, Placement::block, Link{1e-6, 12e9}, Link{2e-6, 3e9}, 10e9); }
+
+Buffers integer_inputs(int p, std::size_t n, int salt) {
+  Buffers b(static_cast<std::size_t>(p), std::vector<float>(n));
+  for (int r = 0; r < p; ++r) {
+    for (std::size_t i = 0; i < n; ++i) {
+      b[static_cast<std::size_t>(r)][i] = static_cast<float>((r * 7 + i * 3 + static_cast<std::size_t>(salt)) % 11) - 5;
+    }
+  }
+  return b;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// P shard actors of one bucket, wired to a scoped actor as their owner.
+struct ShardGroup {
+  caf::actor_system& system;
+  Schedule schedule;
+  std::uint32_t bucket;
+  caf::scoped_actor owner{system};
+  std::vector<caf::actor> shards;
+
+  ShardGroup(caf::actor_system& sys, Schedule s, std::uint32_t b = 7) : system(sys), schedule(std::move(s)), bucket(b) {
+    for (int r = 0; r < schedule.ranks; ++r) shards.push_back(spawn_shard(system, shard_spec(schedule, r, bucket)));
+    for (auto& shard : shards) owner->send(shard, msg::ShardInit{bucket, shards, owner});
+  }
+  ~ShardGroup() {
+    for (auto& shard : shards) owner->send_exit(shard, caf::exit_reason::user_shutdown);
+  }
+
+  void start(std::uint64_t iteration, const Buffers& inputs) {
+    for (std::size_t r = 0; r < shards.size(); ++r) {
+      owner->send(shards[r], msg::GradientReady{bucket, iteration, msg::TensorPayload::copy_of(inputs[r])});
+    }
+  }
+
+  // Waits for every rank's Reduced of `iteration`; returns the buffers by rank.
+  Buffers collect(std::uint64_t iteration) {
+    Buffers out(shards.size());
+    std::size_t got = 0;
+    bool timed_out = false;
+    owner->receive_while([&] { return got < shards.size() && !timed_out; })(
+        [&](msg::Reduced& r) {
+          REQUIRE(r.bucket == bucket);
+          REQUIRE(r.iteration == iteration);
+          out[static_cast<std::size_t>(r.rank)] = r.buffer.to_vector();
+          ++got;
+        },
+        caf::after(std::chrono::seconds(10)) >> [&] { timed_out = true; });
+    REQUIRE_MESSAGE(!timed_out, "only ", got, " of ", shards.size(), " ranks finished");
+    return out;
+  }
+
+  // Counters of rank r's shard: (chunks sent, early chunks, buffer copies).
+  std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> stats(int r) {
+    std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> result;
+    owner->request(shards[static_cast<std::size_t>(r)], std::chrono::seconds(5), msg::stats_atom_v)
+        .receive([&](std::uint64_t sent, std::uint64_t early, std::uint64_t copies) { result = {sent, early, copies}; },
+                 [&](caf::error& e) { FAIL(owner->system().render(e)); });
+    return result;
+  }
+};
+
+// Two iterations back to back (the second starts before the first is
+// collected, so chunks of iteration 1 can overtake iteration 0's).
+void check_allreduce(caf::actor_system& system, Algorithm a, int p, std::size_t n) {
+  CAPTURE(name(a));
+  CAPTURE(p);
+  CAPTURE(n);
+  ShardGroup group(system, make_allreduce(a, test_topology(p), n));
+  const Buffers inputs[] = {integer_inputs(p, n, 0), integer_inputs(p, n, 5)};
+  group.start(0, inputs[0]);
+  group.start(1, inputs[1]);
+  for (std::uint64_t it = 0; it < 2; ++it) {
+    const auto results = group.collect(it);
+    std::vector<float> sum(n, 0.0f);
+    for (const auto& b : inputs[it]) {
+      for (std::size_t i = 0; i < n; ++i) sum[i] += b[i];
+    }
+    auto reference = inputs[it];
+    execute(group.schedule, reference, 3);
+    for (int r = 0; r < p; ++r) {
+      REQUIRE(results[static_cast<std::size_t>(r)] == sum);
+      REQUIRE(same_bits(results[static_cast<std::size_t>(r)], results[0]));
+      REQUIRE(same_bits(results[static_cast<std::size_t>(r)], reference[0]));
+    }
+  }
+  std::uint64_t sent = 0;
+  for (int r = 0; r < p; ++r) {
+    const auto [chunks, early, copies] = group.stats(r);
+    sent += chunks;
+    CHECK(copies == 0);  // the buffers were handed over, so reduced in place
+  }
+  std::uint64_t expected = 0;
+  for (int r = 0; r < p; ++r) expected += group.schedule.messages_sent(r);
+  CHECK(sent == 2 * expected);
+}
+
+}  // namespace
+
+TEST_SUITE("shard actors") {
+  TEST_CASE_FIXTURE(testing::ActorFixture, "allreduce equals the plain sum on every rank, two iterations") {
+    for (Algorithm a : allreduce_algorithms) {
+      for (int p = 1; p <= 9; ++p) {
+        const std::size_t sizes[] = {1, static_cast<std::size_t>(p - 1), static_cast<std::size_t>(p + 1), 1000, 100003};
+        for (std::size_t n : sizes) check_allreduce(system, a, p, n);
+      }
+    }
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "allreduce with random floats is bit-identical to the reference executor") {
+    const int p = 6;
+    const std::size_t n = 5003;
+    for (Algorithm a : allreduce_algorithms) {
+      CAPTURE(name(a));
+      ShardGroup group(system, make_allreduce(a, test_topology(p), n));
+      Buffers inputs(p, std::vector<float>(n));
+      std::uint32_t state = 12345;
+      for (auto& b : inputs) {
+        for (auto& x : b) {
+          state = state * 1664525u + 1013904223u;
+          x = static_cast<float>(static_cast<std::int32_t>(state >> 8)) * 1e-5f;
+        }
+      }
+      group.start(4, inputs);
+      const auto results = group.collect(4);
+      auto reference = inputs;
+      execute(group.schedule, reference, 99);
+      for (int r = 0; r < p; ++r) REQUIRE(same_bits(results[static_cast<std::size_t>(r)], reference[0]));
+    }
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "broadcast copies the root's buffer to every rank") {
+    for (int p = 1; p <= 9; ++p) {
+      for (std::size_t n : {std::size_t{1}, static_cast<std::size_t>(p + 1), std::size_t{1000}}) {
+        for (int root : {0, p - 1, p / 2}) {
+          for (Algorithm a : {Algorithm::binomial, Algorithm::scatter_allgather}) {
+            CAPTURE(p);
+            CAPTURE(n);
+            CAPTURE(root);
+            CAPTURE(name(a));
+            ShardGroup group(system, make_broadcast(a, p, n, root));
+            const auto inputs = integer_inputs(p, n, 1);
+            group.start(0, inputs);
+            const auto results = group.collect(0);
+            for (const auto& result : results) REQUIRE(result == inputs[static_cast<std::size_t>(root)]);
+          }
+        }
+      }
+    }
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "allgatherv concatenates the blocks in rank order") {
+    for (int p = 1; p <= 9; ++p) {
+      CAPTURE(p);
+      std::vector<std::size_t> counts(static_cast<std::size_t>(p));
+      for (int r = 0; r < p; ++r) counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>((r * 5) % 7);
+      const auto n = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+      ShardGroup group(system, ring_allgatherv(counts));
+      // Rank r holds its block at its offset and -1 elsewhere.
+      Buffers inputs(p, std::vector<float>(n, -1.0f));
+      std::vector<float> expected(n);
+      std::size_t offset = 0;
+      for (int r = 0; r < p; ++r) {
+        for (std::size_t i = 0; i < counts[static_cast<std::size_t>(r)]; ++i) {
+          expected[offset + i] = static_cast<float>(r * 100 + static_cast<int>(i));
+          inputs[static_cast<std::size_t>(r)][offset + i] = expected[offset + i];
+        }
+        offset += counts[static_cast<std::size_t>(r)];
+      }
+      group.start(0, inputs);
+      for (const auto& result : group.collect(0)) REQUIRE(result == expected);
+    }
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "a shared input buffer is copied, never written under its owner") {
+    ShardGroup group(system, make_allreduce(Algorithm::ring, test_topology(3), 10));
+    const auto inputs = integer_inputs(3, 10, 0);
+    std::vector<msg::TensorPayload> kept;
+    for (std::size_t r = 0; r < 3; ++r) {
+      kept.push_back(msg::TensorPayload::copy_of(inputs[r]));
+      group.owner->send(group.shards[r], msg::GradientReady{group.bucket, 0, kept.back()});  // still shared
+    }
+    group.collect(0);
+    for (std::size_t r = 0; r < 3; ++r) CHECK(kept[r].to_vector() == inputs[r]);
+    CHECK(std::get<2>(group.stats(0)) == 1);
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "a wrong-sized gradient stops the shard with an error") {
+    ShardGroup group(system, make_allreduce(Algorithm::ring, test_topology(2), 10));
+    group.owner->monitor(group.shards[1]);
+    group.owner->send(group.shards[1], msg::GradientReady{group.bucket, 0, msg::TensorPayload::copy_of(std::vector<float>(9))});
+    bool down = false;
+    std::string reason;
+    group.owner->receive(
+        [&](const caf::down_msg& m) {
+          down = m.source == group.shards[1] && m.reason;
+          reason = system.render(m.reason);
+        },
+        caf::after(std::chrono::seconds(5)) >> [] {});
+    CHECK(down);
+    CHECK_MESSAGE(reason.find("shard 7/1: gradients of bucket 7 with 9 floats, expected 10") != std::string::npos,
+                  reason);
+  }
+}

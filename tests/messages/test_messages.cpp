@@ -1,0 +1,170 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "messages/type_ids.hpp"
+#include "support/actor_fixture.hpp"
+
+using namespace taihu;
+using namespace taihu::msg;
+
+namespace {
+
+msg::TensorPayload iota_payload(std::size_t n, float start = 0.5f) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return TensorPayload::copy_of(v);
+}
+
+std::vector<char> serialize(caf::actor_system& system, auto& value) {
+  std::vector<char> bytes;
+  caf::binary_serializer sink{system, bytes};
+  auto err = sink(value);
+  REQUIRE_MESSAGE(!err, system.render(err));
+  return bytes;
+}
+
+template <class T>
+T deserialize(caf::actor_system& system, const std::vector<char>& bytes) {
+  T value;
+  caf::binary_deserializer source{system, bytes};
+  auto err = source(value);
+  REQUIRE_MESSAGE(!err, system.render(err));
+  CHECK(source.remaining() == 0);
+  return value;
+}
+
+template <class T>
+T round_trip(caf::actor_system& system, T value) {
+  return deserialize<T>(system, serialize(system, value));
+}
+
+// The raw path writes the floats in host byte order, as one block; CAF's
+// element-wise default would write them big-endian.
+bool contains_host_bytes(const std::vector<char>& bytes, const TensorPayload& p) {
+  const auto* first = reinterpret_cast<const char*>(p.data());
+  const auto* last = first + p.size() * sizeof(float);
+  return std::search(bytes.begin(), bytes.end(), first, last) != bytes.end();
+}
+
+}  // namespace
+
+TEST_SUITE("messages") {
+  TEST_CASE("tensor payload: slices share the buffer, writes copy unless unique") {
+    auto a = iota_payload(10);
+    CHECK(a.unique());
+    auto b = a.slice(2, 5);
+    CHECK(b.size() == 5);
+    CHECK(b.data() == a.data() + 2);  // no copy
+    CHECK(b[0] == 2.5f);
+    CHECK_FALSE(a.unique());
+    float* w = b.mutable_data();  // shared: copy on write
+    CHECK(w != a.data() + 2);
+    w[0] = -1.0f;
+    CHECK(a[2] == 2.5f);
+    CHECK(b[0] == -1.0f);
+    CHECK(a.unique());
+    CHECK(a.mutable_data() == a.data());  // unique: in place
+    CHECK_THROWS(a.slice(8, 3));
+    CHECK(a.slice(10, 0).empty());
+    CHECK(TensorPayload{}.mutable_data() == nullptr);
+    CHECK(iota_payload(4) == iota_payload(4));
+    CHECK_FALSE(iota_payload(4) == iota_payload(4, 1.0f));
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "tensor payload: raw round trip of a view") {
+    const auto whole = iota_payload(1000);
+    auto view = whole.slice(100, 300);
+    const auto bytes = serialize(system, view);
+    CHECK(contains_host_bytes(bytes, view));
+    CHECK(bytes.size() < 300 * sizeof(float) + 16);  // the view only, not the buffer
+    const auto back = deserialize<TensorPayload>(system, bytes);
+    CHECK(back == view);
+    CHECK(back.unique());
+    CHECK(round_trip(system, TensorPayload{}).empty());
+    CHECK(round_trip(system, iota_payload(1)) == iota_payload(1));
+    CHECK(caf::deep_to_string(iota_payload(2)).find("1.5") != std::string::npos);
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "every message type survives a binary round trip") {
+    Chunk chunk{3, 17, 5, 2, 4096, iota_payload(777).slice(7, 700)};
+    const auto chunk_bytes = serialize(system, chunk);
+    CHECK(contains_host_bytes(chunk_bytes, chunk.payload));
+    const auto c = deserialize<Chunk>(system, chunk_bytes);
+    CHECK(c.bucket == 3);
+    CHECK(c.iteration == 17);
+    CHECK(c.sender == 5);
+    CHECK(c.seq == 2);
+    CHECK(c.offset == 4096);
+    CHECK(c.payload == chunk.payload);
+
+    const auto g = round_trip(system, GradientReady{1, 9, iota_payload(50)});
+    CHECK(g.bucket == 1);
+    CHECK(g.iteration == 9);
+    CHECK(g.buffer == iota_payload(50));
+
+    const auto r = round_trip(system, Reduced{2, 8, 3, iota_payload(5)});
+    CHECK(r.bucket == 2);
+    CHECK(r.iteration == 8);
+    CHECK(r.rank == 3);
+    CHECK(r.buffer == iota_payload(5));
+
+    CHECK(round_trip(system, Step{123456789012ull}).iteration == 123456789012ull);
+
+    StepDone done{41, 2, 0.625f, StepStats{0.5, 1.25, 0.125, 0.0625, 64}};
+    const auto d = round_trip(system, done);
+    CHECK(d.iteration == 41);
+    CHECK(d.rank == 2);
+    CHECK(d.loss == 0.625f);
+    CHECK(d.stats.forward_seconds == 0.5);
+    CHECK(d.stats.backward_seconds == 1.25);
+    CHECK(d.stats.update_seconds == 0.125);
+    CHECK(d.stats.exposed_comm_seconds == 0.0625);
+    CHECK(d.stats.samples == 64);
+    CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5}).samples == 5);
+
+    const auto p = round_trip(system, Parameters{7, 0, iota_payload(100003)});
+    CHECK(p.version == 7);
+    CHECK(p.source == 0);
+    CHECK(p.values == iota_payload(100003));
+
+    // Local actor handles come back as the same actors.
+    auto a = system.spawn([] { return caf::behavior{[](int) {}}; });
+    auto b = system.spawn([] { return caf::behavior{[](int) {}}; });
+    const auto init = round_trip(system, ShardInit{4, {a, b, a}, b});
+    CHECK(init.bucket == 4);
+    REQUIRE(init.peers.size() == 3);
+    CHECK(init.peers[0] == a);
+    CHECK(init.peers[1] == b);
+    CHECK(init.peers[2] == a);
+    CHECK(init.owner == b);
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "every type of the block is registered by name") {
+    const auto names = registered_type_names();
+    CHECK(names.size() == caf::id_block::taihu::end - caf::id_block::taihu::begin);
+    CHECK(names.size() == 9);
+    CHECK(std::find(names.begin(), names.end(), "taihu::msg::Chunk") != names.end());
+    CHECK(missing_message_types(system).empty());
+    // A system without the block misses every one of them.
+    caf::actor_system_config bare;
+    bare.set("scheduler.max-threads", 1);
+    caf::actor_system other{bare};
+    CHECK(missing_message_types(other).size() == names.size());
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "a local send moves the payload without copying floats") {
+    const auto payload = iota_payload(1 << 16);
+    const float* address = payload.data();
+    caf::scoped_actor self{system};
+    self->send(self, Chunk{0, 0, 0, 0, 0, payload});
+    self->receive([&](const Chunk& c) { CHECK(c.payload.data() == address); },
+                  caf::after(std::chrono::seconds(5)) >> [] { FAIL("no message"); });
+  }
+}
