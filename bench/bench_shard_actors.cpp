@@ -55,10 +55,10 @@ double memcpy_gbs(std::size_t bytes, int runs) {
 }
 
 // Best time of `runs` allreduces (after one warm-up) on fresh shard actors.
-double allreduce_seconds(caf::actor_system& system, const Schedule& schedule, int runs) {
+double allreduce_seconds(caf::actor_system& system, const Schedule& schedule, SendMode mode, int runs) {
   caf::scoped_actor owner{system};
   std::vector<caf::actor> shards;
-  for (int r = 0; r < schedule.ranks; ++r) shards.push_back(spawn_shard(system, shard_spec(schedule, r, 0)));
+  for (auto& spec : shard_specs(schedule, 0, mode)) shards.push_back(spawn_shard(system, std::move(spec)));
   for (auto& s : shards) owner->send(s, msg::ShardInit{0, shards, owner});
   std::vector<msg::TensorPayload> buffers;
   for (int r = 0; r < schedule.ranks; ++r) {
@@ -80,23 +80,30 @@ double allreduce_seconds(caf::actor_system& system, const Schedule& schedule, in
   return best;
 }
 
-// One-way cost of a Chunk with `floats` floats, from a ping-pong of `hops` messages.
+// One-way cost of a Chunk with `floats` floats between two event-based
+// actors that bounce it `hops` times in all.
 double hop_microseconds(caf::actor_system& system, std::size_t floats, int hops) {
-  auto echo = system.spawn([](caf::event_based_actor* self) -> caf::behavior {
-    return {[=](msg::Chunk& c) {
-      auto to = caf::actor_cast<caf::actor>(self->current_sender());
-      self->send(to, std::move(c));
+  auto bouncer = [](caf::event_based_actor* self) -> caf::behavior {
+    return {[=](msg::Chunk& c, caf::actor other, caf::actor done) {
+      if (c.seq == 0) {
+        self->send(done, std::move(c));
+        return;
+      }
+      --c.seq;
+      self->send(other, std::move(c), caf::actor_cast<caf::actor>(self), done);
     }};
-  });
+  };
+  auto a = system.spawn(bouncer);
+  auto b = system.spawn(bouncer);
   caf::scoped_actor self{system};
-  msg::Chunk chunk{0, 0, 0, 0, 0, msg::TensorPayload::copy_of(std::vector<float>(floats, 1.0f))};
+  msg::Chunk chunk{0, 0, 0, static_cast<std::uint32_t>(hops), 0,
+                   msg::TensorPayload::copy_of(std::vector<float>(floats, 1.0f))};
   const auto t = Clock::now();
-  for (int i = 0; i < hops / 2; ++i) {
-    self->send(echo, std::move(chunk));
-    self->receive([&](msg::Chunk& c) { chunk = std::move(c); });
-  }
+  self->send(a, std::move(chunk), b, caf::actor{self});
+  self->receive([&](msg::Chunk&) {});
   const double s = seconds_since(t);
-  self->send_exit(echo, caf::exit_reason::user_shutdown);
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  self->send_exit(b, caf::exit_reason::user_shutdown);
   return s / hops * 1e6;
 }
 
@@ -114,10 +121,12 @@ int main(int argc, char** argv) {
   caf::actor_system system{config};
 
   fmt::print("scheduler threads: {}\n", threads);
-  fmt::print("Chunk hop (ping-pong, one way): 1 float {:.2f} us, 1 MiB {:.2f} us\n",
-             hop_microseconds(system, 1, 20000), hop_microseconds(system, 1 << 18, 2000));
-  fmt::print("{:>5} {:>6} {:>15} {:>10} {:>10} {:>12}\n", "ranks", "MB", "algorithm", "ms", "algbw GB/s",
-             "memcpy GB/s");
+  for (std::size_t floats : {std::size_t{1}, std::size_t{1} << 18}) {
+    const double us = hop_microseconds(system, floats, 100000);
+    fmt::print("Chunk hop between two actors, {} floats: {:.3f} us ({:.2f} M msg/s)\n", floats, us, 1.0 / us);
+  }
+  fmt::print("{:>5} {:>6} {:>15} {:>6} {:>10} {:>10} {:>12}\n", "ranks", "MB", "algorithm", "sends", "ms",
+             "algbw GB/s", "memcpy GB/s");
   const Algorithm algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
                                   Algorithm::hierarchical};
   for (double mb : mbs) {
@@ -127,9 +136,13 @@ int main(int argc, char** argv) {
       const int pi = static_cast<int>(p);
       const Topology topology(pi, std::max(1, pi / 2), Placement::block, Link{}, Link{}, 0.0);
       for (Algorithm a : algorithms) {
-        const double s = allreduce_seconds(system, make_allreduce(a, topology, elements), runs);
-        fmt::print("{:>5} {:>6} {:>15} {:>10.2f} {:>10.2f} {:>12.2f}\n", pi, mb, name(a), s * 1e3,
-                   static_cast<double>(elements * sizeof(float)) / s / 1e9, copy);
+        const auto schedule = make_allreduce(a, topology, elements);
+        for (SendMode mode : {SendMode::view_where_safe, SendMode::copy}) {
+          const double s = allreduce_seconds(system, schedule, mode, runs);
+          fmt::print("{:>5} {:>6} {:>15} {:>6} {:>10.2f} {:>10.2f} {:>12.2f}\n", pi, mb, name(a),
+                     mode == SendMode::copy ? "copy" : "view", s * 1e3,
+                     static_cast<double>(elements * sizeof(float)) / s / 1e9, copy);
+        }
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <caf/serializer.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "core/common/check.hpp"
@@ -31,7 +32,13 @@ TensorPayload TensorPayload::slice(std::size_t offset, std::size_t length) const
 
 float* TensorPayload::mutable_data() {
   if (!storage_) return nullptr;
-  if (!unique()) *this = copy_of(span());
+  if (unique()) {
+    // Pairs with the release in the last other owner's reference drop: its
+    // reads of the floats happen before our writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  } else {
+    *this = copy_of(span());
+  }
   return storage_.get() + offset_;
 }
 

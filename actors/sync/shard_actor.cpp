@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/common/check.hpp"
+#include "actors/sync/zero_copy.hpp"
 #include "core/kernels/elementwise.hpp"
 #include "messages/type_ids.hpp"
 
@@ -38,6 +39,7 @@ struct ShardState {
   std::uint64_t chunks_sent = 0;
   std::uint64_t early_chunks = 0;      // arrived before their step was waiting for them
   std::uint64_t buffer_copies = 0;     // GradientReady buffers that were shared, so copied
+  std::uint64_t copied_floats = 0;     // by sends that copy
 };
 
 using Self = caf::stateful_actor<ShardState>;
@@ -53,8 +55,11 @@ void advance(Self* self) {
     const Step& step = steps[s.next_step];
     if (step.sends() && !s.step_sent) {
       // The snapshot is taken before this step's receive writes the buffer.
-      msg::Chunk chunk{s.spec.bucket,  s.iteration,      s.spec.rank, step.send_seq,
-                       step.send.offset, msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length)};
+      auto payload = s.spec.send_view[s.next_step]
+                         ? s.buffer.slice(step.send.offset, step.send.length)
+                         : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length);
+      s.copied_floats += s.spec.send_view[s.next_step] ? 0 : step.send.length;
+      msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload)};
       self->send(s.peers[static_cast<std::size_t>(step.send_to)], std::move(chunk));
       ++s.chunks_sent;
       s.step_sent = true;
@@ -161,18 +166,32 @@ caf::behavior shard(Self* self, ShardSpec spec) {
       },
       [=](msg::stats_atom) {
         const auto& s = self->state;
-        return caf::make_message(s.chunks_sent, s.early_chunks, s.buffer_copies);
+        return caf::make_message(s.chunks_sent, s.early_chunks, s.buffer_copies, s.copied_floats);
       },
   };
 }
 
 }  // namespace
 
-ShardSpec shard_spec(const Schedule& schedule, int rank, std::uint32_t bucket) {
-  require(rank >= 0 && rank < schedule.ranks, "shard_spec: rank {} of {}", rank, schedule.ranks);
-  return ShardSpec{bucket, rank, schedule.ranks, schedule.elements, schedule.steps[static_cast<std::size_t>(rank)]};
+std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucket, SendMode mode) {
+  std::vector<ShardSpec> specs;
+  for (int r = 0; r < schedule.ranks; ++r) {
+    const auto& steps = schedule.steps[static_cast<std::size_t>(r)];
+    specs.push_back(ShardSpec{bucket, r, schedule.ranks, schedule.elements, steps,
+                              std::vector<std::uint8_t>(steps.size(), mode == SendMode::view_where_safe)});
+  }
+  if (mode == SendMode::view_where_safe) {
+    for (const SendRef& unsafe : analyse_zero_copy(schedule).overwritten) {
+      specs[static_cast<std::size_t>(unsafe.rank)].send_view[unsafe.step] = 0;
+    }
+  }
+  return specs;
 }
 
-caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec) { return system.spawn(shard, std::move(spec)); }
+caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec) {
+  require(spec.send_view.size() == spec.steps.size(), "spawn_shard: {} send modes for {} steps",
+          spec.send_view.size(), spec.steps.size());
+  return system.spawn(shard, std::move(spec));
+}
 
 }  // namespace taihu::sync

@@ -12,13 +12,20 @@
 // GradientReady messages that arrive while an iteration runs, or before
 // ShardInit, queue up and start in iteration order.
 //
-// Sends copy: each send step snapshots its range into a fresh immutable
-// buffer (one memcpy of the range), which then travels by reference count.
-// A view of the live buffer would save that copy during the collective (the
-// schedules pass analyse_zero_copy's overwrite check), but a receiver may
-// still read it after the sender has finished and handed the buffer back to
-// its worker (ZeroCopyReport::outlive_sender), and the worker writes it next;
-// making that safe needs acknowledgements, which come with credits.
+// Sends pass views where that is safe, and copy elsewhere (SendMode):
+//  - view: the chunk's payload is a slice of the shard's live buffer (no
+//    memcpy; a reference count). Safe during the collective when
+//    analyse_zero_copy() finds that no arrival order lets the sender write
+//    the range before the receiver has consumed it (true of every generated
+//    schedule). A receiver may still hold a view after the sender finished
+//    (ZeroCopyReport::outlive_sender); then the buffer, handed back in
+//    Reduced, is shared, and whoever writes it next goes through
+//    TensorPayload::mutable_data(), which copies it first (copy on write).
+//    The shard does the same with a GradientReady buffer that is not its
+//    own (counted as buffer_copies).
+//  - copy: the send snapshots its range into a fresh immutable buffer (one
+//    memcpy of the range), taken before the same step's receive writes it.
+//    Used for the sends the analysis flags, or for all in SendMode::copy.
 //
 // Reductions call kernels::add; the schedule fixes the order, so results are
 // deterministic and bit-identical on all ranks. A malformed message (wrong
@@ -35,16 +42,20 @@
 
 namespace taihu::sync {
 
+enum class SendMode : std::uint8_t { copy, view_where_safe };
+
 struct ShardSpec {
   std::uint32_t bucket = 0;
   int rank = 0;
   int ranks = 1;
-  std::size_t elements = 0;  // bucket length in floats
-  std::vector<Step> steps;   // this rank's steps of a finalized schedule
+  std::size_t elements = 0;            // bucket length in floats
+  std::vector<Step> steps;             // this rank's steps of a finalized schedule
+  std::vector<std::uint8_t> send_view;  // per step: 1 = send a view, 0 = send a copy
 };
 
-// Rank `rank`'s part of `schedule` for bucket `bucket`.
-ShardSpec shard_spec(const Schedule& schedule, int rank, std::uint32_t bucket);
+// Every rank's part of `schedule` for bucket `bucket` (one zero-copy analysis).
+std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucket,
+                                   SendMode mode = SendMode::view_where_safe);
 
 caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec);
 
