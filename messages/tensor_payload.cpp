@@ -1,6 +1,8 @@
 #include "messages/tensor_payload.hpp"
 
+#include <caf/binary_deserializer.hpp>
 #include <caf/deserializer.hpp>
+#include <caf/sec.hpp>
 #include <caf/error.hpp>
 #include <caf/serializer.hpp>
 
@@ -59,6 +61,11 @@ caf::error inspect(caf::deserializer& f, TensorPayload& x) {
   std::size_t n = 0;
   return caf::error::eval([&] { return f.begin_sequence(n); },
                           [&] {
+                            // A corrupt length must fail, not allocate gigabytes.
+                            if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&f);
+                                binary != nullptr && n > binary->remaining() / sizeof(float)) {
+                              return caf::make_error(caf::sec::end_of_stream);
+                            }
                             x = TensorPayload::allocate(n);
                             return n ? f.apply_raw(n * sizeof(float), x.mutable_data()) : caf::error{};
                           },

@@ -86,6 +86,25 @@ TEST_SUITE("messages") {
     CHECK(back == view);
     CHECK(back.unique());
     CHECK(round_trip(system, TensorPayload{}).empty());
+    // Truncated input: an error, not a read past the end or a huge allocation.
+    for (std::size_t keep : {std::size_t{0}, std::size_t{1}, bytes.size() / 2, bytes.size() - 1}) {
+      CAPTURE(keep);
+      TensorPayload broken;
+      const std::vector<char> truncated(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep));
+      caf::binary_deserializer source{system, truncated};
+      CHECK(source(broken));
+    }
+    {  // a corrupt length of 2^31 floats (8 GiB) fails before allocating
+      std::vector<char> corrupt;
+      caf::binary_serializer sink{system, corrupt};
+      std::size_t huge = std::size_t{1} << 31;
+      REQUIRE(!sink.begin_sequence(huge));
+      corrupt.resize(corrupt.size() + 64, 0);
+      TensorPayload broken;
+      caf::binary_deserializer source{system, corrupt};
+      const auto err = source(broken);
+      CHECK_MESSAGE(err == caf::sec::end_of_stream, system.render(err));
+    }
     CHECK(round_trip(system, iota_payload(1)) == iota_payload(1));
     CHECK(caf::deep_to_string(iota_payload(2)).find("1.5") != std::string::npos);
   }
