@@ -54,7 +54,8 @@ void advance(Self* self) {
   while (s.next_step < steps.size()) {
     const Step& step = steps[s.next_step];
     if (step.sends() && !s.step_sent) {
-      // The snapshot is taken before this step's receive writes the buffer.
+      // A copy is the snapshot taken before this step's receive writes the
+      // buffer; a view needs no snapshot (analyse_zero_copy cleared it).
       auto payload = s.spec.send_view[s.next_step]
                          ? s.buffer.slice(step.send.offset, step.send.length)
                          : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length);
