@@ -224,6 +224,7 @@ TEST_SUITE("conv") {
         {int64_t{32} << 20, 1 << 20, 4096},  // every image batched
         {int64_t{32} << 20, 512, 4096},      // the default
         {20000, 1, 1},                       // one image at a time, in bands
+        {20000, 1, 1, false},                // the same, bottom gradient by col2im
     };
     for (const auto& tuning : tunings) {
       ConvolutionLayer::tuning() = tuning;
@@ -289,6 +290,7 @@ TEST_SUITE("conv") {
     const std::vector<Config> configs = {
         {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {int64_t{32} << 20, 512, 4096}},
         {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {100, 1, 1}},  // row bands
+        {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {100, 1, 1, false}},  // col2im
         {"num_output = 4\nkernel_h = 3\nkernel_w = 2\nstride = 2 1\npad = 1 0\ndilation = 1 2\ngroup = 2",
          Shape{2, 4, 7, 6},
          {int64_t{32} << 20, 512, 4096}},
@@ -297,6 +299,13 @@ TEST_SUITE("conv") {
          {int64_t{32} << 20, 512, 4096}},
         {"num_output = 4\nkernel_size = 1\nbias_term = false", Shape{2, 3, 3, 4}, {64, 1, 1}},  // pointwise, direct
         {"num_output = 2\nkernel_size = 2\nstride = 2\nbias_term = false", Shape{1, 3, 4, 6}, {64, 1, 1}},
+        // One image at a time, stride 1: the bottom gradient as a convolution
+        // of the top gradient (flipped kernel), whole images and in bands.
+        {"num_output = 4\nkernel_h = 3\nkernel_w = 2\npad = 2 0\ndilation = 2 1\ngroup = 2",
+         Shape{2, 4, 7, 6},
+         {int64_t{32} << 20, 1, 1}},
+        {"num_output = 3\nkernel_size = 3\nbias_term = false", Shape{2, 2, 6, 5}, {200, 1, 1}},
+        {"num_output = 2\nkernel_size = 2\npad = 1", Shape{1, 3, 4, 5}, {int64_t{32} << 20, 1, 1}},
     };
     for (const Config& cfg : configs) {
       CAPTURE(cfg.options);
