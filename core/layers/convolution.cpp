@@ -116,7 +116,11 @@ void ConvolutionLayer::plan_chunks(int64_t batch) {
 
 bool ConvolutionLayer::transposed_data_grad() const {
   const ConvGeometry& g = geometry_;
-  return tuning().transposed_data_grad && !g.is_pointwise() && g.stride_h == 1 && g.stride_w == 1 && g.pad_h <= g.extent_h() - 1 &&
+  // Its GEMM has one row per bottom channel: with few (an RGB input) it
+  // runs far below speed, and GEMM + col2im is faster.
+  constexpr int64_t min_channels = 32;
+  return tuning().transposed_data_grad && g.channels / group_ >= min_channels && !g.is_pointwise() &&
+         g.stride_h == 1 && g.stride_w == 1 && g.pad_h <= g.extent_h() - 1 &&
          g.pad_w <= g.extent_w() - 1;
 }
 

@@ -21,7 +21,8 @@
 //
 // The bottom gradient of a stride-1 convolution is itself a convolution: of
 // the top gradient with the kernel flipped and its channel axes swapped, padded
-// by extent - 1 - pad. One image at a time it is computed that way (im2col of
+// by extent - 1 - pad. One image at a time, with at least 32 bottom channels
+// per group, it is computed that way (im2col of
 // the top gradient, then a GEMM with a long inner dimension that writes the
 // bottom gradient directly) rather than by a GEMM with inner dimension
 // num_output followed by col2im.
