@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/blas/blas.hpp"
+#include "core/kernels/parallel.hpp"
 #include "support/layer_fixture.hpp"
 
 using namespace taihu;
@@ -56,12 +57,14 @@ std::vector<std::vector<float>> run(const Case& c, Phase phase) {
 
 TEST_SUITE("threads") {
   TEST_CASE("memory-bound layers on two threads match one thread") {
-    // 2 x 24 x 48 x 48 = 110592 values: several pieces of parallel_grain.
-    const Shape big{2, 24, 48, 48};
+    // 2 x 64 x 128 x 128 = 2097152 values: twice parallel_grain, so the
+    // layers really split the work (by channel, by block or by plane).
+    static_assert(2 * 64 * 128 * 128 >= 2 * parallel_grain);
+    const Shape big{2, 64, 128, 128};
     const std::vector<Case> cases = {
         {"BatchNorm", "", {big}},
         {"Scale", "bias_term = true", {big}},
-        {"Scale", "", {big, Shape{24}}},
+        {"Scale", "", {big, Shape{64}}},
         {"ReLU", "", {big}},
         {"ReLU", "negative_slope = 0.1", {big}},
         {"Eltwise", "", {big, big}},
@@ -91,12 +94,12 @@ TEST_SUITE("threads") {
     const int saved = blas::threads();
     blas::set_threads(2);
     auto bn = make_layer("BatchNorm");
-    Blob x(Shape{2, 24, 48, 48}), y;
+    Blob x(Shape{2, 64, 128, 128}), y;
     fill_uniform(x, 61, -1.0f, 3.0f);
     bn->setup({&x}, {&y});
     bn->reshape({&x}, {&y});
     bn->forward({&x}, {&y});
-    const int64_t N = 2, C = 24, S = 48 * 48;
+    const int64_t N = 2, C = 64, S = 128 * 128;
     for (int64_t c = 0; c < C; ++c) {
       double mean = 0.0, var = 0.0;
       for (int64_t n = 0; n < N; ++n)
