@@ -13,6 +13,7 @@
 //   bench_conv [--batch=32] [--runs=3] [--nets=alexnet,vgg16,resnet50]
 //              [--filter=SUBSTRING] [--json=FILE] [--kernel=auto] [--threads=N]
 //              [--budget-mb=32] [--batch-below=512] [--target-columns=4096] [--gemm-mb=256] [--clock=wall|cpu]
+//              [--transposed=yes|no] (stride-1 bottom gradient as a convolution of the top gradient)
 //              [--gemm=no] (skip the reference GEMMs, for profiling)
 
 #include <fmt/format.h>
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
   tuning.batch_below_columns =
       std::stoll(arg_value(argc, argv, "batch-below", std::to_string(tuning.batch_below_columns)));
   tuning.target_columns = std::stoll(arg_value(argc, argv, "target-columns", std::to_string(tuning.target_columns)));
+  tuning.transposed_data_grad = arg_value(argc, argv, "transposed", "yes") != "no";
 
   std::printf(
       "Convolution vs SGEMM: batch %lld, %d threads, kernel %s, median of %d runs (%s time), column budget %lld MB\n",

@@ -33,6 +33,10 @@ void parallel_for(int64_t pieces, Fn&& fn) {
   detail::run_pieces(pieces, call, const_cast<void*>(static_cast<const void*>(&fn)));
 }
 
+// Streaming work (floats read or written) below which waking another thread
+// does not pay: use as parallel_ranges' min_size, divided by the work per item.
+constexpr int64_t parallel_grain = 32768;
+
 // Splits [0, n) into about `pieces_per_thread` pieces per thread, each at
 // least `min_size` long, and calls fn(begin, end) for each.
 template <class Fn>

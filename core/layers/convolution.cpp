@@ -97,12 +97,57 @@ void ConvolutionLayer::plan_chunks(int64_t batch) {
     plan_.rows_per_band = std::clamp<int64_t>(budget / (rows * g.out_width()), 1, g.out_height());
 
   const int64_t columns = images > 1 ? images * out_size : plan_.rows_per_band * g.out_width();
-  if (!g.is_pointwise() || images > 1) col_.reshape(Shape{rows, columns});
+  int64_t col_count = !g.is_pointwise() || images > 1 ? rows * columns : 0;
+  if (images == 1 && transposed_data_grad()) {
+    // Bands of bottom rows for the top gradient's column matrix.
+    const ConvGeometry t = transposed_geometry();
+    transposed_rows_per_band_ = std::clamp<int64_t>(budget / (t.col_rows() * g.width), 1, g.height);
+    col_count = std::max(col_count, t.col_rows() * transposed_rows_per_band_ * g.width);
+    flipped_.reshape(Shape{g.channels * num_output_ / group_ * g.kernel_h * g.kernel_w});
+  }
+  if (col_count > 0) col_.reshape(Shape{col_count});
   if (images > 1) batch_.reshape(Shape{num_output_, columns});
   const int64_t ones = std::max(columns, out_size);
   if (bias_term_ && ones_.count() < ones) {
     ones_.reshape(Shape{ones});
     ones_.fill(1.0f);
+  }
+}
+
+bool ConvolutionLayer::transposed_data_grad() const {
+  const ConvGeometry& g = geometry_;
+  // Its GEMM has one row per bottom channel: with few (an RGB input) it
+  // runs far below speed, and GEMM + col2im is faster.
+  constexpr int64_t min_channels = 32;
+  return tuning().transposed_data_grad && g.channels / group_ >= min_channels && !g.is_pointwise() &&
+         g.stride_h == 1 && g.stride_w == 1 && g.pad_h <= g.extent_h() - 1 &&
+         g.pad_w <= g.extent_w() - 1;
+}
+
+ConvGeometry ConvolutionLayer::transposed_geometry() const {
+  const ConvGeometry& g = geometry_;
+  ConvGeometry t = g;
+  t.channels = num_output_;
+  t.height = g.out_height(), t.width = g.out_width();
+  t.pad_h = g.extent_h() - 1 - g.pad_h, t.pad_w = g.extent_w() - 1 - g.pad_w;
+  return t;  // its output is height x width again
+}
+
+void ConvolutionLayer::transposed_backward(const float* dout, float* dimage) {
+  const ConvGeometry& g = geometry_;
+  const ConvGeometry t = transposed_geometry();
+  const int64_t kk = g.kernel_h * g.kernel_w;
+  const int64_t m = num_output_ / group_;       // top channels per group
+  const int64_t cg = g.channels / group_;       // bottom channels per group
+  const int64_t k = m * kk;                     // inner dimension
+  const int64_t plane = g.height * g.width;
+  for (int64_t row = 0; row < g.height; row += transposed_rows_per_band_) {
+    const int64_t row_end = std::min(row + transposed_rows_per_band_, g.height);
+    const int64_t columns = (row_end - row) * g.width;
+    im2col(dout, t, row, row_end, col_.ptr(), columns);
+    for (int64_t grp = 0; grp < group_; ++grp)
+      blas::gemm(Trans::no, Trans::no, cg, columns, k, 1.0f, flipped_.ptr() + grp * cg * k, k,
+                 col_.ptr() + grp * k * columns, columns, 0.0f, dimage + grp * cg * plane + row * g.width, plane);
   }
 }
 
@@ -201,6 +246,18 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
   float* dweight = params()[0].blob->diff().ptr();
   float* dbias = bias_term_ ? params()[1].blob->diff().ptr() : nullptr;
 
+  const bool transposed = dx && plan_.images_per_chunk == 1 && transposed_data_grad();
+  if (transposed) {
+    // flipped[grp][c][o][kh-1-i][kw-1-j] = weight[grp*m + o][c][i][j]
+    const int64_t kk = g.kernel_h * g.kernel_w, cg = g.channels / group_;
+    float* flipped = flipped_.ptr();
+    for (int64_t grp = 0; grp < group_; ++grp)
+      for (int64_t o = 0; o < m; ++o)
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t q = 0; q < kk; ++q)
+            flipped[((grp * cg + c) * m + o) * kk + (kk - 1 - q)] = weight[((grp * m + o) * cg + c) * kk + q];
+  }
+
   for (int64_t first = 0; first < batch; first += plan_.images_per_chunk) {
     const int64_t count = std::min(plan_.images_per_chunk, batch - first);
     if (count > 1) {
@@ -244,6 +301,10 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
     const float* dout = dy + first * num_output_ * out_size;
     float* dimage = dx ? dx + first * image_size : nullptr;
     if (dbias) blas::gemv(Trans::no, num_output_, out_size, 1.0f, dout, ones_.ptr(), 1.0f, dbias);
+    if (dimage && transposed) {
+      transposed_backward(dout, dimage);
+      dimage = nullptr;  // done; the loop below adds the weight gradient only
+    }
     if (dimage && !g.is_pointwise())
       parallel_ranges(image_size, min_parallel_work,
                       [&](int64_t begin, int64_t end) { std::fill_n(dimage + begin, end - begin, 0.0f); });

@@ -18,6 +18,14 @@
 // at full speed; large images are cut into bands of output rows, whose GEMM
 // output goes straight into the top blob. 1x1 stride-1 unpadded convolutions
 // use the input itself as the column matrix.
+//
+// The bottom gradient of a stride-1 convolution is itself a convolution: of
+// the top gradient with the kernel flipped and its channel axes swapped, padded
+// by extent - 1 - pad. One image at a time, with at least 32 bottom channels
+// per group, it is computed that way (im2col of
+// the top gradient, then a GEMM with a long inner dimension that writes the
+// bottom gradient directly) rather than by a GEMM with inner dimension
+// num_output followed by col2im.
 
 #include <cstdint>
 
@@ -51,6 +59,9 @@ class ConvolutionLayer final : public Layer {
     // target_columns GEMM columns; wider images run one GEMM each (no copies).
     int64_t batch_below_columns = 512;
     int64_t target_columns = 4096;
+    // One image at a time, stride 1: bottom gradient by im2col of the top
+    // gradient and a GEMM (false: GEMM then col2im, as when batched).
+    bool transposed_data_grad = true;
   };
   static Tuning& tuning();
 
@@ -58,6 +69,12 @@ class ConvolutionLayer final : public Layer {
   void plan_chunks(int64_t batch);
   // The column matrix of images [first, first + count) (count > 1), in col_.
   void gather_columns(const float* bottom, int64_t first, int64_t count);
+  // Whether backward computes one image's bottom gradient as a convolution
+  // of its top gradient (see above), and that convolution's geometry.
+  bool transposed_data_grad() const;
+  ConvGeometry transposed_geometry() const;
+  // The bottom gradient of one image by that convolution.
+  void transposed_backward(const float* dout, float* dimage);
 
   int64_t num_output_ = 0;
   int64_t group_ = 1;
@@ -70,6 +87,8 @@ class ConvolutionLayer final : public Layer {
   Tensor col_;    // column matrix (and its gradient in backward)
   Tensor batch_;  // GEMM output of batched images, or their gathered top diff
   Tensor ones_;   // for bias gradients
+  Tensor flipped_;  // per group: (C/group) x (num_output/group * kh * kw) flipped weights
+  int64_t transposed_rows_per_band_ = 0;
 };
 
 }  // namespace taihu

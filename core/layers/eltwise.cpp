@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/kernels/elementwise.hpp"
+#include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
 
 namespace taihu {
@@ -39,8 +40,19 @@ void EltwiseLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   float* out = top[0]->data().ptr();
   switch (operation_) {
     case Operation::sum:
-      kernels::scale(n, coeffs_[0], bottom[0]->data().ptr(), out);
-      for (size_t i = 1; i < bottom.size(); ++i) kernels::axpy(n, coeffs_[i], bottom[i]->data().ptr(), out);
+      parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) {
+        const int64_t len = end - begin;
+        if (bottom.size() == 2) {  // the common case, in one pass
+          const float *a = bottom[0]->data().ptr() + begin, *b = bottom[1]->data().ptr() + begin;
+          const float ca = coeffs_[0], cb = coeffs_[1];
+          float* o = out + begin;
+          for (int64_t i = 0; i < len; ++i) o[i] = ca * a[i] + cb * b[i];
+          return;
+        }
+        kernels::scale(len, coeffs_[0], bottom[0]->data().ptr() + begin, out + begin);
+        for (size_t i = 1; i < bottom.size(); ++i)
+          kernels::axpy(len, coeffs_[i], bottom[i]->data().ptr() + begin, out + begin);
+      });
       break;
     case Operation::prod:
       kernels::mul(n, bottom[0]->data().ptr(), bottom[1]->data().ptr(), out);
@@ -73,7 +85,12 @@ void EltwiseLayer::backward(const BlobVec& top, const std::vector<bool>& propaga
     float* diff = bottom[b]->diff().ptr();
     switch (operation_) {
       case Operation::sum:
-        kernels::scale(n, coeffs_[b], grad, diff);
+        parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) {
+          if (coeffs_[b] == 1.0f)
+            std::copy(grad + begin, grad + end, diff + begin);
+          else
+            kernels::scale(end - begin, coeffs_[b], grad + begin, diff + begin);
+        });
         break;
       case Operation::prod:
         // The product of the other inputs, not top / x_b, so zeros are fine.

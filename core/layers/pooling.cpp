@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
 #include "core/layers/window_options.hpp"
 
@@ -73,31 +74,33 @@ void PoolingLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   const int64_t out_plane = out_h_ * out_w_;
   const float* x = bottom[0]->data().ptr();
   float* y = top[0]->data().ptr();
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* in = x + p * in_plane;
-    float* out = y + p * out_plane;
-    int32_t* arg = method_ == Method::max ? argmax_.data() + p * out_plane : nullptr;
-    for (int64_t oh = 0; oh < out_h_; ++oh) {
-      const Window wh = window(oh, stride_h_, pad_h_, eff_kernel_h_, in_h_);
-      for (int64_t ow = 0; ow < out_w_; ++ow) {
-        const Window ww = window(ow, stride_w_, pad_w_, eff_kernel_w_, in_w_);
-        if (method_ == Method::max) {
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t best_index = wh.begin * in_w_ + ww.begin;
-          for (int64_t ih = wh.begin; ih < wh.end; ++ih)
-            for (int64_t iw = ww.begin; iw < ww.end; ++iw)
-              if (in[ih * in_w_ + iw] > best) best = in[ih * in_w_ + iw], best_index = ih * in_w_ + iw;
-          out[oh * out_w_ + ow] = best;
-          arg[oh * out_w_ + ow] = static_cast<int32_t>(best_index);
-        } else {
-          float sum = 0.0f;
-          for (int64_t ih = wh.begin; ih < wh.end; ++ih)
-            for (int64_t iw = ww.begin; iw < ww.end; ++iw) sum += in[ih * in_w_ + iw];
-          out[oh * out_w_ + ow] = sum / static_cast<float>(wh.padded_size * ww.padded_size);
+  parallel_ranges(planes, parallel_grain / std::max<int64_t>(in_plane, 1), [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const float* in = x + p * in_plane;
+      float* out = y + p * out_plane;
+      int32_t* arg = method_ == Method::max ? argmax_.data() + p * out_plane : nullptr;
+      for (int64_t oh = 0; oh < out_h_; ++oh) {
+        const Window wh = window(oh, stride_h_, pad_h_, eff_kernel_h_, in_h_);
+        for (int64_t ow = 0; ow < out_w_; ++ow) {
+          const Window ww = window(ow, stride_w_, pad_w_, eff_kernel_w_, in_w_);
+          if (method_ == Method::max) {
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t best_index = wh.begin * in_w_ + ww.begin;
+            for (int64_t ih = wh.begin; ih < wh.end; ++ih)
+              for (int64_t iw = ww.begin; iw < ww.end; ++iw)
+                if (in[ih * in_w_ + iw] > best) best = in[ih * in_w_ + iw], best_index = ih * in_w_ + iw;
+            out[oh * out_w_ + ow] = best;
+            arg[oh * out_w_ + ow] = static_cast<int32_t>(best_index);
+          } else {
+            float sum = 0.0f;
+            for (int64_t ih = wh.begin; ih < wh.end; ++ih)
+              for (int64_t iw = ww.begin; iw < ww.end; ++iw) sum += in[ih * in_w_ + iw];
+            out[oh * out_w_ + ow] = sum / static_cast<float>(wh.padded_size * ww.padded_size);
+          }
         }
       }
     }
-  }
+  });
 }
 
 void PoolingLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
@@ -107,25 +110,27 @@ void PoolingLayer::backward(const BlobVec& top, const std::vector<bool>& propaga
   const int64_t out_plane = out_h_ * out_w_;
   const float* dy = top[0]->diff().ptr();
   float* dx = bottom[0]->diff().ptr();
-  bottom[0]->diff().zero();
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* dout = dy + p * out_plane;
-    float* din = dx + p * in_plane;
-    if (method_ == Method::max) {
-      const int32_t* arg = argmax_.data() + p * out_plane;
-      for (int64_t i = 0; i < out_plane; ++i) din[arg[i]] += dout[i];
-      continue;
-    }
-    for (int64_t oh = 0; oh < out_h_; ++oh) {
-      const Window wh = window(oh, stride_h_, pad_h_, eff_kernel_h_, in_h_);
-      for (int64_t ow = 0; ow < out_w_; ++ow) {
-        const Window ww = window(ow, stride_w_, pad_w_, eff_kernel_w_, in_w_);
-        const float share = dout[oh * out_w_ + ow] / static_cast<float>(wh.padded_size * ww.padded_size);
-        for (int64_t ih = wh.begin; ih < wh.end; ++ih)
-          for (int64_t iw = ww.begin; iw < ww.end; ++iw) din[ih * in_w_ + iw] += share;
+  parallel_ranges(planes, parallel_grain / std::max<int64_t>(in_plane, 1), [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const float* dout = dy + p * out_plane;
+      float* din = dx + p * in_plane;
+      std::fill_n(din, in_plane, 0.0f);
+      if (method_ == Method::max) {
+        const int32_t* arg = argmax_.data() + p * out_plane;
+        for (int64_t i = 0; i < out_plane; ++i) din[arg[i]] += dout[i];
+        continue;
+      }
+      for (int64_t oh = 0; oh < out_h_; ++oh) {
+        const Window wh = window(oh, stride_h_, pad_h_, eff_kernel_h_, in_h_);
+        for (int64_t ow = 0; ow < out_w_; ++ow) {
+          const Window ww = window(ow, stride_w_, pad_w_, eff_kernel_w_, in_w_);
+          const float share = dout[oh * out_w_ + ow] / static_cast<float>(wh.padded_size * ww.padded_size);
+          for (int64_t ih = wh.begin; ih < wh.end; ++ih)
+            for (int64_t iw = ww.begin; iw < ww.end; ++iw) din[ih * in_w_ + iw] += share;
+        }
       }
     }
-  }
+  });
 }
 
 TAIHU_REGISTER_LAYER("Pooling", PoolingLayer);

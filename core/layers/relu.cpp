@@ -1,6 +1,7 @@
 #include "core/layers/relu.hpp"
 
 #include "core/kernels/elementwise.hpp"
+#include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
 
 namespace taihu {
@@ -20,14 +21,21 @@ void ReLULayer::reshape(const BlobVec& bottom, const BlobVec& top) {
 }
 
 void ReLULayer::forward(const BlobVec& bottom, const BlobVec& top) {
-  kernels::relu_forward(bottom[0]->count(), negative_slope_, bottom[0]->data().ptr(), top[0]->data().ptr());
+  const float* x = bottom[0]->data().ptr();
+  float* y = top[0]->data().ptr();
+  parallel_ranges(bottom[0]->count(), parallel_grain, [&](int64_t begin, int64_t end) {
+    kernels::relu_forward(end - begin, negative_slope_, x + begin, y + begin);
+  });
 }
 
 void ReLULayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   const float* sign = negative_slope_ >= 0.0f ? top[0]->data().ptr() : bottom[0]->data().ptr();
-  kernels::relu_backward(bottom[0]->count(), negative_slope_, sign, top[0]->diff().ptr(),
-                         bottom[0]->diff().ptr());
+  const float* dy = top[0]->diff().ptr();
+  float* dx = bottom[0]->diff().ptr();
+  parallel_ranges(bottom[0]->count(), parallel_grain, [&](int64_t begin, int64_t end) {
+    kernels::relu_backward(end - begin, negative_slope_, sign + begin, dy + begin, dx + begin);
+  });
 }
 
 TAIHU_REGISTER_LAYER("ReLU", ReLULayer);

@@ -1,6 +1,9 @@
 #include "core/layers/scale.hpp"
 
+#include <algorithm>
+
 #include "core/common/lane_sum.hpp"
+#include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
 
 namespace taihu {
@@ -81,13 +84,15 @@ void ScaleLayer::forward(const BlobVec& bottom, const BlobVec& top) {
     }
     return;
   }
-  for (int64_t o = 0; o < outer_; ++o)
-    for (int64_t d = 0; d < D; ++d) {
-      const float* in = x + (o * D + d) * I;
-      float* out = y + (o * D + d) * I;
+  parallel_ranges(outer_ * D, parallel_grain / I, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t d = row % D;
+      const float* in = x + row * I;
+      float* out = y + row * I;
       const float scale = g[d], shift = b != nullptr ? b[d] : 0.0f;
       for (int64_t i = 0; i < I; ++i) out[i] = in[i] * scale + shift;
     }
+  });
 }
 
 void ScaleLayer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -116,37 +121,40 @@ void ScaleLayer::backward(const BlobVec& top, const std::vector<bool>& propagate
       if (dbeta != nullptr)
         for (int64_t d = 0; d < D; ++d) dbeta[d] += gy[d];
     }
-  } else if (dgamma != nullptr || dbeta != nullptr) {
-    for (int64_t d = 0; d < D; ++d) {
+    if (propagate_down[0]) {
+      float* dx = bottom[0]->diff().ptr();
+      for (int64_t o = 0; o < outer_; ++o)
+        for (int64_t d = 0; d < D; ++d) dx[o * D + d] = dy[o * D + d] * g[d];
+    }
+    return;
+  }
+
+  // Per scale entry d, on all threads: its sums and its bottom gradient in
+  // one sweep over its rows while they are in cache.
+  float* dx = propagate_down[0] ? bottom[0]->diff().ptr() : nullptr;
+  parallel_ranges(D, parallel_grain / std::max<int64_t>(outer_ * I, 1), [&](int64_t begin, int64_t end) {
+    for (int64_t d = begin; d < end; ++d) {
       double sum_xy = 0.0, sum_y = 0.0;
+      const float scale = g[d];
       for (int64_t o = 0; o < outer_; ++o) {
         const float* gy = dy + (o * D + d) * I;
-        const float* in = x + (o * D + d) * I;
-        float s1, s2;
-        detail::lane_sum2(
-            I, [&](int64_t i) { return gy[i] * in[i]; }, [&](int64_t i) { return gy[i]; }, s1, s2);
-        sum_xy += s1;
-        sum_y += s2;
+        if (dgamma != nullptr || dbeta != nullptr) {
+          const float* in = x + (o * D + d) * I;
+          float s1, s2;
+          detail::lane_sum2(
+              I, [&](int64_t i) { return gy[i] * in[i]; }, [&](int64_t i) { return gy[i]; }, s1, s2);
+          sum_xy += s1;
+          sum_y += s2;
+        }
+        if (dx != nullptr) {
+          float* out = dx + (o * D + d) * I;
+          for (int64_t i = 0; i < I; ++i) out[i] = gy[i] * scale;
+        }
       }
       if (dgamma != nullptr) dgamma[d] += static_cast<float>(sum_xy);
       if (dbeta != nullptr) dbeta[d] += static_cast<float>(sum_y);
     }
-  }
-
-  if (!propagate_down[0]) return;
-  float* dx = bottom[0]->diff().ptr();
-  for (int64_t o = 0; o < outer_; ++o) {
-    if (I == 1) {
-      for (int64_t d = 0; d < D; ++d) dx[o * D + d] = dy[o * D + d] * g[d];
-      continue;
-    }
-    for (int64_t d = 0; d < D; ++d) {
-      const float* gy = dy + (o * D + d) * I;
-      float* out = dx + (o * D + d) * I;
-      const float scale = g[d];
-      for (int64_t i = 0; i < I; ++i) out[i] = gy[i] * scale;
-    }
-  }
+  });
 }
 
 TAIHU_REGISTER_LAYER("Scale", ScaleLayer);

@@ -1,5 +1,8 @@
 #include "core/layers/split.hpp"
 
+#include <algorithm>
+
+#include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
 
 namespace taihu {
@@ -18,11 +21,14 @@ void SplitLayer::backward(const BlobVec& top, const std::vector<bool>& propagate
   if (!propagate_down[0]) return;
   float* out = bottom[0]->diff().ptr();
   const int64_t n = bottom[0]->count();
-  bottom[0]->diff().copy_from(top[0]->diff());
-  for (size_t t = 1; t < top.size(); ++t) {
-    const float* in = top[t]->diff().ptr();
-    for (int64_t i = 0; i < n; ++i) out[i] += in[i];
-  }
+  // Block by block, all tops at once: each block of the sum is written once.
+  parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) {
+    std::copy(top[0]->diff().ptr() + begin, top[0]->diff().ptr() + end, out + begin);
+    for (size_t t = 1; t < top.size(); ++t) {
+      const float* in = top[t]->diff().ptr();
+      for (int64_t i = begin; i < end; ++i) out[i] += in[i];
+    }
+  });
 }
 
 TAIHU_REGISTER_LAYER("Split", SplitLayer);

@@ -229,29 +229,38 @@ void Net::reshape_all() {
 
 float Net::forward() {
   float loss = 0.0f;
-  for (auto& node : layers_) {
-    if (!node.active(phase_)) continue;
-    node.layer->reshape(node.bottom, node.top);
-    node.layer->forward(node.bottom, node.top);
-    if (node.loss_weight != 0.0f) {
-      const Tensor& out = node.top[0]->data();
-      double sum = 0.0;
-      for (int64_t i = 0; i < out.count(); ++i) sum += out[i];
-      loss += node.loss_weight * static_cast<float>(sum);
-    }
-  }
+  for (size_t i = 0; i < layers_.size(); ++i) loss += forward_layer(i);
   return loss;
 }
 
+float Net::forward_layer(size_t i) {
+  Node& node = layers_[i];
+  if (!node.active(phase_)) return 0.0f;
+  node.layer->reshape(node.bottom, node.top);
+  node.layer->forward(node.bottom, node.top);
+  if (node.loss_weight == 0.0f) return 0.0f;
+  const Tensor& out = node.top[0]->data();
+  double sum = 0.0;
+  for (int64_t k = 0; k < out.count(); ++k) sum += out[k];
+  return node.loss_weight * static_cast<float>(sum);
+}
+
 void Net::backward() {
+  begin_backward();
+  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i);
+}
+
+void Net::begin_backward() {
   for (Blob* b : diffs_to_zero_) b->diff().zero();
   for (auto& node : layers_)
     if (node.loss_weight != 0.0f && node.active(phase_)) node.top[0]->diff().fill(node.loss_weight);
-  for (size_t i = layers_.size(); i-- > 0;) {
-    Node& node = layers_[i];
-    if (node.needs_backward && node.active(phase_))
-      node.layer->backward(node.top, node.propagate_down, node.bottom);
-  }
+}
+
+bool Net::backward_layer(size_t i) {
+  Node& node = layers_[i];
+  if (!node.needs_backward || !node.active(phase_)) return false;
+  node.layer->backward(node.top, node.propagate_down, node.bottom);
+  return true;
 }
 
 Blob& Net::blob(const std::string& name) {

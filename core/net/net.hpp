@@ -54,6 +54,15 @@ class Net {
     return loss;
   }
 
+  // The same passes one layer at a time (for profilers): forward() is
+  // forward_layer(i) for every i in order, summed; backward() is
+  // begin_backward() then backward_layer(i) for every i in reverse order.
+  // forward_layer returns layer i's weighted loss (0 when it is inactive);
+  // backward_layer returns whether layer i ran.
+  float forward_layer(size_t i);
+  void begin_backward();
+  bool backward_layer(size_t i);
+
   const std::vector<std::string>& input_names() const { return input_names_; }
   // Blobs that no layer reads: losses, accuracies, predictions.
   const std::vector<std::string>& output_names() const { return output_names_; }
@@ -66,6 +75,8 @@ class Net {
   const Layer& layer(size_t i) const { return *layers_[i].layer; }
   const BlobVec& layer_bottoms(size_t i) const { return layers_[i].bottom; }
   const BlobVec& layer_tops(size_t i) const { return layers_[i].top; }
+  // Which of layer i's bottoms receive a gradient in backward.
+  const std::vector<bool>& layer_propagate_down(size_t i) const { return layers_[i].propagate_down; }
 
   // Every parameter (learnable and state), in layer order.
   std::vector<Param*> params();

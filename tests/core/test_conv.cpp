@@ -224,6 +224,7 @@ TEST_SUITE("conv") {
         {int64_t{32} << 20, 1 << 20, 4096},  // every image batched
         {int64_t{32} << 20, 512, 4096},      // the default
         {20000, 1, 1},                       // one image at a time, in bands
+        {20000, 1, 1, false},                // the same, bottom gradient by col2im
     };
     for (const auto& tuning : tunings) {
       ConvolutionLayer::tuning() = tuning;
@@ -289,6 +290,7 @@ TEST_SUITE("conv") {
     const std::vector<Config> configs = {
         {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {int64_t{32} << 20, 512, 4096}},
         {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {100, 1, 1}},  // row bands
+        {"num_output = 3\nkernel_size = 3\npad = 1", Shape{2, 2, 5, 5}, {100, 1, 1, false}},  // col2im
         {"num_output = 4\nkernel_h = 3\nkernel_w = 2\nstride = 2 1\npad = 1 0\ndilation = 1 2\ngroup = 2",
          Shape{2, 4, 7, 6},
          {int64_t{32} << 20, 512, 4096}},
@@ -297,6 +299,13 @@ TEST_SUITE("conv") {
          {int64_t{32} << 20, 512, 4096}},
         {"num_output = 4\nkernel_size = 1\nbias_term = false", Shape{2, 3, 3, 4}, {64, 1, 1}},  // pointwise, direct
         {"num_output = 2\nkernel_size = 2\nstride = 2\nbias_term = false", Shape{1, 3, 4, 6}, {64, 1, 1}},
+        // One image at a time, stride 1, >= 32 channels per group: the bottom
+        // gradient as a convolution of the top gradient (flipped kernel),
+        // whole images and in bands.
+        {"num_output = 4\nkernel_h = 3\nkernel_w = 2\npad = 2 0\ndilation = 2 1\ngroup = 2",
+         Shape{1, 64, 5, 4},
+         {int64_t{32} << 20, 1, 1}},
+        {"num_output = 3\nkernel_size = 3\nbias_term = false", Shape{1, 32, 6, 5}, {2000, 1, 1}},
     };
     for (const Config& cfg : configs) {
       CAPTURE(cfg.options);
@@ -307,6 +316,35 @@ TEST_SUITE("conv") {
       fill_uniform(x, 5);
       check_gradients(*layer, {&x}, {&y}, tolerance(1e-2f, 2e-3f));
     }
+  }
+
+  TEST_CASE("stride-1 bottom gradient by the flipped-kernel convolution matches GEMM + col2im") {
+    TuningGuard guard;
+    const int saved = blas::threads();
+    blas::set_threads(2);
+    for (const std::string options : {"num_output = 40\nkernel_size = 3\npad = 1",
+                                      "num_output = 6\nkernel_h = 3\nkernel_w = 5\npad = 0 3\ndilation = 2 1\ngroup = 2",
+                                      "num_output = 8\nkernel_size = 2\nbias_term = false"}) {
+      CAPTURE(options);
+      std::vector<float> results[2];
+      for (bool transposed : {true, false}) {
+        ConvolutionLayer::tuning() = {3000, 1, 1, transposed};  // one image at a time, in bands
+        auto layer = make_layer("Convolution", options);
+        Blob x(Shape{2, 64, 11, 9}), y;
+        fill_uniform(x, 71);
+        layer->setup({&x}, {&y});
+        layer->reshape({&x}, {&y});
+        layer->forward({&x}, {&y});
+        fill_uniform(y, 72);
+        std::copy_n(y.data().ptr(), y.count(), y.diff().ptr());
+        x.diff().fill(42.0f);  // overwritten
+        layer->backward({&y}, {true}, {&x});
+        results[transposed ? 0 : 1].assign(x.diff().ptr(), x.diff().ptr() + x.count());
+      }
+      for (size_t i = 0; i < results[0].size(); ++i)
+        REQUIRE(results[0][i] == doctest::Approx(results[1][i]).epsilon(1e-4).scale(1.0));
+    }
+    blas::set_threads(saved);
   }
 
   TEST_CASE("convolution backward accumulates parameter gradients and respects propagate_down") {

@@ -1,0 +1,116 @@
+// The memory-bound layers split large tensors over the thread pool (by
+// channel, row or block): on two threads they must give exactly what one
+// thread gives, and BatchNorm must still match the direct formula.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/blas/blas.hpp"
+#include "support/layer_fixture.hpp"
+
+using namespace taihu;
+using namespace taihu::testing;
+
+namespace {
+
+struct Case {
+  std::string type, options;
+  std::vector<Shape> bottoms;
+  int tops = 1;
+};
+
+// Forward then backward (random top diffs) of a fresh layer; returns every
+// top, bottom diff and parameter diff, flattened.
+std::vector<std::vector<float>> run(const Case& c, Phase phase) {
+  auto layer = make_layer(c.type, c.options);
+  layer->set_phase(phase);
+  std::vector<Blob> bottoms, tops(static_cast<size_t>(c.tops));
+  for (const Shape& s : c.bottoms) bottoms.emplace_back(s);
+  BlobVec bottom, top;
+  for (size_t i = 0; i < bottoms.size(); ++i) {
+    fill_uniform(bottoms[i], 41 + i, -2.0f, 2.0f);
+    bottom.push_back(&bottoms[i]);
+  }
+  for (auto& t : tops) top.push_back(&t);
+  layer->setup(bottom, top);
+  layer->reshape(bottom, top);
+  layer->forward(bottom, top);
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < tops.size(); ++i) {
+    out.emplace_back(tops[i].data().ptr(), tops[i].data().ptr() + tops[i].count());
+    Rng rng(51 + i);
+    for (int64_t k = 0; k < tops[i].count(); ++k) tops[i].diff()[k] = rng.uniform(-1.0f, 1.0f);
+  }
+  for (auto& p : layer->params()) p.blob->diff().fill(0.5f);  // gradients accumulate onto it
+  layer->backward(top, std::vector<bool>(bottom.size(), true), bottom);
+  for (const auto& b : bottoms) out.emplace_back(b.diff().ptr(), b.diff().ptr() + b.count());
+  for (const auto& p : layer->params())
+    out.emplace_back(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count());
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("threads") {
+  TEST_CASE("memory-bound layers on two threads match one thread") {
+    // 2 x 24 x 48 x 48 = 110592 values: several pieces of parallel_grain.
+    const Shape big{2, 24, 48, 48};
+    const std::vector<Case> cases = {
+        {"BatchNorm", "", {big}},
+        {"Scale", "bias_term = true", {big}},
+        {"Scale", "", {big, Shape{24}}},
+        {"ReLU", "", {big}},
+        {"ReLU", "negative_slope = 0.1", {big}},
+        {"Eltwise", "", {big, big}},
+        {"Eltwise", "coeff = 0.5 -2", {big, big}},
+        {"Eltwise", "", {big, big, big}},
+        {"Split", "", {big}, 3},
+        {"Pooling", "kernel_size = 3\nstride = 2\npool = max", {big}},
+        {"Pooling", "kernel_size = 3\nstride = 2\npad = 1\npool = ave", {big}},
+    };
+    const int saved = blas::threads();
+    for (const Case& c : cases)
+      for (Phase phase : {Phase::train, Phase::test}) {
+        CAPTURE(c.type);
+        CAPTURE(c.options);
+        CAPTURE(c.bottoms.size());
+        blas::set_threads(1);
+        const auto one = run(c, phase);
+        blas::set_threads(2);
+        const auto two = run(c, phase);
+        REQUIRE(one.size() == two.size());
+        for (size_t b = 0; b < one.size(); ++b) REQUIRE(one[b] == two[b]);
+      }
+    blas::set_threads(saved);
+  }
+
+  TEST_CASE("BatchNorm on two threads matches the direct formula") {
+    const int saved = blas::threads();
+    blas::set_threads(2);
+    auto bn = make_layer("BatchNorm");
+    Blob x(Shape{2, 24, 48, 48}), y;
+    fill_uniform(x, 61, -1.0f, 3.0f);
+    bn->setup({&x}, {&y});
+    bn->reshape({&x}, {&y});
+    bn->forward({&x}, {&y});
+    const int64_t N = 2, C = 24, S = 48 * 48;
+    for (int64_t c = 0; c < C; ++c) {
+      double mean = 0.0, var = 0.0;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; ++i) mean += x.data()[(n * C + c) * S + i];
+      mean /= static_cast<double>(N * S);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; ++i) var += std::pow(x.data()[(n * C + c) * S + i] - mean, 2);
+      var /= static_cast<double>(N * S);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; i += 97) {
+          const int64_t j = (n * C + c) * S + i;
+          REQUIRE(y.data()[j] == doctest::Approx((x.data()[j] - mean) / std::sqrt(var + 1e-5)).epsilon(1e-4));
+        }
+    }
+    blas::set_threads(saved);
+  }
+}
