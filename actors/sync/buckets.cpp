@@ -17,17 +17,22 @@ Buckets::Buckets(Net& net, std::size_t bucket_bytes) {
   };
   for (std::size_t layer = net.num_layers(); layer-- > 0;) {
     auto& params = net.layer(layer).params();
+    // A layer's params stay together: a bucket that would need only part of
+    // a layer waits for that layer's backward anyway.
+    std::size_t layer_elements = 0;
+    for (const Param& p : params)
+      if (p.learnable) layer_elements += static_cast<std::size_t>(p.blob->count());
+    if (layer_elements == 0) continue;
+    const bool fits = bucket_bytes == 0 || (current.elements + layer_elements) * sizeof(float) <= bucket_bytes;
+    if (!current.slices.empty() && !fits) close();
     for (std::size_t k = params.size(); k-- > 0;) {
       Param& p = params[k];
-      if (!p.learnable) continue;
       const auto count = static_cast<std::size_t>(p.blob->count());
-      if (count == 0) continue;
-      const bool fits = bucket_bytes == 0 || (current.elements + count) * sizeof(float) <= bucket_bytes;
-      if (!current.slices.empty() && !fits) close();
+      if (!p.learnable || count == 0) continue;
       current.slices.push_back(BucketSlice{&p, current.elements, count});
       current.elements += count;
-      current.first_layer = layer;
     }
+    current.first_layer = layer;
   }
   close();
 }

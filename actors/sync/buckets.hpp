@@ -4,8 +4,8 @@
 // `bucket_bytes` each, so that one collective moves many small gradients at
 // once and starts as soon as the bucket's lowest layer has run backward.
 //
-// A parameter is never split: one larger than `bucket_bytes` gets a bucket of
-// its own. bucket_bytes = 0 means one bucket for everything (swCaffe's "pack
+// A layer's params are never split between buckets: a layer larger than
+// `bucket_bytes` gets a bucket of its own. bucket_bytes = 0 means one bucket for everything (swCaffe's "pack
 // everything"). Each bucket is a contiguous float buffer laid out as its
 // params in bucket order; pack() copies the params' diffs into one,
 // unpack() writes a (reduced) buffer back, scaled.

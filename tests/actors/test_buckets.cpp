@@ -53,7 +53,7 @@ std::unique_ptr<Net> make_mlp() {
 }  // namespace
 
 TEST_SUITE("buckets") {
-  TEST_CASE("params are bucketed in backward order, never split, within the byte limit") {
+  TEST_CASE("params are bucketed in backward order, layers never split, within the byte limit") {
     auto net = make_mlp();
     const std::size_t ip1 = 0, ip2 = 2;  // layer indices
     REQUIRE(net->layer(ip1).name() == "ip1");
@@ -73,21 +73,21 @@ TEST_SUITE("buckets") {
       CHECK(b[0].slices[3].param->name == "ip1/weight");
       CHECK(b[0].slices[3].offset == 4 + 96 + 24);
     }
-    SUBCASE("500 bytes: ip2 and ip1's bias share a bucket, ip1's weight is too big to join") {
+    SUBCASE("500 bytes: ip2 alone (ready after ip2's backward); ip1 is too big to join it") {
       sync::Buckets b(*net, 500);
       REQUIRE(b.size() == 2);
-      CHECK(b[0].elements == 4 + 96 + 24);
-      CHECK(b[0].first_layer == ip1);
-      CHECK(b[1].elements == 864);
-      CHECK(b.ready_after(ip1) == std::vector<std::uint32_t>{0, 1});
-    }
-    SUBCASE("400 bytes: ip2 alone is ready after ip2's backward") {
-      sync::Buckets b(*net, 400);
-      REQUIRE(b.size() == 3);
-      CHECK(b[0].elements == 100);
+      CHECK(b[0].elements == 4 + 96);
       CHECK(b[0].first_layer == ip2);
+      CHECK(b[1].elements == 24 + 864);
+      CHECK(b[1].first_layer == ip1);
       CHECK(b.ready_after(ip2) == std::vector<std::uint32_t>{0});
+      CHECK(b.ready_after(ip1) == std::vector<std::uint32_t>{1});
       CHECK(b.total_elements() == 988);
+    }
+    SUBCASE("4000 bytes: both layers fit in one bucket") {
+      sync::Buckets b(*net, 4000);
+      REQUIRE(b.size() == 1);
+      CHECK(b[0].elements == 988);
     }
   }
 

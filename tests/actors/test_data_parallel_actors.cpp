@@ -99,7 +99,7 @@ TEST_SUITE("data_parallel") {
       for (std::size_t i = 0; i < start.size(); ++i) moved = std::max(moved, double(std::abs(reference[i] - start[i])));
       REQUIRE(moved > 1e-2);  // training really moved the weights
       for (const char* algorithm : {"ring", "rabenseifner", "topology_aware", "hierarchical", "auto"}) {
-        // 0.0005 MB: two buckets (ip2 + ip1's bias, then ip1's weight).
+        // 0.0005 MB: two buckets (ip2, then ip1).
         for (const char* bucket_mb : {"0", "0.0005"}) {
           CAPTURE(n);
           CAPTURE(algorithm);
