@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
       // default workers x BLAS threads stays within the cores.
       if (doc.section("blas").get_or<int>("threads", 0) == 0)
         blas::set_threads(std::max(1, blas::available_cores() / static_cast<int>(workers)));
-      if (cl.has_flag("resume")) throw ConfigError("command line: --resume is not supported yet with workers > 1");
       compute::DataParallelTrainer trainer(std::move(doc), progress);
+      if (auto resume = cl.flag("resume")) trainer.resume(*resume);
       report = trainer.run();
     } else {
       Trainer trainer(std::move(doc), progress);

@@ -33,8 +33,13 @@
 // actors and throw WorkerFailure naming the rank and the reason. Every wait
 // is bounded, so a failure never hangs.
 //
-// Not done yet: checkpoints and --resume for N workers.
+// Checkpoints: rank 0 writes [output] checkpoint after every epoch and every
+// checkpoint_every iterations (all replicas hold the same weights and solver
+// state). resume() restores it into every replica; layers' random generators
+// are restored on rank 0 only, so a resumed run is bit-exact for nets without
+// random layers (dropout on ranks > 0 draws new masks).
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +67,8 @@ class DataParallelTrainer {
                                WorkerFault fault = {});
   ~DataParallelTrainer();
 
+  // Continues from a checkpoint of the same configuration (call before run()).
+  void resume(const std::filesystem::path& checkpoint);
   TrainReport run();
 
   int workers() const;

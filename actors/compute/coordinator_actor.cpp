@@ -66,6 +66,10 @@ struct DataParallelTrainer::Impl {
   std::string net_name;
   int64_t parameters = 0;
   MetricsLog metrics;
+  std::filesystem::path checkpoint_path;
+  int64_t checkpoint_every = 0;
+  bool keep_all = false;
+  TrainPosition start;
   std::vector<std::vector<float>> final_parameters;
 };
 
@@ -168,14 +172,15 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
                  im.algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
   }
 
-  // Output: metrics as the Trainer writes them; no checkpoints yet.
+  // Output, as the Trainer writes it.
   const config::Section& output = d.section("output");
   const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
   const std::string metrics = output.get_or<std::string>("metrics", "metrics.jsonl");
   if (!metrics.empty()) im.metrics = MetricsLog(dir / metrics);
-  if (!output.get_or<std::string>("checkpoint", "").empty() || output.get_or<int64_t>("checkpoint_every", 0) > 0)
-    spdlog::warn("checkpoints are not written yet with workers > 1");
-  output.get_or<bool>("keep_all", false);
+  const std::string checkpoint = output.get_or<std::string>("checkpoint", "checkpoint.ckpt");
+  if (!checkpoint.empty()) im.checkpoint_path = dir / checkpoint;
+  im.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
+  im.keep_all = output.get_or<bool>("keep_all", false);
 
   d.section("blas").mark_all_used();
   d.reject_unused();
@@ -186,6 +191,18 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
 DataParallelTrainer::~DataParallelTrainer() = default;
 
 int DataParallelTrainer::workers() const { return impl_->ranks; }
+
+void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
+  Impl& im = *impl_;
+  require(!im.models.empty(), "DataParallelTrainer::resume() must come before run()");
+  const Checkpoint c = load_checkpoint(checkpoint);
+  for (auto& m : im.models) {
+    im.start = restore_checkpoint(c, *m->net, *m->solver, im.settings.seed, m->rank == 0);
+    m->train->seek(im.start.epoch, im.start.batch);
+  }
+  spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
+               im.start.batch, c.iteration);
+}
 
 const std::vector<std::vector<float>>& DataParallelTrainer::final_parameters() const {
   return impl_->final_parameters;
@@ -274,14 +291,22 @@ TrainReport DataParallelTrainer::run() {
       std::vector<EpochResult> history;
       double train_seconds = 0.0, exposed = 0.0;
       int64_t trained = 0;
-      for (int64_t epoch = 0; epoch < im.settings.epochs; ++epoch) {
+      // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
+      auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
+        if (im.checkpoint_path.empty()) return;
+        ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
+            epoch, batch, elapsed, loss_sum);
+      };
+      double elapsed = im.start.elapsed_seconds;
+      for (int64_t epoch = im.start.epoch; epoch < im.settings.epochs; ++epoch) {
         EpochResult result;
         result.epoch = epoch + 1;
         Progress progress(fmt::format("epoch {}/{}", epoch + 1, im.settings.epochs), im.per_epoch, report.batch_size,
                           im.progress_mode, im.settings.display);
         const auto start = Clock::now();
-        double loss_sum = 0.0;
-        for (int64_t batch = 0; batch < im.per_epoch; ++batch) {
+        const int64_t first_batch = epoch == im.start.epoch ? im.start.batch : 0;
+        double loss_sum = epoch == im.start.epoch ? im.start.epoch_loss_sum : 0.0;
+        for (int64_t batch = first_batch; batch < im.per_epoch; ++batch) {
           iteration = static_cast<std::uint64_t>(epoch * im.per_epoch + batch);
           for (auto& w : workers) self->send(w, msg::Step{iteration});
           std::vector<bool> done(static_cast<std::size_t>(im.ranks), false);
@@ -332,13 +357,17 @@ TrainReport DataParallelTrainer::run() {
                               {"iteration", static_cast<int64_t>(iteration + 1)},
                               {"loss", loss},
                               {"images_per_second", progress.items_per_second()}});
+          if (im.checkpoint_every > 0 && (iteration + 1) % static_cast<std::uint64_t>(im.checkpoint_every) == 0 &&
+              batch + 1 < im.per_epoch)
+            save(epoch, batch + 1, elapsed + std::chrono::duration<double>(Clock::now() - start).count(), loss_sum);
         }
         result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         result.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(im.per_epoch, 1));
         result.images_per_second =
-            static_cast<double>(im.per_epoch * report.batch_size) / std::max(result.seconds, 1e-9);
+            static_cast<double>((im.per_epoch - first_batch) * report.batch_size) / std::max(result.seconds, 1e-9);
         train_seconds += result.seconds;
-        trained += im.per_epoch;
+        trained += im.per_epoch - first_batch;
+        elapsed += result.seconds;
         progress.finish(fmt::format("train loss {:.4f}", result.train_loss));
         ask(0, "the evaluation request",
             [&](double loss, double accuracy) {
@@ -356,6 +385,7 @@ TrainReport DataParallelTrainer::run() {
                           {"train_loss", result.train_loss},
                           {"images_per_second", result.images_per_second}});
         history.push_back(result);
+        save(epoch + 1, 0, elapsed, 0.0);
       }
       for (int r = 0; r < im.ranks; ++r) {
         ask(r, "the parameter request",
@@ -364,9 +394,11 @@ TrainReport DataParallelTrainer::run() {
       report.epochs = im.settings.epochs;
       report.iterations = im.settings.epochs * im.per_epoch;
       report.history = history;
-      report.train_loss = history.back().train_loss;
-      report.test_loss = history.back().test_loss;
-      report.test_accuracy = history.back().test_accuracy;
+      if (!history.empty()) {
+        report.train_loss = history.back().train_loss;
+        report.test_loss = history.back().test_loss;
+        report.test_accuracy = history.back().test_accuracy;
+      }
       report.seconds = train_seconds;
       report.images_per_second =
           train_seconds > 0 ? static_cast<double>(trained * report.batch_size) / train_seconds : 0.0;
@@ -388,6 +420,9 @@ TrainReport DataParallelTrainer::run() {
       }
   }
   if (failure) {
+    if (!im.checkpoint_path.empty() && std::filesystem::exists(im.checkpoint_path))
+      failure.emplace(failure->rank(), fmt::format("{}. The last checkpoint '{}' is intact.", failure->what(),
+                                                    im.checkpoint_path.string()));
     spdlog::error("{}", failure->what());
     throw *failure;
   }

@@ -180,6 +180,14 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
         const auto& s = self->state;
         return caf::make_message(s.iteration, s.in_step, static_cast<std::uint64_t>(s.pending));
       },
+      [=](msg::save_atom, const std::string& path, bool keep_all, std::int64_t epoch, std::int64_t batch,
+          double elapsed, double epoch_loss_sum) {
+        auto& m = *self->state.model;
+        save_checkpoint_files(
+            capture_checkpoint(*m.net, *m.solver, m.settings.seed, TrainPosition{epoch, batch, elapsed, epoch_loss_sum}),
+            path, keep_all);
+        return true;
+      },
       [=](msg::eval_atom) {
         auto& m = *self->state.model;
         require(m.test != nullptr, "worker {} has no test data", m.rank);

@@ -15,6 +15,8 @@
 //                            the sender of Step
 //   eval_atom                -> (double loss, double accuracy) on the test set
 //   stats_atom               -> (uint64 iteration, bool in_step, uint64 buckets pending)
+//   (save_atom, path, keep_all, epoch, batch, elapsed, epoch_loss_sum)
+//                            -> true once this replica's checkpoint is on disk
 // An exception (or a malformed Reduced) terminates the worker with the reason
 // as its exit error, which the coordinator sees through its monitor.
 //

@@ -6,16 +6,19 @@
 // the same config the same way.
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "core/config/config.hpp"
+#include "core/train/checkpoint.hpp"
 
 namespace taihu {
 
 class Net;
 class Dataset;
 class BatchSource;
+class Solver;
 
 struct TrainSettings {
   int64_t epochs = 1;
@@ -50,5 +53,21 @@ struct Evaluation {
 // One pass over `test` in the test phase; leaves the net in the train phase at
 // `train_batch` samples.
 Evaluation evaluate(Net& net, BatchSource& test, const TrainSettings& settings, int64_t train_batch);
+
+// Where a run stands, as a checkpoint stores it.
+struct TrainPosition {
+  int64_t epoch = 0;  // completed epochs
+  int64_t batch = 0;  // batches done in the current epoch
+  double elapsed_seconds = 0.0;
+  double epoch_loss_sum = 0.0;
+};
+
+// A checkpoint of a net, its solver and a position.
+Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position);
+// Restores params and solver state (and, if `rngs`, every layer's random
+// generator) after checking that the checkpoint fits; returns its position.
+TrainPosition restore_checkpoint(const Checkpoint& checkpoint, Net& net, Solver& solver, uint64_t seed, bool rngs);
+// Saves to `path`, and with keep_all also to "<stem>-iter<N><ext>" beside it.
+void save_checkpoint_files(const Checkpoint& checkpoint, const std::filesystem::path& path, bool keep_all);
 
 }  // namespace taihu

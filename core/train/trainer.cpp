@@ -123,46 +123,15 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
 Trainer::~Trainer() = default;
 
 Checkpoint Trainer::make_checkpoint() const {
-  Checkpoint c;
-  c.net_name = net_->name();
-  c.iteration = solver_->iteration();
-  c.epoch = epoch_;
-  c.batch = batch_;
-  c.seed = seed_;
-  c.elapsed_seconds = elapsed_;
-  c.epoch_loss_sum = epoch_loss_sum_;
-  const Net& net = *net_;
-  for (const Param* p : net.params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
-  for (auto& [name, tensor] : solver_->state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
-  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
-  return c;
+  return capture_checkpoint(*net_, *solver_, seed_, TrainPosition{epoch_, batch_, elapsed_, epoch_loss_sum_});
 }
 
 void Trainer::restore(const Checkpoint& c) {
-  require(c.net_name == net_->name(), "checkpoint is for net '{}', not '{}'", c.net_name, net_->name());
-  require(c.seed == seed_, "checkpoint was made with seed {}, the config says {}", c.seed, seed_);
-  auto params = net_->params();
-  require(params.size() == c.params.size(), "checkpoint has {} parameter blobs, the net has {}",
-          c.params.size(), params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    require(params[i]->name == c.params[i].name, "checkpoint parameter {} is '{}', the net has '{}'", i,
-            c.params[i].name, params[i]->name);
-    c.params[i].restore_into(params[i]->blob->data());
-  }
-  auto state = solver_->state();
-  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
-          c.solver_state.size(), state.size());
-  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
-  for (size_t i = 0; i < net_->num_layers() && i < c.rngs.size(); ++i) {
-    require(c.rngs[i].first == net_->layer(i).name(), "checkpoint layer {} is '{}', the net has '{}'", i,
-            c.rngs[i].first, net_->layer(i).name());
-    net_->layer(i).rng().set_state(c.rngs[i].second);
-  }
-  solver_->set_iteration(c.iteration);
-  epoch_ = c.epoch;
-  batch_ = c.batch;
-  elapsed_ = c.elapsed_seconds;
-  epoch_loss_sum_ = c.epoch_loss_sum;
+  const TrainPosition position = restore_checkpoint(c, *net_, *solver_, seed_, true);
+  epoch_ = position.epoch;
+  batch_ = position.batch;
+  elapsed_ = position.elapsed_seconds;
+  epoch_loss_sum_ = position.epoch_loss_sum;
 }
 
 void Trainer::resume(const std::filesystem::path& checkpoint) {
@@ -175,14 +144,7 @@ void Trainer::write_checkpoint(double unaccounted_seconds) {
   if (checkpoint_path_.empty()) return;
   Checkpoint c = make_checkpoint();
   c.elapsed_seconds += unaccounted_seconds;
-  save_checkpoint(c, checkpoint_path_);
-  if (keep_all_checkpoints_) {
-    auto numbered = checkpoint_path_;
-    numbered.replace_filename(fmt::format("{}-iter{}{}", checkpoint_path_.stem().string(), c.iteration,
-                                          checkpoint_path_.extension().string()));
-    save_checkpoint(c, numbered);
-  }
-  spdlog::debug("checkpoint written to '{}'", checkpoint_path_.string());
+  save_checkpoint_files(c, checkpoint_path_, keep_all_checkpoints_);
 }
 
 void Trainer::evaluate(EpochResult& result) {

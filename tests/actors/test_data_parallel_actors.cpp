@@ -12,6 +12,7 @@
 
 #include "actors/compute/coordinator.hpp"
 #include "core/net/net.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/trainer.hpp"
 #include "support/temp_dir.hpp"
 
@@ -211,5 +212,48 @@ TEST_SUITE("data_parallel") {
                          doctest::Contains("workers = 2"), ConfigError);
     CHECK_THROWS_WITH_AS(Trainer(load(dir, app_config(dir, 2, 4)), Progress::Mode::quiet),
                          doctest::Contains("actor runtime"), ConfigError);
+  }
+}
+
+TEST_SUITE("data_parallel") {
+  TEST_CASE("checkpoints: resuming N workers continues their trajectory; a failure keeps the last checkpoint") {
+    TempDir dir;
+    auto config = [&](int epochs, const std::string& checkpoint) {
+      std::string text = app_config(dir, 2, 4, "algorithm = ring\nbucket_mb = 0.0005\nstep_timeout = 20\n");
+      text.replace(text.find("epochs = 1"), 10, "epochs = " + std::to_string(epochs));
+      text.replace(text.find("checkpoint = "), 13, "checkpoint_every = 4\ncheckpoint = " + checkpoint);
+      return load(dir, text);
+    };
+    compute::DataParallelTrainer straight(config(2, "straight.ckpt"), Progress::Mode::quiet);
+    straight.run();
+    // 6 iterations per epoch: checkpoints at iteration 4 (epoch 1, batch 4) and after each epoch.
+    compute::DataParallelTrainer first(config(1, "first.ckpt"), Progress::Mode::quiet);
+    first.run();
+    const Checkpoint c = load_checkpoint(dir / "out/first.ckpt");
+    CHECK(c.epoch == 1);
+    CHECK(c.iteration == 6);
+    compute::DataParallelTrainer resumed(config(2, "resumed.ckpt"), Progress::Mode::quiet);
+    resumed.resume(dir / "out/first.ckpt");
+    const TrainReport report = resumed.run();
+    CHECK(report.history.size() == 1);
+    REQUIRE(resumed.final_parameters().size() == 2);
+    CHECK(resumed.final_parameters()[0] == straight.final_parameters()[0]);
+    CHECK(resumed.final_parameters()[1] == straight.final_parameters()[1]);
+
+    compute::WorkerFault fault;
+    fault.kind = compute::WorkerFault::Kind::throw_in_step;
+    fault.rank = 1;
+    fault.iteration = 5;
+    compute::DataParallelTrainer failing(config(1, "failing.ckpt"), Progress::Mode::quiet, fault);
+    try {
+      failing.run();
+      FAIL("run() should have thrown");
+    } catch (const compute::WorkerFailure& e) {
+      CHECK(e.rank() == 1);
+      CHECK_MESSAGE(std::string(e.what()).find("failing.ckpt' is intact") != std::string::npos, e.what());
+    }
+    const Checkpoint kept = load_checkpoint(dir / "out/failing.ckpt");
+    CHECK(kept.iteration == 4);
+    CHECK(kept.batch == 4);
   }
 }
