@@ -14,6 +14,8 @@
 //   step_timeout = 60          # seconds a worker may take for one step
 //   compute_slots = 0          # workers computing at once; 0 = cores / BLAS threads
 //   scheduler_threads = 0      # CAF threads for the shard actors; 0 = min(2, cores)
+//   scheduler = sharing        # CAF policy: sharing (threads sleep on a condition
+//                              # variable) or stealing (idle threads poll, #737)
 //   [topology]                 # optional, see actors/sync/topology.hpp; ranks = workers.
 //                              # Default: one group, in-process link costs.
 // `auto` picks each bucket's algorithm with the α-β-γ cost model and logs the

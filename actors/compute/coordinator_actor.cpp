@@ -57,6 +57,7 @@ struct DataParallelTrainer::Impl {
   double step_timeout = 60.0;
   int compute_slots = 0;
   int scheduler_threads = 0;
+  std::string scheduler = "sharing";
   std::optional<sync::Topology> topology;
   std::vector<std::shared_ptr<WorkerModel>> models;
   std::vector<std::size_t> bucket_elements;
@@ -96,6 +97,7 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   if (im.compute_slots < 0) throw sync_section.error("compute_slots", "must not be negative");
   im.scheduler_threads = sync_section.get_or<int>("scheduler_threads", 0);
   if (im.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
+  im.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
   if (const config::Section* t = d.find("topology")) {
     im.topology.emplace(sync::Topology::from_config(*t));
     if (im.topology->ranks() != im.ranks)
@@ -221,6 +223,7 @@ TrainReport DataParallelTrainer::run() {
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
   cfg.set("scheduler.max-threads", scheduler_threads);
+  cfg.set("scheduler.policy", im.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
   cfg.set("work-stealing.aggressive-poll-attempts", 10);
   caf::actor_system system{cfg};
 
