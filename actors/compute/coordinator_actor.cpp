@@ -342,7 +342,12 @@ TrainReport DataParallelTrainer::run() {
                 self->request(workers[static_cast<std::size_t>(r)], probe, msg::stats_atom_v)
                     .receive([](std::uint64_t, bool, std::uint64_t) {}, [&](caf::error&) { late = r; });
               }
-              if (late < 0) late = static_cast<int>(std::find(done.begin(), done.end(), false) - done.begin());
+              if (late < 0) {
+                late = static_cast<int>(std::find(done.begin(), done.end(), false) - done.begin());
+                throw WorkerFailure(late, fmt::format("iteration {} not done within step_timeout = {} s: worker {} "
+                                                      "(and maybe others) still waits for its reductions",
+                                                      iteration, im.step_timeout, late));
+              }
               throw WorkerFailure(late, fmt::format("worker {} stalled: iteration {} not done within step_timeout = {} s",
                                                     late, iteration, im.step_timeout));
             }
