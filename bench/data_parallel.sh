@@ -20,7 +20,7 @@ run() {
     python3 - "$name" "$out/r.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[2]))
-print(f"{sys.argv[1]:44s} {r['images_per_second']:8.0f} img/s  exposed comm {r.get('exposed_comm_seconds', 0):6.3f} s  "
+print(f"{sys.argv[1]:44s} {r['images_per_second']:8.0f} img/s  exposed comm {r.get('exposed_comm_seconds', 0):6.3f} s  hidden {r.get('comm_hidden_fraction', 0):.2f}  "
       f"buckets {[b['algorithm'] for b in r.get('buckets', [])]}")
 PY
   done

@@ -30,6 +30,14 @@
 // never exceeds the cores; with more workers than cores the slots serialise
 // the extra workers instead of oversubscribing.
 //
+// Report: the Trainer's keys, plus `workers`, `buckets` (elements, algorithm,
+// predicted seconds), `exposed_comm_seconds` (per worker, summed over the
+// iterations: backward ended -> last bucket reduced, including waiting for
+// slower peers) and `comm_hidden_fraction` (of all buckets' collective wall
+// time, GradientReady sent -> reduced, the share that passed before the
+// sending worker's backward ended; on 2 busy cores that overlap is time
+// sharing, not free parallelism).
+//
 // Failures: a worker that throws, stalls past step_timeout or sends a
 // wrong-sized gradient (its shard actor rejects it) makes run() stop all
 // actors and throw WorkerFailure naming the rank and the reason. Every wait

@@ -292,7 +292,7 @@ TrainReport DataParallelTrainer::run() {
       for (int r = 1; r < im.ranks; ++r) self->send(workers[static_cast<std::size_t>(r)], p0);
 
       std::vector<EpochResult> history;
-      double train_seconds = 0.0, exposed = 0.0;
+      double train_seconds = 0.0, exposed = 0.0, comm = 0.0, hidden = 0.0;
       int64_t trained = 0;
       // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
       auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
@@ -329,6 +329,8 @@ TrainReport DataParallelTrainer::run() {
                     ++got;
                     loss += d.loss;
                     exposed += d.stats.exposed_comm_seconds / im.ranks;
+                    comm += d.stats.comm_seconds;
+                    hidden += d.stats.hidden_comm_seconds;
                   },
                   on_down, caf::after(left) >> [&] { timed_out = true; });
             }
@@ -411,6 +413,7 @@ TrainReport DataParallelTrainer::run() {
       report.images_per_second =
           train_seconds > 0 ? static_cast<double>(trained * report.batch_size) / train_seconds : 0.0;
       report.exposed_comm_seconds = exposed;
+      report.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
     } catch (const WorkerFailure& f) {
       failure.emplace(f);
     } catch (...) {

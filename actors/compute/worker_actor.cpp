@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -30,6 +31,7 @@ struct WorkerState {
 
   std::shared_ptr<WorkerModel> model;
   std::vector<msg::TensorPayload> buffers;  // per bucket, reused between iterations
+  std::vector<Clock::time_point> sent_at;   // per bucket, this iteration
   caf::actor coordinator;
   bool in_step = false;
   std::uint64_t iteration = 0;
@@ -65,6 +67,7 @@ void send_bucket(Self* self, std::uint32_t b) {
       m.fault.iteration == s.iteration) {
     buffer = msg::TensorPayload::allocate(n + 1);
   }
+  s.sent_at[b] = Clock::now();
   self->send(m.shards[b], msg::GradientReady{b, s.iteration, std::move(buffer)});
   s.buffers[b] = {};
 }
@@ -122,6 +125,7 @@ void finish_step(Self* self) {
 caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
   self->state.model = std::move(model);
   self->state.buffers.resize(self->state.model->buckets->size());
+  self->state.sent_at.resize(self->state.model->buckets->size());
   self->set_exception_handler([](std::exception_ptr& e) -> caf::error {
     try {
       std::rethrow_exception(e);
@@ -171,6 +175,13 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
                 m.rank, r.bucket, r.iteration);
         require(r.bucket < m.buckets->size() && r.buffer.size() == (*m.buckets)[r.bucket].elements,
                 "worker {}: bucket {} came back with {} floats", m.rank, r.bucket, r.buffer.size());
+        // Communication of this bucket: sent -> reduced; hidden while backward ran.
+        const Clock::time_point finished{std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(r.finished_ns))};
+        const Clock::time_point sent = s.sent_at[r.bucket];
+        if (finished > sent) {
+          s.stats.comm_seconds += seconds_between(sent, finished);
+          s.stats.hidden_comm_seconds += seconds_between(sent, std::min(finished, s.backward_end));
+        }
         m.buckets->unpack(r.bucket, r.buffer.data(), 1.0f / static_cast<float>(m.ranks));
         s.buffers[r.bucket] = std::move(r.buffer);
         if (--s.pending == 0) finish_step(self);

@@ -44,7 +44,8 @@ std::string TrainReport::to_json() const {
                                       {"algorithm", buckets[i].algorithm},
                                       {"predicted_seconds", buckets[i].predicted_seconds}});
     }
-    buckets_json += fmt::format("\n  ],\n  \"exposed_comm_seconds\": {:.6g},", exposed_comm_seconds);
+    buckets_json += fmt::format("\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},",
+                                exposed_comm_seconds, comm_hidden_fraction);
   }
   return fmt::format(
       "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"

@@ -72,6 +72,7 @@ struct TrainReport {
   // Data-parallel runs: time a worker waited for reductions after its
   // backward ended, and the share of communication hidden behind backward.
   double exposed_comm_seconds = 0.0;
+  double comm_hidden_fraction = 0.0;  // of the buckets' collective time
 
   std::string to_json() const;
 };

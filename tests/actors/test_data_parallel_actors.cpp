@@ -138,7 +138,7 @@ TEST_SUITE("data_parallel") {
     const TrainReport report = dp.run();
     const std::string json = report.to_json();
     for (const char* key : {"\"net\"", "\"test_accuracy\"", "\"images_per_second\"", "\"history\"", "\"workers\": 2",
-                            "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"exposed_comm_seconds\""})
+                            "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\""})
       CHECK_MESSAGE(json.find(key) != std::string::npos, key);
     CHECK(report.batch_size == 8);
     CHECK(report.test_accuracy > 0.0);
