@@ -3,14 +3,21 @@
 //   taihu-train --config-file=config/lenet-fashion.ini [key=value ...]
 //               [--dump-config] [--report=FILE] [--resume=FILE] [--progress=auto|bar|lines|quiet]
 //               [--log-level=info]
+//
+// workers=N (N > 1) trains N in-process replicas with the actor runtime
+// (actors/compute/coordinator.hpp); batch_size is then per worker.
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
 #include "apps/app_support.hpp"
+#include "actors/compute/coordinator.hpp"
+#include "core/blas/blas.hpp"
+#include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
 #include "core/train/trainer.hpp"
 
@@ -59,9 +66,22 @@ int main(int argc, char** argv) {
     }
     app::setup_blas(doc, argc, argv);
 
-    Trainer trainer(std::move(doc), progress_mode(cl.flag("progress").value_or("auto")));
-    if (auto resume = cl.flag("resume")) trainer.resume(*resume);
-    const TrainReport report = trainer.run();
+    const auto progress = progress_mode(cl.flag("progress").value_or("auto"));
+    TrainReport report;
+    const int64_t workers = doc.root().get_or<int64_t>("workers", 1);
+    if (workers > 1) {
+      // N replicas in this process: the actor runtime (actors/compute). By
+      // default workers x BLAS threads stays within the cores.
+      if (doc.section("blas").get_or<int>("threads", 0) == 0)
+        blas::set_threads(std::max(1, blas::available_cores() / static_cast<int>(workers)));
+      compute::DataParallelTrainer trainer(std::move(doc), progress);
+      if (auto resume = cl.flag("resume")) trainer.resume(*resume);
+      report = trainer.run();
+    } else {
+      Trainer trainer(std::move(doc), progress);
+      if (auto resume = cl.flag("resume")) trainer.resume(*resume);
+      report = trainer.run();
+    }
     spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s",
                  100.0 * report.test_accuracy, report.train_loss, report.images_per_second);
     if (auto path = cl.flag("report")) {

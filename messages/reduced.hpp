@@ -14,11 +14,15 @@ struct Reduced {
   std::uint64_t iteration = 0;
   std::int32_t rank = 0;
   TensorPayload buffer;
+  // When the shard finished, in ns of the sender's steady clock: timing of
+  // communication inside one process only (meaningless across hosts).
+  std::int64_t finished_ns = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Reduced& x) {
-  return f(caf::meta::type_name("taihu::msg::Reduced"), x.bucket, x.iteration, x.rank, x.buffer);
+  return f(caf::meta::type_name("taihu::msg::Reduced"), x.bucket, x.iteration, x.rank, x.buffer,
+           x.finished_ns);
 }
 
 }  // namespace taihu::msg

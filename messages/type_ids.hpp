@@ -33,6 +33,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, stats_atom, "stats")     // ask an actor for its counters
   CAF_ADD_ATOM(taihu, taihu::msg, stop_atom, "stop")       // finish the current step, then quit
   CAF_ADD_ATOM(taihu, taihu::msg, ready_atom, "ready")     // a worker or shard is wired up
+  CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on the test set: (loss, accuracy)
+  CAF_ADD_ATOM(taihu, taihu::msg, save_atom, "save")       // write a checkpoint
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

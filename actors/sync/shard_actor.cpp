@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -88,7 +89,9 @@ void advance(Self* self) {
   s.running = false;
   s.data = nullptr;
   s.last_completed = s.iteration;
-  self->send(s.owner, msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer)});
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  self->send(s.owner, msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer),
+                                   std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
   s.buffer = {};
   start_next(self);
 }

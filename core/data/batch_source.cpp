@@ -13,6 +13,9 @@ BatchSource::BatchSource(std::shared_ptr<const Dataset> dataset, BatchOptions op
   require<DataError>(dataset_ != nullptr, "BatchSource needs a data set");
   require<DataError>(options_.batch_size > 0, "batch size must be positive, got {}", options_.batch_size);
   require<DataError>(options_.prefetch >= 0, "prefetch must not be negative, got {}", options_.prefetch);
+  require<DataError>(options_.shard_count >= 1 && options_.shard_index >= 0 &&
+                         options_.shard_index < options_.shard_count,
+                     "shard {} of {} does not exist", options_.shard_index, options_.shard_count);
   sample_shape_ = dataset_->sample_shape();
   sample_count_ = sample_shape_.count();
   const int64_t samples = dataset_->size();
@@ -40,8 +43,10 @@ void BatchSource::fill(int64_t epoch, int64_t batch, EpochOrder& order, Tensor& 
     order.indices = this->order(epoch);
     order.epoch = epoch;
   }
-  const int64_t begin = batch * options_.batch_size;
-  const int64_t count = std::min(options_.batch_size, dataset_->size() - begin);
+  const int64_t whole = std::min(options_.batch_size, dataset_->size() - batch * options_.batch_size);
+  const int64_t parts = options_.shard_count, part = options_.shard_index;
+  const int64_t begin = batch * options_.batch_size + part * (whole / parts) + std::min(part, whole % parts);
+  const int64_t count = whole / parts + (part < whole % parts ? 1 : 0);
   std::vector<int64_t> dims{count};
   dims.insert(dims.end(), sample_shape_.dims().begin(), sample_shape_.dims().end());
   data.reshape(Shape(std::move(dims)));

@@ -31,6 +31,13 @@ struct BatchOptions {
   // Batches prepared ahead by a background thread; 0 = synchronous.
   int prefetch = 0;
   uint64_t seed = 0;
+  // Data parallelism: this source yields only part `shard_index` of
+  // `shard_count` of every batch (contiguous rows, balanced: the first
+  // batch_size % shard_count parts get one row more). The batch order and
+  // contents are those of the unsharded source, so N shards of a batch of
+  // N·b together are exactly what one source of batch N·b returns.
+  int shard_count = 1;
+  int shard_index = 0;
 };
 
 class BatchSource {

@@ -21,11 +21,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-double scalar_of(const Net& net, const std::string& blob) {
-  const Tensor& t = net.blob(blob).data();
-  return t.count() > 0 ? t[0] : 0.0;
-}
-
 }  // namespace
 
 std::string TrainReport::to_json() const {
@@ -40,51 +35,52 @@ std::string TrainReport::to_json() const {
                                    {"seconds", e.seconds},
                                    {"images_per_second", e.images_per_second}});
   }
+  std::string buckets_json;
+  if (!buckets.empty()) {
+    buckets_json = "\n  \"buckets\": [";
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      buckets_json += (i ? ",\n    " : "\n    ") +
+                      taihu::to_json({{"elements", buckets[i].elements},
+                                      {"algorithm", buckets[i].algorithm},
+                                      {"predicted_seconds", buckets[i].predicted_seconds}});
+    }
+    buckets_json += fmt::format("\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},",
+                                exposed_comm_seconds, comm_hidden_fraction);
+  }
   return fmt::format(
       "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
       "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
       "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
-      "  \"blas_kernel\": {},\n  \"history\": [\n    {}\n  ]\n}}\n",
+      "  \"blas_kernel\": {},\n  \"workers\": {},{}\n  \"history\": [\n    {}\n  ]\n}}\n",
       json_quote(net), parameters, epochs, iterations, batch_size, train_loss, test_loss, test_accuracy,
-      images_per_second, seconds, json_quote(blas_kernel), epochs_json);
+      images_per_second, seconds, json_quote(blas_kernel), workers, buckets_json, epochs_json);
 }
 
 Trainer::Trainer(config::Document doc, Progress::Mode progress)
     : doc_(std::move(doc)), progress_mode_(progress) {
   const config::Section& root = doc_.root();
-  epochs_ = root.get_or<int64_t>("epochs", 1);
-  batch_size_ = root.get_or<int64_t>("batch_size", 64);
-  test_batch_size_ = root.get_or<int64_t>("test_batch_size", 1000);
-  seed_ = root.get_or<uint64_t>("seed", 1);
-  display_ = root.get_or<int64_t>("display", 100);
-  data_blob_ = root.get_or<std::string>("data_blob", "data");
-  label_blob_ = root.get_or<std::string>("label_blob", "label");
-  loss_blob_ = root.get_or<std::string>("loss_blob", "loss");
-  accuracy_blob_ = root.get_or<std::string>("accuracy_blob", "accuracy");
-  if (epochs_ < 1) throw root.error("epochs", "must be at least 1");
-  if (batch_size_ < 1) throw root.error("batch_size", "must be at least 1");
-  if (test_batch_size_ < 1) throw root.error("test_batch_size", "must be at least 1");
+  const TrainSettings settings = TrainSettings::read(root);
+  if (settings.workers != 1)
+    throw root.error("workers", "the single-replica Trainer runs 1 worker; more need the actor runtime");
+  epochs_ = settings.epochs;
+  batch_size_ = settings.batch_size;
+  test_batch_size_ = settings.test_batch_size;
+  seed_ = settings.seed;
+  display_ = settings.display;
+  data_blob_ = settings.data_blob;
+  label_blob_ = settings.label_blob;
+  loss_blob_ = settings.loss_blob;
+  accuracy_blob_ = settings.accuracy_blob;
+  settings_ = settings;
 
-  // The net, from its own file.
-  const auto net_path = doc_.resolve(root.get<std::string>("net"));
-  auto description = std::make_shared<config::Document>(config::Document::parse_file(net_path));
-  net_ = std::make_unique<Net>(description, batch_size_, seed_);
-  for (const auto* blob : {&data_blob_, &label_blob_, &loss_blob_})
-    if (!net_->has_blob(*blob))
-      throw root.error(blob == &data_blob_ ? "data_blob" : blob == &label_blob_ ? "label_blob" : "loss_blob",
-                       fmt::format("net '{}' ({}) has no blob '{}'", net_->name(), net_path.string(), *blob));
+  net_ = build_net(doc_, settings, batch_size_, seed_);
 
   // Data.
   const config::Section& data = doc_.section("data");
   const DataConfig data_config = DataConfig::read(doc_, data);
   train_set_ = make_dataset(data_config, Split::train);
   test_set_ = make_dataset(data_config, Split::test);
-  const Shape expected = Shape(std::vector<int64_t>(net_->blob(data_blob_).shape().dims().begin() + 1,
-                                                    net_->blob(data_blob_).shape().dims().end()));
-  if (train_set_->sample_shape() != expected)
-    throw ConfigError(fmt::format("{}: data samples have shape {}, but net input '{}' expects {}",
-                                  data.where().str(), train_set_->sample_shape().str(), data_blob_,
-                                  expected.str()));
+  check_sample_shape(doc_, *net_, *train_set_, settings);
   BatchOptions train_options;
   train_options.batch_size = batch_size_;
   train_options.seed = seed_;
@@ -116,6 +112,9 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
   keep_all_checkpoints_ = output.get_or<bool>("keep_all", false);
 
   doc_.section("blas").mark_all_used();  // read by the app before the trainer exists
+  // Data-parallel settings mean nothing to one replica.
+  doc_.section("sync").mark_all_used();
+  doc_.section("topology").mark_all_used();
   doc_.reject_unused();
   spdlog::info("net '{}': {} layers, {} learnable parameters; {} training and {} test samples",
                net_->name(), net_->num_layers(), net_->num_learnable_parameters(), train_set_->size(),
@@ -125,46 +124,15 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
 Trainer::~Trainer() = default;
 
 Checkpoint Trainer::make_checkpoint() const {
-  Checkpoint c;
-  c.net_name = net_->name();
-  c.iteration = solver_->iteration();
-  c.epoch = epoch_;
-  c.batch = batch_;
-  c.seed = seed_;
-  c.elapsed_seconds = elapsed_;
-  c.epoch_loss_sum = epoch_loss_sum_;
-  const Net& net = *net_;
-  for (const Param* p : net.params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
-  for (auto& [name, tensor] : solver_->state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
-  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
-  return c;
+  return capture_checkpoint(*net_, *solver_, seed_, TrainPosition{epoch_, batch_, elapsed_, epoch_loss_sum_});
 }
 
 void Trainer::restore(const Checkpoint& c) {
-  require(c.net_name == net_->name(), "checkpoint is for net '{}', not '{}'", c.net_name, net_->name());
-  require(c.seed == seed_, "checkpoint was made with seed {}, the config says {}", c.seed, seed_);
-  auto params = net_->params();
-  require(params.size() == c.params.size(), "checkpoint has {} parameter blobs, the net has {}",
-          c.params.size(), params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    require(params[i]->name == c.params[i].name, "checkpoint parameter {} is '{}', the net has '{}'", i,
-            c.params[i].name, params[i]->name);
-    c.params[i].restore_into(params[i]->blob->data());
-  }
-  auto state = solver_->state();
-  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
-          c.solver_state.size(), state.size());
-  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
-  for (size_t i = 0; i < net_->num_layers() && i < c.rngs.size(); ++i) {
-    require(c.rngs[i].first == net_->layer(i).name(), "checkpoint layer {} is '{}', the net has '{}'", i,
-            c.rngs[i].first, net_->layer(i).name());
-    net_->layer(i).rng().set_state(c.rngs[i].second);
-  }
-  solver_->set_iteration(c.iteration);
-  epoch_ = c.epoch;
-  batch_ = c.batch;
-  elapsed_ = c.elapsed_seconds;
-  epoch_loss_sum_ = c.epoch_loss_sum;
+  const TrainPosition position = restore_checkpoint(c, *net_, *solver_, seed_, true);
+  epoch_ = position.epoch;
+  batch_ = position.batch;
+  elapsed_ = position.elapsed_seconds;
+  epoch_loss_sum_ = position.epoch_loss_sum;
 }
 
 void Trainer::resume(const std::filesystem::path& checkpoint) {
@@ -177,36 +145,13 @@ void Trainer::write_checkpoint(double unaccounted_seconds) {
   if (checkpoint_path_.empty()) return;
   Checkpoint c = make_checkpoint();
   c.elapsed_seconds += unaccounted_seconds;
-  save_checkpoint(c, checkpoint_path_);
-  if (keep_all_checkpoints_) {
-    auto numbered = checkpoint_path_;
-    numbered.replace_filename(fmt::format("{}-iter{}{}", checkpoint_path_.stem().string(), c.iteration,
-                                          checkpoint_path_.extension().string()));
-    save_checkpoint(c, numbered);
-  }
-  spdlog::debug("checkpoint written to '{}'", checkpoint_path_.string());
+  save_checkpoint_files(c, checkpoint_path_, keep_all_checkpoints_);
 }
 
 void Trainer::evaluate(EpochResult& result) {
-  net_->set_phase(Phase::test);
-  test_source_->seek(0, 0);
-  double loss_sum = 0.0, accuracy_sum = 0.0;
-  int64_t seen = 0;
-  const bool has_accuracy = net_->has_blob(accuracy_blob_);
-  Tensor& data = net_->blob(data_blob_).data();
-  Tensor& labels = net_->blob(label_blob_).data();
-  while (test_source_->next(data, labels)) {
-    const int64_t n = data.shape()[0];
-    if (n != net_->batch()) net_->set_batch(n);
-    net_->forward();
-    loss_sum += scalar_of(*net_, loss_blob_) * static_cast<double>(n);
-    if (has_accuracy) accuracy_sum += scalar_of(*net_, accuracy_blob_) * static_cast<double>(n);
-    seen += n;
-  }
-  result.test_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
-  result.test_accuracy = seen ? accuracy_sum / static_cast<double>(seen) : 0.0;
-  net_->set_phase(Phase::train);
-  net_->set_batch(batch_size_);
+  const Evaluation e = taihu::evaluate(*net_, *test_source_, settings_, batch_size_);
+  result.test_loss = e.loss;
+  result.test_accuracy = e.accuracy;
 }
 
 TrainReport Trainer::run() {

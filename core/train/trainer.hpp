@@ -29,6 +29,7 @@
 #include "core/train/checkpoint.hpp"
 #include "core/train/metrics_log.hpp"
 #include "core/train/progress.hpp"
+#include "core/train/train_setup.hpp"
 
 namespace taihu {
 
@@ -46,6 +47,13 @@ struct EpochResult {
   double images_per_second = 0.0;
 };
 
+// One fusion bucket of a data-parallel run: its size and collective.
+struct BucketReport {
+  int64_t elements = 0;
+  std::string algorithm;
+  double predicted_seconds = 0.0;  // cost model's allreduce time
+};
+
 struct TrainReport {
   std::string net;
   int64_t parameters = 0;
@@ -59,6 +67,12 @@ struct TrainReport {
   double seconds = 0.0;
   std::string blas_kernel;
   std::vector<EpochResult> history;
+  int64_t workers = 1;
+  std::vector<BucketReport> buckets;  // data-parallel runs only
+  // Data-parallel runs: time a worker waited for reductions after its
+  // backward ended, and the share of communication hidden behind backward.
+  double exposed_comm_seconds = 0.0;
+  double comm_hidden_fraction = 0.0;  // of the buckets' collective time
 
   std::string to_json() const;
 };
@@ -85,6 +99,7 @@ class Trainer {
   void write_checkpoint(double unaccounted_seconds);
 
   config::Document doc_;
+  TrainSettings settings_;
   Progress::Mode progress_mode_;
   std::unique_ptr<Net> net_;
   std::unique_ptr<Solver> solver_;

@@ -53,6 +53,13 @@ expect "dump-config shows overrides" 0 "base_lr = 0.5" -- "$train" --config-file
 expect "trains synthetic" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" --progress=lines --report="$work/r.json"
 expect "report has keys" 0 '"test_accuracy"' -- cat "$work/r.json"
 
+expect "2 workers train synthetic" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 --progress=lines --report="$work/r2.json"
+expect "report has workers and buckets" 0 '"workers": 2' -- cat "$work/r2.json"
+expect "report names each bucket's algorithm" 0 '"algorithm": "' -- cat "$work/r2.json"
+expect "unknown algorithm names the key" 2 "algorithm" -- "$train" --config-file="$work/app.ini" workers=2 sync.algorithm=rin
+expect "2 workers write a checkpoint" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 output.checkpoint=dp.ckpt --progress=quiet
+expect "2 workers resume from it" 0 "resumed from.*epoch 2 batch 0" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 epochs=2 output.checkpoint=dp2.ckpt --resume="$work/out/dp.ckpt" --progress=quiet
+
 printf 'net = lenet.ini\nthis is not a key value line\n' >"$work/malformed.ini"
 expect "malformed config names file and line" 2 "malformed.ini:2" -- "$train" --config-file="$work/malformed.ini"
 

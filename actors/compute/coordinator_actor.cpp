@@ -1,0 +1,444 @@
+#include "actors/compute/coordinator.hpp"
+
+#include <caf/all.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "actors/sync/algorithms.hpp"
+#include "actors/sync/buckets.hpp"
+#include "actors/sync/cost_model.hpp"
+#include "actors/sync/shard_actor.hpp"
+#include "core/blas/blas.hpp"
+#include "core/blas/kernel_selection.hpp"
+#include "core/common/check.hpp"
+#include "core/data/batch_source.hpp"
+#include "core/data/dataset.hpp"
+#include "core/net/net.hpp"
+#include "core/solver/solver.hpp"
+#include "core/train/metrics_log.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::compute {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// In-process links: a message costs a few microseconds, copies run near
+// memcpy speed, and adding floats is a little slower than copying them.
+sync::Topology in_process_topology(int ranks) { return sync::Topology::uniform(ranks, sync::Link{3e-6, 8e9}, 6e9); }
+
+std::string reason_of(caf::actor_system& system, const caf::error& e) {
+  if (e.context().match_elements<std::string>()) return e.context().get_as<std::string>(0);
+  return system.render(e);
+}
+
+struct Participant {
+  int rank = 0;
+  std::string role;  // "worker" or "shard of bucket 3"
+};
+
+}  // namespace
+
+struct DataParallelTrainer::Impl {
+  config::Document doc;
+  Progress::Mode progress_mode;
+  WorkerFault fault;
+  TrainSettings settings;
+  int ranks = 1;
+  std::size_t bucket_bytes = 0;
+  std::string algorithm = "auto";
+  double step_timeout = 60.0;
+  int compute_slots = 0;
+  int scheduler_threads = 0;
+  std::string scheduler = "sharing";
+  std::optional<sync::Topology> topology;
+  std::vector<std::shared_ptr<WorkerModel>> models;
+  std::vector<std::size_t> bucket_elements;
+  std::vector<sync::Algorithm> bucket_algorithms;
+  std::vector<BucketReport> bucket_reports;
+  int64_t per_epoch = 0;
+  std::string net_name;
+  int64_t parameters = 0;
+  MetricsLog metrics;
+  std::filesystem::path checkpoint_path;
+  int64_t checkpoint_every = 0;
+  bool keep_all = false;
+  TrainPosition start;
+  std::vector<std::vector<float>> final_parameters;
+};
+
+DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode progress, WorkerFault fault)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  im.doc = std::move(doc);
+  im.progress_mode = progress;
+  im.fault = fault;
+  const config::Document& d = im.doc;
+  const config::Section& root = d.root();
+  im.settings = TrainSettings::read(root);
+  im.ranks = static_cast<int>(im.settings.workers);
+
+  const config::Section& sync_section = d.section("sync");
+  const double bucket_mb = sync_section.get_or<double>("bucket_mb", 25.0);
+  if (!(bucket_mb >= 0)) throw sync_section.error("bucket_mb", "must not be negative");
+  im.bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
+  im.algorithm = sync_section.get_choice("algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical"},
+                                         "auto");
+  im.step_timeout = sync_section.get_or<double>("step_timeout", 60.0);
+  if (!(im.step_timeout > 0)) throw sync_section.error("step_timeout", "must be positive");
+  im.compute_slots = sync_section.get_or<int>("compute_slots", 0);
+  if (im.compute_slots < 0) throw sync_section.error("compute_slots", "must not be negative");
+  im.scheduler_threads = sync_section.get_or<int>("scheduler_threads", 0);
+  if (im.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
+  im.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
+  if (const config::Section* t = d.find("topology")) {
+    im.topology.emplace(sync::Topology::from_config(*t));
+    if (im.topology->ranks() != im.ranks)
+      throw t->error("ranks", fmt::format("the topology has {} ranks, but workers = {}", im.topology->ranks(), im.ranks));
+  } else {
+    im.topology.emplace(in_process_topology(im.ranks));
+  }
+
+  // Data: one data set, shared read-only by all replicas.
+  const config::Section& data = d.section("data");
+  const DataConfig data_config = DataConfig::read(d, data);
+  auto train_set = make_dataset(data_config, Split::train);
+  auto test_set = make_dataset(data_config, Split::test);
+  const int64_t global_batch = im.settings.batch_size * im.ranks;
+  for (int r = 0; r < im.ranks; ++r) {
+    auto m = std::make_shared<WorkerModel>();
+    m->rank = r;
+    m->ranks = im.ranks;
+    m->settings = im.settings;
+    m->fault = fault;
+    // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
+    m->net = build_net(d, im.settings, im.settings.batch_size, im.settings.seed + static_cast<uint64_t>(r));
+    if (r == 0) check_sample_shape(d, *m->net, *train_set, im.settings);
+    BatchOptions train_options;
+    train_options.batch_size = global_batch;
+    train_options.seed = im.settings.seed;
+    train_options.shuffle = data_config.shuffle;
+    train_options.drop_last = true;
+    train_options.prefetch = data_config.prefetch;
+    train_options.shard_count = im.ranks;
+    train_options.shard_index = r;
+    require<ConfigError>(train_set->size() >= global_batch,
+                         "{}: the training set has {} samples, fewer than workers x batch_size = {}",
+                         root.where().str(), train_set->size(), global_batch);
+    m->train = std::make_unique<BatchSource>(train_set, train_options);
+    if (r == 0) {
+      BatchOptions test_options = train_options;
+      test_options.batch_size = im.settings.test_batch_size;
+      test_options.shuffle = false;
+      test_options.drop_last = false;
+      test_options.shard_count = 1;
+      test_options.shard_index = 0;
+      m->test = std::make_unique<BatchSource>(test_set, test_options);
+    }
+    im.per_epoch = m->train->batches_per_epoch();
+    m->solver = Solver::create(d.section("solver"), m->net->learnable_params(), im.settings.epochs * im.per_epoch);
+    m->buckets = std::make_unique<sync::Buckets>(*m->net, im.bucket_bytes);
+    im.models.push_back(std::move(m));
+  }
+  const Net& net0 = *im.models[0]->net;
+  im.net_name = net0.name();
+  im.parameters = net0.num_learnable_parameters();
+
+  // One collective per bucket.
+  const sync::Buckets& buckets = *im.models[0]->buckets;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::size_t n = buckets[b].elements;
+    const double bytes = static_cast<double>(n) * sizeof(float);
+    sync::Algorithm a;
+    double predicted;
+    if (im.algorithm == "auto") {
+      const auto choice = sync::choose_algorithm(*im.topology, bytes);
+      a = choice.algorithm;
+      predicted = choice.seconds;
+    } else {
+      a = sync::parse_algorithm(im.algorithm);
+      predicted = sync::predict(sync::make_allreduce(a, *im.topology, n), *im.topology).seconds;
+    }
+    im.bucket_elements.push_back(n);
+    im.bucket_algorithms.push_back(a);
+    im.bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(sync::name(a)), predicted});
+    spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
+                 bytes / (1024.0 * 1024.0), net0.layer(buckets[b].first_layer).name(), sync::name(a),
+                 im.algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
+  }
+
+  // Output, as the Trainer writes it.
+  const config::Section& output = d.section("output");
+  const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
+  const std::string metrics = output.get_or<std::string>("metrics", "metrics.jsonl");
+  if (!metrics.empty()) im.metrics = MetricsLog(dir / metrics);
+  const std::string checkpoint = output.get_or<std::string>("checkpoint", "checkpoint.ckpt");
+  if (!checkpoint.empty()) im.checkpoint_path = dir / checkpoint;
+  im.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
+  im.keep_all = output.get_or<bool>("keep_all", false);
+
+  d.section("blas").mark_all_used();
+  d.reject_unused();
+  spdlog::info("net '{}': {} learnable parameters; {} workers x batch {} = global batch {}; {} buckets",
+               im.net_name, im.parameters, im.ranks, im.settings.batch_size, global_batch, buckets.size());
+}
+
+DataParallelTrainer::~DataParallelTrainer() = default;
+
+int DataParallelTrainer::workers() const { return impl_->ranks; }
+
+void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
+  Impl& im = *impl_;
+  require(!im.models.empty(), "DataParallelTrainer::resume() must come before run()");
+  const Checkpoint c = load_checkpoint(checkpoint);
+  for (auto& m : im.models) {
+    im.start = restore_checkpoint(c, *m->net, *m->solver, im.settings.seed, m->rank == 0);
+    m->train->seek(im.start.epoch, im.start.batch);
+  }
+  spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
+               im.start.batch, c.iteration);
+}
+
+const std::vector<std::vector<float>>& DataParallelTrainer::final_parameters() const {
+  return impl_->final_parameters;
+}
+
+TrainReport DataParallelTrainer::run() {
+  Impl& im = *impl_;
+  require(!im.models.empty(), "DataParallelTrainer::run() runs once");
+  const int cores = blas::available_cores();
+  const int blas_threads = std::max(1, blas::threads());
+  const int slots = im.compute_slots > 0 ? im.compute_slots : std::max(1, cores / blas_threads);
+  const int scheduler_threads = im.scheduler_threads > 0 ? im.scheduler_threads : std::clamp(cores, 1, 2);
+  spdlog::info("{} workers (detached threads), {} computing at once x {} BLAS threads, {} scheduler threads",
+               im.ranks, std::min(slots, im.ranks), blas_threads, scheduler_threads);
+
+  caf::actor_system_config cfg;
+  cfg.add_message_types<caf::id_block::taihu>();
+  cfg.set("scheduler.max-threads", scheduler_threads);
+  cfg.set("scheduler.policy", im.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
+  cfg.set("work-stealing.aggressive-poll-attempts", 10);
+  caf::actor_system system{cfg};
+
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(im.step_timeout));
+  auto compute_slots = std::make_shared<ComputeSlots>(slots);
+  TrainReport report;
+  report.net = im.net_name;
+  report.parameters = im.parameters;
+  report.batch_size = im.settings.batch_size * im.ranks;
+  report.blas_kernel = blas::kernel_name();
+  report.workers = im.ranks;
+  report.buckets = im.bucket_reports;
+  std::optional<WorkerFailure> failure;
+  std::exception_ptr other;
+  {
+    caf::scoped_actor self{system};
+    std::vector<caf::actor> workers;
+    std::vector<std::vector<caf::actor>> shards(im.bucket_elements.size());
+    std::map<caf::actor_addr, Participant> who;
+    for (std::size_t b = 0; b < shards.size(); ++b) {
+      const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
+      for (auto& spec : sync::shard_specs(schedule, static_cast<std::uint32_t>(b))) {
+        const int r = spec.rank;
+        shards[b].push_back(sync::spawn_shard(system, std::move(spec)));
+        who[shards[b].back().address()] = {r, fmt::format("shard of bucket {}", b)};
+      }
+    }
+    for (int r = 0; r < im.ranks; ++r) {
+      auto& m = im.models[static_cast<std::size_t>(r)];
+      for (auto& bucket_shards : shards) m->shards.push_back(bucket_shards[static_cast<std::size_t>(r)]);
+      m->compute_slots = compute_slots;
+      workers.push_back(spawn_worker(system, std::move(m)));
+      who[workers.back().address()] = {r, "worker"};
+    }
+    im.models.clear();
+    for (auto& w : workers) self->monitor(w);
+    for (auto& bucket_shards : shards)
+      for (auto& s : bucket_shards) self->monitor(s);
+    for (std::size_t b = 0; b < shards.size(); ++b)
+      for (int r = 0; r < im.ranks; ++r)
+        self->send(shards[b][static_cast<std::size_t>(r)],
+                   msg::ShardInit{static_cast<std::uint32_t>(b), shards[b], workers[static_cast<std::size_t>(r)]});
+
+    std::uint64_t iteration = 0;  // the step being waited for, for messages
+    auto on_down = [&](const caf::down_msg& dm) {
+      auto it = who.find(dm.source);
+      const Participant p = it != who.end() ? it->second : Participant{-1, "an actor"};
+      throw WorkerFailure(p.rank, fmt::format("worker {} failed at iteration {}{}: {}", p.rank, iteration,
+                                              p.role == "worker" ? "" : " (its " + p.role + ")",
+                                              reason_of(system, dm.reason)));
+    };
+    // A request to one worker with the step timeout; a failure names it.
+    auto ask = [&](int rank, const char* what, auto on_reply, auto... args) {
+      self->request(workers[static_cast<std::size_t>(rank)], timeout, args...)
+          .receive(on_reply, [&](caf::error& e) {
+            throw WorkerFailure(rank, fmt::format("worker {} did not answer {} within {} s: {}", rank, what,
+                                                  im.step_timeout, reason_of(system, e)));
+          });
+    };
+
+    try {
+      // Every replica starts from rank 0's weights.
+      msg::Parameters p0;
+      ask(0, "the parameter request", [&](msg::Parameters& p) { p0 = std::move(p); }, caf::get_atom_v);
+      for (int r = 1; r < im.ranks; ++r) self->send(workers[static_cast<std::size_t>(r)], p0);
+
+      std::vector<EpochResult> history;
+      double train_seconds = 0.0, exposed = 0.0, comm = 0.0, hidden = 0.0;
+      int64_t trained = 0;
+      // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
+      auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
+        if (im.checkpoint_path.empty()) return;
+        ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
+            epoch, batch, elapsed, loss_sum);
+      };
+      double elapsed = im.start.elapsed_seconds;
+      for (int64_t epoch = im.start.epoch; epoch < im.settings.epochs; ++epoch) {
+        EpochResult result;
+        result.epoch = epoch + 1;
+        Progress progress(fmt::format("epoch {}/{}", epoch + 1, im.settings.epochs), im.per_epoch, report.batch_size,
+                          im.progress_mode, im.settings.display);
+        const auto start = Clock::now();
+        const int64_t first_batch = epoch == im.start.epoch ? im.start.batch : 0;
+        double loss_sum = epoch == im.start.epoch ? im.start.epoch_loss_sum : 0.0;
+        for (int64_t batch = first_batch; batch < im.per_epoch; ++batch) {
+          iteration = static_cast<std::uint64_t>(epoch * im.per_epoch + batch);
+          for (auto& w : workers) self->send(w, msg::Step{iteration});
+          std::vector<bool> done(static_cast<std::size_t>(im.ranks), false);
+          int got = 0;
+          double loss = 0.0;
+          const auto deadline = Clock::now() + timeout;
+          while (got < im.ranks) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            bool timed_out = left.count() <= 0;
+            if (!timed_out) {
+              self->receive(
+                  [&](msg::StepDone& d) {
+                    require(d.iteration == iteration && d.rank >= 0 && d.rank < im.ranks &&
+                                !done[static_cast<std::size_t>(d.rank)],
+                            "unexpected StepDone of iteration {} from rank {}", d.iteration, d.rank);
+                    done[static_cast<std::size_t>(d.rank)] = true;
+                    ++got;
+                    loss += d.loss;
+                    exposed += d.stats.exposed_comm_seconds / im.ranks;
+                    comm += d.stats.comm_seconds;
+                    hidden += d.stats.hidden_comm_seconds;
+                  },
+                  on_down, caf::after(left) >> [&] { timed_out = true; });
+            }
+            if (timed_out) {
+              // Unfinished workers that wait for reductions answer a probe at
+              // once; the one still computing (or hung) does not.
+              int late = -1;
+              const auto probe = std::min(timeout, std::chrono::milliseconds(500));
+              for (int r = 0; r < im.ranks && late < 0; ++r) {
+                if (done[static_cast<std::size_t>(r)]) continue;
+                self->request(workers[static_cast<std::size_t>(r)], probe, msg::stats_atom_v)
+                    .receive([](std::uint64_t, bool, std::uint64_t) {}, [&](caf::error&) { late = r; });
+              }
+              if (late < 0) {
+                late = static_cast<int>(std::find(done.begin(), done.end(), false) - done.begin());
+                throw WorkerFailure(late, fmt::format("iteration {} not done within step_timeout = {} s: worker {} "
+                                                      "(and maybe others) still waits for its reductions",
+                                                      iteration, im.step_timeout, late));
+              }
+              throw WorkerFailure(late, fmt::format("worker {} stalled: iteration {} not done within step_timeout = {} s",
+                                                    late, iteration, im.step_timeout));
+            }
+          }
+          loss /= im.ranks;
+          if (!std::isfinite(loss))
+            throw NumericError(fmt::format("loss became {} at iteration {} (epoch {}, batch {}); training stopped. "
+                                           "Lower solver.base_lr or set solver.clip_gradients.",
+                                           std::isnan(loss) ? "NaN" : "infinite", iteration + 1, epoch + 1, batch + 1));
+          loss_sum += loss;
+          progress.update(batch + 1, fmt::format("loss {:.4f}", loss_sum / static_cast<double>(batch + 1)));
+          if (im.settings.display > 0 && (iteration + 1) % static_cast<std::uint64_t>(im.settings.display) == 0)
+            im.metrics.write({{"type", std::string("train")},
+                              {"epoch", epoch + 1},
+                              {"iteration", static_cast<int64_t>(iteration + 1)},
+                              {"loss", loss},
+                              {"images_per_second", progress.items_per_second()}});
+          if (im.checkpoint_every > 0 && (iteration + 1) % static_cast<std::uint64_t>(im.checkpoint_every) == 0 &&
+              batch + 1 < im.per_epoch)
+            save(epoch, batch + 1, elapsed + std::chrono::duration<double>(Clock::now() - start).count(), loss_sum);
+        }
+        result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        result.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(im.per_epoch, 1));
+        result.images_per_second =
+            static_cast<double>((im.per_epoch - first_batch) * report.batch_size) / std::max(result.seconds, 1e-9);
+        train_seconds += result.seconds;
+        trained += im.per_epoch - first_batch;
+        elapsed += result.seconds;
+        progress.finish(fmt::format("train loss {:.4f}", result.train_loss));
+        ask(0, "the evaluation request",
+            [&](double loss, double accuracy) {
+              result.test_loss = loss;
+              result.test_accuracy = accuracy;
+            },
+            msg::eval_atom_v);
+        spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%", result.epoch,
+                     im.settings.epochs, result.train_loss, result.test_loss, 100.0 * result.test_accuracy);
+        im.metrics.write({{"type", std::string("test")},
+                          {"epoch", result.epoch},
+                          {"iteration", static_cast<int64_t>((epoch + 1) * im.per_epoch)},
+                          {"loss", result.test_loss},
+                          {"accuracy", result.test_accuracy},
+                          {"train_loss", result.train_loss},
+                          {"images_per_second", result.images_per_second}});
+        history.push_back(result);
+        save(epoch + 1, 0, elapsed, 0.0);
+      }
+      for (int r = 0; r < im.ranks; ++r) {
+        ask(r, "the parameter request",
+            [&](msg::Parameters& p) { im.final_parameters.push_back(p.values.to_vector()); }, caf::get_atom_v);
+      }
+      report.epochs = im.settings.epochs;
+      report.iterations = im.settings.epochs * im.per_epoch;
+      report.history = history;
+      if (!history.empty()) {
+        report.train_loss = history.back().train_loss;
+        report.test_loss = history.back().test_loss;
+        report.test_accuracy = history.back().test_accuracy;
+      }
+      report.seconds = train_seconds;
+      report.images_per_second =
+          train_seconds > 0 ? static_cast<double>(trained * report.batch_size) / train_seconds : 0.0;
+      report.exposed_comm_seconds = exposed;
+      report.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
+    } catch (const WorkerFailure& f) {
+      failure.emplace(f);
+    } catch (...) {
+      other = std::current_exception();
+    }
+    // Stop everything; the system's destructor waits for the actors to finish.
+    for (auto& w : workers) {
+      self->demonitor(w);
+      self->send_exit(w, caf::exit_reason::user_shutdown);
+    }
+    for (auto& bucket_shards : shards)
+      for (auto& s : bucket_shards) {
+        self->demonitor(s);
+        self->send_exit(s, caf::exit_reason::user_shutdown);
+      }
+  }
+  if (failure) {
+    if (!im.checkpoint_path.empty() && std::filesystem::exists(im.checkpoint_path))
+      failure.emplace(failure->rank(), fmt::format("{}. The last checkpoint '{}' is intact.", failure->what(),
+                                                    im.checkpoint_path.string()));
+    spdlog::error("{}", failure->what());
+    throw *failure;
+  }
+  if (other) std::rethrow_exception(other);
+  return report;
+}
+
+}  // namespace taihu::compute

@@ -1,0 +1,135 @@
+#include "core/train/train_setup.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/common/check.hpp"
+#include "core/data/batch_source.hpp"
+#include "core/data/dataset.hpp"
+#include "core/net/net.hpp"
+#include "core/solver/solver.hpp"
+
+namespace taihu {
+
+TrainSettings TrainSettings::read(const config::Section& root) {
+  TrainSettings s;
+  s.epochs = root.get_or<int64_t>("epochs", 1);
+  s.batch_size = root.get_or<int64_t>("batch_size", 64);
+  s.test_batch_size = root.get_or<int64_t>("test_batch_size", 1000);
+  s.seed = root.get_or<uint64_t>("seed", 1);
+  s.display = root.get_or<int64_t>("display", 100);
+  s.workers = root.get_or<int64_t>("workers", 1);
+  s.data_blob = root.get_or<std::string>("data_blob", "data");
+  s.label_blob = root.get_or<std::string>("label_blob", "label");
+  s.loss_blob = root.get_or<std::string>("loss_blob", "loss");
+  s.accuracy_blob = root.get_or<std::string>("accuracy_blob", "accuracy");
+  if (s.epochs < 1) throw root.error("epochs", "must be at least 1");
+  if (s.batch_size < 1) throw root.error("batch_size", "must be at least 1");
+  if (s.test_batch_size < 1) throw root.error("test_batch_size", "must be at least 1");
+  if (s.workers < 1) throw root.error("workers", "must be at least 1");
+  return s;
+}
+
+std::unique_ptr<Net> build_net(const config::Document& doc, const TrainSettings& settings, int64_t batch,
+                               uint64_t seed) {
+  const config::Section& root = doc.root();
+  const auto net_path = doc.resolve(root.get<std::string>("net"));
+  auto description = std::make_shared<config::Document>(config::Document::parse_file(net_path));
+  auto net = std::make_unique<Net>(description, batch, seed);
+  const std::pair<const char*, const std::string*> blobs[] = {
+      {"data_blob", &settings.data_blob}, {"label_blob", &settings.label_blob}, {"loss_blob", &settings.loss_blob}};
+  for (const auto& [key, blob] : blobs)
+    if (!net->has_blob(*blob))
+      throw root.error(key, fmt::format("net '{}' ({}) has no blob '{}'", net->name(), net_path.string(), *blob));
+  return net;
+}
+
+void check_sample_shape(const config::Document& doc, const Net& net, const Dataset& data,
+                        const TrainSettings& settings) {
+  const auto& dims = net.blob(settings.data_blob).shape().dims();
+  const Shape expected(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+  if (data.sample_shape() != expected)
+    throw ConfigError(fmt::format("{}: data samples have shape {}, but net input '{}' expects {}",
+                                  doc.section("data").where().str(), data.sample_shape().str(), settings.data_blob,
+                                  expected.str()));
+}
+
+Evaluation evaluate(Net& net, BatchSource& test, const TrainSettings& settings, int64_t train_batch) {
+  net.set_phase(Phase::test);
+  test.seek(0, 0);
+  double loss_sum = 0.0, accuracy_sum = 0.0;
+  int64_t seen = 0;
+  const bool has_accuracy = net.has_blob(settings.accuracy_blob);
+  auto scalar = [&](const std::string& blob) {
+    const Tensor& t = net.blob(blob).data();
+    return t.count() > 0 ? static_cast<double>(t[0]) : 0.0;
+  };
+  Tensor& data = net.blob(settings.data_blob).data();
+  Tensor& labels = net.blob(settings.label_blob).data();
+  while (test.next(data, labels)) {
+    const int64_t n = data.shape()[0];
+    if (n != net.batch()) net.set_batch(n);
+    net.forward();
+    loss_sum += scalar(settings.loss_blob) * static_cast<double>(n);
+    if (has_accuracy) accuracy_sum += scalar(settings.accuracy_blob) * static_cast<double>(n);
+    seen += n;
+  }
+  net.set_phase(Phase::train);
+  net.set_batch(train_batch);
+  Evaluation out;
+  out.loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
+  out.accuracy = seen ? accuracy_sum / static_cast<double>(seen) : 0.0;
+  return out;
+}
+
+Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position) {
+  Checkpoint c;
+  c.net_name = net.name();
+  c.iteration = solver.iteration();
+  c.epoch = position.epoch;
+  c.batch = position.batch;
+  c.seed = seed;
+  c.elapsed_seconds = position.elapsed_seconds;
+  c.epoch_loss_sum = position.epoch_loss_sum;
+  for (const Param* p : net.params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
+  for (auto& [name, tensor] : solver.state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
+  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+  return c;
+}
+
+TrainPosition restore_checkpoint(const Checkpoint& c, Net& net, Solver& solver, uint64_t seed, bool rngs) {
+  require(c.net_name == net.name(), "checkpoint is for net '{}', not '{}'", c.net_name, net.name());
+  require(c.seed == seed, "checkpoint was made with seed {}, the config says {}", c.seed, seed);
+  auto params = net.params();
+  require(params.size() == c.params.size(), "checkpoint has {} parameter blobs, the net has {}", c.params.size(),
+          params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    require(params[i]->name == c.params[i].name, "checkpoint parameter {} is '{}', the net has '{}'", i,
+            c.params[i].name, params[i]->name);
+    c.params[i].restore_into(params[i]->blob->data());
+  }
+  auto state = solver.state();
+  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
+          c.solver_state.size(), state.size());
+  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
+  for (size_t i = 0; rngs && i < net.num_layers() && i < c.rngs.size(); ++i) {
+    require(c.rngs[i].first == net.layer(i).name(), "checkpoint layer {} is '{}', the net has '{}'", i,
+            c.rngs[i].first, net.layer(i).name());
+    net.layer(i).rng().set_state(c.rngs[i].second);
+  }
+  solver.set_iteration(c.iteration);
+  return TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
+}
+
+void save_checkpoint_files(const Checkpoint& c, const std::filesystem::path& path, bool keep_all) {
+  save_checkpoint(c, path);
+  if (keep_all) {
+    auto numbered = path;
+    numbered.replace_filename(
+        fmt::format("{}-iter{}{}", path.stem().string(), c.iteration, path.extension().string()));
+    save_checkpoint(c, numbered);
+  }
+  spdlog::debug("checkpoint written to '{}'", path.string());
+}
+
+}  // namespace taihu

@@ -1,0 +1,259 @@
+// Data-parallel training as message flow (actors/compute): N workers at
+// batch b follow the trajectory of one worker at batch N·b, for every
+// allreduce algorithm and several bucket layouts; failing workers are named
+// and never hang the run.
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "actors/compute/coordinator.hpp"
+#include "core/net/net.hpp"
+#include "core/train/checkpoint.hpp"
+#include "core/train/trainer.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace taihu;
+using taihu::testing::TempDir;
+
+namespace {
+
+// No dropout: replicas must compute exactly what one big batch computes.
+const char* mlp_net = R"(
+[net]
+name = mlp
+[input data]
+shape = 1 6 6
+[input label]
+shape =
+[layer ip1]
+type = InnerProduct
+bottom = data
+top = ip1
+num_output = 24
+[layer relu1]
+type = ReLU
+bottom = ip1
+top = ip1
+[layer ip2]
+type = InnerProduct
+bottom = ip1
+top = ip2
+num_output = 4
+[layer accuracy]
+type = Accuracy
+bottom = ip2 label
+top = accuracy
+phase = test
+[layer loss]
+type = SoftmaxWithLoss
+bottom = ip2 label
+top = loss
+)";
+
+// 48 training samples: 6, 4 and 3 iterations at global batches 8, 12, 16.
+std::string app_config(const TempDir& dir, int workers, int batch, const std::string& sync = "") {
+  return "net = mlp.ini\nepochs = 1\nbatch_size = " + std::to_string(batch) + "\nworkers = " +
+         std::to_string(workers) +
+         "\ntest_batch_size = 20\nseed = 3\ndisplay = 0\n"
+         "[data]\nsource = synthetic\nshape = 1 6 6\nclasses = 4\ntrain_size = 48\ntest_size = 40\nprefetch = 1\n"
+         "[solver]\ntype = sgd\nbase_lr = 0.1\nmomentum = 0.9\nweight_decay = 0.001\n"
+         "[sync]\n" +
+         sync + "\n[output]\ndir = " + dir.path().string() + "/out\nmetrics = \ncheckpoint = \n";
+}
+
+config::Document load(const TempDir& dir, const std::string& text) {
+  dir.write("mlp.ini", mlp_net);
+  return config::Document::parse_file(dir.write("app.ini", text));
+}
+
+std::vector<float> flat_params(Net& net) {
+  std::vector<float> out;
+  for (const Param* p : net.params()) out.insert(out.end(), p->blob->data().ptr(), p->blob->data().ptr() + p->blob->count());
+  return out;
+}
+
+std::vector<float> single_worker_params(const TempDir& dir, int global_batch) {
+  Trainer trainer(load(dir, app_config(dir, 1, global_batch)), Progress::Mode::quiet);
+  trainer.run();
+  return flat_params(trainer.net());
+}
+
+std::vector<float> initial_params(const TempDir& dir) {
+  Trainer trainer(load(dir, app_config(dir, 1, 4)), Progress::Mode::quiet);
+  return flat_params(trainer.net());
+}
+
+}  // namespace
+
+TEST_SUITE("data_parallel") {
+  TEST_CASE("N workers at batch b follow one worker at batch N*b, for every algorithm") {
+    TempDir dir;
+    const int b = 4;
+    const auto start = initial_params(dir);
+    for (int n : {2, 3, 4}) {
+      const auto reference = single_worker_params(dir, n * b);
+      double moved = 0;
+      for (std::size_t i = 0; i < start.size(); ++i) moved = std::max(moved, double(std::abs(reference[i] - start[i])));
+      REQUIRE(moved > 1e-2);  // training really moved the weights
+      for (const char* algorithm : {"ring", "rabenseifner", "topology_aware", "hierarchical", "auto"}) {
+        // 0.0005 MB: two buckets (ip2, then ip1).
+        for (const char* bucket_mb : {"0", "0.0005"}) {
+          CAPTURE(n);
+          CAPTURE(algorithm);
+          CAPTURE(bucket_mb);
+          compute::DataParallelTrainer dp(
+              load(dir, app_config(dir, n, b,
+                                   std::string("algorithm = ") + algorithm + "\nbucket_mb = " + bucket_mb +
+                                       "\nstep_timeout = 20\n")),
+              Progress::Mode::quiet);
+          const TrainReport report = dp.run();
+          CHECK(report.workers == n);
+          CHECK(report.iterations == 48 / (n * b));
+          CHECK(report.buckets.size() == (std::string(bucket_mb) == "0" ? 1u : 2u));
+          const auto& params = dp.final_parameters();
+          REQUIRE(params.size() == static_cast<std::size_t>(n));
+          for (int r = 0; r < n; ++r) {
+            const auto& p = params[static_cast<std::size_t>(r)];
+            REQUIRE(p.size() == reference.size());
+            // Replicas agree bit for bit (deterministic reductions, same updates).
+            CHECK(p == params[0]);
+            double worst = 0;
+            for (std::size_t i = 0; i < p.size(); ++i)
+              worst = std::max(worst, std::abs(double(p[i]) - reference[i]) / (1e-3 + std::abs(reference[i])));
+            CHECK(worst < 1e-4);
+          }
+        }
+      }
+    }
+  }
+
+  TEST_CASE("the report has the single-replica keys plus workers and an algorithm per bucket") {
+    TempDir dir;
+    compute::DataParallelTrainer dp(load(dir, app_config(dir, 2, 4, "algorithm = auto\nbucket_mb = 0.0005\n")),
+                                    Progress::Mode::quiet);
+    const TrainReport report = dp.run();
+    const std::string json = report.to_json();
+    for (const char* key : {"\"net\"", "\"test_accuracy\"", "\"images_per_second\"", "\"history\"", "\"workers\": 2",
+                            "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\""})
+      CHECK_MESSAGE(json.find(key) != std::string::npos, key);
+    CHECK(report.batch_size == 8);
+    CHECK(report.test_accuracy > 0.0);
+  }
+
+  TEST_CASE("a worker that throws is named, and the run stops without hanging") {
+    TempDir dir;
+    compute::WorkerFault fault;
+    fault.kind = compute::WorkerFault::Kind::throw_in_step;
+    fault.rank = 1;
+    fault.iteration = 2;
+    compute::DataParallelTrainer dp(load(dir, app_config(dir, 3, 4, "step_timeout = 20\nbucket_mb = 0.0005\n")),
+                                    Progress::Mode::quiet, fault);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      dp.run();
+      FAIL("run() should have thrown");
+    } catch (const compute::WorkerFailure& e) {
+      CHECK(e.rank() == 1);
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find("worker 1 failed at iteration 2") != std::string::npos, what);
+      CHECK_MESSAGE(what.find("injected failure") != std::string::npos, what);
+    }
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  }
+
+  TEST_CASE("a wrong-sized gradient is rejected and its worker named") {
+    TempDir dir;
+    compute::WorkerFault fault;
+    fault.kind = compute::WorkerFault::Kind::wrong_gradient_size;
+    fault.rank = 2;
+    fault.iteration = 1;
+    compute::DataParallelTrainer dp(load(dir, app_config(dir, 3, 4, "step_timeout = 20\n")), Progress::Mode::quiet,
+                                    fault);
+    try {
+      dp.run();
+      FAIL("run() should have thrown");
+    } catch (const compute::WorkerFailure& e) {
+      CHECK(e.rank() == 2);
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find("worker 2 failed at iteration 1") != std::string::npos, what);
+      CHECK_MESSAGE(what.find("expected 988") != std::string::npos, what);
+    }
+  }
+
+  TEST_CASE("a worker that stalls past step_timeout is named") {
+    TempDir dir;
+    compute::WorkerFault fault;
+    fault.kind = compute::WorkerFault::Kind::stall;
+    fault.rank = 1;
+    fault.iteration = 1;
+    fault.stall_seconds = 1.5;
+    compute::DataParallelTrainer dp(load(dir, app_config(dir, 3, 4, "step_timeout = 0.3\n")), Progress::Mode::quiet,
+                                    fault);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      dp.run();
+      FAIL("run() should have thrown");
+    } catch (const compute::WorkerFailure& e) {
+      CHECK(e.rank() == 1);
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find("worker 1 stalled: iteration 1") != std::string::npos, what);
+    }
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  }
+
+  TEST_CASE("workers and topology must agree; workers = 1 is the plain Trainer's") {
+    TempDir dir;
+    CHECK_THROWS_WITH_AS(compute::DataParallelTrainer(
+                             load(dir, app_config(dir, 2, 4) + "[topology]\nranks = 3\n"), Progress::Mode::quiet),
+                         doctest::Contains("workers = 2"), ConfigError);
+    CHECK_THROWS_WITH_AS(Trainer(load(dir, app_config(dir, 2, 4)), Progress::Mode::quiet),
+                         doctest::Contains("actor runtime"), ConfigError);
+  }
+}
+
+TEST_SUITE("data_parallel") {
+  TEST_CASE("checkpoints: resuming N workers continues their trajectory; a failure keeps the last checkpoint") {
+    TempDir dir;
+    auto config = [&](int epochs, const std::string& checkpoint) {
+      std::string text = app_config(dir, 2, 4, "algorithm = ring\nbucket_mb = 0.0005\nstep_timeout = 20\n");
+      text.replace(text.find("epochs = 1"), 10, "epochs = " + std::to_string(epochs));
+      text.replace(text.find("checkpoint = "), 13, "checkpoint_every = 4\ncheckpoint = " + checkpoint);
+      return load(dir, text);
+    };
+    compute::DataParallelTrainer straight(config(2, "straight.ckpt"), Progress::Mode::quiet);
+    straight.run();
+    // 6 iterations per epoch: checkpoints at iteration 4 (epoch 1, batch 4) and after each epoch.
+    compute::DataParallelTrainer first(config(1, "first.ckpt"), Progress::Mode::quiet);
+    first.run();
+    const Checkpoint c = load_checkpoint(dir / "out/first.ckpt");
+    CHECK(c.epoch == 1);
+    CHECK(c.iteration == 6);
+    compute::DataParallelTrainer resumed(config(2, "resumed.ckpt"), Progress::Mode::quiet);
+    resumed.resume(dir / "out/first.ckpt");
+    const TrainReport report = resumed.run();
+    CHECK(report.history.size() == 1);
+    REQUIRE(resumed.final_parameters().size() == 2);
+    CHECK(resumed.final_parameters()[0] == straight.final_parameters()[0]);
+    CHECK(resumed.final_parameters()[1] == straight.final_parameters()[1]);
+
+    compute::WorkerFault fault;
+    fault.kind = compute::WorkerFault::Kind::throw_in_step;
+    fault.rank = 1;
+    fault.iteration = 5;
+    compute::DataParallelTrainer failing(config(1, "failing.ckpt"), Progress::Mode::quiet, fault);
+    try {
+      failing.run();
+      FAIL("run() should have thrown");
+    } catch (const compute::WorkerFailure& e) {
+      CHECK(e.rank() == 1);
+      CHECK_MESSAGE(std::string(e.what()).find("failing.ckpt' is intact") != std::string::npos, e.what());
+    }
+    const Checkpoint kept = load_checkpoint(dir / "out/failing.ckpt");
+    CHECK(kept.iteration == 4);
+    CHECK(kept.batch == 4);
+  }
+}
