@@ -12,38 +12,13 @@
 #include "core/data/batch_source.hpp"
 #include "core/data/synthetic.hpp"
 #include "core/net/net.hpp"
+#include "support/mlp_net.hpp"
 
 using namespace taihu;
 
 namespace {
 
-// ip1: 36x24 + 24, ip2: 24x4 + 4 (in floats: 864, 24, 96, 4).
-const char* mlp = R"(
-[net]
-name = mlp
-[input data]
-shape = 1 6 6
-[input label]
-shape =
-[layer ip1]
-type = InnerProduct
-bottom = data
-top = ip1
-num_output = 24
-[layer relu1]
-type = ReLU
-bottom = ip1
-top = ip1
-[layer ip2]
-type = InnerProduct
-bottom = ip1
-top = ip2
-num_output = 4
-[layer loss]
-type = SoftmaxWithLoss
-bottom = ip2 label
-top = loss
-)";
+const std::string mlp = taihu::testing::mlp_net({.dropout = false, .accuracy = false});
 
 std::unique_ptr<Net> make_mlp() {
   auto doc = std::make_shared<config::Document>(config::Document::parse(mlp, "mlp"));

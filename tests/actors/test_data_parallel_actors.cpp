@@ -14,6 +14,7 @@
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/trainer.hpp"
+#include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace taihu;
@@ -21,38 +22,7 @@ using taihu::testing::TempDir;
 
 namespace {
 
-// No dropout: replicas must compute exactly what one big batch computes.
-const char* mlp_net = R"(
-[net]
-name = mlp
-[input data]
-shape = 1 6 6
-[input label]
-shape =
-[layer ip1]
-type = InnerProduct
-bottom = data
-top = ip1
-num_output = 24
-[layer relu1]
-type = ReLU
-bottom = ip1
-top = ip1
-[layer ip2]
-type = InnerProduct
-bottom = ip1
-top = ip2
-num_output = 4
-[layer accuracy]
-type = Accuracy
-bottom = ip2 label
-top = accuracy
-phase = test
-[layer loss]
-type = SoftmaxWithLoss
-bottom = ip2 label
-top = loss
-)";
+const std::string mlp_text = taihu::testing::mlp_net({.dropout = false, .accuracy = true});
 
 // 48 training samples: 6, 4 and 3 iterations at global batches 8, 12, 16.
 std::string app_config(const TempDir& dir, int workers, int batch, const std::string& sync = "") {
@@ -66,7 +36,7 @@ std::string app_config(const TempDir& dir, int workers, int batch, const std::st
 }
 
 config::Document load(const TempDir& dir, const std::string& text) {
-  dir.write("mlp.ini", mlp_net);
+  dir.write("mlp.ini", mlp_text);
   return config::Document::parse_file(dir.write("app.ini", text));
 }
 

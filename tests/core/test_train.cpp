@@ -7,6 +7,7 @@
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/trainer.hpp"
+#include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace taihu;
@@ -14,43 +15,7 @@ using taihu::testing::TempDir;
 
 namespace {
 
-// A small MLP with dropout, so that resuming must restore random state too.
-const char* mlp_net = R"(
-[net]
-name = mlp
-[input data]
-shape = 1 6 6
-[input label]
-shape =
-[layer ip1]
-type = InnerProduct
-bottom = data
-top = ip1
-num_output = 24
-[layer relu1]
-type = ReLU
-bottom = ip1
-top = ip1
-[layer drop1]
-type = Dropout
-bottom = ip1
-top = ip1
-dropout_ratio = 0.2
-[layer ip2]
-type = InnerProduct
-bottom = ip1
-top = ip2
-num_output = 4
-[layer accuracy]
-type = Accuracy
-bottom = ip2 label
-top = accuracy
-phase = test
-[layer loss]
-type = SoftmaxWithLoss
-bottom = ip2 label
-top = loss
-)";
+const std::string mlp_text = taihu::testing::mlp_net({.dropout = true, .accuracy = true});
 
 std::string app_config(const TempDir& dir, const std::string& extra = "", int epochs = 2) {
   return "net = mlp.ini\nepochs = " + std::to_string(epochs) + "\nbatch_size = 16\ntest_batch_size = 50\nseed = 3\ndisplay = 5\n" + extra +
@@ -62,7 +27,7 @@ std::string app_config(const TempDir& dir, const std::string& extra = "", int ep
 }
 
 config::Document load(const TempDir& dir, const std::string& text, const std::string& name = "app.ini") {
-  dir.write("mlp.ini", mlp_net);
+  dir.write("mlp.ini", mlp_text);
   return config::Document::parse_file(dir.write(name, text));
 }
 
