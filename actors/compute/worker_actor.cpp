@@ -1,6 +1,7 @@
 #include "actors/compute/worker_actor.hpp"
 
 #include <caf/all.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -96,6 +97,11 @@ void run_step(Self* self, std::uint64_t iteration) {
     require(m.train->next(data, labels), "worker {}: no training batch for step {}", m.rank, iteration);
   }
   s.stats.samples = static_cast<std::uint64_t>(data.shape()[0]);
+  // Random layers (dropout) draw from streams that are a pure function of
+  // (seed, rank, iteration, layer), so resuming any replica needs no saved
+  // generator state and every rank draws differently.
+  const uint64_t step_seed = derive_seed(m.settings.seed, fmt::format("rank {} step {}", m.rank, iteration));
+  for (std::size_t i = 0; i < net.num_layers(); ++i) net.layer(i).seed(step_seed);
   net.zero_param_diffs();
   float loss = 0.0f;
   for (std::size_t i = 0; i < net.num_layers(); ++i) loss += net.forward_layer(i);

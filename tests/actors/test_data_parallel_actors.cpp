@@ -35,8 +35,8 @@ std::string app_config(const TempDir& dir, int workers, int batch, const std::st
          sync + "\n[output]\ndir = " + dir.path().string() + "/out\nmetrics = \ncheckpoint = \n";
 }
 
-config::Document load(const TempDir& dir, const std::string& text) {
-  dir.write("mlp.ini", mlp_text);
+config::Document load(const TempDir& dir, const std::string& text, const std::string& net = mlp_text) {
+  dir.write("mlp.ini", net);
   return config::Document::parse_file(dir.write("app.ini", text));
 }
 
@@ -188,11 +188,13 @@ TEST_SUITE("data_parallel") {
 TEST_SUITE("data_parallel") {
   TEST_CASE("checkpoints: resuming N workers continues their trajectory; a failure keeps the last checkpoint") {
     TempDir dir;
+    // With dropout: every replica's random draws must continue exactly too.
+    const std::string dropout_net = taihu::testing::mlp_net({.dropout = true, .accuracy = true});
     auto config = [&](int epochs, const std::string& checkpoint) {
       std::string text = app_config(dir, 2, 4, "algorithm = ring\nbucket_mb = 0.0005\nstep_timeout = 20\n");
       text.replace(text.find("epochs = 1"), 10, "epochs = " + std::to_string(epochs));
       text.replace(text.find("checkpoint = "), 13, "checkpoint_every = 4\ncheckpoint = " + checkpoint);
-      return load(dir, text);
+      return load(dir, text, dropout_net);
     };
     compute::DataParallelTrainer straight(config(2, "straight.ckpt"), Progress::Mode::quiet);
     straight.run();
