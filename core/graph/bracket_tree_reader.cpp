@@ -1,5 +1,6 @@
 #include "core/graph/bracket_tree_reader.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "core/common/check.hpp"
@@ -17,6 +18,9 @@ class BracketParser {
       : text_(text), token_id_(token_id), source_(source), first_line_(first_line) {}
 
   InputGraph parse() {
+    // Every vertex opens one '(' and, but the root, is one edge.
+    const auto opens = static_cast<int32_t>(std::count(text_.begin(), text_.end(), '('));
+    graph_.reserve(opens, opens);
     skip_blanks();
     if (at_end()) fail(pos_, "empty input, expected '('");
     if (peek() != '(') fail(pos_, "expected '(' at the start of a tree, got '{}'", peek());
@@ -161,23 +165,21 @@ InputGraph parse_bracket_tree(std::string_view text, const TokenMapper& token_id
 }
 
 TreeBank parse_bracket_trees(std::string_view text, const VocabularyOptions& options, std::string_view source) {
-  // One parse: leaves first record the index of their token text, remapped
-  // to vocabulary ids once every count is known.
-  std::vector<std::string_view> leaf_texts;
+  // One parse: leaves first hold their builder entry, remapped to vocabulary
+  // ids once every count is known.
   VocabularyBuilder builder;
-  const TokenMapper record = [&](std::string_view token) {
-    leaf_texts.push_back(token);
-    builder.add(token);
-    return static_cast<int32_t>(leaf_texts.size() - 1);
-  };
+  const TokenMapper record = [&](std::string_view token) { return builder.add(token); };
   TreeBank bank;
   for_each_line(text, [&](std::string_view line, int64_t number) {
     bank.trees.push_back(parse_bracket_tree(line, record, source, number));
   });
   bank.vocabulary = builder.build(options);
+  std::vector<int32_t> entry_ids(static_cast<size_t>(builder.distinct()));
+  for (size_t e = 0; e < entry_ids.size(); ++e)
+    entry_ids[e] = bank.vocabulary.id(builder.entry_token(static_cast<int32_t>(e)));
   for (auto& tree : bank.trees)
     for (int32_t v = 0; v < tree.num_vertices(); ++v)
-      if (tree.is_leaf(v)) tree.set_token(v, bank.vocabulary.id(leaf_texts[static_cast<size_t>(tree.token(v))]));
+      if (tree.is_leaf(v)) tree.set_token(v, entry_ids[static_cast<size_t>(tree.token(v))]);
   return bank;
 }
 

@@ -29,17 +29,20 @@ int32_t Vocabulary::id(std::string_view token) const {
 
 bool Vocabulary::contains(std::string_view token) const { return ids_.find(token) != ids_.end(); }
 
-void VocabularyBuilder::add(std::string_view token, int64_t count) {
-  auto it = counts_.find(token);
-  if (it == counts_.end())
-    counts_.emplace(std::string(token), count);
-  else
-    it->second += count;
+int32_t VocabularyBuilder::add(std::string_view token, int64_t count) {
+  auto it = index_.find(token);
+  if (it == index_.end()) {
+    it = index_.emplace(std::string(token), static_cast<int32_t>(entries_.size())).first;
+    entries_.push_back(&it->first);
+    counts_.push_back(0);
+  }
+  counts_[static_cast<size_t>(it->second)] += count;
+  return it->second;
 }
 
 int64_t VocabularyBuilder::count(std::string_view token) const {
-  const auto it = counts_.find(token);
-  return it == counts_.end() ? 0 : it->second;
+  const auto it = index_.find(token);
+  return it == index_.end() ? 0 : counts_[static_cast<size_t>(it->second)];
 }
 
 Vocabulary VocabularyBuilder::build(const VocabularyOptions& options) const {
@@ -47,8 +50,9 @@ Vocabulary VocabularyBuilder::build(const VocabularyOptions& options) const {
   require<ConfigError>(options.max_size >= 0, "vocabulary: max_size must be >= 0, got {}", options.max_size);
   std::vector<std::pair<const std::string*, int64_t>> kept;
   kept.reserve(counts_.size());
-  for (const auto& [token, count] : counts_)
-    if (count >= options.min_count && token != Vocabulary::unknown_token) kept.emplace_back(&token, count);
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (counts_[i] >= options.min_count && *entries_[i] != Vocabulary::unknown_token)
+      kept.emplace_back(entries_[i], counts_[i]);
   std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : *a.first < *b.first;
   });

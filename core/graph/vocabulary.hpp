@@ -48,9 +48,13 @@ class Vocabulary {
 // byte order, so the result does not depend on hash order).
 class VocabularyBuilder {
  public:
-  void add(std::string_view token, int64_t count = 1);
+  // Returns the token's entry: its index in first-seen order, so a reader can
+  // remember entries and map them to ids once (see entry_token) instead of
+  // hashing every token twice.
+  int32_t add(std::string_view token, int64_t count = 1);
   int64_t count(std::string_view token) const;
   int64_t distinct() const { return static_cast<int64_t>(counts_.size()); }
+  const std::string& entry_token(int32_t entry) const { return *entries_[static_cast<size_t>(entry)]; }
   Vocabulary build(const VocabularyOptions& options = {}) const;
 
  private:
@@ -58,7 +62,9 @@ class VocabularyBuilder {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> counts_;
+  std::unordered_map<std::string, int32_t, Hash, std::equal_to<>> index_;
+  std::vector<const std::string*> entries_;  // keys of index_, whose addresses are stable
+  std::vector<int64_t> counts_;
 };
 
 }  // namespace taihu
