@@ -4,12 +4,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <functional>
 #include <map>
 #include <string>
 
 #include "core/common/error.hpp"
 #include "core/graph/bracket_tree_reader.hpp"
+#include "core/graph/bracket_tree_writer.hpp"
 #include "core/graph/expression_tree.hpp"
 #include "core/graph/input_graph.hpp"
 #include "core/graph/text_reader.hpp"
@@ -117,6 +120,7 @@ TEST_SUITE("graph data") {
     CHECK(inner_labels == std::vector<int32_t>{2, 1, 0});
     CHECK(vocab.token(tree.token(tree.children(inner)[0])) == nbsp);
     CHECK(tree.token(root) == InputGraph::none);
+    CHECK(format_bracket_tree(tree, vocab) == text);
 
     // A single leaf is a tree; extra blanks between nodes are fine.
     CHECK(leaf_tokens("  (1 x)  ") == std::vector<std::string>{"x"});
@@ -230,6 +234,14 @@ TEST_SUITE("graph data") {
     CHECK(train.vocabulary.size() == 18280 + 1);
     CHECK(train.vocabulary.contains("8\xC2\xA0" "1\\/2"));
     CHECK(train.vocabulary.contains("-LRB-"));
+
+    // Writing every tree back reproduces the file byte for byte.
+    std::ifstream file(dir / "train.txt", std::ios::binary);
+    std::string line;
+    int64_t same = 0;
+    for (size_t i = 0; std::getline(file, line) && i < train.trees.size(); ++i)
+      same += format_bracket_tree(train.trees[i], train.vocabulary) == line;
+    CHECK(same == 8544);
 
     const auto dev = read_bracket_trees(dir / "dev.txt", train.vocabulary);
     const auto test = read_bracket_trees(dir / "test.txt", train.vocabulary);
