@@ -69,12 +69,28 @@ std::vector<int32_t> TextCorpus::flattened() const {
 }
 
 TextCorpus parse_text(std::string_view text, const VocabularyOptions& options) {
+  // One scan: tokens first hold their builder entry, remapped to ids once
+  // every count is known.
   VocabularyBuilder builder;
-  int64_t lines = 0;
-  scan(text, [&](std::string_view token) { builder.add(token); }, [&] { ++lines; });
+  const int32_t eos_entry = builder.add(end_of_sentence_token, 0);
+  TextCorpus corpus;
+  std::vector<int32_t> sentence;
+  scan(
+      text, [&](std::string_view token) { sentence.push_back(builder.add(token)); },
+      [&] {
+        sentence.push_back(eos_entry);
+        corpus.sentences.push_back(sentence);
+        sentence.clear();
+      });
   // <eos> survives any min_count / max_size: it ends every sentence.
-  builder.add(end_of_sentence_token, lines + 1'000'000'000'000LL);
-  return map_text(text, builder.build(options));
+  builder.add(end_of_sentence_token, static_cast<int64_t>(corpus.sentences.size()) + (int64_t{1} << 50));
+  corpus.vocabulary = builder.build(options);
+  std::vector<int32_t> entry_ids(static_cast<size_t>(builder.distinct()));
+  for (size_t e = 0; e < entry_ids.size(); ++e)
+    entry_ids[e] = corpus.vocabulary.id(builder.entry_token(static_cast<int32_t>(e)));
+  for (auto& s : corpus.sentences)
+    for (auto& token : s) token = entry_ids[static_cast<size_t>(token)];
+  return corpus;
 }
 
 TextCorpus parse_text(std::string_view text, const Vocabulary& vocabulary) { return map_text(text, vocabulary); }

@@ -258,13 +258,24 @@ TEST_SUITE("graph data") {
       MESSAGE("PTB data not found at " << path.string() << "; skipped (set TAIHU_DATA_DIR)");
       return;
     }
+    const auto start = std::chrono::steady_clock::now();
     const auto corpus = read_text_corpus(path, VocabularyOptions{});
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    MESSAGE("PTB valid read in " << seconds * 1e3 << " ms (" << corpus.num_tokens() / seconds << " tokens/s)");
     CHECK(corpus.sentences.size() == 3370);
     CHECK(corpus.num_tokens() == 73760);
     CHECK(corpus.vocabulary.size() == 6021 + 1);  // types used, <unk> among them, plus <eos>
     int64_t unknown = 0;
     for (const auto& s : corpus.sentences) unknown += std::count(s.begin(), s.end(), Vocabulary::unknown_id);
     CHECK(unknown == 3485);
+    // A frozen vocabulary gives the same ids.
+    const auto again = read_text_corpus(path, corpus.vocabulary);
+    CHECK(again.sentences == corpus.sentences);
+    // Words seen fewer than 5 times become <unk>; <eos> stays.
+    const auto frequent = read_text_corpus(path, VocabularyOptions{.min_count = 5});
+    CHECK(frequent.vocabulary.size() < corpus.vocabulary.size());
+    CHECK(frequent.vocabulary.id(end_of_sentence_token) == 1);
+    CHECK(frequent.num_tokens() == 73760);
   }
 
   TEST_CASE("generators: SST-like heights, complete trees, combs, determinism") {
@@ -281,6 +292,22 @@ TEST_SUITE("graph data") {
       max_height = std::max(max_height, t.height());
     }
     const double mean_height = static_cast<double>(height_sum) / samples;
+    {
+      Rng bias_rng(1);
+      int64_t internal = 0, left_leaf = 0, right_leaf = 0;
+      for (int i = 0; i < 2000; ++i) {
+        const auto t = sst_like_tree(bias_rng);
+        for (int32_t v = 0; v < t.num_vertices(); ++v) {
+          if (t.is_leaf(v)) continue;
+          ++internal;
+          left_leaf += t.is_leaf(t.children(v)[0]);
+          right_leaf += t.is_leaf(t.children(v)[1]);
+        }
+      }
+      const double left = static_cast<double>(left_leaf) / internal, right = static_cast<double>(right_leaf) / internal;
+      MESSAGE("SST-like: left child a leaf " << left << ", right " << right << " (SST train: 0.666, 0.389)");
+      CHECK(left > right);
+    }
     MESSAGE("SST-like: mean height " << mean_height << ", max " << max_height << ", mean leaves "
                                      << static_cast<double>(leaf_sum) / samples);
     CHECK(mean_height == doctest::Approx(9.83).epsilon(0.5 / 9.83));
