@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 #include "core/common/check.hpp"
 
@@ -42,20 +44,53 @@ struct TreeBuilder {
 
   int32_t label() { return options.num_classes > 0 ? static_cast<int32_t>(rng.below(options.num_classes)) : -1; }
 
-  int32_t build(int32_t n) {
-    if (n == 1) {
-      const int32_t token =
-          options.vocabulary_size > 0 ? static_cast<int32_t>(rng.below(options.vocabulary_size)) : -1;
-      return graph.add_leaf(token, label());
-    }
+  int32_t leaf() {
+    const int32_t token =
+        options.vocabulary_size > 0 ? static_cast<int32_t>(rng.below(options.vocabulary_size)) : -1;
+    return graph.add_leaf(token, label());
+  }
+
+  // Leaf counts of the left and right subtrees of a node with n >= 2 leaves.
+  std::pair<int32_t, int32_t> split(int32_t n) {
     const double f = sample_beta(rng, options.alpha);
     const int32_t first = 1 + std::min<int32_t>(n - 2, static_cast<int32_t>(std::floor(f * (n - 1))));
-    int32_t smaller = std::min(first, n - first), larger = n - smaller;
+    const int32_t smaller = std::min(first, n - first), larger = n - smaller;
     const bool smaller_left = open_uniform(rng) < options.smaller_left_probability;
-    const int32_t left = build(smaller_left ? smaller : larger);
-    const int32_t right = build(smaller_left ? larger : smaller);
-    const std::array<int32_t, 2> children{left, right};
-    return graph.add_vertex(children, label());
+    return smaller_left ? std::pair{smaller, larger} : std::pair{larger, smaller};
+  }
+
+  // Post-order with an explicit stack: Beta(0.25) trees are nearly as deep
+  // as they are long, too deep for recursion on long inputs.
+  int32_t build(int32_t n) {
+    struct Frame {
+      int32_t left_leaves, right_leaves, left = -1;
+    };
+    std::vector<Frame> stack;
+    // The vertex id if m is a leaf; otherwise opens a frame and returns -1.
+    auto start = [&](int32_t m) -> int32_t {
+      if (m == 1) return leaf();
+      const auto [l, r] = split(m);
+      stack.push_back({l, r});
+      return -1;
+    };
+    int32_t done = start(n);
+    while (!stack.empty()) {
+      if (done < 0) {  // descend into the top frame's next child
+        const Frame& top = stack.back();
+        done = start(top.left < 0 ? top.left_leaves : top.right_leaves);
+        continue;
+      }
+      Frame& top = stack.back();
+      if (top.left < 0) {
+        top.left = done;
+        done = -1;
+        continue;
+      }
+      const std::array<int32_t, 2> children{top.left, done};
+      stack.pop_back();
+      done = graph.add_vertex(children, label());
+    }
+    return done;
   }
 };
 

@@ -341,6 +341,13 @@ TEST_SUITE("graph data") {
     for (size_t h = 0; h < levels.size(); ++h) CHECK(levels[h].size() == (128u >> h));
     CHECK(complete_binary_tree(0).num_vertices() == 1);
 
+    // Long inputs: no recursion limit, still one root and 2n - 1 vertices.
+    Rng long_rng(4);
+    const auto big = random_binary_tree(long_rng, 200000);
+    CHECK(big.num_vertices() == 399999);
+    CHECK(big.roots().size() == 1);
+    CHECK(big.max_arity() == 2);
+
     const auto comb = left_comb_tree(10);
     CHECK(comb.height() == 9);
     CHECK(comb.num_vertices() == 19);
