@@ -48,6 +48,13 @@ class Vocabulary {
 // byte order, so the result does not depend on hash order).
 class VocabularyBuilder {
  public:
+  VocabularyBuilder() = default;
+  // Entries point at the map's keys: moving keeps them valid, copying would not.
+  VocabularyBuilder(const VocabularyBuilder&) = delete;
+  VocabularyBuilder& operator=(const VocabularyBuilder&) = delete;
+  VocabularyBuilder(VocabularyBuilder&&) = default;
+  VocabularyBuilder& operator=(VocabularyBuilder&&) = default;
+
   // Returns the token's entry: its index in first-seen order, so a reader can
   // remember entries and map them to ids once (see entry_token) instead of
   // hashing every token twice.

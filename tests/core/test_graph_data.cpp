@@ -167,6 +167,9 @@ TEST_SUITE("graph data") {
     const auto small = builder.build({.min_count = 1, .max_size = 3});
     CHECK(small.tokens() == std::vector<std::string>{"<unk>", "a", "b"});
     CHECK(builder.build({.min_count = 1, .max_size = 1}).size() == 1);
+    const VocabularyBuilder moved = std::move(builder);
+    CHECK(moved.build().tokens() == all.tokens());
+    CHECK(moved.entry_token(0) == "b");  // entries in first-seen order
 
     // Trees: dev tokens missing from train become <unk>.
     const auto bank = parse_bracket_trees("(1 (2 x) (3 y))\n(0 (1 x) (2 z))\n", VocabularyOptions{});
