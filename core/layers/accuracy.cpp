@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "core/common/check.hpp"
-#include "core/layers/axis.hpp"
 #include "core/layers/labels.hpp"
 #include "core/layers/registry.hpp"
 
@@ -19,17 +18,11 @@ AccuracyLayer::AccuracyLayer(const LayerSpec& spec)
 
 void AccuracyLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Shape& shape = bottom[0]->shape();
-  const auto axis = resolve_axis(axis_, shape.rank());
-  if (!axis) shape_error(fmt::format("axis {} is out of range for scores of shape {}", axis_, shape.str()));
-  outer_ = shape.count(0, *axis);
-  channels_ = shape[*axis];
-  inner_ = shape.count_from(*axis + 1);
+  const ClassGeometry g = class_geometry(*this, axis_, shape, bottom[1]->shape());
+  outer_ = g.outer, channels_ = g.channels, inner_ = g.inner;
   if (top_k_ > channels_)
     shape_error(fmt::format("top_k = {} exceeds the {} classes of scores of shape {}", top_k_, channels_,
                             shape.str()));
-  if (bottom[1]->count() != outer_ * inner_)
-    shape_error(fmt::format("scores of shape {} need {} labels (one per sample and position), got shape {}",
-                            shape.str(), outer_ * inner_, bottom[1]->shape().str()));
   top[0]->reshape(Shape{});
 }
 

@@ -80,13 +80,14 @@ class Layer {
   const Rng& rng() const { return rng_; }
   void seed(uint64_t net_seed) { rng_.reseed(derive_seed(net_seed, name_)); }
 
+  // Throws a ShapeError that names this layer and its type.
+  [[noreturn]] void shape_error(const std::string& message) const;
+
  protected:
   // Adds a parameter blob named "<layer>/<suffix>", reading "<suffix>_lr_mult"
   // and "<suffix>_decay_mult" from the options.
   Blob& add_param(const std::string& suffix, const Shape& shape, bool learnable = true);
   const config::Section& options() const { return *options_; }
-  // A ShapeError that names this layer.
-  [[noreturn]] void shape_error(const std::string& message) const;
 
  private:
   std::string name_;

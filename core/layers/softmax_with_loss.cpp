@@ -8,7 +8,6 @@
 
 #include "core/common/check.hpp"
 #include "core/kernels/elementwise.hpp"
-#include "core/layers/axis.hpp"
 #include "core/layers/labels.hpp"
 #include "core/layers/registry.hpp"
 
@@ -27,14 +26,8 @@ SoftmaxWithLossLayer::SoftmaxWithLossLayer(const LayerSpec& spec)
 
 void SoftmaxWithLossLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Shape& shape = bottom[0]->shape();
-  const auto axis = resolve_axis(axis_, shape.rank());
-  if (!axis) shape_error(fmt::format("axis {} is out of range for scores of shape {}", axis_, shape.str()));
-  outer_ = shape.count(0, *axis);
-  channels_ = shape[*axis];
-  inner_ = shape.count_from(*axis + 1);
-  if (bottom[1]->count() != outer_ * inner_)
-    shape_error(fmt::format("scores of shape {} need {} labels (one per sample and position), got shape {}",
-                            shape.str(), outer_ * inner_, bottom[1]->shape().str()));
+  const ClassGeometry g = class_geometry(*this, axis_, shape, bottom[1]->shape());
+  outer_ = g.outer, channels_ = g.channels, inner_ = g.inner;
   top[0]->reshape(Shape{});
   prob_.reshape(shape);
   scratch_.reshape(Shape{inner_});
