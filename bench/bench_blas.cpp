@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/random.hpp"
@@ -41,12 +42,7 @@ const std::vector<GemmShape> shapes = {
     {"fc 32x4096x9216", 32, 4096, 9216, blas::Trans::no, blas::Trans::yes},
 };
 
-std::string arg_value(int argc, char** argv, const std::string& key, const std::string& fallback) {
-  const std::string prefix = "--" + key + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]).rfind(prefix, 0) == 0) return std::string(argv[i]).substr(prefix.size());
-  return fallback;
-}
+using taihu::bench::arg_value;
 
 bool has_flag(int argc, char** argv, const std::string& flag) {
   for (int i = 1; i < argc; ++i)

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/config/config.hpp"
@@ -88,12 +89,7 @@ std::vector<ConvShape> all_shapes() {
   return s;
 }
 
-std::string arg_value(int argc, char** argv, const std::string& key, const std::string& fallback) {
-  const std::string prefix = "--" + key + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]).rfind(prefix, 0) == 0) return std::string(argv[i]).substr(prefix.size());
-  return fallback;
-}
+using taihu::bench::arg_value;
 
 // --clock=cpu measures process CPU time instead of wall time: with
 // --threads=1 that is robust against other jobs sharing the machine.

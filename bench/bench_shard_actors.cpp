@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "actors/sync/algorithms.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "messages/type_ids.hpp"
@@ -26,12 +27,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string arg_value(int argc, char** argv, const std::string& key, const std::string& fallback) {
-  const std::string prefix = "--" + key + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]).rfind(prefix, 0) == 0) return std::string(argv[i]).substr(prefix.size());
-  return fallback;
-}
+using taihu::bench::arg_value;
 
 std::vector<double> numbers(const std::string& list) {
   std::vector<double> out;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/flush_to_zero.hpp"
@@ -30,12 +31,7 @@ using namespace taihu;
 
 namespace {
 
-std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  const std::string prefix = "--" + name + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]).rfind(prefix, 0) == 0) return std::string(argv[i]).substr(prefix.size());
-  return fallback;
-}
+using taihu::bench::arg_value;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -134,18 +130,18 @@ void profile(Net& net, Solver& solver, int iters) {
 int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   blas::KernelRequest request;
-  request.kernel = arg(argc, argv, "kernel", "auto");
-  request.threads = std::stoi(arg(argc, argv, "threads", "0"));
+  request.kernel = arg_value(argc, argv, "kernel", "auto");
+  request.threads = std::stoi(arg_value(argc, argv, "threads", "0"));
   blas::select_kernel(request, argc, argv);
   enable_flush_to_zero();
 
-  const std::string net_path = arg(argc, argv, "net", "config/nets/lenet.ini");
-  const int64_t batch = std::stoll(arg(argc, argv, "batch", "64"));
-  const int iters = std::stoi(arg(argc, argv, "iters", "100"));
-  const int warmup = std::stoi(arg(argc, argv, "warmup", "10"));
-  const int repeats = std::stoi(arg(argc, argv, "repeats", "5"));
-  const std::string json = arg(argc, argv, "json", "");
-  const uint64_t classes = std::stoull(arg(argc, argv, "classes", "10"));
+  const std::string net_path = arg_value(argc, argv, "net", "config/nets/lenet.ini");
+  const int64_t batch = std::stoll(arg_value(argc, argv, "batch", "64"));
+  const int iters = std::stoi(arg_value(argc, argv, "iters", "100"));
+  const int warmup = std::stoi(arg_value(argc, argv, "warmup", "10"));
+  const int repeats = std::stoi(arg_value(argc, argv, "repeats", "5"));
+  const std::string json = arg_value(argc, argv, "json", "");
+  const uint64_t classes = std::stoull(arg_value(argc, argv, "classes", "10"));
   bool profiling = false;
   for (int i = 1; i < argc; ++i) profiling = profiling || std::string(argv[i]) == "--profile";
 

@@ -12,6 +12,7 @@
 #include "core/data/batch_source.hpp"
 #include "core/net/net.hpp"
 #include "core/solver/solver.hpp"
+#include "actors/exception_reason.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -132,15 +133,7 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
   self->state.model = std::move(model);
   self->state.buffers.resize(self->state.model->buckets->size());
   self->state.sent_at.resize(self->state.model->buckets->size());
-  self->set_exception_handler([](std::exception_ptr& e) -> caf::error {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      return caf::make_error(caf::sec::runtime_error, std::string(x.what()));
-    } catch (...) {
-      return caf::make_error(caf::sec::runtime_error, std::string("unknown exception"));
-    }
-  });
+  self->set_exception_handler(exception_reason);
   return {
       [=](caf::get_atom) {
         auto& m = *self->state.model;

@@ -11,6 +11,7 @@
 #include "core/common/check.hpp"
 #include "actors/sync/zero_copy.hpp"
 #include "core/kernels/elementwise.hpp"
+#include "actors/exception_reason.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -114,15 +115,7 @@ void start_next(Self* self) {
 caf::behavior shard(Self* self, ShardSpec spec) {
   self->state.spec = std::move(spec);
   // The reason travels in the down_msg, so an owner can say which shard failed and why.
-  self->set_exception_handler([](std::exception_ptr& e) -> caf::error {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      return caf::make_error(caf::sec::runtime_error, std::string(x.what()));
-    } catch (...) {
-      return caf::make_error(caf::sec::runtime_error, std::string("unknown exception"));
-    }
-  });
+  self->set_exception_handler(exception_reason);
   return {
       [=](msg::ShardInit& init) {
         auto& s = self->state;

@@ -1,0 +1,24 @@
+#pragma once
+// Turns an exception escaping an actor's handler into the actor's exit
+// reason, so whoever monitors it learns what went wrong (the down_msg carries
+// the message), instead of CAF's bare "runtime_error".
+
+#include <caf/error.hpp>
+#include <caf/sec.hpp>
+
+#include <exception>
+#include <string>
+
+namespace taihu {
+
+inline caf::error exception_reason(std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return caf::make_error(caf::sec::runtime_error, std::string(x.what()));
+  } catch (...) {
+    return caf::make_error(caf::sec::runtime_error, std::string("unknown exception"));
+  }
+}
+
+}  // namespace taihu
