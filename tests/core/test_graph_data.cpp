@@ -18,6 +18,7 @@
 #include "core/graph/text_reader.hpp"
 #include "core/graph/tree_generators.hpp"
 #include "core/graph/vocabulary.hpp"
+#include "tests/support/shared_data.hpp"
 
 using namespace taihu;
 
@@ -32,14 +33,7 @@ std::string error_of(auto&& f) {
   return "<no error>";
 }
 
-std::filesystem::path data_dir() {
-  if (const char* env = std::getenv("TAIHU_DATA_DIR")) return env;
-  // The repository root's sibling; a git worktree one level deeper also finds it.
-  const std::filesystem::path root(TAIHU_SOURCE_DIR);
-  for (const auto& candidate : {root / ".." / "shared" / "data", root / ".." / ".." / "shared" / "data"})
-    if (std::filesystem::exists(candidate)) return candidate;
-  return root / ".." / "shared" / "data";
-}
+std::filesystem::path data_dir() { return testing::shared_data_dir(); }
 
 // Token texts in leaf order, to check what the reader cut out.
 std::vector<std::string> leaf_tokens(std::string_view text) {

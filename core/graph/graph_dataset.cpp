@@ -1,0 +1,228 @@
+#include "core/graph/graph_dataset.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include "core/common/check.hpp"
+#include "core/common/error.hpp"
+#include "core/common/random.hpp"
+#include "core/graph/bracket_tree_reader.hpp"
+#include "core/graph/expression_tree.hpp"
+#include "core/graph/text_reader.hpp"
+#include "core/graph/tree_generators.hpp"
+
+namespace taihu {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view shared_data_hint =
+    "The SST and PTB files ship in the project's shared data folder (../shared/data, see its README.md); "
+    "set `dir` in [data] to the folder that holds them";
+
+struct SplitFiles {
+  fs::path train, dev, test;  // dev may be empty
+};
+
+fs::path existing_file(const config::Section& data, const fs::path& dir, std::string_view key,
+                       std::string_view fallback, std::string_view what) {
+  const fs::path name = data.get_or<fs::path>(key, fs::path(std::string(fallback)));
+  const fs::path path = dir / name;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    raise<DataError>("{} file {} not found (key `{}` in [data], relative to dir = {}). {}.", what, path.string(),
+                     key, dir.string(), shared_data_hint);
+  return path;
+}
+
+SplitFiles split_files(const config::Document& doc, const config::Section& data, std::string_view what,
+                       std::string_view train, std::string_view dev, std::string_view test) {
+  if (!data.has("dir"))
+    throw data.error("dir", fmt::format("required for source = {}: the folder with its files. {}", data.get<std::string>("source"),
+                                        shared_data_hint));
+  const fs::path dir = doc.resolve(data.get<fs::path>("dir"));
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    raise<DataError>("{} folder {} (`dir` in [data]) does not exist. {}.", what, dir.string(), shared_data_hint);
+  SplitFiles files;
+  files.train = existing_file(data, dir, "train", train, what);
+  if (!dev.empty() || data.has("dev")) files.dev = existing_file(data, dir, "dev", dev, what);
+  files.test = existing_file(data, dir, "test", test, what);
+  return files;
+}
+
+VocabularyOptions vocabulary_options(const config::Section& data) {
+  VocabularyOptions options;
+  options.min_count = data.get_or<int64_t>("min_count", 1);
+  options.max_size = data.get_or<int64_t>("max_vocabulary", 0);
+  if (options.min_count < 1) throw data.error("min_count", "must be at least 1");
+  if (options.max_size < 0) throw data.error("max_vocabulary", "must be >= 0 (0 = no limit)");
+  return options;
+}
+
+void apply_limit(std::vector<InputGraph>& graphs, const config::Section& data, std::string_view key) {
+  const auto limit = data.get_or<int64_t>(key, 0);
+  if (limit < 0) throw data.error(key, "must be >= 0 (0 = all)");
+  if (limit > 0 && static_cast<size_t>(limit) < graphs.size()) graphs.resize(static_cast<size_t>(limit));
+}
+
+int32_t max_label(const std::vector<InputGraph>& graphs) {
+  int32_t result = -1;
+  for (const auto& g : graphs)
+    for (int32_t label : g.labels()) result = std::max(result, label);
+  return result;
+}
+
+void load_sst(GraphDataset& out, const config::Document& doc, const config::Section& data) {
+  const auto files = split_files(doc, data, "SST", "train.txt", "dev.txt", "test.txt");
+  TreeBank bank = read_bracket_trees(files.train, vocabulary_options(data));
+  out.train = std::move(bank.trees);
+  out.vocabulary = std::move(bank.vocabulary);
+  out.dev = read_bracket_trees(files.dev, out.vocabulary);
+  out.test = read_bracket_trees(files.test, out.vocabulary);
+  out.vocabulary_size = out.vocabulary.size();
+  out.num_classes = data.get_or<int32_t>("classes", 5);
+  const int32_t seen = std::max({max_label(out.train), max_label(out.dev), max_label(out.test)});
+  if (seen >= out.num_classes)
+    throw data.error("classes", fmt::format("the trees carry label {}, but classes = {}", seen, out.num_classes));
+}
+
+void load_ptb(GraphDataset& out, const config::Document& doc, const config::Section& data) {
+  const auto files = split_files(doc, data, "PTB", "test.txt", "", "valid.txt");
+  const std::string layout = data.get_choice("layout", {"sentences", "chunks"}, "sentences");
+  const auto chunk_length = data.get_or<int32_t>("chunk_length", 35);
+  if (chunk_length < 1) throw data.error("chunk_length", "must be at least 1");
+  TextCorpus train = read_text_corpus(files.train, vocabulary_options(data));
+  out.vocabulary = std::move(train.vocabulary);
+  const int32_t eos = out.vocabulary.id(end_of_sentence_token);
+  auto to_graphs = [&](const TextCorpus& corpus) {
+    std::vector<InputGraph> graphs;
+    if (layout == "chunks") return chunk_chains(corpus.flattened(), chunk_length);
+    graphs.reserve(corpus.sentences.size());
+    for (const auto& sentence : corpus.sentences) graphs.push_back(sentence_chain(sentence, eos));
+    return graphs;
+  };
+  out.train = to_graphs(train);
+  if (!files.dev.empty()) out.dev = to_graphs(read_text_corpus(files.dev, out.vocabulary));
+  out.test = to_graphs(read_text_corpus(files.test, out.vocabulary));
+  out.vocabulary_size = out.vocabulary.size();
+  out.num_classes = out.vocabulary_size;
+  out.language_model = true;
+}
+
+struct GeneratedSizes {
+  int64_t train, dev, test;
+};
+
+GeneratedSizes generated_sizes(const config::Section& data, int64_t train, int64_t dev, int64_t test) {
+  GeneratedSizes sizes{data.get_or<int64_t>("train_size", train), data.get_or<int64_t>("dev_size", dev),
+                       data.get_or<int64_t>("test_size", test)};
+  if (sizes.train < 1) throw data.error("train_size", "must be at least 1");
+  if (sizes.dev < 0) throw data.error("dev_size", "must be >= 0");
+  if (sizes.test < 1) throw data.error("test_size", "must be at least 1");
+  return sizes;
+}
+
+void load_expression(GraphDataset& out, const config::Section& data, uint64_t seed) {
+  const auto sizes = generated_sizes(data, 4000, 500, 1000);
+  ExpressionTreeOptions options;
+  options.modulus = data.get_or<int32_t>("classes", 10);
+  options.min_leaves = data.get_or<int32_t>("min_leaves", 2);
+  options.max_leaves = data.get_or<int32_t>("max_leaves", 12);
+  if (options.modulus < 2) throw data.error("classes", "must be at least 2");
+  if (options.min_leaves < 1 || options.max_leaves < options.min_leaves)
+    throw data.error("max_leaves", "needs 1 <= min_leaves <= max_leaves");
+  auto generate = [&](int64_t n, std::string_view stream) {
+    Rng rng(derive_seed(seed, stream));
+    std::vector<InputGraph> graphs;
+    graphs.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) graphs.push_back(random_expression_tree(rng, options).graph);
+    return graphs;
+  };
+  out.train = generate(sizes.train, "expression/train");
+  out.dev = generate(sizes.dev, "expression/dev");
+  out.test = generate(sizes.test, "expression/test");
+  out.vocabulary_size = expression_vocabulary_size;
+  out.num_classes = options.modulus;
+}
+
+void load_sst_like(GraphDataset& out, const config::Section& data, uint64_t seed) {
+  const auto sizes = generated_sizes(data, 8544, 1101, 2210);
+  RandomTreeOptions options;
+  options.vocabulary_size = data.get_or<int32_t>("vocabulary", 20000);
+  options.num_classes = data.get_or<int32_t>("classes", 5);
+  if (options.vocabulary_size < 1) throw data.error("vocabulary", "must be at least 1");
+  if (options.num_classes < 2) throw data.error("classes", "must be at least 2");
+  auto generate = [&](int64_t n, std::string_view stream) {
+    Rng rng(derive_seed(seed, stream));
+    std::vector<InputGraph> graphs;
+    graphs.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) graphs.push_back(sst_like_tree(rng, options));
+    return graphs;
+  };
+  out.train = generate(sizes.train, "sst-like/train");
+  out.dev = generate(sizes.dev, "sst-like/dev");
+  out.test = generate(sizes.test, "sst-like/test");
+  out.vocabulary_size = options.vocabulary_size;
+  out.num_classes = options.num_classes;
+}
+
+}  // namespace
+
+int64_t GraphDataset::train_vertices() const {
+  int64_t n = 0;
+  for (const auto& g : train) n += g.num_vertices();
+  return n;
+}
+
+InputGraph sentence_chain(std::span<const int32_t> sentence, int32_t eos) {
+  InputGraph graph;
+  const auto n = static_cast<int32_t>(sentence.size());
+  graph.reserve(n, n);
+  for (int32_t t = 0; t < n; ++t) {
+    const int32_t input = t == 0 ? eos : sentence[static_cast<size_t>(t) - 1];
+    const int32_t previous = t - 1;
+    graph.add_vertex(t == 0 ? std::span<const int32_t>() : std::span<const int32_t>(&previous, 1),
+                     sentence[static_cast<size_t>(t)], input);
+  }
+  return graph;
+}
+
+std::vector<InputGraph> chunk_chains(std::span<const int32_t> stream, int32_t length) {
+  require<Error>(length >= 1, "chunk length must be at least 1, got {}", length);
+  std::vector<InputGraph> chains;
+  const auto usable = static_cast<int64_t>(stream.size()) - 1;  // the last token is only a label
+  for (int64_t start = 0; start + length <= usable; start += length) {
+    InputGraph graph;
+    graph.reserve(length, length);
+    for (int32_t t = 0; t < length; ++t) {
+      const int32_t previous = t - 1;
+      graph.add_vertex(t == 0 ? std::span<const int32_t>() : std::span<const int32_t>(&previous, 1),
+                       stream[static_cast<size_t>(start + t + 1)], stream[static_cast<size_t>(start + t)]);
+    }
+    chains.push_back(std::move(graph));
+  }
+  return chains;
+}
+
+GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed) {
+  GraphDataset out;
+  if (!data.has("source")) throw data.error("source", "required: sst, ptb, expression or sst-like");
+  out.source = data.get_choice("source", {"sst", "ptb", "expression", "sst-like"}, "sst");
+  if (out.source == "sst")
+    load_sst(out, doc, data);
+  else if (out.source == "ptb")
+    load_ptb(out, doc, data);
+  else if (out.source == "expression")
+    load_expression(out, data, seed);
+  else
+    load_sst_like(out, data, seed);
+  apply_limit(out.train, data, "limit_train");
+  apply_limit(out.dev, data, "limit_dev");
+  apply_limit(out.test, data, "limit_test");
+  if (out.train.empty())
+    raise<DataError>("the {} training set ([data] in {}) holds no samples", out.source, doc.path().string());
+  return out;
+}
+
+}  // namespace taihu
