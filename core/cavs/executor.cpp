@@ -137,7 +137,7 @@ void Executor::backward_lazy() {
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    if (!info.needs_grad) continue;
+    if (!info.needs_grad || (options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
     const int64_t count = (info.domain == Domain::edge ? edges : rows) * info.ld;
     std::memset(grad_[b].ptr(), 0, sizeof(float) * static_cast<size_t>(count));
   }
@@ -148,6 +148,13 @@ void Executor::backward_lazy() {
 void Executor::backward_round(int32_t round) {
   const auto start = Clock::now();
   const Range r = round_range(round);
+  for (size_t b = 0; b < program_->buffers.size(); ++b) {
+    const BufferInfo& info = program_->buffers[b];
+    if (!info.needs_grad || !(options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
+    const int64_t first = info.domain == Domain::edge ? r.edge_begin : r.begin;
+    const int64_t last = info.domain == Domain::edge ? r.edge_end : r.end;
+    std::memset(grad_[b].ptr() + first * info.ld, 0, sizeof(float) * static_cast<size_t>((last - first) * info.ld));
+  }
   if (options_.eager_lazy) {
     run_steps_backward(program_->steps[1], r);
   } else {

@@ -180,6 +180,24 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     if (p.value_buffer[i] >= 0 && p.needs_grad[i]) p.buffers[static_cast<size_t>(p.value_buffer[i])].needs_grad = true;
   }
 
+  // Buffers whose gradients live and die within one backward round.
+  {
+    const int32_t scatter_buffer = d.scatter_value >= 0 ? p.value_buffer[static_cast<size_t>(d.scatter_value)] : -1;
+    std::vector<uint8_t> local(p.buffers.size(), 1);
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = d.ops[i];
+      if (p.value_buffer[i] >= 0 && p.phase[i] != OpClass::recurrent) local[static_cast<size_t>(p.value_buffer[i])] = 0;
+      for (int32_t in : op.inputs) {
+        const int32_t b = p.value_buffer[static_cast<size_t>(in)];
+        if (b >= 0 && p.phase[i] != OpClass::recurrent) local[static_cast<size_t>(b)] = 0;
+      }
+    }
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      p.buffers[b].round_local_all = static_cast<int32_t>(b) != scatter_buffer;
+      p.buffers[b].round_local = p.buffers[b].round_local_all && local[b];
+    }
+  }
+
   // Steps: per phase, a topological order that runs non-row-local work as
   // early as possible, so row-local ops form long runs (fused steps).
   const size_t units = n + p.groups.size();

@@ -26,6 +26,11 @@ struct BufferInfo {
   int32_t width = 0;
   int32_t ld = 0;  // row stride in floats (width rounded up to 16: aligned rows)
   bool needs_grad = false;
+  // Every gradient contribution to this buffer comes from the backward of the
+  // same round (recurrent producers and consumers only, not the scattered
+  // state), so it can be zeroed per round, just before use, while it is hot.
+  bool round_local = false;      // with eager/lazy phases
+  bool round_local_all = false;  // when every phase runs per round
 };
 
 struct MatmulGroup {
