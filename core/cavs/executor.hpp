@@ -1,0 +1,181 @@
+#pragma once
+// Runs a compiled F over a mini-batch of input graphs (cavs.md §3).
+//
+// Memory: every buffer of the program is one row-major array with a row per
+// vertex (or per edge) of the whole mini-batch, rows of a round contiguous, so
+// a round's ops work in place on a row slice and every intermediate survives
+// for backward. Buffers only grow; nothing is allocated per vertex or per round.
+//
+// The steps are public so that an actor runtime can drive them as work items,
+// in this order per mini-batch:
+//   set_inputs(graphs)
+//   forward_eager(); forward_round(0 .. R-1); forward_lazy();
+//   backward_lazy(); backward_round(R-1 .. 0); backward_eager();
+//   accumulate_weight_gradients();
+// forward_round(r) needs forward_round(r-1) done; backward_round(r) needs
+// backward_round(r+1) done. Executors share nothing mutable except their
+// VertexFunction's parameters (weights read in forward, diffs += in
+// backward), so executors over different VertexFunctions (different F's, or
+// replicas from VertexFunction::replica()) may run concurrently on different
+// threads. Flush-to-zero is the caller's (core/common/flush_to_zero.hpp).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/cavs/function.hpp"
+#include "core/cavs/program.hpp"
+#include "core/cavs/schedule.hpp"
+#include "core/tensor/tensor.hpp"
+
+namespace taihu::cavs {
+
+struct ExecutorOptions {
+  ScheduleKind schedule = ScheduleKind::batched;
+  // Eager ops once over all vertices before round 0, lazy ops once after the
+  // last round; off: every op runs in every round.
+  bool eager_lazy = true;
+  // Weight gradients as one GEMM per weight over all vertices after the
+  // backward rounds; off: per step, on that step's rows.
+  bool lazy_weight_gradients = true;
+  // Row-local op chains run row by row (one pass over memory); off: op by op.
+  bool fuse_elementwise = true;
+  // Matmuls sharing an input run as one GEMM over a concatenated weight.
+  bool merge_matmuls = true;
+  // Skip GEMM work on rows known to be zero: matmuls of gathered state on
+  // leaves, matmuls of embeddings on rows without a token.
+  bool skip_zero_rows = true;
+
+  // One vertex at a time with F's static optimisations (merge, fusion, zero
+  // rows): the "same engine, no batching" baseline.
+  static ExecutorOptions serial();
+  // One vertex at a time with every optimisation off: the test reference.
+  static ExecutorOptions reference();
+};
+
+struct ExecutorStats {
+  double schedule_seconds = 0;
+  double forward_seconds = 0;          // eager + rounds + lazy
+  double backward_seconds = 0;         // lazy + rounds + eager data gradients
+  double weight_gradient_seconds = 0;  // accumulate_weight_gradients
+  int64_t batches = 0;
+  int64_t rounds = 0;
+  int64_t vertices = 0;
+  int64_t gemm_calls = 0;
+  double gemm_flops = 0;  // 2 m n k summed over GEMM calls
+  void reset() { *this = ExecutorStats{}; }
+};
+
+// A row-major view: row i at data + i * ld.
+struct MatrixView {
+  const float* data = nullptr;
+  int64_t rows = 0;
+  int64_t ld = 0;
+  int32_t width = 0;
+  const float* row(int64_t i) const { return data + i * ld; }
+};
+
+class Executor {
+ public:
+  explicit Executor(VertexFunction& f, ExecutorOptions options = {});
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Builds the schedule (errors name sample and vertex) and sizes buffers.
+  void set_inputs(std::span<const InputGraph> graphs);
+  const Schedule& schedule() const { return schedule_; }
+  int32_t num_rounds() const { return schedule_.num_rounds(); }
+
+  void forward_eager();
+  void forward_round(int32_t round);
+  void forward_lazy();
+  void backward_lazy();
+  void backward_round(int32_t round);
+  void backward_eager();
+  void accumulate_weight_gradients();
+
+  void run_forward();
+  void run_backward();  // backward_lazy .. accumulate_weight_gradients
+  void run_forward_backward() {
+    run_forward();
+    run_backward();
+  }
+
+  // Gradients are loss_scale * d(sum of per-vertex losses); default 1.
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
+  float loss_scale() const { return loss_scale_; }
+
+  // After forward: the summed loss, the number of labelled vertices, and
+  // every row's argmax of the first loss's logits.
+  double loss() const { return loss_; }
+  int64_t loss_vertices() const { return loss_vertices_; }
+  std::span<const int32_t> predictions() const { return {predictions_.data(), static_cast<size_t>(schedule_.num_rows())}; }
+  int32_t prediction(int32_t sample, int32_t vertex) const {
+    return predictions_[static_cast<size_t>(schedule_.row(sample, vertex))];
+  }
+  // The k-th push()ed value, one row per schedule row.
+  MatrixView output(size_t k = 0) const;
+  // Any value of F (vertex or edge rows), for tests and debugging.
+  MatrixView value(Value v) const;
+
+  const Program& program() const { return *program_; }
+  const ExecutorOptions& options() const { return options_; }
+  const ExecutorStats& stats() const { return stats_; }
+  ExecutorStats& stats() { return stats_; }
+
+ private:
+  struct Range {
+    int32_t round;  // -1: all rows
+    int32_t begin, end;
+    int32_t edge_begin, edge_end;
+  };
+  Range round_range(int32_t round) const;
+  Range all_range() const;
+
+  void run_steps_forward(const std::vector<Step>& steps, const Range& r);
+  void run_steps_backward(const std::vector<Step>& steps, const Range& r);
+  void op_forward(int32_t id, const Range& r);
+  void op_backward(int32_t id, const Range& r);
+  void rowwise_forward(int32_t id, int32_t begin, int32_t end);
+  void rowwise_backward(int32_t id, int32_t begin, int32_t end);
+  void matmul_forward(int32_t group, const Range& r);
+  void matmul_backward(int32_t group, const Range& r);
+  void matmul_weight_gradient(int32_t group, int32_t begin, int32_t end);
+  void bias_weight_gradient(int32_t id, int32_t begin, int32_t end);
+  void embedding_weight_gradient(int32_t id, int32_t begin, int32_t end);
+  template <class Fn>
+  void for_active_rows(const MatmulGroup& g, const Range& r, int32_t begin, int32_t end, Fn&& fn) const;
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+  float* data(int32_t value) {
+    return data_[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ptr() +
+           program_->value_column[static_cast<size_t>(value)];
+  }
+  float* grad(int32_t value) {
+    return grad_[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ptr() +
+           program_->value_column[static_cast<size_t>(value)];
+  }
+  int64_t ld(int32_t value) const {
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ld;
+  }
+  const float* weight(int32_t param) const { return f_.params()[static_cast<size_t>(param)].blob->data().ptr(); }
+  float* weight_diff(int32_t param) { return f_.params()[static_cast<size_t>(param)].blob->diff().ptr(); }
+
+  VertexFunction& f_;
+  ExecutorOptions options_;
+  std::shared_ptr<const Program> program_;
+  Schedule schedule_;
+  std::vector<Tensor> data_, grad_;      // per buffer
+  std::vector<Tensor> merged_weights_;   // per group (empty for one member)
+  std::vector<Tensor> merged_diffs_;     // per group, lazy weight-gradient scratch
+  std::vector<float> log_normalizers_;   // per row, for the loss backward
+  std::vector<int32_t> predictions_;
+  double loss_ = 0;
+  int64_t loss_vertices_ = 0;
+  float loss_scale_ = 1.0f;
+  ExecutorStats stats_;
+};
+
+}  // namespace taihu::cavs

@@ -1,0 +1,261 @@
+#include "core/cavs/program.hpp"
+
+#include <algorithm>
+#include <queue>
+
+namespace taihu::cavs {
+
+bool is_rowwise(OpKind kind) {
+  switch (kind) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::relu:
+    case OpKind::one_minus:
+    case OpKind::concat:
+    case OpKind::add_bias:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+bool computes_nothing(OpKind kind) {
+  return kind == OpKind::pull || kind == OpKind::label || kind == OpKind::slice || kind == OpKind::scatter ||
+         kind == OpKind::push;
+}
+
+bool reads_children(OpKind kind) {
+  return kind == OpKind::gather || kind == OpKind::gather_sum || kind == OpKind::children;
+}
+
+}  // namespace
+
+int64_t Program::gemm_steps(OpClass p) const {
+  int64_t n = 0;
+  for (const auto& s : steps[static_cast<size_t>(p)]) n += s.kind == StepKind::matmul;
+  return n;
+}
+
+std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition> def_ptr, CompileOptions options) {
+  auto prog = std::make_shared<Program>();
+  Program& p = *prog;
+  const Definition& d = *def_ptr;
+  p.def = def_ptr;
+  p.options = options;
+  const size_t n = d.ops.size();
+
+  // Classification.
+  std::vector<uint8_t> after_gather(n, 0), reaches_scatter(n, 0);
+  p.needs_grad.assign(n, 0);
+  p.zero_at_leaves.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = d.ops[i];
+    bool g = reads_children(op.kind);
+    bool grad = g || op.param >= 0;
+    for (int32_t in : op.inputs) {
+      g = g || after_gather[static_cast<size_t>(in)];
+      grad = grad || p.needs_grad[static_cast<size_t>(in)];
+    }
+    after_gather[i] = g;
+    p.needs_grad[i] = grad && op.kind != OpKind::pull && op.kind != OpKind::label;
+    // Zero on rows without children: what gathers read there, and what only
+    // linear or zero-preserving ops make of it.
+    auto zl = [&](size_t k) { return p.zero_at_leaves[static_cast<size_t>(op.inputs[k])] != 0; };
+    bool zero = false;
+    switch (op.kind) {
+      case OpKind::gather:
+      case OpKind::gather_sum:
+      case OpKind::children:
+      case OpKind::sum_children:  // a leaf has no edges to sum
+        zero = true;
+        break;
+      case OpKind::slice:
+      case OpKind::tanh:
+      case OpKind::relu:
+      case OpKind::matmul:
+      case OpKind::to_edges:
+        zero = zl(0);
+        break;
+      case OpKind::add:
+      case OpKind::sub:
+        zero = zl(0) && zl(1);
+        break;
+      case OpKind::mul:
+        zero = zl(0) || zl(1);
+        break;
+      case OpKind::concat:
+        zero = std::all_of(op.inputs.begin(), op.inputs.end(),
+                           [&](int32_t in) { return p.zero_at_leaves[static_cast<size_t>(in)] != 0; });
+        break;
+      default:
+        break;
+    }
+    p.zero_at_leaves[i] = zero;
+  }
+  if (d.scatter_value >= 0) reaches_scatter[static_cast<size_t>(d.scatter_value)] = 1;
+  for (size_t i = n; i-- > 0;)
+    if (reaches_scatter[i])
+      for (int32_t in : d.ops[i].inputs) reaches_scatter[static_cast<size_t>(in)] = 1;
+  p.phase.assign(n, OpClass::eager);
+  for (size_t i = 0; i < n; ++i) {
+    const OpKind k = d.ops[i].kind;
+    if (k == OpKind::scatter)
+      p.phase[i] = OpClass::recurrent;
+    else if (k == OpKind::push || k == OpKind::softmax_cross_entropy || !reaches_scatter[i])
+      p.phase[i] = (k == OpKind::pull || k == OpKind::label) ? OpClass::eager : OpClass::lazy;
+    else
+      p.phase[i] = after_gather[i] ? OpClass::recurrent : OpClass::eager;
+  }
+
+  // Buffers, matmul groups and views.
+  p.value_buffer.assign(n, -1);
+  p.value_column.assign(n, 0);
+  p.op_group.assign(n, -1);
+  auto new_buffer = [&](Domain domain, int32_t width) {
+    BufferInfo b;
+    b.domain = domain;
+    b.width = width;
+    b.ld = (width + 15) / 16 * 16;
+    p.buffers.push_back(b);
+    return static_cast<int32_t>(p.buffers.size() - 1);
+  };
+  // Groups first (their widths must be known before buffers are made).
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = d.ops[i];
+    if (op.kind != OpKind::matmul) continue;
+    const int32_t x = op.inputs[0];
+    int32_t gi = -1;
+    if (options.merge_matmuls)
+      for (size_t g = 0; g < p.groups.size(); ++g)
+        if (p.groups[g].input == x && p.groups[g].phase == p.phase[i]) gi = static_cast<int32_t>(g);
+    if (gi < 0) {
+      MatmulGroup g;
+      g.input = x;
+      g.in_width = d.ops[static_cast<size_t>(x)].width;
+      g.domain = op.domain;
+      g.phase = p.phase[i];
+      g.sparse_input = d.ops[static_cast<size_t>(x)].kind == OpKind::embedding;
+      g.zero_at_leaves = p.zero_at_leaves[static_cast<size_t>(x)] != 0;
+      p.groups.push_back(std::move(g));
+      gi = static_cast<int32_t>(p.groups.size() - 1);
+    }
+    MatmulGroup& g = p.groups[static_cast<size_t>(gi)];
+    g.ops.push_back(static_cast<int32_t>(i));
+    g.columns.push_back(g.width);
+    g.width += op.width;
+    p.op_group[i] = gi;
+  }
+  for (auto& g : p.groups) g.buffer = new_buffer(g.domain, g.width);
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = d.ops[i];
+    switch (op.kind) {
+      case OpKind::pull:
+      case OpKind::label:
+      case OpKind::scatter:
+      case OpKind::push:
+      case OpKind::softmax_cross_entropy:
+        break;
+      case OpKind::slice: {
+        const auto in = static_cast<size_t>(op.inputs[0]);
+        p.value_buffer[i] = p.value_buffer[in];
+        p.value_column[i] = p.value_column[in] + op.offset;
+        break;
+      }
+      case OpKind::matmul: {
+        const MatmulGroup& g = p.groups[static_cast<size_t>(p.op_group[i])];
+        p.value_buffer[i] = g.buffer;
+        const auto pos = std::find(g.ops.begin(), g.ops.end(), static_cast<int32_t>(i)) - g.ops.begin();
+        p.value_column[i] = g.columns[static_cast<size_t>(pos)];
+        break;
+      }
+      default:
+        p.value_buffer[i] = new_buffer(op.domain, op.width);
+        break;
+    }
+    if (p.value_buffer[i] >= 0 && p.needs_grad[i]) p.buffers[static_cast<size_t>(p.value_buffer[i])].needs_grad = true;
+  }
+
+  // Buffers whose gradients live and die within one backward round.
+  {
+    const int32_t scatter_buffer = d.scatter_value >= 0 ? p.value_buffer[static_cast<size_t>(d.scatter_value)] : -1;
+    std::vector<uint8_t> local(p.buffers.size(), 1);
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = d.ops[i];
+      if (p.value_buffer[i] >= 0 && p.phase[i] != OpClass::recurrent) local[static_cast<size_t>(p.value_buffer[i])] = 0;
+      for (int32_t in : op.inputs) {
+        const int32_t b = p.value_buffer[static_cast<size_t>(in)];
+        if (b >= 0 && p.phase[i] != OpClass::recurrent) local[static_cast<size_t>(b)] = 0;
+      }
+    }
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      p.buffers[b].round_local_all = static_cast<int32_t>(b) != scatter_buffer;
+      p.buffers[b].round_local = p.buffers[b].round_local_all && local[b];
+    }
+  }
+
+  // Steps: per phase, a topological order that runs non-row-local work as
+  // early as possible, so row-local ops form long runs (fused steps).
+  const size_t units = n + p.groups.size();
+  auto unit_of = [&](size_t op) { return p.op_group[op] >= 0 ? n + static_cast<size_t>(p.op_group[op]) : op; };
+  std::vector<std::vector<size_t>> consumers(units);
+  std::vector<int32_t> pending(units, 0);
+  std::vector<uint8_t> exists(units, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t u = unit_of(i);
+    exists[u] = 1;
+    for (int32_t in : d.ops[i].inputs) {
+      const size_t v = unit_of(static_cast<size_t>(in));
+      if (v == u) continue;
+      consumers[v].push_back(u);
+      ++pending[u];
+    }
+  }
+  auto unit_phase = [&](size_t u) { return u >= n ? p.groups[u - n].phase : p.phase[u]; };
+  auto unit_class = [&](size_t u) {
+    if (u >= n) return 1;
+    if (computes_nothing(d.ops[u].kind)) return 0;
+    return is_rowwise(d.ops[u].kind) ? 2 : 1;
+  };
+  using Entry = std::pair<int, size_t>;  // (class, unit): smallest first
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  std::vector<uint8_t> done(units, 0);
+  for (size_t phase_index = 0; phase_index < 3; ++phase_index) {
+    const auto ph = static_cast<OpClass>(phase_index);
+    for (size_t u = 0; u < units; ++u)
+      if (exists[u] && !done[u] && unit_phase(u) == ph && pending[u] == 0) ready.emplace(unit_class(u), u);
+    auto& steps = p.steps[phase_index];
+    while (!ready.empty()) {
+      const size_t u = ready.top().second;
+      ready.pop();
+      done[u] = 1;
+      const int cls = unit_class(u);
+      if (cls == 1) {
+        Step s;
+        s.kind = u >= n ? StepKind::matmul : StepKind::op;
+        s.index = static_cast<int32_t>(u >= n ? u - n : u);
+        s.domain = u >= n ? p.groups[u - n].domain : d.ops[u].domain;
+        steps.push_back(std::move(s));
+      } else if (cls == 2) {
+        const Domain dom = d.ops[u].domain;
+        if (steps.empty() || steps.back().kind != StepKind::rowwise || steps.back().domain != dom) {
+          Step s;
+          s.kind = StepKind::rowwise;
+          s.domain = dom;
+          steps.push_back(std::move(s));
+        }
+        steps.back().ops.push_back(static_cast<int32_t>(u));
+      }
+      for (size_t c : consumers[u])
+        if (--pending[c] == 0 && unit_phase(c) == ph) ready.emplace(unit_class(c), c);
+    }
+    // Units of later phases whose inputs are now all done wait for their phase.
+  }
+  return prog;
+}
+
+}  // namespace taihu::cavs

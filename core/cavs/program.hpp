@@ -1,0 +1,81 @@
+#pragma once
+// F compiled once for execution (cavs.md §3.4): every op classified as eager
+// (depends only on pull and parameters but feeds scatter: run once over all
+// vertices before round 0), recurrent (depends on a gather and feeds scatter:
+// run per round) or lazy (never reaches scatter, e.g. the loss head: run once
+// after the last round); matmuls that share an input and a phase merged into
+// one GEMM; chains of row-local ops (elementwise, bias, concat) grouped into
+// one step that an executor can run row by row, in one pass over memory; and
+// every value given a column range of a row-major buffer (slices and merged
+// matmul outputs are views, so they cost nothing). The backward pass is the
+// same steps replayed in reverse, each op with its derivative.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/cavs/function.hpp"
+
+namespace taihu::cavs {
+
+enum class OpClass : uint8_t { eager = 0, recurrent = 1, lazy = 2 };
+
+struct BufferInfo {
+  Domain domain = Domain::vertex;
+  int32_t width = 0;
+  int32_t ld = 0;  // row stride in floats (width rounded up to 16: aligned rows)
+  bool needs_grad = false;
+  // Every gradient contribution to this buffer comes from the backward of the
+  // same round (recurrent producers and consumers only, not the scattered
+  // state), so it can be zeroed per round, just before use, while it is hot.
+  bool round_local = false;      // with eager/lazy phases
+  bool round_local_all = false;  // when every phase runs per round
+};
+
+struct MatmulGroup {
+  int32_t input = -1;            // x
+  std::vector<int32_t> ops;      // member matmuls
+  std::vector<int32_t> columns;  // each member's first column in the merged output
+  int32_t width = 0;             // merged output width = rows of the merged weight
+  int32_t in_width = 0;
+  int32_t buffer = -1;
+  Domain domain = Domain::vertex;
+  OpClass phase = OpClass::eager;
+  bool sparse_input = false;    // x is an embedding: rows without a token are zero
+  bool zero_at_leaves = false;  // x is zero on every row without children
+};
+
+enum class StepKind : uint8_t { op, matmul, rowwise };
+
+struct Step {
+  StepKind kind = StepKind::op;
+  Domain domain = Domain::vertex;
+  int32_t index = -1;        // op id (op) or group id (matmul)
+  std::vector<int32_t> ops;  // rowwise: the ops, in forward order
+};
+
+struct CompileOptions {
+  bool merge_matmuls = true;
+};
+
+struct Program {
+  std::shared_ptr<const Definition> def;
+  CompileOptions options;
+  std::vector<OpClass> phase;           // per op
+  std::vector<uint8_t> needs_grad;    // per value
+  std::vector<uint8_t> zero_at_leaves;  // per value: provably zero on rows without children
+  std::vector<int32_t> value_buffer;  // per value, -1 for ids and sinks
+  std::vector<int32_t> value_column;
+  std::vector<BufferInfo> buffers;
+  std::vector<MatmulGroup> groups;
+  std::vector<int32_t> op_group;  // per op, -1 unless a matmul
+  std::array<std::vector<Step>, 3> steps;  // by phase, each a topological order
+
+  static std::shared_ptr<const Program> compile(std::shared_ptr<const Definition> def, CompileOptions options = {});
+  int64_t gemm_steps(OpClass p) const;
+};
+
+bool is_rowwise(OpKind kind);
+
+}  // namespace taihu::cavs
