@@ -3,6 +3,7 @@
 // reason, so whoever monitors it learns what went wrong (the down_msg carries
 // the message), instead of CAF's bare "runtime_error".
 
+#include <caf/actor_system.hpp>
 #include <caf/error.hpp>
 #include <caf/sec.hpp>
 
@@ -19,6 +20,13 @@ inline caf::error exception_reason(std::exception_ptr& e) {
   } catch (...) {
     return caf::make_error(caf::sec::runtime_error, std::string("unknown exception"));
   }
+}
+
+// The text of an exit reason or failed request: the exception's message when
+// exception_reason() made it, CAF's rendering otherwise.
+inline std::string reason_text(caf::actor_system& system, const caf::error& e) {
+  if (e.context().match_elements<std::string>()) return e.context().get_as<std::string>(0);
+  return system.render(e);
 }
 
 }  // namespace taihu

@@ -6,6 +6,9 @@
 //
 // workers=N (N > 1) trains N in-process replicas with the actor runtime
 // (actors/compute/coordinator.hpp); batch_size is then per worker.
+// A config with a [model] section trains a dynamic network (a Cavs vertex
+// function over input graphs, core/train/graph_trainer.hpp) on the graph
+// actor runtime (actors/graph/graph_runner.hpp).
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,16 +19,19 @@
 
 #include "apps/app_support.hpp"
 #include "actors/compute/coordinator.hpp"
+#include "actors/graph/graph_runner.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
+#include "core/train/graph_trainer.hpp"
 #include "core/train/trainer.hpp"
 
 namespace {
 
 constexpr const char* usage = R"(usage: taihu-train --config-file=FILE [options] [key=value ...]
 
-Trains the net named in the config file. Any config key can be overridden on
+Trains the net named in the config file, or the dynamic model of its [model]
+section (Tree-LSTM, LSTM language model, ...). Any config key can be overridden on
 the command line: `epochs=5`, `solver.base_lr=0.05`, `--data.dir=/path`.
 
 options:
@@ -44,6 +50,40 @@ taihu::Progress::Mode progress_mode(const std::string& name) {
   if (name == "lines") return taihu::Progress::Mode::lines;
   if (name == "quiet") return taihu::Progress::Mode::quiet;
   throw taihu::ConfigError("command line: --progress must be auto, bar, lines or quiet, not '" + name + "'");
+}
+
+void write_report(const taihu::app::CommandLine& cl, const std::string& json) {
+  if (auto path = cl.flag("report")) {
+    std::ofstream out(*path);
+    if (!out) throw taihu::Error(fmt::format("cannot write report '{}'", *path));
+    out << json;
+  }
+}
+
+// A dynamic network on the graph actor runtime. Its GEMMs are small (a round
+// of vertices), so by default every core runs an executor with one BLAS
+// thread; executors x BLAS threads stay within the cores unless [blas]
+// threads says otherwise.
+int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine& cl, taihu::Progress::Mode progress) {
+  using namespace taihu;
+  const int executors = doc.root().get_or<int>("executors", 0);
+  if (doc.section("blas").get_or<int>("threads", 0) == 0)
+    blas::set_threads(executors > 0 ? std::max(1, blas::available_cores() / executors) : 1);
+  GraphTrainer trainer(std::move(doc), progress, [](cavs::VertexFunction& f, const config::Document& d) {
+    const auto options = graph::read_graph_runner_options(d);
+    spdlog::info("graph runtime: {} vertex executors x {} BLAS threads", options.executors, blas::threads());
+    return graph::make_graph_runner(f, options);
+  });
+  if (auto resume = cl.flag("resume")) trainer.resume(*resume);
+  const GraphTrainReport report = trainer.run();
+  if (report.language_model)
+    spdlog::info("finished: test perplexity {:.2f} (best dev epoch {}), {:.0f} tokens/s", report.test.perplexity,
+                 report.best_epoch, report.vertices_per_second);
+  else
+    spdlog::info("finished: test root accuracy {:.2f}% (best dev epoch {}), {:.0f} trees/s",
+                 100.0 * report.test.root_accuracy, report.best_epoch, report.samples_per_second);
+  write_report(cl, report.to_json());
+  return 0;
 }
 
 }  // namespace
@@ -67,6 +107,7 @@ int main(int argc, char** argv) {
     app::setup_blas(doc, argc, argv);
 
     const auto progress = progress_mode(cl.flag("progress").value_or("auto"));
+    if (doc.find("model") != nullptr) return train_graph_model(std::move(doc), cl, progress);
     TrainReport report;
     const int64_t workers = doc.root().get_or<int64_t>("workers", 1);
     if (workers > 1) {
@@ -84,11 +125,7 @@ int main(int argc, char** argv) {
     }
     spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s",
                  100.0 * report.test_accuracy, report.train_loss, report.images_per_second);
-    if (auto path = cl.flag("report")) {
-      std::ofstream out(*path);
-      if (!out) throw Error(fmt::format("cannot write report '{}'", *path));
-      out << report.to_json();
-    }
+    write_report(cl, report.to_json());
     return 0;
   } catch (const NumericError& e) {
     spdlog::error("{}", e.what());

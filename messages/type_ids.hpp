@@ -18,6 +18,7 @@
 #include "messages/shard_init.hpp"
 #include "messages/step.hpp"
 #include "messages/tensor_payload.hpp"
+#include "messages/vertex_work.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::TensorPayload))
@@ -35,6 +36,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, ready_atom, "ready")     // a worker or shard is wired up
   CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on the test set: (loss, accuracy)
   CAF_ADD_ATOM(taihu, taihu::msg, save_atom, "save")       // write a checkpoint
+
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWorkDone))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunGraphBatch))
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -1,4 +1,5 @@
 #include "actors/compute/coordinator.hpp"
+#include "actors/exception_reason.hpp"
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
@@ -33,11 +34,6 @@ using Clock = std::chrono::steady_clock;
 // In-process links: a message costs a few microseconds, copies run near
 // memcpy speed, and adding floats is a little slower than copying them.
 sync::Topology in_process_topology(int ranks) { return sync::Topology::uniform(ranks, sync::Link{3e-6, 8e9}, 6e9); }
-
-std::string reason_of(caf::actor_system& system, const caf::error& e) {
-  if (e.context().match_elements<std::string>()) return e.context().get_as<std::string>(0);
-  return system.render(e);
-}
 
 struct Participant {
   int rank = 0;
@@ -274,14 +270,14 @@ TrainReport DataParallelTrainer::run() {
       const Participant p = it != who.end() ? it->second : Participant{-1, "an actor"};
       throw WorkerFailure(p.rank, fmt::format("worker {} failed at iteration {}{}: {}", p.rank, iteration,
                                               p.role == "worker" ? "" : " (its " + p.role + ")",
-                                              reason_of(system, dm.reason)));
+                                              reason_text(system, dm.reason)));
     };
     // A request to one worker with the step timeout; a failure names it.
     auto ask = [&](int rank, const char* what, auto on_reply, auto... args) {
       self->request(workers[static_cast<std::size_t>(rank)], timeout, args...)
           .receive(on_reply, [&](caf::error& e) {
             throw WorkerFailure(rank, fmt::format("worker {} did not answer {} within {} s: {}", rank, what,
-                                                  im.step_timeout, reason_of(system, e)));
+                                                  im.step_timeout, reason_text(system, e)));
           });
     };
 

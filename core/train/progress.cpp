@@ -18,8 +18,9 @@ std::string format_duration(double seconds) {
 }
 
 Progress::Progress(std::string label, int64_t total_steps, int64_t items_per_step, Mode mode,
-                   int64_t interval)
+                   int64_t interval, std::string unit)
     : label_(std::move(label)),
+      unit_(std::move(unit)),
       total_(total_steps),
       items_per_step_(items_per_step),
       mode_(mode),
@@ -64,12 +65,12 @@ void Progress::draw(int64_t step, const std::string& metrics, bool final) {
     constexpr int width = 24;
     const int filled = total_ > 0 ? static_cast<int>(width * step / total_) : width;
     const std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-    std::fprintf(stderr, "\r\033[K%s [%s] %lld/%lld %s | %.0f img/s | ETA %s", label_.c_str(), bar.c_str(),
+    std::fprintf(stderr, "\r\033[K%s [%s] %lld/%lld %s | %.0f %s/s | ETA %s", label_.c_str(), bar.c_str(),
                  static_cast<long long>(step), static_cast<long long>(total_), metrics.c_str(), rate,
-                 format_duration(eta).c_str());
+                 unit_.c_str(), format_duration(eta).c_str());
     std::fflush(stderr);
   } else {
-    spdlog::info("{} {}/{} {} | {:.0f} img/s | ETA {}", label_, step, total_, metrics, rate,
+    spdlog::info("{} {}/{} {} | {:.0f} {}/s | ETA {}", label_, step, total_, metrics, rate, unit_,
                  format_duration(eta));
   }
   (void)final;
@@ -80,8 +81,8 @@ void Progress::finish(const std::string& summary) {
   finished_ = true;
   if (mode_ == Mode::bar && step_ > 0) std::fputs("\n", stderr);
   if (mode_ != Mode::quiet)
-    spdlog::info("{} done in {}: {} | {:.0f} img/s", label_, format_duration(seconds()), summary,
-                 items_per_second());
+    spdlog::info("{} done in {}: {} | {:.0f} {}/s", label_, format_duration(seconds()), summary,
+                 items_per_second(), unit_);
 }
 
 }  // namespace taihu

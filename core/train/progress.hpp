@@ -12,8 +12,9 @@ class Progress {
  public:
   enum class Mode { automatic, bar, lines, quiet };
 
+  // `unit` names what items are in the rate ("img", "trees": "img/s").
   Progress(std::string label, int64_t total_steps, int64_t items_per_step, Mode mode = Mode::automatic,
-           int64_t interval = 100);
+           int64_t interval = 100, std::string unit = "img");
   ~Progress();
 
   // Records that `step` (1-based) finished; `metrics` is shown after the bar.
@@ -28,6 +29,7 @@ class Progress {
   void draw(int64_t step, const std::string& metrics, bool final);
 
   std::string label_;
+  std::string unit_;
   int64_t total_;
   int64_t items_per_step_;
   Mode mode_;

@@ -1,0 +1,42 @@
+#pragma once
+// How a trainer gets one mini-batch through a vertex function: forward and
+// backward, parameter diffs accumulated (+=) into the function's params.
+// InlineRunner runs an Executor's steps on the calling thread; the actor
+// runtime (actors/graph/graph_runner.hpp) runs the same steps as work items of
+// several concurrent executors. Trainers see only this interface.
+
+#include <memory>
+#include <span>
+
+#include "core/cavs/executor.hpp"
+#include "core/cavs/graph_metrics.hpp"
+
+namespace taihu::cavs {
+
+class BatchRunner {
+ public:
+  virtual ~BatchRunner() = default;
+
+  // Forward + backward; gradients are loss_scale * d(summed loss).
+  virtual GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) = 0;
+  // Forward only (loss and predictions).
+  virtual GraphMetrics evaluate(std::span<const InputGraph> graphs) = 0;
+  // Executor counters summed over every executor since the last reset.
+  virtual ExecutorStats stats() const = 0;
+  virtual void reset_stats() = 0;
+};
+
+class InlineRunner final : public BatchRunner {
+ public:
+  InlineRunner(VertexFunction& f, ExecutorOptions options = {});
+
+  GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) override;
+  GraphMetrics evaluate(std::span<const InputGraph> graphs) override;
+  ExecutorStats stats() const override { return executor_.stats(); }
+  void reset_stats() override { executor_.stats().reset(); }
+
+ private:
+  Executor executor_;
+};
+
+}  // namespace taihu::cavs

@@ -1,0 +1,69 @@
+#include "core/cavs/model_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "core/cavs/models/tree_lstm.hpp"
+#include "core/common/random.hpp"
+
+namespace taihu::cavs {
+namespace {
+
+using Builder = std::function<VertexFunction(const config::Section&, const GraphDataset&, uint64_t)>;
+
+int32_t positive(const config::Section& model, std::string_view key, int32_t fallback) {
+  const auto value = model.get_or<int32_t>(key, fallback);
+  if (value < 1) throw model.error(key, fmt::format("must be at least 1, got {}", value));
+  return value;
+}
+
+TreeLstmOptions tree_lstm_options(const config::Section& model, const GraphDataset& data, uint64_t seed) {
+  TreeLstmOptions options;
+  options.vocabulary = data.vocabulary_size;
+  options.classes = data.num_classes;
+  options.embedding = positive(model, "embedding", options.embedding);
+  options.hidden = positive(model, "hidden", options.hidden);
+  options.embedding_scale = model.get_or<float>("embedding_scale", options.embedding_scale);
+  options.seed = derive_seed(seed, "model");
+  return options;
+}
+
+const std::map<std::string, Builder, std::less<>>& builders() {
+  static const std::map<std::string, Builder, std::less<>> table{
+      {"tree_lstm",
+       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
+         return make_binary_tree_lstm(tree_lstm_options(m, d, s));
+       }},
+      {"child_sum_tree_lstm",
+       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
+         return make_child_sum_tree_lstm(tree_lstm_options(m, d, s));
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_types() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, builder] : builders()) out.push_back(name);
+    return out;
+  }();
+  return names;
+}
+
+VertexFunction build_model(const config::Section& model, const GraphDataset& data, uint64_t seed) {
+  if (!model.has("type"))
+    throw model.error("type", fmt::format("required: one of {}", fmt::join(model_types(), ", ")));
+  const auto type = model.get<std::string>("type");
+  const auto it = builders().find(type);
+  if (it == builders().end())
+    throw model.error("type", fmt::format("unknown model '{}'; known: {}", type, fmt::join(model_types(), ", ")));
+  return it->second(model, data, seed);
+}
+
+}  // namespace taihu::cavs

@@ -1,0 +1,28 @@
+#pragma once
+// Vertex functions by name, from an application config's [model] section;
+// the vocabulary and the number of classes come from the data set.
+//
+//   [model]
+//   type = tree_lstm            # binary N-ary Tree-LSTM (Tai et al.)
+//        | child_sum_tree_lstm  # any arity
+//   embedding = 300             # token embedding width
+//   hidden = 150                # state width
+//   embedding_scale = 0.1       # embeddings start uniform in (-s, s)
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cavs/function.hpp"
+#include "core/config/config.hpp"
+#include "core/graph/graph_dataset.hpp"
+
+namespace taihu::cavs {
+
+// The model types build_model() knows.
+const std::vector<std::string>& model_types();
+
+// Reads every key of `model` that applies to its type.
+VertexFunction build_model(const config::Section& model, const GraphDataset& data, uint64_t seed);
+
+}  // namespace taihu::cavs
