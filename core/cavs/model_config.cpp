@@ -56,14 +56,17 @@ const std::vector<std::string>& model_types() {
   return names;
 }
 
-VertexFunction build_model(const config::Section& model, const GraphDataset& data, uint64_t seed) {
+void check_model_type(const config::Section& model) {
   if (!model.has("type"))
     throw model.error("type", fmt::format("required: one of {}", fmt::join(model_types(), ", ")));
   const auto type = model.get<std::string>("type");
-  const auto it = builders().find(type);
-  if (it == builders().end())
+  if (builders().find(type) == builders().end())
     throw model.error("type", fmt::format("unknown model '{}'; known: {}", type, fmt::join(model_types(), ", ")));
-  return it->second(model, data, seed);
+}
+
+VertexFunction build_model(const config::Section& model, const GraphDataset& data, uint64_t seed) {
+  check_model_type(model);
+  return builders().find(model.get<std::string>("type"))->second(model, data, seed);
 }
 
 }  // namespace taihu::cavs

@@ -22,6 +22,10 @@ namespace taihu::cavs {
 // The model types build_model() knows.
 const std::vector<std::string>& model_types();
 
+// Throws ConfigError unless `type` names a known model (call before the
+// data are loaded, so that a typo is reported first).
+void check_model_type(const config::Section& model);
+
 // Reads every key of `model` that applies to its type.
 VertexFunction build_model(const config::Section& model, const GraphDataset& data, uint64_t seed);
 

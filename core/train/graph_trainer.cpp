@@ -87,6 +87,7 @@ GraphTrainer::GraphTrainer(config::Document doc, Progress::Mode progress, Runner
   if (batch_size_ < 1) throw root.error("batch_size", "must be at least 1");
   if (test_batch_size_ < 1) throw root.error("test_batch_size", "must be at least 1");
 
+  cavs::check_model_type(doc_.section("model"));
   data_ = load_graph_dataset(doc_, doc_.section("data"), seed_);
   const std::string loss =
       root.get_choice("loss", {"per_sample", "per_vertex"}, data_.language_model ? "per_vertex" : "per_sample");

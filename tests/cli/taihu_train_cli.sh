@@ -94,5 +94,26 @@ fi
 sed '0,/weight_filler = xavier/s//weight_filler = constant 3e38/' "$work/lenet.ini" >"$work/nan.ini"
 expect "NaN loss stops with code 3" 3 "loss became NaN" -- "$train" --config-file="$work/app.ini" net=nan.ini --progress=quiet
 
+# Dynamic networks: the shipped Tree-LSTM config on a slice of SST, through the
+# graph actor runtime, and its bad-input paths.
+sst=${TAIHU_DATA_DIR:-$src/../shared/data}/sst
+[[ -f $sst/train.txt ]] || sst=$src/../../shared/data/sst
+sst=$(realpath -m "$sst")
+if [[ -f $sst/train.txt ]]; then
+  expect "tree-lstm on SST writes accuracy and trees/s" 0 "test root accuracy" -- "$train" --config-file="$src/config/treelstm-sst.ini" \
+    data.dir="$sst" epochs=1 data.limit_train=100 data.limit_dev=50 data.limit_test=50 model.hidden=16 model.embedding=16 \
+    output.dir="$work/tl" --report="$work/tl.json" --progress=quiet
+  if grep -q '"test_accuracy"' "$work/tl.json" && grep -q '"trees_per_second"' "$work/tl.json"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: tree-lstm report lacks test_accuracy or trees_per_second"
+  fi
+else
+  echo "SKIP: tree-lstm on SST (no SST data at $sst; set TAIHU_DATA_DIR)"
+fi
+expect "missing SST says where the data is" 2 "SST folder .*nowhere.*shared/data" -- "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/nowhere"
+expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
