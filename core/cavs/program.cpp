@@ -198,6 +198,35 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     }
   }
 
+  // Gradients with one writer that can assign instead of accumulate.
+  {
+    const int32_t scatter_buffer = d.scatter_value >= 0 ? p.value_buffer[static_cast<size_t>(d.scatter_value)] : -1;
+    std::vector<int32_t> values_in(p.buffers.size(), 0), writers(n, 0);
+    std::vector<uint8_t> capable(n, 1);
+    for (size_t i = 0; i < n; ++i) {
+      if (p.value_buffer[i] >= 0) ++values_in[static_cast<size_t>(p.value_buffer[i])];
+      const Op& op = d.ops[i];
+      if (op.kind == OpKind::push || op.kind == OpKind::scatter) continue;  // no gradient written
+      if (op.kind == OpKind::matmul) {  // the group writes its input once
+        const MatmulGroup& g = p.groups[static_cast<size_t>(p.op_group[i])];
+        if (g.ops[0] == static_cast<int32_t>(i)) ++writers[static_cast<size_t>(op.inputs[0])];
+        continue;
+      }
+      for (int32_t in : op.inputs) {
+        ++writers[static_cast<size_t>(in)];
+        if (!is_rowwise(op.kind) && op.kind != OpKind::sum_children) capable[static_cast<size_t>(in)] = 0;
+      }
+    }
+    p.assign_grad.assign(n, 0);
+    for (size_t v = 0; v < n; ++v) {
+      const int32_t b = p.value_buffer[v];
+      if (b < 0 || b == scatter_buffer || values_in[static_cast<size_t>(b)] != 1 || !p.needs_grad[v]) continue;
+      if (writers[v] != 1 || !capable[v]) continue;
+      p.assign_grad[v] = 1;
+      p.buffers[static_cast<size_t>(b)].assigned = true;
+    }
+  }
+
   // Steps: per phase, a topological order that runs non-row-local work as
   // early as possible, so row-local ops form long runs (fused steps).
   const size_t units = n + p.groups.size();

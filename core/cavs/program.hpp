@@ -31,6 +31,9 @@ struct BufferInfo {
   // state), so it can be zeroed per round, just before use, while it is hot.
   bool round_local = false;      // with eager/lazy phases
   bool round_local_all = false;  // when every phase runs per round
+  // One value, whose gradient has exactly one writer that covers all its rows
+  // and columns: the writer assigns (=) and the buffer is never zeroed.
+  bool assigned = false;
 };
 
 struct MatmulGroup {
@@ -65,6 +68,7 @@ struct Program {
   std::vector<OpClass> phase;           // per op
   std::vector<uint8_t> needs_grad;    // per value
   std::vector<uint8_t> zero_at_leaves;  // per value: provably zero on rows without children
+  std::vector<uint8_t> assign_grad;     // per value: its one backward writer assigns (see BufferInfo)
   std::vector<int32_t> value_buffer;  // per value, -1 for ids and sinks
   std::vector<int32_t> value_column;
   std::vector<BufferInfo> buffers;
