@@ -42,7 +42,7 @@ ExecutorOptions ExecutorOptions::reference() {
 }
 
 Executor::Executor(VertexFunction& f, ExecutorOptions options)
-    : f_(f), options_(options), program_(Program::compile(f.shared_definition(), {options.merge_matmuls})) {
+    : f_(f), options_(options), program_(Program::compile(f.shared_definition(), {options.merge_matmuls, options.fuse_elementwise})) {
   data_.resize(program_->buffers.size());
   grad_.resize(program_->buffers.size());
   merged_weights_.resize(program_->groups.size());
@@ -61,7 +61,8 @@ void Executor::set_inputs(std::span<const InputGraph> graphs) {
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    const int64_t count = std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+    const int64_t count =
+        info.transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
     if (data_[b].count() < count) data_[b].reshape(Shape{count});
     if (info.needs_grad && grad_[b].count() < count) grad_[b].reshape(Shape{count});
   }
@@ -137,7 +138,7 @@ void Executor::backward_lazy() {
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    if (!info.needs_grad || info.assigned || (options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
+    if (!info.needs_grad || info.assigned || info.transient || (options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
     const int64_t count = (info.domain == Domain::edge ? edges : rows) * info.ld;
     std::memset(grad_[b].ptr(), 0, sizeof(float) * static_cast<size_t>(count));
   }
@@ -150,7 +151,7 @@ void Executor::backward_round(int32_t round) {
   const Range r = round_range(round);
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    if (!info.needs_grad || info.assigned || !(options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
+    if (!info.needs_grad || info.assigned || info.transient || !(options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
     const int64_t first = info.domain == Domain::edge ? r.edge_begin : r.begin;
     const int64_t last = info.domain == Domain::edge ? r.edge_end : r.end;
     std::memset(grad_[b].ptr() + first * info.ld, 0, sizeof(float) * static_cast<size_t>((last - first) * info.ld));
@@ -177,7 +178,7 @@ void Executor::accumulate_weight_gradients() {
   const auto& ops = f_.definition().ops;
   for (size_t i = 0; i < ops.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
-    if (ops[i].kind == OpKind::add_bias)
+    if (ops[i].kind == OpKind::add_bias && !transient(id))  // transient: summed row by row in backward
       bias_weight_gradient(id, 0, ops[i].domain == Domain::edge ? all.edge_end : all.end);
     else if (ops[i].kind == OpKind::embedding)
       embedding_weight_gradient(id, 0, all.end);
@@ -213,7 +214,7 @@ MatrixView Executor::value(Value v) const {
   MatrixView m;
   m.data = data_[b].ptr() + program_->value_column[static_cast<size_t>(v.id)];
   m.rows = info.domain == Domain::edge ? schedule_.num_edges() : schedule_.num_rows();
-  m.ld = info.ld;
+  m.ld = info.row_stride;
   m.width = ops[static_cast<size_t>(v.id)].width;
   return m;
 }
@@ -413,7 +414,7 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
       break;
     case OpKind::add_bias:
       if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldy + j]; });
-      if (!options_.lazy_weight_gradients) bias_weight_gradient(id, begin, end);
+      if (!options_.lazy_weight_gradients || transient(id)) bias_weight_gradient(id, begin, end);
       break;
     case OpKind::concat: {
       int32_t col = 0;

@@ -116,7 +116,8 @@ class Executor {
   }
   // The k-th push()ed value, one row per schedule row.
   MatrixView output(size_t k = 0) const;
-  // Any value of F (vertex or edge rows), for tests and debugging.
+  // Any value of F (vertex or edge rows), for tests and debugging; a
+  // transient value (BufferInfo::transient) keeps only its last row.
   MatrixView value(Value v) const;
 
   const Program& program() const { return *program_; }
@@ -158,7 +159,10 @@ class Executor {
            program_->value_column[static_cast<size_t>(value)];
   }
   int64_t ld(int32_t value) const {
-    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ld;
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].row_stride;
+  }
+  bool transient(int32_t value) const {
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].transient;
   }
   const float* weight(int32_t param) const { return f_.params()[static_cast<size_t>(param)].blob->data().ptr(); }
   float* weight_diff(int32_t param) { return f_.params()[static_cast<size_t>(param)].blob->diff().ptr(); }

@@ -121,6 +121,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     b.domain = domain;
     b.width = width;
     b.ld = (width + 15) / 16 * 16;
+    b.row_stride = b.ld;
     p.buffers.push_back(b);
     return static_cast<int32_t>(p.buffers.size() - 1);
   };
@@ -283,6 +284,39 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
         if (--pending[c] == 0 && unit_phase(c) == ph) ready.emplace(unit_class(c), c);
     }
     // Units of later phases whose inputs are now all done wait for their phase.
+  }
+  // Transient values (see BufferInfo::transient).
+  if (options.fuse_rowwise) {
+    std::vector<int32_t> step_of(n, -1);
+    int32_t step_id = 0;
+    for (const auto& phase_steps : p.steps)
+      for (const auto& step : phase_steps) {
+        if (step.kind == StepKind::rowwise)
+          for (int32_t op : step.ops) step_of[static_cast<size_t>(op)] = step_id;
+        ++step_id;
+      }
+    std::vector<uint8_t> ok(n, 1);
+    std::vector<int32_t> consumers(n, 0), values_in(p.buffers.size(), 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (p.value_buffer[i] >= 0) ++values_in[static_cast<size_t>(p.value_buffer[i])];
+      const Op& op = d.ops[i];
+      for (int32_t in : op.inputs) {
+        const auto v = static_cast<size_t>(in);
+        ++consumers[v];
+        // Consumers outside the step, and mul (its backward reads the operands), need the rows kept.
+        if (step_of[i] < 0 || step_of[i] != step_of[v] || op.kind == OpKind::mul) ok[v] = 0;
+      }
+    }
+    for (size_t v = 0; v < n; ++v) {
+      const OpKind k = d.ops[v].kind;
+      const int32_t b = p.value_buffer[v];
+      if (!ok[v] || step_of[v] < 0 || consumers[v] == 0 || b < 0 || values_in[static_cast<size_t>(b)] != 1) continue;
+      if (k == OpKind::sigmoid || k == OpKind::tanh || k == OpKind::relu) continue;  // backward reads the output
+      if (static_cast<int32_t>(v) == d.scatter_value) continue;
+      if (p.needs_grad[v] && !p.assign_grad[v]) continue;
+      p.buffers[static_cast<size_t>(b)].transient = true;
+      p.buffers[static_cast<size_t>(b)].row_stride = 0;
+    }
   }
   return prog;
 }

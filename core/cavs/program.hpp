@@ -34,6 +34,11 @@ struct BufferInfo {
   // One value, whose gradient has exactly one writer that covers all its rows
   // and columns: the writer assigns (=) and the buffer is never zeroed.
   bool assigned = false;
+  // Produced and consumed inside one fused row step, with no backward reading
+  // its value from another row: one scratch row serves every row (row_stride
+  // 0), so chains like sigmoid(x W + h U + b) keep their pre-activations in L1.
+  bool transient = false;
+  int32_t row_stride = 0;  // ld, or 0 when transient
 };
 
 struct MatmulGroup {
@@ -60,6 +65,7 @@ struct Step {
 
 struct CompileOptions {
   bool merge_matmuls = true;
+  bool fuse_rowwise = true;  // the executor runs rowwise steps row by row (enables transient buffers)
 };
 
 struct Program {
