@@ -64,7 +64,9 @@ void Executor::set_inputs(std::span<const InputGraph> graphs) {
     const int64_t count =
         info.transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
     if (data_[b].count() < count) data_[b].reshape(Shape{count});
-    if (info.needs_grad && grad_[b].count() < count) grad_[b].reshape(Shape{count});
+    const int64_t grad_count =
+        info.grad_transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+    if (info.needs_grad && grad_[b].count() < grad_count) grad_[b].reshape(Shape{grad_count});
   }
   int64_t losses = 0;
   for (const Op& op : f_.definition().ops) losses += op.kind == OpKind::softmax_cross_entropy;
@@ -138,7 +140,7 @@ void Executor::backward_lazy() {
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    if (!info.needs_grad || info.assigned || info.transient || (options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
+    if (!info.needs_grad || info.assigned || info.grad_transient || (options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
     const int64_t count = (info.domain == Domain::edge ? edges : rows) * info.ld;
     std::memset(grad_[b].ptr(), 0, sizeof(float) * static_cast<size_t>(count));
   }
@@ -151,7 +153,7 @@ void Executor::backward_round(int32_t round) {
   const Range r = round_range(round);
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    if (!info.needs_grad || info.assigned || info.transient || !(options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
+    if (!info.needs_grad || info.assigned || info.grad_transient || !(options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
     const int64_t first = info.domain == Domain::edge ? r.edge_begin : r.begin;
     const int64_t last = info.domain == Domain::edge ? r.edge_end : r.end;
     std::memset(grad_[b].ptr() + first * info.ld, 0, sizeof(float) * static_cast<size_t>((last - first) * info.ld));
@@ -259,8 +261,13 @@ void Executor::run_steps_backward(const std::vector<Step>& steps, const Range& r
         const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
         const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
         if (options_.fuse_elementwise) {
-          for (int32_t row = b; row < e; ++row)
+          for (int32_t row = b; row < e; ++row) {
+            for (int32_t buffer : s.zero_grad_rows) {
+              const BufferInfo& info = program_->buffers[static_cast<size_t>(buffer)];
+              std::memset(grad_[static_cast<size_t>(buffer)].ptr(), 0, sizeof(float) * static_cast<size_t>(info.width));
+            }
             for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, row, row + 1);
+          }
         } else {
           for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, b, e);
         }
@@ -352,14 +359,14 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
   const int32_t w = op.width;
   const float* dy = grad(id);
   const float* y = data(id);
-  const int64_t ldy = ld(id);
+  const int64_t ldy = ld(id), ldg = gld(id);
   auto in = [&](size_t k) { return op.inputs[k]; };
   auto wants = [&](int32_t v) { return p.needs_grad[static_cast<size_t>(v)] != 0; };
   auto assigns = [&](int32_t v) { return p.assign_grad[static_cast<size_t>(v)] != 0; };
   // dx (= or +=) f(j) over the rows, for input v.
   auto write = [&](int32_t v, auto&& f) {
     float* dx = grad(v);
-    const int64_t ldx = ld(v);
+    const int64_t ldx = gld(v);
     if (assigns(v)) {
       for (int64_t i = begin; i < end; ++i) {
         float* __restrict dxr = dx + i * ldx;
@@ -375,12 +382,12 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
   switch (op.kind) {
     case OpKind::add:
     case OpKind::sub:
-      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldy + j]; });
+      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldg + j]; });
       if (wants(in(1))) {
         if (op.kind == OpKind::add)
-          write(in(1), [&](int64_t i, int32_t j) { return dy[i * ldy + j]; });
+          write(in(1), [&](int64_t i, int32_t j) { return dy[i * ldg + j]; });
         else
-          write(in(1), [&](int64_t i, int32_t j) { return -dy[i * ldy + j]; });
+          write(in(1), [&](int64_t i, int32_t j) { return -dy[i * ldg + j]; });
       }
       break;
     case OpKind::mul:
@@ -388,32 +395,32 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
         if (!wants(in(k))) continue;
         const float* other = data(in(1 - k));
         const int64_t ldo = ld(in(1 - k));
-        write(in(k), [&](int64_t i, int32_t j) { return dy[i * ldy + j] * other[i * ldo + j]; });
+        write(in(k), [&](int64_t i, int32_t j) { return dy[i * ldg + j] * other[i * ldo + j]; });
       }
       break;
     case OpKind::sigmoid:
       if (wants(in(0)))
         write(in(0), [&](int64_t i, int32_t j) {
           const float v = y[i * ldy + j];
-          return dy[i * ldy + j] * v * (1.0f - v);
+          return dy[i * ldg + j] * v * (1.0f - v);
         });
       break;
     case OpKind::tanh:
       if (wants(in(0)))
         write(in(0), [&](int64_t i, int32_t j) {
           const float v = y[i * ldy + j];
-          return dy[i * ldy + j] * (1.0f - v * v);
+          return dy[i * ldg + j] * (1.0f - v * v);
         });
       break;
     case OpKind::relu:
       if (wants(in(0)))
-        write(in(0), [&](int64_t i, int32_t j) { return y[i * ldy + j] > 0.0f ? dy[i * ldy + j] : 0.0f; });
+        write(in(0), [&](int64_t i, int32_t j) { return y[i * ldy + j] > 0.0f ? dy[i * ldg + j] : 0.0f; });
       break;
     case OpKind::one_minus:
-      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return -dy[i * ldy + j]; });
+      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return -dy[i * ldg + j]; });
       break;
     case OpKind::add_bias:
-      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldy + j]; });
+      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldg + j]; });
       if (!options_.lazy_weight_gradients || transient(id)) bias_weight_gradient(id, begin, end);
       break;
     case OpKind::concat: {
@@ -422,12 +429,12 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
         const int32_t wv = f_.definition().ops[static_cast<size_t>(v)].width;
         if (wants(v)) {
           float* dx = grad(v);
-          const int64_t ldx = ld(v);
+          const int64_t ldx = gld(v);
           for (int64_t i = begin; i < end; ++i) {
             if (assigns(v))
-              std::memcpy(dx + i * ldx, dy + i * ldy + col, sizeof(float) * static_cast<size_t>(wv));
+              std::memcpy(dx + i * ldx, dy + i * ldg + col, sizeof(float) * static_cast<size_t>(wv));
             else
-              add_row(dx + i * ldx, dy + i * ldy + col, wv);
+              add_row(dx + i * ldx, dy + i * ldg + col, wv);
           }
         }
         col += wv;
@@ -780,7 +787,7 @@ void Executor::bias_weight_gradient(int32_t id, int32_t begin, int32_t end) {
   const Op& op = f_.definition().ops[static_cast<size_t>(id)];
   float* db = weight_diff(op.param);
   const float* dy = grad(id);
-  const int64_t ldy = ld(id);
+  const int64_t ldy = gld(id);
   for (int64_t i = begin; i < end; ++i) add_row(db, dy + i * ldy, op.width);
 }
 

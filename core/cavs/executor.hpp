@@ -162,7 +162,10 @@ class Executor {
     return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].row_stride;
   }
   bool transient(int32_t value) const {
-    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].transient;
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].grad_transient;
+  }
+  int64_t gld(int32_t value) const {
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].grad_stride;
   }
   const float* weight(int32_t param) const { return f_.params()[static_cast<size_t>(param)].blob->data().ptr(); }
   float* weight_diff(int32_t param) { return f_.params()[static_cast<size_t>(param)].blob->diff().ptr(); }

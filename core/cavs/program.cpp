@@ -122,6 +122,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     b.width = width;
     b.ld = (width + 15) / 16 * 16;
     b.row_stride = b.ld;
+    b.grad_stride = b.ld;
     p.buffers.push_back(b);
     return static_cast<int32_t>(p.buffers.size() - 1);
   };
@@ -295,7 +296,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
           for (int32_t op : step.ops) step_of[static_cast<size_t>(op)] = step_id;
         ++step_id;
       }
-    std::vector<uint8_t> ok(n, 1);
+    std::vector<uint8_t> in_step(n, 1), data_unread(n, 1);
     std::vector<int32_t> consumers(n, 0), values_in(p.buffers.size(), 0);
     for (size_t i = 0; i < n; ++i) {
       if (p.value_buffer[i] >= 0) ++values_in[static_cast<size_t>(p.value_buffer[i])];
@@ -303,19 +304,29 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
       for (int32_t in : op.inputs) {
         const auto v = static_cast<size_t>(in);
         ++consumers[v];
-        // Consumers outside the step, and mul (its backward reads the operands), need the rows kept.
-        if (step_of[i] < 0 || step_of[i] != step_of[v] || op.kind == OpKind::mul) ok[v] = 0;
+        if (step_of[i] < 0 || step_of[i] != step_of[v]) in_step[v] = 0;
+        if (op.kind == OpKind::mul) data_unread[v] = 0;  // mul's backward reads its operands
       }
     }
+    std::vector<Step*> step_ptr;
+    for (auto& phase_steps : p.steps)
+      for (auto& step : phase_steps) step_ptr.push_back(&step);
     for (size_t v = 0; v < n; ++v) {
       const OpKind k = d.ops[v].kind;
       const int32_t b = p.value_buffer[v];
-      if (!ok[v] || step_of[v] < 0 || consumers[v] == 0 || b < 0 || values_in[static_cast<size_t>(b)] != 1) continue;
-      if (k == OpKind::sigmoid || k == OpKind::tanh || k == OpKind::relu) continue;  // backward reads the output
+      if (!in_step[v] || step_of[v] < 0 || consumers[v] == 0 || b < 0 || values_in[static_cast<size_t>(b)] != 1) continue;
       if (static_cast<int32_t>(v) == d.scatter_value) continue;
-      if (p.needs_grad[v] && !p.assign_grad[v]) continue;
-      p.buffers[static_cast<size_t>(b)].transient = true;
-      p.buffers[static_cast<size_t>(b)].row_stride = 0;
+      BufferInfo& info = p.buffers[static_cast<size_t>(b)];
+      if (p.needs_grad[v]) {
+        info.grad_transient = true;
+        info.grad_stride = 0;
+        if (!p.assign_grad[v]) step_ptr[static_cast<size_t>(step_of[v])]->zero_grad_rows.push_back(b);
+      }
+      // sigmoid, tanh and relu read their own output in backward.
+      if (data_unread[v] && k != OpKind::sigmoid && k != OpKind::tanh && k != OpKind::relu) {
+        info.transient = true;
+        info.row_stride = 0;
+      }
     }
   }
   return prog;

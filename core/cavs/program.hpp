@@ -39,6 +39,10 @@ struct BufferInfo {
   // 0), so chains like sigmoid(x W + h U + b) keep their pre-activations in L1.
   bool transient = false;
   int32_t row_stride = 0;  // ld, or 0 when transient
+  // The gradient alone can be transient: written and read only inside the
+  // producer's fused step (the value itself is kept for a backward that reads it).
+  bool grad_transient = false;
+  int32_t grad_stride = 0;  // ld, or 0 when grad_transient
 };
 
 struct MatmulGroup {
@@ -61,6 +65,7 @@ struct Step {
   Domain domain = Domain::vertex;
   int32_t index = -1;        // op id (op) or group id (matmul)
   std::vector<int32_t> ops;  // rowwise: the ops, in forward order
+  std::vector<int32_t> zero_grad_rows;  // rowwise: transient gradient rows to zero before each row's backward
 };
 
 struct CompileOptions {
