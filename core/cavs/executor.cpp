@@ -45,6 +45,9 @@ Executor::Executor(VertexFunction& f, ExecutorOptions options)
     : f_(f), options_(options), program_(Program::compile(f.shared_definition(), {options.merge_matmuls, options.fuse_elementwise})) {
   data_.resize(program_->buffers.size());
   grad_.resize(program_->buffers.size());
+  int32_t losses = 0;
+  for (const Op& op : f.definition().ops)
+    loss_index_.push_back(op.kind == OpKind::softmax_cross_entropy ? losses++ : -1);
   merged_weights_.resize(program_->groups.size());
   merged_diffs_.resize(program_->groups.size());
   for (size_t g = 0; g < program_->groups.size(); ++g) {
@@ -526,8 +529,7 @@ void Executor::op_forward(int32_t id, const Range& r) {
       const float* x = data(logits_id);
       const int64_t ldx = ld(logits_id);
       const int32_t c = d.ops[static_cast<size_t>(logits_id)].width;
-      int32_t k = 0;  // which loss this is
-      for (int32_t j = 0; j < id; ++j) k += d.ops[static_cast<size_t>(j)].kind == OpKind::softmax_cross_entropy;
+      const int32_t k = loss_index_[static_cast<size_t>(id)];  // which loss this is
       float* lse = log_normalizers_.data() + static_cast<int64_t>(k) * schedule_.num_rows();
       const auto labels = schedule_.labels();
       for (int32_t i = r.begin; i < r.end; ++i) {
@@ -623,8 +625,7 @@ void Executor::op_backward(int32_t id, const Range& r) {
       float* dx = grad(logits_id);
       const int64_t ldx = ld(logits_id);
       const int32_t c = d.ops[static_cast<size_t>(logits_id)].width;
-      int32_t k = 0;
-      for (int32_t j = 0; j < id; ++j) k += d.ops[static_cast<size_t>(j)].kind == OpKind::softmax_cross_entropy;
+      const int32_t k = loss_index_[static_cast<size_t>(id)];
       const float* lse = log_normalizers_.data() + static_cast<int64_t>(k) * schedule_.num_rows();
       const auto labels = schedule_.labels();
       const float scale = loss_scale_;

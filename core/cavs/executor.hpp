@@ -102,7 +102,8 @@ class Executor {
     run_backward();
   }
 
-  // Gradients are loss_scale * d(sum of per-vertex losses); default 1.
+  // Gradients are loss_scale * d(sum of per-vertex losses); default 1. Read
+  // by backward_lazy, so it may be set after forward (e.g. 1 / loss_vertices()).
   void set_loss_scale(float scale) { loss_scale_ = scale; }
   float loss_scale() const { return loss_scale_; }
 
@@ -177,7 +178,8 @@ class Executor {
   std::vector<Tensor> data_, grad_;      // per buffer
   std::vector<Tensor> merged_weights_;   // per group (empty for one member)
   std::vector<Tensor> merged_diffs_;     // per group, lazy weight-gradient scratch
-  std::vector<float> log_normalizers_;   // per row, for the loss backward
+  std::vector<float> log_normalizers_;   // per loss and row, for the loss backward
+  std::vector<int32_t> loss_index_;      // per op: which softmax_cross_entropy it is, or -1
   std::vector<int32_t> predictions_;
   double loss_ = 0;
   int64_t loss_vertices_ = 0;

@@ -410,6 +410,26 @@ TEST_SUITE("cavs") {
     CHECK(h.width == 4);
   }
 
+  TEST_CASE("executor: an empty mini-batch and an empty graph run zero rounds") {
+    VertexFunction f = make_binary_tree_lstm(small_lstm());
+    for (ExecutorOptions options : {ExecutorOptions{}, ExecutorOptions::serial()}) {
+      Executor ex(f, options);
+      ex.set_inputs({});
+      CHECK(ex.num_rounds() == 0);
+      ex.run_forward_backward();
+      CHECK(ex.loss() == 0.0);
+      CHECK(ex.loss_vertices() == 0);
+      const std::vector<InputGraph> empty(2);
+      ex.set_inputs(empty);
+      ex.run_forward_backward();
+      CHECK(ex.loss_vertices() == 0);
+      const auto trees = random_trees(8, 3, 12, 3);
+      ex.set_inputs(trees);
+      ex.run_forward_backward();
+      CHECK(ex.loss_vertices() > 0);
+    }
+  }
+
   TEST_CASE("binary Tree-LSTM learns arithmetic-expression trees") {
     Rng rng(11);
     ExpressionTreeOptions eo;
