@@ -42,9 +42,12 @@ ExecutorOptions ExecutorOptions::reference() {
 }
 
 Executor::Executor(VertexFunction& f, ExecutorOptions options)
-    : f_(f), options_(options), program_(Program::compile(f.shared_definition(), {options.merge_matmuls})) {
+    : f_(f), options_(options), program_(Program::compile(f.shared_definition(), {options.merge_matmuls, options.fuse_elementwise})) {
   data_.resize(program_->buffers.size());
   grad_.resize(program_->buffers.size());
+  int32_t losses = 0;
+  for (const Op& op : f.definition().ops)
+    loss_index_.push_back(op.kind == OpKind::softmax_cross_entropy ? losses++ : -1);
   merged_weights_.resize(program_->groups.size());
   merged_diffs_.resize(program_->groups.size());
   for (size_t g = 0; g < program_->groups.size(); ++g) {
@@ -61,9 +64,12 @@ void Executor::set_inputs(std::span<const InputGraph> graphs) {
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    const int64_t count = std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+    const int64_t count =
+        info.transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
     if (data_[b].count() < count) data_[b].reshape(Shape{count});
-    if (info.needs_grad && grad_[b].count() < count) grad_[b].reshape(Shape{count});
+    const int64_t grad_count =
+        info.grad_transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+    if (info.needs_grad && grad_[b].count() < grad_count) grad_[b].reshape(Shape{grad_count});
   }
   int64_t losses = 0;
   for (const Op& op : f_.definition().ops) losses += op.kind == OpKind::softmax_cross_entropy;
@@ -137,7 +143,7 @@ void Executor::backward_lazy() {
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    if (!info.needs_grad || (options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
+    if (!info.needs_grad || info.assigned || info.grad_transient || (options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
     const int64_t count = (info.domain == Domain::edge ? edges : rows) * info.ld;
     std::memset(grad_[b].ptr(), 0, sizeof(float) * static_cast<size_t>(count));
   }
@@ -150,7 +156,7 @@ void Executor::backward_round(int32_t round) {
   const Range r = round_range(round);
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    if (!info.needs_grad || !(options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
+    if (!info.needs_grad || info.assigned || info.grad_transient || !(options_.eager_lazy ? info.round_local : info.round_local_all)) continue;
     const int64_t first = info.domain == Domain::edge ? r.edge_begin : r.begin;
     const int64_t last = info.domain == Domain::edge ? r.edge_end : r.end;
     std::memset(grad_[b].ptr() + first * info.ld, 0, sizeof(float) * static_cast<size_t>((last - first) * info.ld));
@@ -177,7 +183,7 @@ void Executor::accumulate_weight_gradients() {
   const auto& ops = f_.definition().ops;
   for (size_t i = 0; i < ops.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
-    if (ops[i].kind == OpKind::add_bias)
+    if (ops[i].kind == OpKind::add_bias && !transient(id))  // transient: summed row by row in backward
       bias_weight_gradient(id, 0, ops[i].domain == Domain::edge ? all.edge_end : all.end);
     else if (ops[i].kind == OpKind::embedding)
       embedding_weight_gradient(id, 0, all.end);
@@ -213,7 +219,7 @@ MatrixView Executor::value(Value v) const {
   MatrixView m;
   m.data = data_[b].ptr() + program_->value_column[static_cast<size_t>(v.id)];
   m.rows = info.domain == Domain::edge ? schedule_.num_edges() : schedule_.num_rows();
-  m.ld = info.ld;
+  m.ld = info.row_stride;
   m.width = ops[static_cast<size_t>(v.id)].width;
   return m;
 }
@@ -258,8 +264,13 @@ void Executor::run_steps_backward(const std::vector<Step>& steps, const Range& r
         const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
         const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
         if (options_.fuse_elementwise) {
-          for (int32_t row = b; row < e; ++row)
+          for (int32_t row = b; row < e; ++row) {
+            for (int32_t buffer : s.zero_grad_rows) {
+              const BufferInfo& info = program_->buffers[static_cast<size_t>(buffer)];
+              std::memset(grad_[static_cast<size_t>(buffer)].ptr(), 0, sizeof(float) * static_cast<size_t>(info.width));
+            }
             for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, row, row + 1);
+          }
         } else {
           for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, b, e);
         }
@@ -351,80 +362,83 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
   const int32_t w = op.width;
   const float* dy = grad(id);
   const float* y = data(id);
-  const int64_t ldy = ld(id);
+  const int64_t ldy = ld(id), ldg = gld(id);
   auto in = [&](size_t k) { return op.inputs[k]; };
   auto wants = [&](int32_t v) { return p.needs_grad[static_cast<size_t>(v)] != 0; };
-  switch (op.kind) {
-    case OpKind::add:
-    case OpKind::sub: {
-      const float sign = op.kind == OpKind::sub ? -1.0f : 1.0f;
-      for (size_t k = 0; k < 2; ++k) {
-        if (!wants(in(k))) continue;
-        float* dx = grad(in(k));
-        const int64_t ldx = ld(in(k));
-        const float s = k == 0 ? 1.0f : sign;
-        for (int64_t i = begin; i < end; ++i) {
-          float* __restrict dxr = dx + i * ldx;
-          const float* __restrict dyr = dy + i * ldy;
-          for (int32_t j = 0; j < w; ++j) dxr[j] += s * dyr[j];
-        }
-      }
-      break;
-    }
-    case OpKind::mul: {
-      for (size_t k = 0; k < 2; ++k) {
-        if (!wants(in(k))) continue;
-        float* dx = grad(in(k));
-        const float* other = data(in(1 - k));
-        const int64_t ldx = ld(in(k)), ldo = ld(in(1 - k));
-        for (int64_t i = begin; i < end; ++i) {
-          float* __restrict dxr = dx + i * ldx;
-          const float* __restrict dyr = dy + i * ldy;
-          const float* __restrict orow = other + i * ldo;
-          for (int32_t j = 0; j < w; ++j) dxr[j] += dyr[j] * orow[j];
-        }
-      }
-      break;
-    }
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::relu:
-    case OpKind::one_minus: {
-      if (!wants(in(0))) break;
-      float* dx = grad(in(0));
-      const int64_t ldx = ld(in(0));
+  auto assigns = [&](int32_t v) { return p.assign_grad[static_cast<size_t>(v)] != 0; };
+  // dx (= or +=) f(j) over the rows, for input v.
+  auto write = [&](int32_t v, auto&& f) {
+    float* dx = grad(v);
+    const int64_t ldx = gld(v);
+    if (assigns(v)) {
       for (int64_t i = begin; i < end; ++i) {
         float* __restrict dxr = dx + i * ldx;
-        const float* __restrict dyr = dy + i * ldy;
-        const float* __restrict yr = y + i * ldy;
-        if (op.kind == OpKind::sigmoid)
-          for (int32_t j = 0; j < w; ++j) dxr[j] += dyr[j] * yr[j] * (1.0f - yr[j]);
-        else if (op.kind == OpKind::tanh)
-          for (int32_t j = 0; j < w; ++j) dxr[j] += dyr[j] * (1.0f - yr[j] * yr[j]);
-        else if (op.kind == OpKind::relu)
-          for (int32_t j = 0; j < w; ++j) dxr[j] += yr[j] > 0.0f ? dyr[j] : 0.0f;
+        for (int32_t j = 0; j < w; ++j) dxr[j] = f(i, j);
+      }
+    } else {
+      for (int64_t i = begin; i < end; ++i) {
+        float* __restrict dxr = dx + i * ldx;
+        for (int32_t j = 0; j < w; ++j) dxr[j] += f(i, j);
+      }
+    }
+  };
+  switch (op.kind) {
+    case OpKind::add:
+    case OpKind::sub:
+      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldg + j]; });
+      if (wants(in(1))) {
+        if (op.kind == OpKind::add)
+          write(in(1), [&](int64_t i, int32_t j) { return dy[i * ldg + j]; });
         else
-          for (int32_t j = 0; j < w; ++j) dxr[j] -= dyr[j];
+          write(in(1), [&](int64_t i, int32_t j) { return -dy[i * ldg + j]; });
       }
       break;
-    }
-    case OpKind::add_bias: {
-      if (wants(in(0))) {
-        float* dx = grad(in(0));
-        const int64_t ldx = ld(in(0));
-        for (int64_t i = begin; i < end; ++i) add_row(dx + i * ldx, dy + i * ldy, w);
+    case OpKind::mul:
+      for (size_t k = 0; k < 2; ++k) {
+        if (!wants(in(k))) continue;
+        const float* other = data(in(1 - k));
+        const int64_t ldo = ld(in(1 - k));
+        write(in(k), [&](int64_t i, int32_t j) { return dy[i * ldg + j] * other[i * ldo + j]; });
       }
-      if (!options_.lazy_weight_gradients) bias_weight_gradient(id, begin, end);
       break;
-    }
+    case OpKind::sigmoid:
+      if (wants(in(0)))
+        write(in(0), [&](int64_t i, int32_t j) {
+          const float v = y[i * ldy + j];
+          return dy[i * ldg + j] * v * (1.0f - v);
+        });
+      break;
+    case OpKind::tanh:
+      if (wants(in(0)))
+        write(in(0), [&](int64_t i, int32_t j) {
+          const float v = y[i * ldy + j];
+          return dy[i * ldg + j] * (1.0f - v * v);
+        });
+      break;
+    case OpKind::relu:
+      if (wants(in(0)))
+        write(in(0), [&](int64_t i, int32_t j) { return y[i * ldy + j] > 0.0f ? dy[i * ldg + j] : 0.0f; });
+      break;
+    case OpKind::one_minus:
+      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return -dy[i * ldg + j]; });
+      break;
+    case OpKind::add_bias:
+      if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldg + j]; });
+      if (!options_.lazy_weight_gradients || transient(id)) bias_weight_gradient(id, begin, end);
+      break;
     case OpKind::concat: {
       int32_t col = 0;
       for (int32_t v : op.inputs) {
         const int32_t wv = f_.definition().ops[static_cast<size_t>(v)].width;
         if (wants(v)) {
           float* dx = grad(v);
-          const int64_t ldx = ld(v);
-          for (int64_t i = begin; i < end; ++i) add_row(dx + i * ldx, dy + i * ldy + col, wv);
+          const int64_t ldx = gld(v);
+          for (int64_t i = begin; i < end; ++i) {
+            if (assigns(v))
+              std::memcpy(dx + i * ldx, dy + i * ldg + col, sizeof(float) * static_cast<size_t>(wv));
+            else
+              add_row(dx + i * ldx, dy + i * ldg + col, wv);
+          }
         }
         col += wv;
       }
@@ -515,8 +529,7 @@ void Executor::op_forward(int32_t id, const Range& r) {
       const float* x = data(logits_id);
       const int64_t ldx = ld(logits_id);
       const int32_t c = d.ops[static_cast<size_t>(logits_id)].width;
-      int32_t k = 0;  // which loss this is
-      for (int32_t j = 0; j < id; ++j) k += d.ops[static_cast<size_t>(j)].kind == OpKind::softmax_cross_entropy;
+      const int32_t k = loss_index_[static_cast<size_t>(id)];  // which loss this is
       float* lse = log_normalizers_.data() + static_cast<int64_t>(k) * schedule_.num_rows();
       const auto labels = schedule_.labels();
       for (int32_t i = r.begin; i < r.end; ++i) {
@@ -592,9 +605,14 @@ void Executor::op_backward(int32_t id, const Range& r) {
       const int64_t ldx = ld(op.inputs[0]);
       const float* dy = grad(id);
       const int64_t ldy = ld(id);
+      const bool assign = p.assign_grad[static_cast<size_t>(op.inputs[0])] != 0;
       for (int32_t i = r.begin; i < r.end; ++i)
-        for (int32_t e = offsets[static_cast<size_t>(i)]; e < offsets[static_cast<size_t>(i) + 1]; ++e)
-          add_row(dx + e * ldx, dy + i * ldy, w);
+        for (int32_t e = offsets[static_cast<size_t>(i)]; e < offsets[static_cast<size_t>(i) + 1]; ++e) {
+          if (assign)
+            std::memcpy(dx + e * ldx, dy + i * ldy, sizeof(float) * static_cast<size_t>(w));
+          else
+            add_row(dx + e * ldx, dy + i * ldy, w);
+        }
       break;
     }
     case OpKind::embedding:
@@ -607,8 +625,7 @@ void Executor::op_backward(int32_t id, const Range& r) {
       float* dx = grad(logits_id);
       const int64_t ldx = ld(logits_id);
       const int32_t c = d.ops[static_cast<size_t>(logits_id)].width;
-      int32_t k = 0;
-      for (int32_t j = 0; j < id; ++j) k += d.ops[static_cast<size_t>(j)].kind == OpKind::softmax_cross_entropy;
+      const int32_t k = loss_index_[static_cast<size_t>(id)];
       const float* lse = log_normalizers_.data() + static_cast<int64_t>(k) * schedule_.num_rows();
       const auto labels = schedule_.labels();
       const float scale = loss_scale_;
@@ -708,9 +725,19 @@ void Executor::matmul_backward(int32_t gi, const Range& r) {
     const int64_t ldx = ld(g.input);
     const float* dy = grad_[static_cast<size_t>(g.buffer)].ptr();
     const int64_t ldy = program_->buffers[static_cast<size_t>(g.buffer)].ld;
+    const bool assign = program_->assign_grad[static_cast<size_t>(g.input)] != 0;
+    int32_t done = begin;
+    auto zero_rows = [&](int32_t a, int32_t b) {
+      if (!assign) return;
+      for (int64_t i = a; i < b; ++i) std::memset(dx + i * ldx, 0, sizeof(float) * static_cast<size_t>(g.in_width));
+    };
     for_active_rows(g, r, begin, end, [&](int32_t lo, int32_t hi) {
-      gemm(false, false, hi - lo, g.in_width, g.width, dy + lo * ldy, ldy, w, g.in_width, 1.0f, dx + lo * ldx, ldx);
+      zero_rows(done, lo);
+      gemm(false, false, hi - lo, g.in_width, g.width, dy + lo * ldy, ldy, w, g.in_width, assign ? 0.0f : 1.0f,
+           dx + lo * ldx, ldx);
+      done = hi;
     });
+    zero_rows(done, end);
   }
   if (!options_.lazy_weight_gradients) {
     const float* x = data(g.input);
@@ -761,7 +788,7 @@ void Executor::bias_weight_gradient(int32_t id, int32_t begin, int32_t end) {
   const Op& op = f_.definition().ops[static_cast<size_t>(id)];
   float* db = weight_diff(op.param);
   const float* dy = grad(id);
-  const int64_t ldy = ld(id);
+  const int64_t ldy = gld(id);
   for (int64_t i = begin; i < end; ++i) add_row(db, dy + i * ldy, op.width);
 }
 

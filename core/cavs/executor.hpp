@@ -102,7 +102,8 @@ class Executor {
     run_backward();
   }
 
-  // Gradients are loss_scale * d(sum of per-vertex losses); default 1.
+  // Gradients are loss_scale * d(sum of per-vertex losses); default 1. Read
+  // by backward_lazy, so it may be set after forward (e.g. 1 / loss_vertices()).
   void set_loss_scale(float scale) { loss_scale_ = scale; }
   float loss_scale() const { return loss_scale_; }
 
@@ -116,7 +117,8 @@ class Executor {
   }
   // The k-th push()ed value, one row per schedule row.
   MatrixView output(size_t k = 0) const;
-  // Any value of F (vertex or edge rows), for tests and debugging.
+  // Any value of F (vertex or edge rows), for tests and debugging; a
+  // transient value (BufferInfo::transient) keeps only its last row.
   MatrixView value(Value v) const;
 
   const Program& program() const { return *program_; }
@@ -158,7 +160,13 @@ class Executor {
            program_->value_column[static_cast<size_t>(value)];
   }
   int64_t ld(int32_t value) const {
-    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ld;
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].row_stride;
+  }
+  bool transient(int32_t value) const {
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].grad_transient;
+  }
+  int64_t gld(int32_t value) const {
+    return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].grad_stride;
   }
   const float* weight(int32_t param) const { return f_.params()[static_cast<size_t>(param)].blob->data().ptr(); }
   float* weight_diff(int32_t param) { return f_.params()[static_cast<size_t>(param)].blob->diff().ptr(); }
@@ -170,7 +178,8 @@ class Executor {
   std::vector<Tensor> data_, grad_;      // per buffer
   std::vector<Tensor> merged_weights_;   // per group (empty for one member)
   std::vector<Tensor> merged_diffs_;     // per group, lazy weight-gradient scratch
-  std::vector<float> log_normalizers_;   // per row, for the loss backward
+  std::vector<float> log_normalizers_;   // per loss and row, for the loss backward
+  std::vector<int32_t> loss_index_;      // per op: which softmax_cross_entropy it is, or -1
   std::vector<int32_t> predictions_;
   double loss_ = 0;
   int64_t loss_vertices_ = 0;

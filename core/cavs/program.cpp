@@ -121,6 +121,8 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     b.domain = domain;
     b.width = width;
     b.ld = (width + 15) / 16 * 16;
+    b.row_stride = b.ld;
+    b.grad_stride = b.ld;
     p.buffers.push_back(b);
     return static_cast<int32_t>(p.buffers.size() - 1);
   };
@@ -198,6 +200,35 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     }
   }
 
+  // Gradients with one writer that can assign instead of accumulate.
+  {
+    const int32_t scatter_buffer = d.scatter_value >= 0 ? p.value_buffer[static_cast<size_t>(d.scatter_value)] : -1;
+    std::vector<int32_t> values_in(p.buffers.size(), 0), writers(n, 0);
+    std::vector<uint8_t> capable(n, 1);
+    for (size_t i = 0; i < n; ++i) {
+      if (p.value_buffer[i] >= 0) ++values_in[static_cast<size_t>(p.value_buffer[i])];
+      const Op& op = d.ops[i];
+      if (op.kind == OpKind::push || op.kind == OpKind::scatter) continue;  // no gradient written
+      if (op.kind == OpKind::matmul) {  // the group writes its input once
+        const MatmulGroup& g = p.groups[static_cast<size_t>(p.op_group[i])];
+        if (g.ops[0] == static_cast<int32_t>(i)) ++writers[static_cast<size_t>(op.inputs[0])];
+        continue;
+      }
+      for (int32_t in : op.inputs) {
+        ++writers[static_cast<size_t>(in)];
+        if (!is_rowwise(op.kind) && op.kind != OpKind::sum_children) capable[static_cast<size_t>(in)] = 0;
+      }
+    }
+    p.assign_grad.assign(n, 0);
+    for (size_t v = 0; v < n; ++v) {
+      const int32_t b = p.value_buffer[v];
+      if (b < 0 || b == scatter_buffer || values_in[static_cast<size_t>(b)] != 1 || !p.needs_grad[v]) continue;
+      if (writers[v] != 1 || !capable[v]) continue;
+      p.assign_grad[v] = 1;
+      p.buffers[static_cast<size_t>(b)].assigned = true;
+    }
+  }
+
   // Steps: per phase, a topological order that runs non-row-local work as
   // early as possible, so row-local ops form long runs (fused steps).
   const size_t units = n + p.groups.size();
@@ -254,6 +285,49 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
         if (--pending[c] == 0 && unit_phase(c) == ph) ready.emplace(unit_class(c), c);
     }
     // Units of later phases whose inputs are now all done wait for their phase.
+  }
+  // Transient values (see BufferInfo::transient).
+  if (options.fuse_rowwise) {
+    std::vector<int32_t> step_of(n, -1);
+    int32_t step_id = 0;
+    for (const auto& phase_steps : p.steps)
+      for (const auto& step : phase_steps) {
+        if (step.kind == StepKind::rowwise)
+          for (int32_t op : step.ops) step_of[static_cast<size_t>(op)] = step_id;
+        ++step_id;
+      }
+    std::vector<uint8_t> in_step(n, 1), data_unread(n, 1);
+    std::vector<int32_t> consumers(n, 0), values_in(p.buffers.size(), 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (p.value_buffer[i] >= 0) ++values_in[static_cast<size_t>(p.value_buffer[i])];
+      const Op& op = d.ops[i];
+      for (int32_t in : op.inputs) {
+        const auto v = static_cast<size_t>(in);
+        ++consumers[v];
+        if (step_of[i] < 0 || step_of[i] != step_of[v]) in_step[v] = 0;
+        if (op.kind == OpKind::mul) data_unread[v] = 0;  // mul's backward reads its operands
+      }
+    }
+    std::vector<Step*> step_ptr;
+    for (auto& phase_steps : p.steps)
+      for (auto& step : phase_steps) step_ptr.push_back(&step);
+    for (size_t v = 0; v < n; ++v) {
+      const OpKind k = d.ops[v].kind;
+      const int32_t b = p.value_buffer[v];
+      if (!in_step[v] || step_of[v] < 0 || consumers[v] == 0 || b < 0 || values_in[static_cast<size_t>(b)] != 1) continue;
+      if (static_cast<int32_t>(v) == d.scatter_value) continue;
+      BufferInfo& info = p.buffers[static_cast<size_t>(b)];
+      if (p.needs_grad[v]) {
+        info.grad_transient = true;
+        info.grad_stride = 0;
+        if (!p.assign_grad[v]) step_ptr[static_cast<size_t>(step_of[v])]->zero_grad_rows.push_back(b);
+      }
+      // sigmoid, tanh and relu read their own output in backward.
+      if (data_unread[v] && k != OpKind::sigmoid && k != OpKind::tanh && k != OpKind::relu) {
+        info.transient = true;
+        info.row_stride = 0;
+      }
+    }
   }
   return prog;
 }

@@ -31,6 +31,18 @@ struct BufferInfo {
   // state), so it can be zeroed per round, just before use, while it is hot.
   bool round_local = false;      // with eager/lazy phases
   bool round_local_all = false;  // when every phase runs per round
+  // One value, whose gradient has exactly one writer that covers all its rows
+  // and columns: the writer assigns (=) and the buffer is never zeroed.
+  bool assigned = false;
+  // Produced and consumed inside one fused row step, with no backward reading
+  // its value from another row: one scratch row serves every row (row_stride
+  // 0), so chains like sigmoid(x W + h U + b) keep their pre-activations in L1.
+  bool transient = false;
+  int32_t row_stride = 0;  // ld, or 0 when transient
+  // The gradient alone can be transient: written and read only inside the
+  // producer's fused step (the value itself is kept for a backward that reads it).
+  bool grad_transient = false;
+  int32_t grad_stride = 0;  // ld, or 0 when grad_transient
 };
 
 struct MatmulGroup {
@@ -53,10 +65,12 @@ struct Step {
   Domain domain = Domain::vertex;
   int32_t index = -1;        // op id (op) or group id (matmul)
   std::vector<int32_t> ops;  // rowwise: the ops, in forward order
+  std::vector<int32_t> zero_grad_rows;  // rowwise: transient gradient rows to zero before each row's backward
 };
 
 struct CompileOptions {
   bool merge_matmuls = true;
+  bool fuse_rowwise = true;  // the executor runs rowwise steps row by row (enables transient buffers)
 };
 
 struct Program {
@@ -65,6 +79,7 @@ struct Program {
   std::vector<OpClass> phase;           // per op
   std::vector<uint8_t> needs_grad;    // per value
   std::vector<uint8_t> zero_at_leaves;  // per value: provably zero on rows without children
+  std::vector<uint8_t> assign_grad;     // per value: its one backward writer assigns (see BufferInfo)
   std::vector<int32_t> value_buffer;  // per value, -1 for ids and sinks
   std::vector<int32_t> value_column;
   std::vector<BufferInfo> buffers;

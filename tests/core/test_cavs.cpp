@@ -4,10 +4,15 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/cavs/executor.hpp"
 #include "core/cavs/function.hpp"
+#include "core/cavs/models/chain_lm.hpp"
+#include "core/cavs/models/gated_graph.hpp"
+#include "core/cavs/models/tree_fc.hpp"
+#include "core/cavs/models/tree_gru.hpp"
 #include "core/cavs/models/tree_lstm.hpp"
 #include "core/common/error.hpp"
 #include <fmt/format.h>
@@ -43,6 +48,68 @@ std::vector<InputGraph> random_trees(uint64_t seed, int count, int32_t vocabular
     trees.push_back(std::move(g));
   }
   return trees;
+}
+
+// Trees of any arity: repeatedly give 1..max_arity pending roots one parent.
+std::vector<InputGraph> random_nary_trees(uint64_t seed, int count, int32_t max_arity, int32_t vocabulary,
+                                          int32_t classes) {
+  Rng rng(seed);
+  std::vector<InputGraph> trees;
+  for (int t = 0; t < count; ++t) {
+    InputGraph g;
+    std::vector<int32_t> pending;
+    const int leaves = 1 + static_cast<int>(rng.below(8));
+    for (int l = 0; l < leaves; ++l)
+      pending.push_back(g.add_leaf(static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocabulary))),
+                                   static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)))));
+    while (pending.size() > 1) {
+      const size_t k = std::min(pending.size(), 1 + static_cast<size_t>(rng.below(static_cast<uint64_t>(max_arity))));
+      std::vector<int32_t> kids;
+      for (size_t i = 0; i < k; ++i) {
+        const size_t pick = static_cast<size_t>(rng.below(pending.size()));
+        kids.push_back(pending[pick]);
+        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(pick));
+      }
+      const int32_t token = rng.below(2) ? static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocabulary))) : InputGraph::none;
+      pending.push_back(g.add_vertex(kids, static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes))), token));
+    }
+    trees.push_back(std::move(g));
+  }
+  return trees;
+}
+
+// DAGs: every vertex picks up to 3 distinct earlier vertices as children, so
+// many vertices have several parents; some vertices are unlabelled.
+std::vector<InputGraph> random_dags(uint64_t seed, int count, int32_t vocabulary, int32_t classes) {
+  Rng rng(seed);
+  std::vector<InputGraph> dags;
+  for (int t = 0; t < count; ++t) {
+    InputGraph g;
+    const int n = 1 + static_cast<int>(rng.below(10));
+    for (int v = 0; v < n; ++v) {
+      std::vector<int32_t> kids;
+      const int k = v == 0 ? 0 : static_cast<int>(rng.below(4));
+      for (int i = 0; i < k; ++i) {
+        const auto c = static_cast<int32_t>(rng.below(static_cast<uint64_t>(v)));
+        if (std::find(kids.begin(), kids.end(), c) == kids.end()) kids.push_back(c);
+      }
+      const int32_t label = rng.below(4) == 0 ? InputGraph::none : static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)));
+      g.add_vertex(kids, label, static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocabulary))));
+    }
+    dags.push_back(std::move(g));
+  }
+  return dags;
+}
+
+std::vector<InputGraph> random_sentences(uint64_t seed, int count, int32_t vocabulary, int max_length) {
+  Rng rng(seed);
+  std::vector<InputGraph> chains;
+  for (int t = 0; t < count; ++t) {
+    std::vector<int32_t> tokens(2 + rng.below(static_cast<uint64_t>(max_length - 1)));
+    for (auto& token : tokens) token = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocabulary)));
+    chains.push_back(language_model_chain(tokens));
+  }
+  return chains;
 }
 
 struct Result {
@@ -343,6 +410,26 @@ TEST_SUITE("cavs") {
     CHECK(h.width == 4);
   }
 
+  TEST_CASE("executor: an empty mini-batch and an empty graph run zero rounds") {
+    VertexFunction f = make_binary_tree_lstm(small_lstm());
+    for (ExecutorOptions options : {ExecutorOptions{}, ExecutorOptions::serial()}) {
+      Executor ex(f, options);
+      ex.set_inputs({});
+      CHECK(ex.num_rounds() == 0);
+      ex.run_forward_backward();
+      CHECK(ex.loss() == 0.0);
+      CHECK(ex.loss_vertices() == 0);
+      const std::vector<InputGraph> empty(2);
+      ex.set_inputs(empty);
+      ex.run_forward_backward();
+      CHECK(ex.loss_vertices() == 0);
+      const auto trees = random_trees(8, 3, 12, 3);
+      ex.set_inputs(trees);
+      ex.run_forward_backward();
+      CHECK(ex.loss_vertices() > 0);
+    }
+  }
+
   TEST_CASE("binary Tree-LSTM learns arithmetic-expression trees") {
     Rng rng(11);
     ExpressionTreeOptions eo;
@@ -372,5 +459,116 @@ TEST_SUITE("cavs") {
     }
     INFO("mean loss " << first << " -> " << last);
     CHECK(last < 0.7 * first);
+  }
+
+  TEST_CASE("child-sum Tree-LSTM: batched == one vertex at a time, finite differences") {
+    VertexFunction f = make_child_sum_tree_lstm(small_lstm());
+    const auto trees = random_nary_trees(21, 7, 4, 12, 3);
+    check_against_reference(f, trees);
+    check_finite_differences(f, random_nary_trees(22, 3, 4, 12, 3));
+    // One forget gate per child: the compiled program has an edge-domain GEMM.
+    const auto program = Program::compile(f.shared_definition());
+    CHECK(std::any_of(program->groups.begin(), program->groups.end(),
+                      [](const MatmulGroup& g) { return g.domain == Domain::edge; }));
+  }
+
+  TEST_CASE("Tree-FC: batched == one vertex at a time, finite differences") {
+    TreeFcOptions o;
+    o.vocabulary = 10;
+    o.hidden = 6;
+    o.classes = 3;
+    o.embedding_scale = 0.8f;
+    o.seed = 5;
+    VertexFunction f = make_tree_fc(o);
+    std::vector<InputGraph> trees = random_trees(31, 5, 10, 3);
+    InputGraph complete = complete_binary_tree(3, 10);
+    for (int32_t v = 0; v < complete.num_vertices(); ++v) complete.set_label(v, v % 3);
+    trees.push_back(complete);
+    check_against_reference(f, trees);
+    check_finite_differences(f, trees, 10, 1e-3f, 3e-2f);  // small step: relu kinks
+  }
+
+  TEST_CASE("Tree-GRU: batched == one vertex at a time, finite differences") {
+    TreeGruOptions o;
+    o.vocabulary = 12;
+    o.embedding = 5;
+    o.hidden = 4;
+    o.classes = 3;
+    o.embedding_scale = 0.5f;
+    o.seed = 9;
+    VertexFunction f = make_tree_gru(o);
+    check_against_reference(f, random_trees(41, 7, 12, 3));
+    check_finite_differences(f, random_trees(42, 4, 12, 3, 6));
+  }
+
+  TEST_CASE("LSTM and GRU language models: batched == one step at a time, finite differences") {
+    ChainLmOptions o;
+    o.vocabulary = 15;
+    o.embedding = 5;
+    o.hidden = 4;
+    o.embedding_scale = 0.5f;
+    o.seed = 13;
+    for (int kind = 0; kind < 2; ++kind) {
+      const std::string model = kind == 0 ? "LSTM" : "GRU";
+      INFO(model);
+      VertexFunction f = kind == 0 ? make_lstm_language_model(o) : make_gru_language_model(o);
+      const auto sentences = random_sentences(51 + kind, 6, 15, 9);
+      check_against_reference(f, sentences);
+      check_finite_differences(f, random_sentences(61 + kind, 3, 15, 6));
+      // The vocabulary softmax is lazy: one GEMM after the last round.
+      const auto program = Program::compile(f.shared_definition());
+      CHECK(program->gemm_steps(OpClass::lazy) == 1);
+      Executor ex(f);
+      ex.set_inputs(sentences);
+      int32_t longest = 0;
+      for (const auto& g : sentences) longest = std::max(longest, g.num_vertices());
+      CHECK(ex.num_rounds() == longest);
+    }
+    CHECK(error_of([] { language_model_chain(std::vector<int32_t>{3}); }) ==
+          "language model chain: need at least 2 tokens, got 1");
+  }
+
+  TEST_CASE("gated graph network over DAGs: batched == one vertex at a time, finite differences") {
+    GatedGraphOptions o;
+    o.vocabulary = 9;
+    o.hidden = 5;
+    o.classes = 3;
+    o.embedding_scale = 0.5f;
+    o.seed = 17;
+    VertexFunction f = make_gated_graph_network(o);
+    const auto dags = random_dags(71, 8, 9, 3);
+    int shared = 0;  // the data really has vertices with several parents
+    for (const auto& g : dags)
+      for (int32_t c : g.parent_counts()) shared += c > 1;
+    CHECK(shared > 0);
+    check_against_reference(f, dags);
+    check_finite_differences(f, random_dags(72, 4, 9, 3));
+  }
+
+  TEST_CASE("replicas run concurrently and match a single executor") {
+    VertexFunction f = make_binary_tree_lstm(small_lstm());
+    VertexFunction g = f.replica();
+    const auto a = random_trees(81, 20, 12, 3);
+    const auto b = random_trees(82, 20, 12, 3);
+    const Result expected_a = run(f, ExecutorOptions{}, a);
+    const Result expected_b = run(g, ExecutorOptions{}, b);
+    f.zero_diffs();
+    g.zero_diffs();
+    Executor ea(f), eb(g);
+    ea.set_inputs(a);
+    eb.set_inputs(b);
+    std::thread other([&] {
+      for (int k = 0; k < 20; ++k) eb.run_forward();
+      eb.run_backward();
+    });
+    for (int k = 0; k < 20; ++k) ea.run_forward();
+    ea.run_backward();
+    other.join();
+    CHECK(ea.loss() == doctest::Approx(expected_a.loss).epsilon(1e-6));
+    CHECK(eb.loss() == doctest::Approx(expected_b.loss).epsilon(1e-6));
+    for (size_t p = 0; p < f.params().size(); ++p) {
+      CHECK(std::equal(expected_a.grads[p].begin(), expected_a.grads[p].end(), f.params()[p].blob->diff().ptr()));
+      CHECK(std::equal(expected_b.grads[p].begin(), expected_b.grads[p].end(), g.params()[p].blob->diff().ptr()));
+    }
   }
 }
