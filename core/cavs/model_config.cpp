@@ -6,6 +6,10 @@
 #include <functional>
 #include <map>
 
+#include "core/cavs/models/chain_lm.hpp"
+#include "core/cavs/models/gated_graph.hpp"
+#include "core/cavs/models/tree_fc.hpp"
+#include "core/cavs/models/tree_gru.hpp"
 #include "core/cavs/models/tree_lstm.hpp"
 #include "core/common/random.hpp"
 
@@ -20,26 +24,57 @@ int32_t positive(const config::Section& model, std::string_view key, int32_t fal
   return value;
 }
 
-TreeLstmOptions tree_lstm_options(const config::Section& model, const GraphDataset& data, uint64_t seed) {
-  TreeLstmOptions options;
+
+// The keys every model reads; the defaults come from its options struct.
+template <class Options>
+Options common_options(const config::Section& model, const GraphDataset& data, uint64_t seed) {
+  Options options;
   options.vocabulary = data.vocabulary_size;
-  options.classes = data.num_classes;
-  options.embedding = positive(model, "embedding", options.embedding);
+  if constexpr (requires { options.classes; }) options.classes = data.num_classes;
+  if constexpr (requires { options.embedding; }) options.embedding = positive(model, "embedding", options.embedding);
   options.hidden = positive(model, "hidden", options.hidden);
   options.embedding_scale = model.get_or<float>("embedding_scale", options.embedding_scale);
   options.seed = derive_seed(seed, "model");
   return options;
 }
 
+ChainLmOptions language_model_options(const config::Section& model, const GraphDataset& data, uint64_t seed) {
+  if (!data.language_model)
+    throw model.error("type", fmt::format("'{}' is a language model: it needs chains labelled with their next "
+                                          "tokens ([data] source = ptb), not {}",
+                                          model.get<std::string>("type"), data.source));
+  return common_options<ChainLmOptions>(model, data, seed);
+}
+
 const std::map<std::string, Builder, std::less<>>& builders() {
   static const std::map<std::string, Builder, std::less<>> table{
       {"tree_lstm",
        [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_binary_tree_lstm(tree_lstm_options(m, d, s));
+         return make_binary_tree_lstm(common_options<TreeLstmOptions>(m, d, s));
        }},
       {"child_sum_tree_lstm",
        [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_child_sum_tree_lstm(tree_lstm_options(m, d, s));
+         return make_child_sum_tree_lstm(common_options<TreeLstmOptions>(m, d, s));
+       }},
+      {"tree_gru",
+       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
+         return make_tree_gru(common_options<TreeGruOptions>(m, d, s));
+       }},
+      {"tree_fc",
+       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
+         return make_tree_fc(common_options<TreeFcOptions>(m, d, s));
+       }},
+      {"lstm",
+       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
+         return make_lstm_language_model(language_model_options(m, d, s));
+       }},
+      {"gru",
+       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
+         return make_gru_language_model(language_model_options(m, d, s));
+       }},
+      {"gated_graph",
+       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
+         return make_gated_graph_network(common_options<GatedGraphOptions>(m, d, s));
        }},
   };
   return table;

@@ -4,9 +4,13 @@
 //
 //   [model]
 //   type = tree_lstm            # binary N-ary Tree-LSTM (Tai et al.)
-//        | child_sum_tree_lstm  # any arity
-//   embedding = 300             # token embedding width
-//   hidden = 150                # state width
+//        | child_sum_tree_lstm  # Tree-LSTM over any arity
+//        | tree_gru             # binary Tree-GRU
+//        | tree_fc              # relu(concat(l, r) W) over binary trees (no embedding key)
+//        | lstm | gru           # language models over chains (labels = next tokens)
+//        | gated_graph          # gated graph network over DAGs (no embedding key)
+//   embedding = 300             # token embedding width (default: 300 for trees, 512 for lstm/gru)
+//   hidden = 150                # state width (default: 150 trees, 512 lstm/gru/tree_fc, 128 gated_graph)
 //   embedding_scale = 0.1       # embeddings start uniform in (-s, s)
 
 #include <cstdint>

@@ -56,13 +56,14 @@ std::string GraphTrainReport::to_json() const {
   }
   // The headline keys name what users compare: accuracy and trees/s for tree
   // models, perplexity and tokens/s for language models.
+  auto dev_value = [&](double v) { return has_dev ? fmt::format("{:.9g}", v) : std::string("null"); };
   const std::string headline =
       language_model
-          ? fmt::format("  \"test_perplexity\": {:.9g},\n  \"dev_perplexity\": {:.9g},\n  \"tokens_per_second\": {:.6g},\n",
-                        test.perplexity, dev.perplexity, vertices_per_second)
-          : fmt::format("  \"test_accuracy\": {:.9g},\n  \"dev_accuracy\": {:.9g},\n  \"test_vertex_accuracy\": {:.9g},\n"
+          ? fmt::format("  \"test_perplexity\": {:.9g},\n  \"dev_perplexity\": {},\n  \"tokens_per_second\": {:.6g},\n",
+                        test.perplexity, dev_value(dev.perplexity), vertices_per_second)
+          : fmt::format("  \"test_accuracy\": {:.9g},\n  \"dev_accuracy\": {},\n  \"test_vertex_accuracy\": {:.9g},\n"
                         "  \"trees_per_second\": {:.6g},\n  \"vertices_per_second\": {:.6g},\n",
-                        test.root_accuracy, dev.root_accuracy, test.accuracy, samples_per_second,
+                        test.root_accuracy, dev_value(dev.root_accuracy), test.accuracy, samples_per_second,
                         vertices_per_second);
   return fmt::format(
       "{{\n  \"model\": {},\n  \"data\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
@@ -180,6 +181,7 @@ GraphTrainReport GraphTrainer::run() {
   report.model = model_type_;
   report.data = data_.source;
   report.language_model = data_.language_model;
+  report.has_dev = !data_.dev.empty();
   for (const auto& p : model_->params()) report.parameters += p.blob->count();
   report.batch_size = batch_size_;
   report.runner = runner_name_;
@@ -242,14 +244,16 @@ GraphTrainReport GraphTrainer::run() {
 
     if (!data_.dev.empty()) result.dev = evaluate(data_.dev);
     result.test = evaluate(data_.test);
+    const bool dev = !data_.dev.empty();
     if (data_.language_model)
-      spdlog::info("epoch {}/{}: train loss {:.4f}, dev perplexity {:.2f}, test perplexity {:.2f}, {:.0f} tokens/s",
-                   result.epoch, epochs_, result.train_loss, result.dev.perplexity, result.test.perplexity,
-                   result.vertices_per_second);
+      spdlog::info("epoch {}/{}: train loss {:.4f}, {}test perplexity {:.2f}, {:.0f} tokens/s", result.epoch, epochs_,
+                   result.train_loss, dev ? fmt::format("dev perplexity {:.2f}, ", result.dev.perplexity) : "",
+                   result.test.perplexity, result.vertices_per_second);
     else
-      spdlog::info("epoch {}/{}: train loss {:.4f}, root accuracy dev {:.2f}% test {:.2f}% (all vertices {:.2f}%), "
+      spdlog::info("epoch {}/{}: train loss {:.4f}, root accuracy {}test {:.2f}% (all vertices {:.2f}%), "
                    "{:.0f} trees/s",
-                   result.epoch, epochs_, result.train_loss, 100.0 * result.dev.root_accuracy,
+                   result.epoch, epochs_, result.train_loss,
+                   dev ? fmt::format("dev {:.2f}% ", 100.0 * result.dev.root_accuracy) : "",
                    100.0 * result.test.root_accuracy, 100.0 * result.test.accuracy, result.samples_per_second);
     metrics_.write({{"type", std::string("eval")},
                     {"epoch", result.epoch},

@@ -61,6 +61,7 @@ struct GraphTrainReport {
   std::string model;
   std::string data;
   bool language_model = false;
+  bool has_dev = false;
   int64_t parameters = 0;
   int64_t epochs = 0;
   int64_t iterations = 0;

@@ -112,6 +112,22 @@ if [[ -f $sst/train.txt ]]; then
 else
   echo "SKIP: tree-lstm on SST (no SST data at $sst; set TAIHU_DATA_DIR)"
 fi
+ptb=$(realpath -m "$sst/../ptb")
+if [[ -f $ptb/test.txt ]]; then
+  expect "lstm language model on PTB reports perplexity" 0 "test perplexity" -- "$train" --config-file="$src/config/lstm-ptb.ini" \
+    data.dir="$ptb" epochs=1 data.limit_train=64 data.limit_test=64 data.max_vocabulary=2000 model.hidden=16 model.embedding=16 \
+    output.dir="$work/lm" --report="$work/lm.json" --progress=quiet
+  if grep -q '"test_perplexity"' "$work/lm.json" && grep -q '"tokens_per_second"' "$work/lm.json"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: lstm report lacks test_perplexity or tokens_per_second"
+  fi
+  expect "a language model on trees is refused" 2 "language model.*source = ptb" -- "$train" --config-file="$src/config/treelstm-sst.ini" \
+    data.dir="$sst" model.type=lstm
+else
+  echo "SKIP: lstm on PTB (no PTB data at $ptb)"
+fi
 expect "missing SST says where the data is" 2 "SST folder .*nowhere.*shared/data" -- "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/nowhere"
 expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
 
