@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Cavs benchmarks, side by side: the PyTorch baselines (bench/pytorch/) and,
+# once they exist, taihu's Cavs binaries, on the same workload files, runs
+# alternating so that machine noise hits every system alike.
+#
+#   bash bench/compare_cavs.sh [BUILD_DIR] [ROUNDS] [PART...]
+#     PART: tree (Tree-LSTM), lm (LSTM/GRU language model); default both
+#
+# Writes one JSON object per run to bench/results/cavs/<system>_<model>.jsonl
+# (CSV rows next to them) and prints medians over rounds per configuration
+# into bench/results/cavs/summary.json. Workloads are written once into
+# BUILD_DIR/workloads by make_tree_workload (never into the repository).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+rounds=${2:-3}
+shift $(($# < 2 ? $# : 2))
+parts=${*:-tree lm}
+threads_list=${THREADS_LIST:-"1 $(nproc)"}
+py=/usr/bin/python3   # Debian's python3-torch; another python3 on PATH may lack torch
+out=bench/results/cavs
+wl=$build/workloads
+mkdir -p "$out"
+
+if [[ ! -f $wl/sst-like.txt ]]; then
+  "$build/bench/make_tree_workload" --out="$wl"
+fi
+echo "# $(date -u +%FT%TZ) $(uptime)" | tee -a "$out/load.log"
+grep -q avx512f /proc/cpuinfo && echo "CPU has AVX-512: PyTorch runs with OPENBLAS_CORETYPE=SkylakeX" \
+  || echo "CPU has no AVX-512: OpenBLAS keeps its own kernel choice (SkylakeX would die with SIGILL)"
+
+tree_lstm() {  # extra arguments go to treelstm_baseline.py
+  $py bench/pytorch/treelstm_baseline.py --json "$out/pytorch_treelstm.jsonl" --csv "$out/pytorch_treelstm.csv" "$@"
+}
+
+taihu_tree_lstm() {  # workload batch threads mode(train|infer) serial|batched
+  # ---- SLOT for taihu's Cavs Tree-LSTM (core/cavs, actors/graph): runs once the binary exists.
+  local bin=$build/bench/bench_cavs
+  [[ -x $bin ]] || return 0
+  "$bin" --model=treelstm --workload="$1" --batch="$2" --threads="$3" --phase="$4" --mode="$5" \
+    --embed=300 --hidden=150 --json="$out/taihu_treelstm.jsonl" --csv="$out/taihu_treelstm.csv"
+}
+
+lm() {
+  $py bench/pytorch/lstm_lm_baseline.py --json "$out/pytorch_lm.jsonl" --csv "$out/pytorch_lm.csv" "$@"
+}
+
+taihu_lm() {  # workload-or-lengths threads cell
+  # ---- SLOT for taihu's Cavs LSTM/GRU language model: runs once the binary exists.
+  local bin=$build/bench/bench_cavs
+  [[ -x $bin ]] || return 0
+  "$bin" --model="$3"-lm --workload="$1" --batch=64 --embed=512 --hidden=512 --threads="$2" --mode=batched \
+    --json="$out/taihu_lm.jsonl" --csv="$out/taihu_lm.csv"
+}
+
+for ((r = 0; r < rounds; r++)); do
+  echo "== round $((r + 1)) / $rounds: $(uptime)" | tee -a "$out/load.log"
+  if [[ " $parts " == *" tree "* ]]; then
+    for t in $threads_list; do
+      for bs in 25 64; do
+        for mode in train infer; do
+          tree_lstm --workload "$wl/sst-like.txt" --impl p1 --batch $bs --threads $t --mode $mode
+          taihu_tree_lstm "$wl/sst-like.txt" $bs $t $mode batched
+          taihu_tree_lstm "$wl/sst-like.txt" $bs $t $mode serial
+        done
+      done
+      tree_lstm --workload "$wl/sst-like.txt" --impl p1 --batch 25 --threads $t --sparse-embedding \
+        --system pytorch-p1-sparse-emb
+      # Node by node is slow: fewer batches, and batch 25 only (cavs.md §8.3.7).
+      tree_lstm --workload "$wl/sst-like.txt" --impl p0 --batch 25 --threads $t --warmup 2 --batches 8
+      tree_lstm --workload "$wl/sst-like.txt" --impl p0 --batch 25 --threads $t --warmup 2 --batches 8 --mode infer
+      if [[ -f $wl/sst-train.txt ]]; then
+        for bs in 25 64; do
+          tree_lstm --workload "$wl/sst-train.txt" --impl p1 --batch $bs --threads $t
+          taihu_tree_lstm "$wl/sst-train.txt" $bs $t train batched
+        done
+      fi
+    done
+    # Out of the box: no OpenBLAS settings, torch's default threads, no flush-to-zero.
+    tree_lstm --workload "$wl/sst-like.txt" --impl p1 --batch 25 --untuned
+    tree_lstm --workload "$wl/sst-like.txt" --impl p0 --batch 25 --untuned --warmup 2 --batches 8
+  fi
+  if [[ " $parts " == *" lm "* ]]; then
+    t=$(nproc)
+    lm --lengths fixed --bptt 35 --threads $t --warmup 1 --steps 4
+    taihu_lm fixed35 $t lstm
+    lm --lengths fixed --bptt 20 --threads $t --warmup 1 --steps 4
+    taihu_lm fixed20 $t lstm
+    lm --lengths variable --workload "$wl/ptb-valid.txt" --threads $t --warmup 1 --steps 4
+    taihu_lm "$wl/ptb-valid.txt" $t lstm
+    lm --lengths variable --workload "$wl/ptb-valid.txt" --threads $t --warmup 1 --steps 4 --cell gru
+    taihu_lm "$wl/ptb-valid.txt" $t gru
+  fi
+done
+echo "# done $(date -u +%FT%TZ) $(uptime)" | tee -a "$out/load.log"
+
+$py - "$out" <<'PY'
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+groups = {}
+for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
+    for line in open(path):
+        if line.strip():
+            r = json.loads(line)
+            key = (r["system"], r["workload"], r["bs"], r["threads"], r["mode"])
+            groups.setdefault(key, []).append(r)
+rows = []
+print(f"{'system':24} {'workload':22} {'bs':>3} {'thr':>3} {'mode':5} {'runs':>4} {'trees/s':>9} {'vertices/s':>11} {'ms p50':>8}")
+for key in sorted(groups):
+    rs = groups[key]
+    med = {k: statistics.median(r[k] for r in rs) for k in ("trees_per_s", "vertices_per_s", "ms_p50", "ms_p90")}
+    rows.append(dict(zip(("system", "workload", "bs", "threads", "mode"), key), runs=len(rs), **med,
+                     loadavg=[r.get("loadavg", [None])[0] for r in rs]))
+    print(f"{key[0]:24} {key[1]:22} {key[2]:3} {key[3]:3} {key[4]:5} {len(rs):4} {med['trees_per_s']:9.1f} "
+          f"{med['vertices_per_s']:11.0f} {med['ms_p50']:8.1f}")
+json.dump(rows, open(os.path.join(out, "summary.json"), "w"), indent=1)
+PY
