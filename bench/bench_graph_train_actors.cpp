@@ -1,0 +1,202 @@
+// Training (or inference) throughput of a dynamic network through taihu's
+// real runtime — the graph actor runtime (actors/graph) or one inline
+// executor — on a tree workload file shared with the PyTorch baselines
+// (bench/pytorch/, bench/compare_cavs.sh). A timed training step is what the
+// trainer does per mini-batch: zero the diffs, schedule + forward + backward +
+// weight gradients, and a plain SGD update; like PyTorch's zero_grad,
+// forward, backward and step.
+//
+//   bench_graph_train_actors --workload=build/workloads/sst-like.txt [--model=tree_lstm]
+//       [--batch=25] [--embed=300] [--hidden=150] [--executors=2] [--threads=1 (BLAS)]
+//       [--runner=actors|inline] [--mode=batched|serial] [--phase=train|infer]
+//       [--warmup=5] [--batches=20] [--repeats=3] [--lr=0.001] [--system=NAME]
+//       [--json=FILE] [--csv=FILE]
+//
+// Prints trees/s and vertices/s (median over repeats), ms per batch (p50, p90
+// over every timed batch), and where the executors' time went: scheduling,
+// GEMM (its FLOPs at this machine's measured SGEMM rate) and the rest.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "actors/graph/graph_runner.hpp"
+#include "bench/bench_args.hpp"
+#include "core/blas/blas.hpp"
+#include "core/blas/kernel_selection.hpp"
+#include "core/cavs/batch_runner.hpp"
+#include "core/cavs/model_config.hpp"
+#include "core/common/flush_to_zero.hpp"
+#include "core/config/config.hpp"
+#include "core/graph/tree_workload_io.hpp"
+#include "core/solver/solver.hpp"
+#include "core/tensor/tensor.hpp"
+
+using namespace taihu;
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+// Sustained SGEMM rate of this machine at the benchmark's thread count, on
+// the shapes a round of a Tree-LSTM produces (rows x 600 x 150) and on a large
+// square: the denominator of "GEMM share".
+double sgemm_gflops(int64_t m, int64_t n, int64_t k) {
+  Tensor a(Shape{m, k}), b(Shape{k, n}), c(Shape{m, n});
+  a.fill(0.5f);
+  b.fill(0.25f);
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    const int reps = 20;
+    const double t0 = now();
+    for (int i = 0; i < reps; ++i)
+      blas::gemm(blas::Trans::no, blas::Trans::no, m, n, k, 1.0f, a.ptr(), b.ptr(), 0.0f, c.ptr());
+    best = std::max(best, 2.0 * double(m) * double(n) * double(k) * reps / (now() - t0) * 1e-9);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto arg = [&](const char* key, const std::string& fallback) { return bench::arg_value(argc, argv, key, fallback); };
+  try {
+    const std::string workload_path = arg("workload", "");
+    if (workload_path.empty()) {
+      std::fputs("usage: bench_graph_train_actors --workload=FILE [--model=tree_lstm] [--batch=25] ... (see source)\n",
+                 stderr);
+      return 2;
+    }
+    const std::string model = arg("model", "tree_lstm");
+    const int batch = std::stoi(arg("batch", "25"));
+    const int embed = std::stoi(arg("embed", "300"));
+    const int hidden = std::stoi(arg("hidden", "150"));
+    const int threads = std::stoi(arg("threads", "1"));
+    const int executors = std::stoi(arg("executors", std::to_string(std::max(1, blas::available_cores() / threads))));
+    const std::string runner_kind = arg("runner", "actors");
+    const std::string mode = arg("mode", "batched");
+    const std::string phase = arg("phase", "train");
+    const int warmup = std::stoi(arg("warmup", "5"));
+    const int batches = std::stoi(arg("batches", "20"));
+    const int repeats = std::stoi(arg("repeats", "3"));
+    const std::string lr = arg("lr", "0.001");
+    blas::set_threads(threads);
+    enable_flush_to_zero();
+
+    const TreeWorkload workload = read_tree_workload(workload_path);
+    GraphDataset data;
+    data.vocabulary_size = workload.vocabulary_size;
+    data.num_classes = workload.num_classes;
+    data.language_model = model == "lstm" || model == "gru";
+    data.source = workload.name;
+    const auto doc = config::Document::parse(fmt::format("[model]\ntype = {}\nembedding = {}\nhidden = {}\n"
+                                                         "[solver]\ntype = sgd\nbase_lr = {}\nmomentum = 0\n",
+                                                         model, embed, hidden, lr),
+                                             "bench");
+    cavs::VertexFunction f = cavs::build_model(doc.section("model"), data, 1);
+    if (model == "tree_fc") doc.section("model").mark_all_used();
+    auto solver = Solver::create(doc.section("solver"), f.param_pointers());
+
+    cavs::ExecutorOptions options = mode == "serial" ? cavs::ExecutorOptions::serial() : cavs::ExecutorOptions{};
+    std::unique_ptr<cavs::BatchRunner> runner;
+    if (runner_kind == "inline") {
+      runner = std::make_unique<cavs::InlineRunner>(f, options);
+    } else {
+      graph::GraphRunnerOptions ro;
+      ro.executors = executors;
+      ro.executor = options;
+      runner = graph::make_graph_runner(f, ro);
+    }
+
+    // Mini-batches in workload order (the same trees as the PyTorch runs).
+    const auto& trees = workload.trees;
+    const int64_t available = static_cast<int64_t>(trees.size()) / batch;
+    if (available < 1) throw Error(fmt::format("workload has {} trees, fewer than one batch of {}", trees.size(), batch));
+    auto batch_span = [&](int64_t b) {
+      return std::span<const InputGraph>(trees.data() + (b % available) * batch, static_cast<size_t>(batch));
+    };
+    auto step = [&](int64_t b) {
+      if (phase == "infer") {
+        runner->evaluate(batch_span(b));
+        return;
+      }
+      f.zero_diffs();
+      runner->train(batch_span(b), 1.0f);
+      solver->step();
+    };
+    for (int b = 0; b < warmup; ++b) step(b);
+    runner->reset_stats();
+
+    std::vector<double> batch_ms, rates, vertex_rates;
+    for (int r = 0; r < repeats; ++r) {
+      int64_t vertices = 0;
+      const double t0 = now();
+      for (int b = 0; b < batches; ++b) {
+        const double s = now();
+        step(warmup + b);
+        batch_ms.push_back((now() - s) * 1e3);
+        for (const auto& g : batch_span(warmup + b)) vertices += g.num_vertices();
+      }
+      const double seconds = now() - t0;
+      rates.push_back(double(batches) * batch / seconds);
+      vertex_rates.push_back(double(vertices) / seconds);
+    }
+    const double trees_per_s = percentile(rates, 0.5);
+    const double vertices_per_s = percentile(vertex_rates, 0.5);
+
+    const cavs::ExecutorStats s = runner->stats();
+    const double executor_seconds = s.schedule_seconds + s.forward_seconds + s.backward_seconds + s.weight_gradient_seconds;
+    const double peak = sgemm_gflops(512, 512, 512);
+    const double gemm_seconds_at_peak = s.gemm_flops * 1e-9 / peak;
+    const double gemm_share = executor_seconds > 0 ? gemm_seconds_at_peak / executor_seconds : 0;
+    const double schedule_share = executor_seconds > 0 ? s.schedule_seconds / executor_seconds : 0;
+    const double rounds_per_batch = s.batches > 0 ? double(s.rounds) / double(s.batches) : 0;
+    const double gemm_calls_per_batch = s.batches > 0 ? double(s.gemm_calls) / double(s.batches) : 0;
+    const std::string system = arg("system", fmt::format("taihu-{}-{}", runner_kind, mode));
+
+    fmt::print("{} {} on {} ({} trees, {} vertices): batch {}, E {}, H {}, {} executors x {} BLAS threads, {}\n",
+               system, model, workload.name, trees.size(), workload.num_vertices(), batch, embed, hidden,
+               runner_kind == "inline" ? 1 : executors, threads, phase);
+    fmt::print("  {:.1f} trees/s, {:.0f} vertices/s (median of {}); ms/batch p50 {:.2f} p90 {:.2f}\n", trees_per_s,
+               vertices_per_s, repeats, percentile(batch_ms, 0.5), percentile(batch_ms, 0.9));
+    fmt::print("  executor time: schedule {:.1f}%, GEMM at the SGEMM rate ({:.0f} GFLOP/s) {:.1f}%; "
+               "{:.1f} rounds and {:.0f} GEMM calls per batch (per executor part)\n",
+               100 * schedule_share, peak, 100 * gemm_share, rounds_per_batch, gemm_calls_per_batch);
+
+    const std::string row = fmt::format(
+        "{{\"system\": \"{}\", \"model\": \"{}\", \"workload\": \"{}\", \"bs\": {}, \"E\": {}, \"H\": {}, "
+        "\"threads\": {}, \"executors\": {}, \"mode\": \"{}\", \"trees_per_s\": {:.2f}, \"vertices_per_s\": {:.1f}, "
+        "\"ms_p50\": {:.3f}, \"ms_p90\": {:.3f}, \"rounds\": {:.2f}, \"gemm_calls\": {:.1f}, "
+        "\"schedule_share\": {:.4f}, \"gemm_share\": {:.4f}, \"sgemm_gflops\": {:.1f}, \"ftz\": true}}",
+        system, model, workload.name, batch, embed, hidden, threads * (runner_kind == "inline" ? 1 : executors),
+        runner_kind == "inline" ? 1 : executors, phase, trees_per_s, vertices_per_s, percentile(batch_ms, 0.5),
+        percentile(batch_ms, 0.9), rounds_per_batch, gemm_calls_per_batch, schedule_share, gemm_share, peak);
+    if (auto path = arg("json", ""); !path.empty()) std::ofstream(path, std::ios::app) << row << "\n";
+    if (auto path = arg("csv", ""); !path.empty()) {
+      const bool fresh = !std::ifstream(path).good();
+      std::ofstream out(path, std::ios::app);
+      if (fresh)
+        out << "system,model,workload,bs,E,H,threads,mode,trees_per_s,vertices_per_s,ms_p50,ms_p90,rounds,gemm_calls,"
+               "schedule_share,gemm_share\n";
+      out << fmt::format("{},{},{},{},{},{},{},{},{:.2f},{:.1f},{:.3f},{:.3f},{:.2f},{:.1f},{:.4f},{:.4f}\n", system,
+                         model, workload.name, batch, embed, hidden, threads, phase, trees_per_s, vertices_per_s,
+                         percentile(batch_ms, 0.5), percentile(batch_ms, 0.9), rounds_per_batch,
+                         gemm_calls_per_batch, schedule_share, gemm_share);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_graph_train_actors: %s\n", e.what());
+    return 2;
+  }
+}
