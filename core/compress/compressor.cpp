@@ -1,0 +1,180 @@
+#include "core/compress/compressor.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/common/check.hpp"
+
+namespace taihu::compress {
+
+std::string_view method_name(Method method) {
+  switch (method) {
+    case Method::dense: return "dense";
+    case Method::fp16: return "fp16";
+    case Method::topk: return "topk";
+    case Method::trimmed: return "trimmed";
+    case Method::bsearch: return "bsearch";
+    case Method::dgc: return "dgc";
+    case Method::randomk: return "randomk";
+  }
+  return "?";
+}
+
+double DensitySchedule::at(std::uint64_t iteration) const {
+  if (iteration < dense_iterations) return 1.0;
+  const std::uint64_t stage = stage_iterations == 0 ? ramp_stages : (iteration - dense_iterations) / stage_iterations;
+  if (ramp_stages > 0 && stage < static_cast<std::uint64_t>(ramp_stages)) {
+    const double c = std::pow(density, 1.0 / (ramp_stages + 1));
+    return std::pow(c, static_cast<double>(stage + 1));
+  }
+  return density;
+}
+
+float local_clip_factor(double squared_norm, float clip_norm, int workers) {
+  if (clip_norm <= 0 || squared_norm <= 0) return 1.0f;
+  const double limit = clip_norm / std::sqrt(static_cast<double>(std::max(workers, 1)));
+  const double norm = std::sqrt(squared_norm);
+  return norm > limit ? static_cast<float>(limit / norm) : 1.0f;
+}
+
+Compressor::Compressor(std::size_t elements, Options options)
+    : options_(options),
+      residual_(elements, 0.0f),
+      reuse_(std::max(options.reuse_interval, 1), options.bsearch_eps),
+      rng_(derive_seed(options.seed, "compress")) {
+  require(elements <= 0xFFFFFFFFu, "compressor: {} elements exceed 32-bit indices", elements);
+  require(options.schedule.density > 0 && options.schedule.density <= 1, "compressor: density {} not in (0, 1]",
+          options.schedule.density);
+  require(!(options.quantize && options.reuse_interval > 1),
+          "compressor: sign-alternating quantization cannot reuse thresholds");
+  require(!options.quantize || (is_sparse(options.method) && options.method != Method::randomk),
+          "compressor: quantization needs a top-k or threshold selector, not {}", method_name(options.method));
+  if (options.momentum > 0) velocity_.assign(elements, 0.0f);
+}
+
+void Compressor::accumulate(std::span<const float> grad, float scale) {
+  require(grad.size() == residual_.size(), "compressor: gradient of {} floats, expected {}", grad.size(),
+          residual_.size());
+  clip_factor_ = 1.0f;
+  if (options_.clip_norm > 0) {
+    double sq = 0;
+    for (float g : grad) sq += static_cast<double>(g) * g;
+    clip_factor_ = local_clip_factor(sq * static_cast<double>(scale) * scale, options_.clip_norm, options_.workers);
+  }
+  const float s = scale * clip_factor_;
+  const std::size_t n = grad.size();
+  const float* g = grad.data();
+  float* v = residual_.data();
+  if (velocity_.empty()) {
+    for (std::size_t i = 0; i < n; ++i) v[i] = v[i] + s * g[i];
+  } else if (options_.nesterov) {
+    const float m = options_.momentum;
+    float* u = velocity_.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const float gi = s * g[i];
+      u[i] = m * (u[i] + gi);
+      v[i] = v[i] + u[i] + gi;
+    }
+  } else {
+    const float m = options_.momentum;
+    float* u = velocity_.data();
+    // An explicit fma: the result must not depend on whether the compiler contracts.
+    for (std::size_t i = 0; i < n; ++i) {
+      u[i] = std::fma(m, u[i], s * g[i]);
+      v[i] = v[i] + u[i];
+    }
+  }
+}
+
+void Compressor::emit(PackedWriter& writer, std::size_t offset) {
+  const std::size_t n = residual_.size();
+  const Method method = options_.method;
+  const bool warmup = options_.schedule.dense_at(iteration_);
+  selection_.clear();
+  info_ = {};
+  ++iteration_;
+  if (method == Method::dense || (warmup && is_sparse(method))) {
+    writer.dense_f32(offset, residual_);
+    std::fill(residual_.begin(), residual_.end(), 0.0f);
+    last_entries_ = n;
+    return;
+  }
+  if (method == Method::fp16) {
+    halves_.resize(n);
+    dehalved_.resize(n);
+    to_half(residual_, halves_);
+    writer.dense_f16(offset, halves_);
+    if (options_.error_feedback) {
+      // |V - half(V)| is within half(V)'s rounding, so the subtraction is exact (Sterbenz).
+      from_half(halves_, dehalved_);
+      for (std::size_t i = 0; i < n; ++i) residual_[i] -= dehalved_[i];
+    } else {
+      std::fill(residual_.begin(), residual_.end(), 0.0f);
+    }
+    last_entries_ = n;
+    return;
+  }
+
+  const std::size_t k = count_for_density(n, options_.schedule.at(iteration_ - 1));
+  const Key key = !options_.quantize ? Key::magnitude : positive_turn_ ? Key::positive : Key::negative;
+  std::span<const float> v = residual_;
+  switch (method) {
+    case Method::topk: exact_topk(v, k, key, selection_, scratch_, &info_); break;
+    case Method::trimmed: trimmed_topk(v, k, key, selection_, scratch_, &info_); break;
+    case Method::bsearch:
+      if (options_.reuse_interval > 1)
+        reuse_.select(v, k, key, selection_, scratch_, &info_);
+      else
+        threshold_search(v, k, key, selection_, scratch_, options_.bsearch_eps, &info_);
+      break;
+    case Method::dgc: dgc_sample_select(v, k, key, rng_, selection_, scratch_, &info_); break;
+    case Method::randomk: random_k(v, k, rng_, selection_); break;
+    default: break;
+  }
+  const auto& idx = selection_.index;
+  if (options_.quantize) {
+    double sum = 0;
+    for (float x : selection_.value) sum += x;
+    const float mean = selection_.size() == 0 ? 0.0f : static_cast<float>(sum / selection_.size());
+    writer.sparse_mean(offset, n, idx, mean);
+    for (auto i : idx) residual_[i] -= mean;
+    positive_turn_ = !positive_turn_;
+  } else {
+    writer.sparse(offset, n, idx, selection_.value);
+    for (auto i : idx) residual_[i] = 0.0f;
+  }
+  if (!options_.error_feedback) std::fill(residual_.begin(), residual_.end(), 0.0f);
+  if (!velocity_.empty() && options_.momentum_masking)
+    for (auto i : idx) velocity_[i] = 0.0f;
+  last_entries_ = selection_.size();
+}
+
+BucketCompressor::BucketCompressor(std::size_t elements, std::vector<Segment> segments)
+    : elements_(elements), segments_(std::move(segments)) {
+  std::size_t at = 0;
+  parts_.reserve(segments_.size());
+  for (const auto& s : segments_) {
+    require(s.offset == at, "bucket compressor: segment '{}' starts at {}, expected {}", s.name, s.offset, at);
+    at += s.count;
+    parts_.emplace_back(s.count, s.options);
+  }
+  require(at == elements, "bucket compressor: segments cover {} of {} floats", at, elements);
+}
+
+void BucketCompressor::compress(std::span<const float> grad, float scale, std::vector<std::uint32_t>& message) {
+  require(grad.size() == elements_, "bucket compressor: gradient of {} floats, expected {}", grad.size(), elements_);
+  PackedWriter writer(message, elements_);
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    const auto& s = segments_[i];
+    parts_[i].accumulate(grad.subspan(s.offset, s.count), scale);
+    parts_[i].emit(writer, s.offset);
+  }
+}
+
+std::size_t BucketCompressor::last_sent_entries() const {
+  std::size_t total = 0;
+  for (const auto& p : parts_) total += p.last_sent_entries();
+  return total;
+}
+
+}  // namespace taihu::compress
