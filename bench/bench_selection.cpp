@@ -29,16 +29,38 @@ namespace {
 
 volatile float sink;
 
+double time_ms(const std::function<void()>& f) {
+  const auto a = std::chrono::steady_clock::now();
+  f();
+  const auto b = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 double median_ms(int runs, const std::function<void()>& f) {
   std::vector<double> t;
+  for (int r = 0; r < runs; ++r) t.push_back(time_ms(f));
+  return median(t);
+}
+
+// Median time of f and the median of f's time over a read pass timed right
+// before it: the pairs see the same load from the other users of the machine.
+struct Paired {
+  double ms = 0;
+  double per_read = 0;
+};
+Paired paired(int runs, const std::function<void()>& read, const std::function<void()>& f) {
+  std::vector<double> t, ratio;
   for (int r = 0; r < runs; ++r) {
-    const auto a = std::chrono::steady_clock::now();
-    f();
-    const auto b = std::chrono::steady_clock::now();
-    t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
+    const double base = time_ms(read);
+    t.push_back(time_ms(f));
+    ratio.push_back(t.back() / base);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return {median(t), median(ratio)};
 }
 
 std::vector<float> make_data(std::size_t n, const std::string& dist, std::uint64_t seed) {
@@ -76,39 +98,42 @@ void selection(int argc, char** argv) {
     sink = copy[k];
   });
 
-  std::printf("%-36s %10s %9s %9s %8s %7s\n", "method", "ms", "x read", "nth/this", "count", "cnt/k");
-  auto row = [&](const char* name, double ms, double count) {
-    std::printf("%-36s %10.2f %9.2f %9.1f %8.0f %7.3f\n", name, ms, ms / read, nth / ms, count,
+  std::printf("%-40s %9s %9s %9s %8s %7s\n", "method", "ms", "x read", "nth/this", "count", "cnt/k");
+  auto row = [&](const char* name, Paired p, double count) {
+    std::printf("%-40s %9.2f %9.2f %9.1f %8.0f %7.3f\n", name, p.ms, p.per_read, nth / p.ms, count,
                 count / static_cast<double>(k));
   };
-  row("read pass: sum", read_sum, 0);
-  row("read pass: max |x|", read_max, 0);
-  row("count pass (#|x| > t)", median_ms(runs, [&] { sink = count_above(x, Key::magnitude, 3.0f); }), 0);
-  row("std::nth_element on a copy of |x|", nth, static_cast<double>(k));
+  auto read_pass = [&] { sink = sum_pass(x); };
+  row("read pass: sum", {read_sum, 1.0}, 0);
+  row("read pass: max |x|", paired(runs, read_pass, [&] { sink = max_abs_pass(x); }), 0);
+  row("count pass (#|x| > t)", paired(runs, read_pass, [&] { sink = count_above(x, Key::magnitude, 3.0f); }), 0);
+  row("std::nth_element on a copy of |x|", {nth, nth / read}, static_cast<double>(k));
 
   SelectScratch scratch;
   Selection out;
   SelectInfo info;
   auto run = [&](const char* name, const std::function<void()>& f) {
-    const double ms = median_ms(runs, f);
-    row(name, ms, static_cast<double>(out.size()));
+    const Paired p = paired(runs, read_pass, f);  // before reading out.size()
+    row(name, p, static_cast<double>(out.size()));
   };
-  run("exact top-k, reference (nth, indices)", [&] { exact_topk_reference(x, k, Key::magnitude, out); });
+  const double reference = median_ms(3, [&] { exact_topk_reference(x, k, Key::magnitude, out); });
+  row("exact top-k, reference (nth, indices)", {reference, reference / read}, static_cast<double>(out.size()));
   run("exact top-k (sample + 1 pass)", [&] { exact_topk(x, k, Key::magnitude, out, scratch, &info); });
   run("trimmed top-k", [&] { trimmed_topk(x, k, Key::magnitude, out, scratch, &info); });
   run("binary search, plain passes", [&] { threshold_search_plain(x, k, Key::magnitude, out, 1e-4, &info); });
-  std::printf("%-36s probes %d, passes %d\n", "", info.probes, info.full_passes);
+  std::printf("%-40s probes %d, passes %d\n", "", info.probes, info.full_passes);
   run("binary search (sample + 1 pass)", [&] { threshold_search(x, k, Key::magnitude, out, scratch, 1e-4, &info); });
-  std::printf("%-36s probes %d, passes %d, fallback %d\n", "", info.probes, info.full_passes, int(info.fallback));
+  std::printf("%-40s probes %d, passes %d, fallback %d\n", "", info.probes, info.full_passes, int(info.fallback));
   run("binary search, ASQ sign (x > t)", [&] { threshold_search(x, k, Key::positive, out, scratch, 1e-4, &info); });
   {
     ThresholdReuse reuse(1 << 30);
     reuse.select(x, k, Key::magnitude, out, scratch);
     run("threshold reuse (cached t, 1 pass)", [&] { reuse.select(x, k, Key::magnitude, out, scratch, &info); });
     ThresholdReuse every5(5);
-    run("threshold reuse, interval 5 (x5 calls)", [&] {
+    const auto five = paired(runs, read_pass, [&] {
       for (int i = 0; i < 5; ++i) every5.select(x, k, Key::magnitude, out, scratch);
     });
+    row("threshold reuse, interval 5 (per call)", {five.ms / 5, five.per_read / 5}, static_cast<double>(out.size()));
   }
   Rng rng(1);
   run("DGC sampling", [&] { dgc_sample_select(x, k, Key::magnitude, rng, out, scratch, &info); });
@@ -171,7 +196,7 @@ void wire(int argc, char** argv) {
   std::printf("bsearch sent %.0f entries for k = %.0f (x%.3f); packed message %.3f MB\n", sent_entries,
               density * sparse_n, sent_entries / (density * sparse_n), msg_bytes / 1e6);
   std::printf("%3s %14s %16s %16s %16s %16s %9s\n", "P", "dense ring MB", "formula s=8 MB", "measured MB",
-              "measured ASQ MB", "RGC total MB", "RGC/dense");
+              "ASQ idx+mean MB", "RGC total MB", "RGC/dense");
   for (int p : {4, 8, 16}) {
     const double dense = ring_allreduce_bytes(total, p);
     const double formula = sparse_allgather_bytes(density * sparse_n, 8, p);

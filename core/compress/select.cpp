@@ -244,15 +244,19 @@ void topk_of(const Selection& from, std::size_t k, Key key, Selection& out, Sele
 }
 
 // A key value that roughly `keep` entries of x exceed, from a strided sample
-// of about 256·n/keep entries; nullopt when x is too small for sampling to pay.
+// in which about 64 entries exceed it (relative error ~1/8, so a target of a
+// few k stays above the needed count with a wide margin); false when x is too
+// small for sampling to pay.
 bool sample_threshold(std::span<const float> x, std::size_t keep, Key key, std::vector<float>& keys, float& t) {
-  constexpr double hits = 256;
+  constexpr double hits = 64;
   const std::size_t n = x.size();
   const double wanted = hits * static_cast<double>(n) / static_cast<double>(std::max<std::size_t>(keep, 1));
-  if (n < 65536 || wanted * 4 > static_cast<double>(n)) return false;
+  if (n < 65536 || wanted * 8 > static_cast<double>(n)) return false;
   const std::size_t stride = n / static_cast<std::size_t>(wanted);
   keys.clear();
-  for (std::size_t i = stride / 2; i < n; i += stride) keys.push_back(key_value(x[i], key));
+  dispatch(key, [&](auto k) {
+    for (std::size_t i = stride / 2; i < n; i += stride) keys.push_back(key_of<decltype(k)::value>(x[i]));
+  });
   const auto h = static_cast<std::ptrdiff_t>(hits);
   std::nth_element(keys.begin(), keys.begin() + h, keys.end(), std::greater<float>());
   t = keys[static_cast<std::size_t>(h)];
@@ -383,7 +387,7 @@ void exact_topk(std::span<const float> x, std::size_t k, Key key, Selection& out
   st = {};
   if (trivial(x, k, out)) return;
   float t_lo = 0;
-  if (sample_threshold(x, 2 * k, key, scratch.keys, t_lo)) {
+  if (sample_threshold(x, 3 * k, key, scratch.keys, t_lo)) {
     const std::size_t cap = 8 * k + 1024;
     const std::size_t count = scan(x, key, t_lo, scratch.candidates, cap, nullptr);
     st.full_passes = 1;
@@ -457,7 +461,7 @@ void threshold_search(std::span<const float> x, std::size_t k, Key key, Selectio
   float t_lo = 0;
   KeyStats stats;
   bool have_stats = false;
-  if (sample_threshold(x, 4 * k, key, scratch.keys, t_lo)) {
+  if (sample_threshold(x, 5 * k, key, scratch.keys, t_lo)) {
     const std::size_t cap = 12 * k + 1024;
     Selection& cand = scratch.candidates;
     const std::size_t count_lo = scan(x, key, t_lo, cand, cap, &stats);
