@@ -65,20 +65,20 @@ void Compressor::accumulate(std::span<const float> grad, float scale) {
   const std::size_t n = grad.size();
   const float* g = grad.data();
   float* v = residual_.data();
+  // Every multiply-add is an explicit fma: the floats must not depend on
+  // whether the compiler contracts (GCC does by default in C++).
   if (velocity_.empty()) {
-    for (std::size_t i = 0; i < n; ++i) v[i] = v[i] + s * g[i];
+    for (std::size_t i = 0; i < n; ++i) v[i] = std::fma(s, g[i], v[i]);
   } else if (options_.nesterov) {
     const float m = options_.momentum;
     float* u = velocity_.data();
     for (std::size_t i = 0; i < n; ++i) {
-      const float gi = s * g[i];
-      u[i] = m * (u[i] + gi);
-      v[i] = v[i] + u[i] + gi;
+      u[i] = m * std::fma(s, g[i], u[i]);
+      v[i] = std::fma(s, g[i], v[i] + u[i]);
     }
   } else {
     const float m = options_.momentum;
     float* u = velocity_.data();
-    // An explicit fma: the result must not depend on whether the compiler contracts.
     for (std::size_t i = 0; i < n; ++i) {
       u[i] = std::fma(m, u[i], s * g[i]);
       v[i] = v[i] + u[i];
@@ -140,6 +140,11 @@ void Compressor::emit(PackedWriter& writer, std::size_t offset) {
     for (auto i : idx) residual_[i] -= mean;
     positive_turn_ = !positive_turn_;
   } else {
+    if (method == Method::randomk && !options_.error_feedback && !selection_.value.empty()) {
+      // Without error feedback random-k scales by n/k, so the sent sum is unbiased (BytePS).
+      const float up = static_cast<float>(static_cast<double>(n) / selection_.size());
+      for (auto& x : selection_.value) x *= up;
+    }
     writer.sparse(offset, n, idx, selection_.value);
     for (auto i : idx) residual_[i] = 0.0f;
   }

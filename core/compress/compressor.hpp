@@ -8,15 +8,16 @@
 // bucket); a BucketCompressor strings the ranges of a bucket together and
 // writes ONE packed message per iteration (core/compress/packed.hpp).
 //
-// Per iteration, with s = the caller's scale (e.g. 1/P) and c the clip factor:
-//   g' = c·s·g
-//   no momentum:  V = V + g'
-//   vanilla:      U = fma(m, U, g') ; V = V + U
-//   Nesterov:     U = m·(U + g') ;    V = V + U + g'
+// Per iteration, with s = the caller's scale (e.g. 1/P) times the clip factor
+// (fma = one rounding; the exact float expressions, so tests can redo them):
+//   no momentum:  V = fma(s, g, V)
+//   vanilla:      U = fma(m, U, s·g) ;      V = V + U
+//   Nesterov:     U = m·fma(s, g, U) ;      V = fma(s, g, V + U)
 //   send the selected entries of V; sparse: V[I] = 0, ASQ: V[I] = V[I] - mean,
 //   fp16: V = V - half(V); masking: U[I] = 0 (sparse iterations only).
 // Invariant (tested, bit for bit except ASQ): sent + new residual = V before
-// sending. Without error feedback the residual is dropped after each send.
+// sending. Without error feedback the residual is dropped after each send
+// (and random-k then scales its values by n/k, so the sum stays unbiased).
 //
 // With momentum > 0 the compressor applies the momentum: the solver must then
 // take a plain SGD step (momentum 0) on the decompressed sum, and weight decay

@@ -157,6 +157,18 @@ void decompress_sum(std::span<const std::span<const std::uint32_t>> messages, st
   for (auto m : messages) decompress_add(m, dense);
 }
 
+void decompress_add(std::span<const float> message, std::span<float> dense) {
+  thread_local std::vector<std::uint32_t> words;
+  words.resize(message.size());
+  if (!message.empty()) std::memcpy(words.data(), message.data(), message.size_bytes());
+  decompress_add(std::span<const std::uint32_t>(words), dense);
+}
+
+void decompress_sum(std::span<const std::span<const float>> messages, std::span<float> dense) {
+  std::fill(dense.begin(), dense.end(), 0.0f);
+  for (auto m : messages) decompress_add(m, dense);
+}
+
 std::size_t packed_entries(std::span<const std::uint32_t> message) {
   require(message.size() >= header_words, "packed message: bad header ({} words)", message.size());
   std::size_t entries = 0;

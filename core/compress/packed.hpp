@@ -59,6 +59,11 @@ void decompress_add(std::span<const std::uint32_t> message, std::span<float> den
 // dense = sum of all messages (dense is zeroed first).
 void decompress_sum(std::span<const std::span<const std::uint32_t>> messages, std::span<float> dense);
 
+// The same, for a message carried as floats (bit copies of the words, as in a
+// float payload); copies the words once.
+void decompress_add(std::span<const float> message, std::span<float> dense);
+void decompress_sum(std::span<const std::span<const float>> messages, std::span<float> dense);
+
 // Number of entries a message carries (dense blocks count every element).
 std::size_t packed_entries(std::span<const std::uint32_t> message);
 

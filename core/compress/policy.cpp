@@ -67,9 +67,11 @@ Policy Policy::from_sections(const config::Section& base, std::vector<const conf
   if (min_elements < 0) throw base.error("min_elements", "must be >= 0");
   p.min_elements_ = static_cast<std::size_t>(min_elements);
   p.bandwidth_rule_ = base.get_choice("rule", {"size", "bandwidth"}, "size") == "bandwidth";
+  base.reject_unused("compression options");
   for (const auto* s : overrides) {
     bool ignored = true;
     p.overrides_[s->name()] = read_options(*s, p.base_, ignored);
+    s->reject_unused("per-layer compression options");
   }
   return p;
 }

@@ -53,7 +53,8 @@ class Policy {
   using CostHook = std::function<bool(const LayerInfo& layer, const Options& options, int workers)>;
 
   Policy() = default;
-  // Reads [compress] and every [compress NAME]; config errors name file:line:key.
+  // Reads [compress] and every [compress NAME]; config errors (bad values,
+  // unknown keys) name file:line:key.
   static Policy from_config(const config::Document& doc);
   static Policy from_sections(const config::Section& base, std::vector<const config::Section*> overrides);
 

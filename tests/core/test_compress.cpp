@@ -246,6 +246,23 @@ TEST_SUITE("compress") {
     check_selection_consistent(x, sa);
   }
 
+  TEST_CASE("without error feedback the residual is dropped and random-k scales by n/k") {
+    Options o;
+    o.method = Method::randomk;
+    o.schedule.density = 0.1;
+    o.error_feedback = false;
+    Compressor c(1000, o);
+    const auto g = normal(1000, 3);
+    c.accumulate(g);
+    std::vector<std::uint32_t> msg;
+    PackedWriter w(msg, 1000);
+    c.emit(w, 0);
+    CHECK(std::all_of(c.residual().begin(), c.residual().end(), [](float v) { return v == 0; }));
+    const auto sent = decode(msg, 1000);
+    REQUIRE(c.last_selection().size() == 100);
+    for (auto i : c.last_selection().index) CHECK(sent[i] == 10.0f * g[i]);
+  }
+
   TEST_CASE("packed messages: round trip, duplicates summed across ranks, malformed input rejected") {
     std::vector<std::uint32_t> m0, m1, m2;
     {
@@ -276,8 +293,13 @@ TEST_SUITE("compress") {
     CHECK(packed_entries(m0) == 4);
     CHECK(packed_entries(m1) == 2);
     CHECK(m1.size() == 4 + 4 + 3);  // [header][block header][2 indices][mean]
-    // Through a float payload and back, bit for bit.
+    // Through a float payload and back, bit for bit; decoding the floats directly.
     CHECK(floats_as_words(words_as_floats(m0)) == m0);
+    const auto f0 = words_as_floats(m0), f1 = words_as_floats(m1), f2 = words_as_floats(m2);
+    const std::vector<std::span<const float>> as_floats = {f0, f1, f2};
+    std::vector<float> dense2(10, -1.0f);
+    decompress_sum(as_floats, dense2);
+    CHECK(dense2 == want);
     std::vector<float> small(9);
     CHECK_THROWS_AS(decompress_add(m0, small), Error);
     auto bad = m0;
@@ -323,15 +345,14 @@ TEST_SUITE("compress") {
           const auto g = normal(n, 100 + it);
           const float scale = 0.25f;
           for (std::size_t i = 0; i < n; ++i) {
-            const float gi = scale * g[i];
             if (momentum_kind == 0) {
-              v[i] = v[i] + gi;
+              v[i] = std::fma(scale, g[i], v[i]);
             } else if (momentum_kind == 1) {
-              u[i] = std::fma(0.9f, u[i], gi);
+              u[i] = std::fma(0.9f, u[i], scale * g[i]);
               v[i] = v[i] + u[i];
             } else {
-              u[i] = 0.9f * (u[i] + gi);
-              v[i] = v[i] + u[i] + gi;
+              u[i] = 0.9f * std::fma(scale, g[i], u[i]);
+              v[i] = std::fma(scale, g[i], v[i] + u[i]);
             }
           }
           c.accumulate(g, scale);
@@ -566,6 +587,9 @@ TEST_SUITE("compress") {
     CHECK(e1.find("density") != std::string::npos);
     const auto e2 = error_of("[compress]\nmethod = topkk\n");
     CHECK(e2.find("bad.ini:2") != std::string::npos);
+    const auto e4 = error_of("[compress]\nmethod = bsearch\ndensty = 0.01\n");
+    CHECK(e4.find("bad.ini:3") != std::string::npos);
+    CHECK(e4.find("densty") != std::string::npos);
     const auto e3 = error_of("[compress]\nquantize = true\nreuse_interval = 5\n");
     CHECK(e3.find("bad.ini:2") != std::string::npos);
     CHECK(e3.find("quantize") != std::string::npos);
