@@ -135,6 +135,36 @@ void selection(int argc, char** argv) {
     });
     row("threshold reuse, interval 5 (per call)", {five.ms / 5, five.per_read / 5}, static_cast<double>(out.size()));
   }
+  // A whole compressor step on one 16M bucket: accumulate, select, pack.
+  for (int kind = 0; kind < 3; ++kind) {
+    Options o;
+    o.method = Method::bsearch;
+    o.schedule.density = density;
+    o.momentum = kind == 0 ? 0.0f : 0.9f;
+    o.nesterov = kind == 2;
+    Compressor c(n, o);
+    std::vector<std::uint32_t> msg;
+    const char* names[] = {"step: accumulate + bsearch + pack", "step, momentum correction",
+                           "step, Nesterov momentum correction"};
+    const Paired p = paired(runs, read_pass, [&] {
+      c.accumulate(x, 0.25f);
+      PackedWriter w(msg, n);
+      c.emit(w, 0);
+    });
+    row(names[kind], p, static_cast<double>(c.last_sent_entries()));
+    if (kind == 0)
+      row("  accumulate only", paired(runs, read_pass, [&] { c.accumulate(x, 0.25f); }), 0);
+  }
+  {
+    std::vector<float> dense(n);
+    std::vector<std::uint32_t> msg;
+    PackedWriter w(msg, n);
+    threshold_search(x, k, Key::magnitude, out, scratch);
+    w.sparse(0, n, out.index, out.value);
+    std::vector<std::span<const std::uint32_t>> eight(8, std::span<const std::uint32_t>(msg));
+    row("decompress_sum of 8 messages", paired(runs, read_pass, [&] { decompress_sum(eight, dense); }),
+        8.0 * static_cast<double>(out.size()));
+  }
   Rng rng(1);
   run("DGC sampling", [&] { dgc_sample_select(x, k, Key::magnitude, rng, out, scratch, &info); });
   run("random-k", [&] { random_k(x, k, rng, out); });

@@ -76,7 +76,13 @@ class Compressor {
   void accumulate(std::span<const float> grad, float scale = 1.0f);
   // Chooses what to send, writes it as a block at `offset` of the bucket, and
   // removes it from the residual. One call per iteration.
-  void emit(PackedWriter& writer, std::size_t offset);
+  void emit(PackedWriter& writer, std::size_t offset) { emit(writer, offset, nullptr); }
+  // accumulate + emit, in ONE pass over g, V (and U) for exact top-k, binary
+  // search and threshold reuse: the pass that updates the residual also
+  // computes the selector's statistics and candidates (the threshold estimated
+  // beforehand from a strided sample of the updated values). Same floats and
+  // same selection as the two calls (tested).
+  void step(std::span<const float> grad, float scale, PackedWriter& writer, std::size_t offset);
 
   std::size_t elements() const { return residual_.size(); }
   const Options& options() const { return options_; }
@@ -91,6 +97,9 @@ class Compressor {
   float last_clip_factor() const { return clip_factor_; }
 
  private:
+  void emit(PackedWriter& writer, std::size_t offset, const Prescan* pre);
+  float effective_scale(std::span<const float> grad, float scale);
+
   Options options_;
   std::vector<float> residual_;  // V
   std::vector<float> velocity_;  // U (empty without momentum)

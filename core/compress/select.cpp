@@ -1,5 +1,7 @@
 #include "core/compress/select.hpp"
 
+#include "core/compress/scan_kernel.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -13,43 +15,7 @@
 namespace taihu::compress {
 namespace {
 
-constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-
-template <Key K>
-inline float key_of(float v) {
-  if constexpr (K == Key::magnitude) return std::fabs(v);
-  if constexpr (K == Key::positive) return v;
-  return -v;
-}
-
-#if defined(__AVX2__)
-template <Key K>
-inline __m256 key_of(__m256 v) {
-  if constexpr (K == Key::magnitude) return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-  if constexpr (K == Key::positive) return v;
-  return _mm256_xor_ps(_mm256_set1_ps(-0.0f), v);
-}
-inline float horizontal_max(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-  return _mm_cvtss_f32(m);
-}
-inline double horizontal_sum(__m256 v) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, v);
-  double s = 0;
-  for (float f : lanes) s += f;
-  return s;
-}
-inline std::size_t horizontal_sum(__m256i v) {
-  alignas(32) std::uint32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
-  std::size_t s = 0;
-  for (auto c : lanes) s += c;
-  return s;
-}
-#endif
+using namespace detail;
 
 // #{key > t}: compare and subtract the all-ones mask (= add 1) per lane.
 template <Key K>
@@ -97,84 +63,6 @@ void count_multi_kernel(const float* x, std::size_t n, const float* t, int m, st
   for (; i < n; ++i) {
     const float k = key_of<K>(x[i]);
     for (int j = 0; j < m; ++j) counts[j] += k > t[j];
-  }
-}
-
-// One pass: returns #{key > t}; writes the first `cap` such (index, value)
-// pairs; with Stats also sum(|x|) and max(key). The hits are rare, so the
-// loop tests 32 entries at once and only walks the bits of a non-zero mask.
-template <Key K, bool Stats>
-std::size_t scan_kernel(const float* x, std::size_t n, float t, std::uint32_t* idx, float* val, std::size_t cap,
-                        double* sum_abs, float* max_key) {
-  std::size_t i = 0, count = 0;
-  double sum = 0;
-  float mx = neg_inf;
-  auto emit = [&](std::size_t at) {
-    if (count < cap) {
-      idx[count] = static_cast<std::uint32_t>(at);
-      val[count] = x[at];
-    }
-    ++count;
-  };
-#if defined(__AVX2__)
-  const __m256 tv = _mm256_set1_ps(t);
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  __m256 m0 = _mm256_set1_ps(neg_inf), m1 = m0;
-  while (i + 32 <= n) {
-    // Float lane sums over at most 2^14 blocks, then into double: mean stays accurate on 1e9 entries.
-    const std::size_t end = std::min(n - (n - i) % 32, i + (std::size_t{32} << 14));
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (; i + 32 <= end; i += 32) {
-      const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
-      const __m256 v2 = _mm256_loadu_ps(x + i + 16), v3 = _mm256_loadu_ps(x + i + 24);
-      const __m256 k0 = key_of<K>(v0), k1 = key_of<K>(v1), k2 = key_of<K>(v2), k3 = key_of<K>(v3);
-      if constexpr (Stats) {
-        s0 = _mm256_add_ps(s0, _mm256_andnot_ps(sign, v0));
-        s1 = _mm256_add_ps(s1, _mm256_andnot_ps(sign, v1));
-        s2 = _mm256_add_ps(s2, _mm256_andnot_ps(sign, v2));
-        s3 = _mm256_add_ps(s3, _mm256_andnot_ps(sign, v3));
-        m0 = _mm256_max_ps(m0, _mm256_max_ps(k0, k1));
-        m1 = _mm256_max_ps(m1, _mm256_max_ps(k2, k3));
-      }
-      const __m256 g0 = _mm256_cmp_ps(k0, tv, _CMP_GT_OQ), g1 = _mm256_cmp_ps(k1, tv, _CMP_GT_OQ);
-      const __m256 g2 = _mm256_cmp_ps(k2, tv, _CMP_GT_OQ), g3 = _mm256_cmp_ps(k3, tv, _CMP_GT_OQ);
-      const __m256 any = _mm256_or_ps(_mm256_or_ps(g0, g1), _mm256_or_ps(g2, g3));
-      if (_mm256_testz_ps(any, any)) continue;
-      std::uint32_t bits = static_cast<std::uint32_t>(_mm256_movemask_ps(g0)) |
-                           static_cast<std::uint32_t>(_mm256_movemask_ps(g1)) << 8 |
-                           static_cast<std::uint32_t>(_mm256_movemask_ps(g2)) << 16 |
-                           static_cast<std::uint32_t>(_mm256_movemask_ps(g3)) << 24;
-      while (bits != 0) {
-        emit(i + static_cast<std::size_t>(std::countr_zero(bits)));
-        bits &= bits - 1;
-      }
-    }
-    if constexpr (Stats)
-      sum += horizontal_sum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-  }
-  if constexpr (Stats) mx = horizontal_max(_mm256_max_ps(m0, m1));
-#endif
-  for (; i < n; ++i) {
-    const float k = key_of<K>(x[i]);
-    if constexpr (Stats) {
-      sum += std::fabs(x[i]);
-      mx = std::max(mx, k);
-    }
-    if (k > t) emit(i);
-  }
-  if constexpr (Stats) {
-    *sum_abs = sum;
-    *max_key = mx;
-  }
-  return count;
-}
-
-template <class F>
-decltype(auto) dispatch(Key key, F&& f) {
-  switch (key) {
-    case Key::magnitude: return f(std::integral_constant<Key, Key::magnitude>{});
-    case Key::positive: return f(std::integral_constant<Key, Key::positive>{});
-    default: return f(std::integral_constant<Key, Key::negative>{});
   }
 }
 
@@ -243,24 +131,8 @@ void topk_of(const Selection& from, std::size_t k, Key key, Selection& out, Sele
   dst.value.resize(k);
 }
 
-// A key value that roughly `keep` entries of x exceed, from a strided sample
-// in which about 64 entries exceed it (relative error ~1/8, so a target of a
-// few k stays above the needed count with a wide margin); false when x is too
-// small for sampling to pay.
 bool sample_threshold(std::span<const float> x, std::size_t keep, Key key, std::vector<float>& keys, float& t) {
-  constexpr double hits = 64;
-  const std::size_t n = x.size();
-  const double wanted = hits * static_cast<double>(n) / static_cast<double>(std::max<std::size_t>(keep, 1));
-  if (n < 65536 || wanted * 8 > static_cast<double>(n)) return false;
-  const std::size_t stride = n / static_cast<std::size_t>(wanted);
-  keys.clear();
-  dispatch(key, [&](auto k) {
-    for (std::size_t i = stride / 2; i < n; i += stride) keys.push_back(key_of<decltype(k)::value>(x[i]));
-  });
-  const auto h = static_cast<std::ptrdiff_t>(hits);
-  std::nth_element(keys.begin(), keys.begin() + h, keys.end(), std::greater<float>());
-  t = keys[static_cast<std::size_t>(h)];
-  return std::isfinite(t);
+  return sample_threshold_of(x.size(), keep, key, keys, t, [&](std::size_t i) { return x[i]; });
 }
 
 // The corrected bisection over ratios; count(t) may report any value >= 2k
@@ -380,17 +252,27 @@ void exact_topk_reference(std::span<const float> x, std::size_t k, Key key, Sele
   for (std::size_t j = 0; j < k; ++j) out.value[j] = x[order[j]];
 }
 
+std::size_t prescan_cap(PrescanFor what, std::size_t k) {
+  return what == PrescanFor::exact ? 8 * k + 1024 : 12 * k + 1024;
+}
+
 void exact_topk(std::span<const float> x, std::size_t k, Key key, Selection& out, SelectScratch& scratch,
-                SelectInfo* info) {
+                SelectInfo* info, const Prescan* pre) {
   SelectInfo local;
   SelectInfo& st = info != nullptr ? *info : local;
   st = {};
   if (trivial(x, k, out)) return;
   float t_lo = 0;
-  if (sample_threshold(x, 3 * k, key, scratch.keys, t_lo)) {
-    const std::size_t cap = 8 * k + 1024;
-    const std::size_t count = scan(x, key, t_lo, scratch.candidates, cap, nullptr);
-    st.full_passes = 1;
+  if (pre != nullptr || sample_threshold(x, prescan_keep(PrescanFor::exact, k), key, scratch.keys, t_lo)) {
+    std::size_t cap = prescan_cap(PrescanFor::exact, k), count = 0;
+    if (pre != nullptr) {
+      t_lo = pre->t_lo;
+      cap = pre->cap;
+      count = pre->count;
+    } else {
+      count = scan(x, key, t_lo, scratch.candidates, cap, nullptr);
+      st.full_passes = 1;
+    }
     st.threshold = t_lo;
     if (count >= k && count <= cap) {
       topk_of(scratch.candidates, k, key, out, scratch);
@@ -453,7 +335,7 @@ void threshold_search_plain(std::span<const float> x, std::size_t k, Key key, Se
 }
 
 void threshold_search(std::span<const float> x, std::size_t k, Key key, Selection& out, SelectScratch& scratch,
-                      double eps, SelectInfo* info) {
+                      double eps, SelectInfo* info, const Prescan* pre) {
   SelectInfo local;
   SelectInfo& st = info != nullptr ? *info : local;
   st = {};
@@ -461,12 +343,19 @@ void threshold_search(std::span<const float> x, std::size_t k, Key key, Selectio
   float t_lo = 0;
   KeyStats stats;
   bool have_stats = false;
-  if (sample_threshold(x, 5 * k, key, scratch.keys, t_lo)) {
-    const std::size_t cap = 12 * k + 1024;
+  if (pre != nullptr || sample_threshold(x, prescan_keep(PrescanFor::search, k), key, scratch.keys, t_lo)) {
+    std::size_t cap = prescan_cap(PrescanFor::search, k), count_lo = 0;
     Selection& cand = scratch.candidates;
-    const std::size_t count_lo = scan(x, key, t_lo, cand, cap, &stats);
+    if (pre != nullptr) {
+      t_lo = pre->t_lo;
+      cap = pre->cap;
+      count_lo = pre->count;
+      stats = pre->stats;
+    } else {
+      count_lo = scan(x, key, t_lo, cand, cap, &stats);
+      st.full_passes = 1;
+    }
     have_stats = true;
-    st.full_passes = 1;
     if (count_lo >= 2 * k && count_lo <= cap) {
       // Exact counts from the candidates for t >= t_lo; below t_lo at least count_lo >= 2k.
       auto count = [&](float t) -> std::size_t {
@@ -511,21 +400,28 @@ void threshold_search(std::span<const float> x, std::size_t k, Key key, Selectio
 }
 
 void ThresholdReuse::select(std::span<const float> x, std::size_t k, Key key, Selection& out,
-                            SelectScratch& scratch, SelectInfo* info) {
+                            SelectScratch& scratch, SelectInfo* info, const Prescan* pre) {
   SelectInfo local;
   SelectInfo& st = info != nullptr ? *info : local;
-  if (has_threshold_ && since_search_ < interval_ - 1 && k > 0 && k < x.size()) {
+  if (reusing(x.size(), k)) {
     st = {};
     const std::size_t cap = 4 * k;
-    const std::size_t count = scan(x, key, threshold_, out, cap, nullptr);
-    st.full_passes = 1;
+    std::size_t count = 0;
+    if (pre != nullptr && pre->t_lo == threshold_ && pre->cap >= cap) {
+      count = pre->count;
+      if (count <= cap) out = scratch.candidates;
+    } else {
+      count = scan(x, key, threshold_, out, cap, nullptr);
+      st.full_passes = 1;
+    }
     st.threshold = threshold_;
     if (2 * count >= k && count <= cap) {
       ++since_search_;
       return;
     }
   }
-  threshold_search(x, k, key, out, scratch, eps_, &st);
+  // A prescan at the cached threshold also serves the search when it kept 2k..cap.
+  threshold_search(x, k, key, out, scratch, eps_, &st, pre);
   since_search_ = 0;
   has_threshold_ = out.size() > 0 && k < x.size();
   if (st.fallback) {

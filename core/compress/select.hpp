@@ -78,9 +78,25 @@ struct SelectScratch {
   std::vector<std::uint32_t> order;
 };
 
+// The result of a pass made before selecting (the compressor fuses it with
+// accumulating the residual): scratch.candidates holds the first `cap` entries
+// with key > t_lo in index order, `count` how many there were in all, and
+// `stats` the stats of all of x.
+struct Prescan {
+  float t_lo = 0;
+  std::size_t count = 0;
+  std::size_t cap = 0;
+  KeyStats stats;
+};
+// The t_lo and cap a selector wants from a prescan for k of n entries:
+// false when x is too small for sampling (then select without a prescan).
+// `value(i)` is x[i] (as it will be after the fused pass).
+enum class PrescanFor : std::uint8_t { exact, search };
+std::size_t prescan_cap(PrescanFor what, std::size_t k);
+
 // Exactly min(k, n) entries: the k largest keys, ties won by the lower index.
 void exact_topk(std::span<const float> x, std::size_t k, Key key, Selection& out, SelectScratch& scratch,
-                SelectInfo* info = nullptr);
+                SelectInfo* info = nullptr, const Prescan* pre = nullptr);
 // Reference: nth_element over all n keys (slow; tests and the benchmark).
 void exact_topk_reference(std::span<const float> x, std::size_t k, Key key, Selection& out);
 
@@ -96,7 +112,7 @@ void trimmed_topk(std::span<const float> x, std::size_t k, Key key, Selection& o
 // heavy tails, k > count(mean)), falls back to exact_topk. So the result has
 // k <= size < 2k entries (exactly k after a fallback; all n when k >= n).
 void threshold_search(std::span<const float> x, std::size_t k, Key key, Selection& out, SelectScratch& scratch,
-                      double eps = 1e-4, SelectInfo* info = nullptr);
+                      double eps = 1e-4, SelectInfo* info = nullptr, const Prescan* pre = nullptr);
 // The same search with count passes over all of x (reference for the fast path).
 void threshold_search_plain(std::span<const float> x, std::size_t k, Key key, Selection& out,
                             double eps = 1e-4, SelectInfo* info = nullptr);
@@ -108,8 +124,13 @@ void threshold_search_plain(std::span<const float> x, std::size_t k, Key key, Se
 class ThresholdReuse {
  public:
   explicit ThresholdReuse(int interval = 5, double eps = 1e-4) : interval_(interval), eps_(eps) {}
+  // With `pre` made at threshold() (when reusing() said so), no pass over x.
   void select(std::span<const float> x, std::size_t k, Key key, Selection& out, SelectScratch& scratch,
-              SelectInfo* info = nullptr);
+              SelectInfo* info = nullptr, const Prescan* pre = nullptr);
+  // Whether the next select of k of n entries filters with the cached threshold.
+  bool reusing(std::size_t n, std::size_t k) const {
+    return has_threshold_ && since_search_ < interval_ - 1 && k > 0 && k < n;
+  }
   bool has_threshold() const { return has_threshold_; }
   float threshold() const { return threshold_; }
   void reset() { has_threshold_ = false; }
