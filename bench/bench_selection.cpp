@@ -14,6 +14,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "bench/bench_args.hpp"
@@ -135,25 +136,34 @@ void selection(int argc, char** argv) {
     });
     row("threshold reuse, interval 5 (per call)", {five.ms / 5, five.per_read / 5}, static_cast<double>(out.size()));
   }
-  // A whole compressor step on one 16M bucket: accumulate, select, pack.
+  // A whole compressor step on one 16M bucket: accumulate, select, pack;
+  // as two calls (accumulate, emit) and as the fused step (one pass).
   for (int kind = 0; kind < 3; ++kind) {
     Options o;
     o.method = Method::bsearch;
     o.schedule.density = density;
     o.momentum = kind == 0 ? 0.0f : 0.9f;
     o.nesterov = kind == 2;
-    Compressor c(n, o);
-    std::vector<std::uint32_t> msg;
-    const char* names[] = {"step: accumulate + bsearch + pack", "step, momentum correction",
-                           "step, Nesterov momentum correction"};
-    const Paired p = paired(runs, read_pass, [&] {
-      c.accumulate(x, 0.25f);
-      PackedWriter w(msg, n);
-      c.emit(w, 0);
-    });
-    row(names[kind], p, static_cast<double>(c.last_sent_entries()));
-    if (kind == 0)
-      row("  accumulate only", paired(runs, read_pass, [&] { c.accumulate(x, 0.25f); }), 0);
+    const char* names[] = {"", ", momentum corr.", ", Nesterov corr."};
+    for (bool fused : {false, true}) {
+      Compressor c(n, o);
+      std::vector<std::uint32_t> msg;
+      const Paired p = paired(runs, read_pass, [&] {
+        PackedWriter w(msg, n);
+        if (fused) {
+          c.step(x, 0.25f, w, 0);
+        } else {
+          c.accumulate(x, 0.25f);
+          c.emit(w, 0);
+        }
+      });
+      const std::string name = std::string(fused ? "fused step" : "accumulate + emit") + names[kind];
+      row(name.c_str(), p, static_cast<double>(c.last_sent_entries()));
+    }
+  }
+  {
+    Compressor c(n, Options{});
+    row("  accumulate only", paired(runs, read_pass, [&] { c.accumulate(x, 0.25f); }), 0);
   }
   {
     std::vector<float> dense(n);

@@ -302,4 +302,9 @@ std::size_t BucketCompressor::last_sent_entries() const {
   return total;
 }
 
+bool BucketCompressor::all_dense() const {
+  return std::all_of(parts_.begin(), parts_.end(),
+                     [](const Compressor& c) { return c.options().method == Method::dense; });
+}
+
 }  // namespace taihu::compress

@@ -124,9 +124,17 @@ struct Segment {
   Options options;
 };
 
-// What a shard actor calls per bucket and iteration:
-//   compress(grad, 1/P, message)     -> allgather the message (variable size)
-//   decompress_sum(all messages, dense) -> the summed update, in rank order
+// What a shard actor does per bucket and iteration, on every rank:
+//   1. compress(gradient, 1.0f / P, words): this rank's packed message (the
+//      fused one-pass step where the method allows);
+//   2. allgather-v the messages (their sizes differ per rank: exchange sizes
+//      first, or use a fixed capacity and the length in the header); they
+//      travel as float payloads (words_as_floats / TensorPayload::copy_of);
+//   3. decompress_sum(messages in rank order, dense): the same floats on
+//      every rank; duplicates across ranks add up;
+//   4. the solver's step on `dense` (plain SGD when momentum is corrected here).
+// One BucketCompressor per bucket and rank: it holds the residual (and
+// velocity) of its bucket, ~1-2x the bucket's size.
 class BucketCompressor {
  public:
   // Segments in order, tiling [0, elements) exactly (checked).
@@ -141,6 +149,9 @@ class BucketCompressor {
   const Compressor& compressor(std::size_t i) const { return parts_[i]; }
   // Entries sent by the last compress (dense segments count every element).
   std::size_t last_sent_entries() const;
+  // True when every segment is dense (the caller may prefer a plain allreduce
+  // then; note the compressor would still apply momentum correction).
+  bool all_dense() const;
 
  private:
   std::size_t elements_;

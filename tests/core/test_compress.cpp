@@ -612,6 +612,7 @@ TEST_SUITE("compress") {
     std::vector<std::uint32_t> msg;
     bucket.compress(normal(7030, 5), 0.25f, msg);
     CHECK(packed_entries(msg) == bucket.last_sent_entries());
+    CHECK(!bucket.all_dense());
     // The bandwidth rule sends dense once d·P·s/8 >= 1.
     auto bw = config::Document::parse("[compress]\nmethod = topk\ndensity = 0.01\nrule = bandwidth\n", "b.ini");
     const Policy pb = Policy::from_config(bw);
