@@ -23,7 +23,7 @@ std::size_t count_kernel(const float* x, std::size_t n, float t) {
   std::size_t i = 0, count = 0;
 #if defined(__AVX2__)
   const __m256 tv = _mm256_set1_ps(t);
-  // Lane counters are 32-bit: flush every 2^24 blocks at the latest.
+  // Lane counters are 32-bit: flushed every 2^28 entries.
   while (i + 32 <= n) {
     const std::size_t end = std::min(n - (n - i) % 32, i + (std::size_t{1} << 28));
     __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
