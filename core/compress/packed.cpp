@@ -115,7 +115,6 @@ void for_each_block(std::span<const std::uint32_t> m, std::size_t extent, F&& f)
 }  // namespace
 
 void decompress_add(std::span<const std::uint32_t> message, std::span<float> dense) {
-  std::vector<float> halves_out;
   for_each_block(message, dense.size(),
                  [&](BlockKind kind, std::size_t offset, std::size_t length, std::size_t count,
                      std::span<const std::uint32_t> payload) {
@@ -125,11 +124,17 @@ void decompress_add(std::span<const std::uint32_t> message, std::span<float> den
                        for (std::size_t i = 0; i < length; ++i) out[i] += float_of(payload[i]);
                        break;
                      case BlockKind::dense_f16: {
-                       halves_out.resize(length);
-                       std::vector<std::uint16_t> halves(length);
-                       if (length > 0) std::memcpy(halves.data(), payload.data(), length * 2);
-                       from_half(halves, halves_out);
-                       for (std::size_t i = 0; i < length; ++i) out[i] += halves_out[i];
+                       // In chunks through stack buffers: no allocation per message.
+                       constexpr std::size_t chunk = 512;
+                       std::uint16_t halves[chunk];
+                       float floats[chunk];
+                       const auto* bytes = reinterpret_cast<const unsigned char*>(payload.data());
+                       for (std::size_t at = 0; at < length; at += chunk) {
+                         const std::size_t m = std::min(chunk, length - at);
+                         std::memcpy(halves, bytes + 2 * at, 2 * m);
+                         from_half({halves, m}, {floats, m});
+                         for (std::size_t i = 0; i < m; ++i) out[at + i] += floats[i];
+                       }
                        break;
                      }
                      case BlockKind::sparse: {
