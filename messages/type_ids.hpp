@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "messages/chunk.hpp"
+#include "messages/cluster.hpp"
 #include "messages/gradient_ready.hpp"
 #include "messages/parameters.hpp"
 #include "messages/reduced.hpp"
@@ -35,6 +36,15 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, ready_atom, "ready")     // a worker or shard is wired up
   CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on the test set: (loss, accuracy)
   CAF_ADD_ATOM(taihu, taihu::msg, save_atom, "save")       // write a checkpoint
+
+  // Remote nodes (messages/cluster.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::JoinRequest))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::ClusterSetup))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeReady))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::ClusterPeers))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeStarted))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeFailure))
+  CAF_ADD_ATOM(taihu, taihu::msg, join_atom, "join")       // a node asks to join the cluster
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

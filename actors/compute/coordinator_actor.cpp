@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "actors/compute/cluster.hpp"
 #include "actors/sync/algorithms.hpp"
 #include "actors/sync/buckets.hpp"
 #include "actors/sync/cost_model.hpp"
@@ -39,12 +40,84 @@ std::string reason_of(caf::actor_system& system, const caf::error& e) {
   return system.render(e);
 }
 
+// The config as the nodes get it: the paths that are relative to the config
+// file made absolute, since the nodes parse it from a string.
+std::string cluster_config(const config::Document& doc) {
+  config::Document copy = doc;
+  config::Section& root = copy.root();
+  root.set("net", std::filesystem::absolute(doc.resolve(root.get<std::string>("net"))).string(), root.where());
+  if (config::Section* data = copy.find("data"); data != nullptr) {
+    const auto dir = data->get_or<std::string>("dir", "");
+    if (!dir.empty()) data->set("dir", std::filesystem::absolute(doc.resolve(dir)).string(), data->where());
+  }
+  return copy.dump();
+}
+
 struct Participant {
   int rank = 0;
-  std::string role;  // "worker" or "shard of bucket 3"
+  std::string role;   // "worker", "shard of bucket 3" or "node"
+  std::string where;  // " on node 2 'name'" with nodes = K, else empty
 };
 
 }  // namespace
+
+sync::Topology training_topology(const config::Document& doc, int ranks) {
+  if (const config::Section* t = doc.find("topology")) {
+    auto topology = sync::Topology::from_config(*t);
+    if (topology.ranks() != ranks)
+      throw t->error("ranks", fmt::format("the topology has {} ranks, but workers = {}", topology.ranks(), ranks));
+    return topology;
+  }
+  return in_process_topology(ranks);
+}
+
+ReplicaData ReplicaData::read(const config::Document& doc) {
+  ReplicaData data;
+  data.config = DataConfig::read(doc, doc.section("data"));
+  data.train = make_dataset(data.config, Split::train);
+  data.test = make_dataset(data.config, Split::test);
+  return data;
+}
+
+std::shared_ptr<WorkerModel> build_worker_model(const config::Document& d, const TrainSettings& settings,
+                                                const ReplicaData& data, int r, int ranks, std::size_t bucket_bytes,
+                                                WorkerFault fault) {
+  const config::Section& root = d.root();
+  const int64_t global_batch = settings.batch_size * ranks;
+  auto m = std::make_shared<WorkerModel>();
+  m->rank = r;
+  m->ranks = ranks;
+  m->settings = settings;
+  m->fault = fault;
+  // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
+  m->net = build_net(d, settings, settings.batch_size, settings.seed + static_cast<uint64_t>(r));
+  if (r == 0) check_sample_shape(d, *m->net, *data.train, settings);
+  BatchOptions train_options;
+  train_options.batch_size = global_batch;
+  train_options.seed = settings.seed;
+  train_options.shuffle = data.config.shuffle;
+  train_options.drop_last = true;
+  train_options.prefetch = data.config.prefetch;
+  train_options.shard_count = ranks;
+  train_options.shard_index = r;
+  require<ConfigError>(data.train->size() >= global_batch,
+                       "{}: the training set has {} samples, fewer than workers x batch_size = {}",
+                       root.where().str(), data.train->size(), global_batch);
+  m->train = std::make_unique<BatchSource>(data.train, train_options);
+  if (r == 0) {
+    BatchOptions test_options = train_options;
+    test_options.batch_size = settings.test_batch_size;
+    test_options.shuffle = false;
+    test_options.drop_last = false;
+    test_options.shard_count = 1;
+    test_options.shard_index = 0;
+    m->test = std::make_unique<BatchSource>(data.test, test_options);
+  }
+  const int64_t per_epoch = m->train->batches_per_epoch();
+  m->solver = Solver::create(d.section("solver"), m->net->learnable_params(), settings.epochs * per_epoch);
+  m->buckets = std::make_unique<sync::Buckets>(*m->net, bucket_bytes);
+  return m;
+}
 
 struct DataParallelTrainer::Impl {
   config::Document doc;
@@ -59,6 +132,7 @@ struct DataParallelTrainer::Impl {
   int scheduler_threads = 0;
   std::string scheduler = "sharing";
   std::optional<sync::Topology> topology;
+  ClusterSettings cluster;
   std::vector<std::shared_ptr<WorkerModel>> models;
   std::vector<std::size_t> bucket_elements;
   std::vector<sync::Algorithm> bucket_algorithms;
@@ -83,7 +157,12 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   const config::Document& d = im.doc;
   const config::Section& root = d.root();
   im.settings = TrainSettings::read(root);
+  im.cluster = ClusterSettings::read(d);
+  // With nodes = K, workers defaults to K (one replica per node).
+  if (im.cluster.nodes > 0 && root.get_or<int64_t>("workers", 0) == 0) im.settings.workers = im.cluster.nodes;
   im.ranks = static_cast<int>(im.settings.workers);
+  if (im.cluster.nodes > 0 && im.ranks % im.cluster.nodes != 0)
+    throw root.error("workers", fmt::format("must be a multiple of nodes = {}", im.cluster.nodes));
 
   const config::Section& sync_section = d.section("sync");
   const double bucket_mb = sync_section.get_or<double>("bucket_mb", 25.0);
@@ -98,53 +177,16 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   im.scheduler_threads = sync_section.get_or<int>("scheduler_threads", 0);
   if (im.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
   im.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
-  if (const config::Section* t = d.find("topology")) {
-    im.topology.emplace(sync::Topology::from_config(*t));
-    if (im.topology->ranks() != im.ranks)
-      throw t->error("ranks", fmt::format("the topology has {} ranks, but workers = {}", im.topology->ranks(), im.ranks));
-  } else {
-    im.topology.emplace(in_process_topology(im.ranks));
-  }
+  im.topology.emplace(training_topology(d, im.ranks));
 
-  // Data: one data set, shared read-only by all replicas.
-  const config::Section& data = d.section("data");
-  const DataConfig data_config = DataConfig::read(d, data);
-  auto train_set = make_dataset(data_config, Split::train);
-  auto test_set = make_dataset(data_config, Split::test);
-  const int64_t global_batch = im.settings.batch_size * im.ranks;
-  for (int r = 0; r < im.ranks; ++r) {
-    auto m = std::make_shared<WorkerModel>();
-    m->rank = r;
-    m->ranks = im.ranks;
-    m->settings = im.settings;
-    m->fault = fault;
-    // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
-    m->net = build_net(d, im.settings, im.settings.batch_size, im.settings.seed + static_cast<uint64_t>(r));
-    if (r == 0) check_sample_shape(d, *m->net, *train_set, im.settings);
-    BatchOptions train_options;
-    train_options.batch_size = global_batch;
-    train_options.seed = im.settings.seed;
-    train_options.shuffle = data_config.shuffle;
-    train_options.drop_last = true;
-    train_options.prefetch = data_config.prefetch;
-    train_options.shard_count = im.ranks;
-    train_options.shard_index = r;
-    require<ConfigError>(train_set->size() >= global_batch,
-                         "{}: the training set has {} samples, fewer than workers x batch_size = {}",
-                         root.where().str(), train_set->size(), global_batch);
-    m->train = std::make_unique<BatchSource>(train_set, train_options);
-    if (r == 0) {
-      BatchOptions test_options = train_options;
-      test_options.batch_size = im.settings.test_batch_size;
-      test_options.shuffle = false;
-      test_options.drop_last = false;
-      test_options.shard_count = 1;
-      test_options.shard_index = 0;
-      m->test = std::make_unique<BatchSource>(test_set, test_options);
-    }
+  // Data: one data set, shared read-only by all replicas. With nodes = K the
+  // replicas live in the nodes; this process builds rank 0's only, for the
+  // bucket layout and the epoch length.
+  const ReplicaData data = ReplicaData::read(d);
+  const int built = im.cluster.nodes > 0 ? 1 : im.ranks;
+  for (int r = 0; r < built; ++r) {
+    auto m = build_worker_model(d, im.settings, data, r, im.ranks, im.bucket_bytes, fault);
     im.per_epoch = m->train->batches_per_epoch();
-    m->solver = Solver::create(d.section("solver"), m->net->learnable_params(), im.settings.epochs * im.per_epoch);
-    m->buckets = std::make_unique<sync::Buckets>(*m->net, im.bucket_bytes);
     im.models.push_back(std::move(m));
   }
   const Net& net0 = *im.models[0]->net;
@@ -174,6 +216,8 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
                  im.algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
   }
 
+  const int64_t global_batch = im.settings.batch_size * im.ranks;
+
   // Output, as the Trainer writes it.
   const config::Section& output = d.section("output");
   const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
@@ -181,6 +225,8 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   if (!metrics.empty()) im.metrics = MetricsLog(dir / metrics);
   const std::string checkpoint = output.get_or<std::string>("checkpoint", "checkpoint.ckpt");
   if (!checkpoint.empty()) im.checkpoint_path = dir / checkpoint;
+  // Rank 0's node writes it, maybe from another working directory.
+  if (im.cluster.nodes > 0 && !im.checkpoint_path.empty()) im.checkpoint_path = std::filesystem::absolute(im.checkpoint_path);
   im.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
   im.keep_all = output.get_or<bool>("keep_all", false);
 
@@ -225,6 +271,8 @@ TrainReport DataParallelTrainer::run() {
   cfg.set("scheduler.max-threads", scheduler_threads);
   cfg.set("scheduler.policy", im.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
   cfg.set("work-stealing.aggressive-poll-attempts", 10);
+  const bool clustered = im.cluster.nodes > 0;
+  if (clustered) configure_control_plane(cfg, im.cluster.heartbeat, im.cluster.dead_after);
   caf::actor_system system{cfg};
 
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -244,37 +292,70 @@ TrainReport DataParallelTrainer::run() {
     std::vector<caf::actor> workers;
     std::vector<std::vector<caf::actor>> shards(im.bucket_elements.size());
     std::map<caf::actor_addr, Participant> who;
-    for (std::size_t b = 0; b < shards.size(); ++b) {
-      const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
-      for (auto& spec : sync::shard_specs(schedule, static_cast<std::uint32_t>(b))) {
-        const int r = spec.rank;
-        shards[b].push_back(sync::spawn_shard(system, std::move(spec)));
-        who[shards[b].back().address()] = {r, fmt::format("shard of bucket {}", b)};
+    Cluster cluster;
+    if (clustered) {
+      std::vector<std::string> algorithms;
+      for (auto a : im.bucket_algorithms) algorithms.emplace_back(sync::name(a));
+      try {
+        launch_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithms, cluster);
+      } catch (...) {
+        stop_cluster(system, self, cluster);
+        throw;
       }
+      im.models.clear();
+      workers = cluster.workers;
+      for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
+        who[cluster.nodes[i].agent.address()] = {-1, "node", fmt::format("node {} '{}'", i, cluster.nodes[i].name)};
+      for (int r = 0; r < im.ranks; ++r) {
+        const auto node = static_cast<std::size_t>(cluster.rank_node[static_cast<std::size_t>(r)]);
+        who[workers[static_cast<std::size_t>(r)].address()] = {
+            r, "worker", fmt::format(" on node {} '{}'", node, cluster.nodes[node].name)};
+      }
+    } else {
+      for (std::size_t b = 0; b < shards.size(); ++b) {
+        const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
+        for (auto& spec : sync::shard_specs(schedule, static_cast<std::uint32_t>(b))) {
+          const int r = spec.rank;
+          shards[b].push_back(sync::spawn_shard(system, std::move(spec)));
+          who[shards[b].back().address()] = {r, fmt::format("shard of bucket {}", b), ""};
+        }
+      }
+      for (int r = 0; r < im.ranks; ++r) {
+        auto& m = im.models[static_cast<std::size_t>(r)];
+        for (auto& bucket_shards : shards) m->shards.push_back(bucket_shards[static_cast<std::size_t>(r)]);
+        m->compute_slots = compute_slots;
+        workers.push_back(spawn_worker(system, std::move(m)));
+        who[workers.back().address()] = {r, "worker", ""};
+      }
+      im.models.clear();
+      for (auto& bucket_shards : shards)
+        for (auto& s : bucket_shards) self->monitor(s);
+      for (std::size_t b = 0; b < shards.size(); ++b)
+        for (int r = 0; r < im.ranks; ++r)
+          self->send(shards[b][static_cast<std::size_t>(r)],
+                     msg::ShardInit{static_cast<std::uint32_t>(b), shards[b], workers[static_cast<std::size_t>(r)]});
+
     }
-    for (int r = 0; r < im.ranks; ++r) {
-      auto& m = im.models[static_cast<std::size_t>(r)];
-      for (auto& bucket_shards : shards) m->shards.push_back(bucket_shards[static_cast<std::size_t>(r)]);
-      m->compute_slots = compute_slots;
-      workers.push_back(spawn_worker(system, std::move(m)));
-      who[workers.back().address()] = {r, "worker"};
-    }
-    im.models.clear();
     for (auto& w : workers) self->monitor(w);
-    for (auto& bucket_shards : shards)
-      for (auto& s : bucket_shards) self->monitor(s);
-    for (std::size_t b = 0; b < shards.size(); ++b)
-      for (int r = 0; r < im.ranks; ++r)
-        self->send(shards[b][static_cast<std::size_t>(r)],
-                   msg::ShardInit{static_cast<std::uint32_t>(b), shards[b], workers[static_cast<std::size_t>(r)]});
 
     std::uint64_t iteration = 0;  // the step being waited for, for messages
     auto on_down = [&](const caf::down_msg& dm) {
       auto it = who.find(dm.source);
-      const Participant p = it != who.end() ? it->second : Participant{-1, "an actor"};
-      throw WorkerFailure(p.rank, fmt::format("worker {} failed at iteration {}{}: {}", p.rank, iteration,
+      const Participant p = it != who.end() ? it->second : Participant{-1, "an actor", ""};
+      if (p.role == "node")
+        throw WorkerFailure(-1, fmt::format("{} was lost at iteration {}: {}", p.where, iteration,
+                                            reason_of(system, dm.reason)));
+      throw WorkerFailure(p.rank, fmt::format("worker {}{} failed at iteration {}{}: {}", p.rank, p.where, iteration,
                                               p.role == "worker" ? "" : " (its " + p.role + ")",
                                               reason_of(system, dm.reason)));
+    };
+    // A node reports a failure it saw: a local actor, or a lost data-plane peer.
+    auto on_node_failure = [&](msg::NodeFailure& f) {
+      const std::string node =
+          f.node >= 0 && static_cast<std::size_t>(f.node) < cluster.nodes.size()
+              ? fmt::format("node {} '{}'", f.node, cluster.nodes[static_cast<std::size_t>(f.node)].name)
+              : fmt::format("node {}", f.node);
+      throw WorkerFailure(f.rank, fmt::format("{} failed at iteration {}: {}", node, iteration, f.reason));
     };
     // A request to one worker with the step timeout; a failure names it.
     auto ask = [&](int rank, const char* what, auto on_reply, auto... args) {
@@ -332,7 +413,7 @@ TrainReport DataParallelTrainer::run() {
                     comm += d.stats.comm_seconds;
                     hidden += d.stats.hidden_comm_seconds;
                   },
-                  on_down, caf::after(left) >> [&] { timed_out = true; });
+                  on_down, on_node_failure, caf::after(left) >> [&] { timed_out = true; });
             }
             if (timed_out) {
               // Unfinished workers that wait for reductions answer a probe at
@@ -424,6 +505,7 @@ TrainReport DataParallelTrainer::run() {
       self->demonitor(w);
       self->send_exit(w, caf::exit_reason::user_shutdown);
     }
+    if (clustered) stop_cluster(system, self, cluster);
     for (auto& bucket_shards : shards)
       for (auto& s : bucket_shards) {
         self->demonitor(s);
