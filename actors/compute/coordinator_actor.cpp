@@ -344,7 +344,11 @@ TrainReport DataParallelTrainer::run() {
       const Participant p = it != who.end() ? it->second : Participant{-1, "an actor", ""};
       if (p.role == "node")
         throw WorkerFailure(-1, fmt::format("{} was lost at iteration {}: {}", p.where, iteration,
-                                            reason_of(system, dm.reason)));
+                                            dm.reason == caf::exit_reason::remote_link_unreachable
+                                                ? fmt::format("its connection closed or it was silent for more than "
+                                                              "dead_after = {} s (killed, hung or unreachable)",
+                                                              im.cluster.dead_after)
+                                                : reason_of(system, dm.reason)));
       throw WorkerFailure(p.rank, fmt::format("worker {}{} failed at iteration {}{}: {}", p.rank, p.where, iteration,
                                               p.role == "worker" ? "" : " (its " + p.role + ")",
                                               reason_of(system, dm.reason)));
