@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "actors/compute/cluster.hpp"
+#include "actors/net/status_server.hpp"
 #include "actors/sync/algorithms.hpp"
 #include "actors/sync/buckets.hpp"
 #include "actors/sync/cost_model.hpp"
@@ -119,6 +122,84 @@ std::shared_ptr<WorkerModel> build_worker_model(const config::Document& d, const
   return m;
 }
 
+// What the status endpoint shows; written by the driver, read by the HTTP thread.
+struct RunStatus {
+  std::mutex mutex;
+  std::string state = "starting";
+  std::string net_name;
+  int ranks = 0;
+  int nodes = 0;
+  std::uint64_t iterations = 0;  // completed
+  std::int64_t epoch = 0;
+  double loss = 0.0;
+  double images_per_second = 0.0;
+  struct Member {
+    std::string name;
+    std::string state;
+    std::vector<int> ranks;
+  };
+  std::vector<Member> members;
+  std::vector<int> rank_node;
+  struct Bucket {
+    std::size_t elements = 0;
+    std::string algorithm;
+    std::uint64_t bytes_per_iteration = 0;  // all ranks' sends, from the schedule
+  };
+  std::vector<Bucket> buckets;
+
+  std::string metrics() {
+    std::lock_guard lock(mutex);
+    std::string out;
+    out += "# HELP taihu_iteration Training iterations completed.\n# TYPE taihu_iteration counter\n";
+    out += fmt::format("taihu_iteration {}\n", iterations);
+    out += "# HELP taihu_epoch The epoch being trained (1-based).\n# TYPE taihu_epoch gauge\n";
+    out += fmt::format("taihu_epoch {}\n", epoch);
+    out += "# HELP taihu_loss Mean training loss of the last iteration.\n# TYPE taihu_loss gauge\n";
+    out += fmt::format("taihu_loss {}\n", loss);
+    out += "# HELP taihu_images_per_second Training throughput of the current epoch.\n"
+           "# TYPE taihu_images_per_second gauge\n";
+    out += fmt::format("taihu_images_per_second {}\n", images_per_second);
+    out += "# HELP taihu_members Processes taking part, by state.\n# TYPE taihu_members gauge\n";
+    std::map<std::string, int> states;
+    for (const auto& m : members) ++states[m.state];
+    for (const auto& [state, n] : states) out += fmt::format("taihu_members{{state=\"{}\"}} {}\n", state, n);
+    out += "# HELP taihu_collective_bytes_sent_total Bytes sent by all ranks in each bucket's allreduce.\n"
+           "# TYPE taihu_collective_bytes_sent_total counter\n";
+    for (std::size_t b = 0; b < buckets.size(); ++b)
+      out += fmt::format("taihu_collective_bytes_sent_total{{bucket=\"{}\",algorithm=\"{}\"}} {}\n", b,
+                         buckets[b].algorithm, buckets[b].bytes_per_iteration * iterations);
+    return out;
+  }
+
+  std::string status() {
+    std::lock_guard lock(mutex);
+    std::string members_json, buckets_json, ranks_json;
+    for (const auto& m : members) {
+      std::string r;
+      for (int k : m.ranks) r += fmt::format("{}{}", r.empty() ? "" : ", ", k);
+      members_json += fmt::format("{}\n    {{\"name\": \"{}\", \"state\": \"{}\", \"ranks\": [{}]}}",
+                                  members_json.empty() ? "" : ",", net::json_escape(m.name), m.state, r);
+    }
+    for (int n : rank_node) ranks_json += fmt::format("{}{}", ranks_json.empty() ? "" : ", ", n);
+    for (const auto& b : buckets)
+      buckets_json += fmt::format("{}\n      {{\"elements\": {}, \"algorithm\": \"{}\", \"bytes_per_iteration\": {}}}",
+                                  buckets_json.empty() ? "" : ",", b.elements, b.algorithm, b.bytes_per_iteration);
+    return fmt::format(
+        "{{\n  \"state\": \"{}\",\n  \"net\": \"{}\",\n  \"iteration\": {},\n  \"epoch\": {},\n  \"loss\": {},\n"
+        "  \"images_per_second\": {},\n  \"members\": [{}\n  ],\n  \"topology\": {{\n    \"ranks\": {},\n    \"nodes\": {},\n"
+        "    \"rank_node\": [{}],\n    \"buckets\": [{}\n    ]\n  }}\n}}\n",
+        net::json_escape(state), net::json_escape(net_name), iterations, epoch, loss, images_per_second, members_json,
+        ranks, nodes, ranks_json, buckets_json);
+  }
+};
+
+struct StatusSettings {
+  bool enabled = false;
+  std::string listen = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::string port_file;
+};
+
 struct DataParallelTrainer::Impl {
   config::Document doc;
   Progress::Mode progress_mode;
@@ -133,6 +214,7 @@ struct DataParallelTrainer::Impl {
   std::string scheduler = "sharing";
   std::optional<sync::Topology> topology;
   ClusterSettings cluster;
+  StatusSettings status_settings;
   std::vector<std::shared_ptr<WorkerModel>> models;
   std::vector<std::size_t> bucket_elements;
   std::vector<sync::Algorithm> bucket_algorithms;
@@ -230,6 +312,16 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   im.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
   im.keep_all = output.get_or<bool>("keep_all", false);
 
+  // [status] port = N (0: any free port) serves /metrics and /status over HTTP.
+  if (const config::Section* st = d.find("status")) {
+    const int port = st->get_or<int>("port", -1);
+    if (port > 65535) throw st->error("port", "must be in 0..65535 (or -1: off)");
+    im.status_settings.enabled = port >= 0;
+    im.status_settings.port = static_cast<std::uint16_t>(std::max(port, 0));
+    im.status_settings.listen = st->get_or<std::string>("listen", im.status_settings.listen);
+    im.status_settings.port_file = st->get_or<std::string>("port_file", "");
+  }
+
   d.section("blas").mark_all_used();
   d.reject_unused();
   spdlog::info("net '{}': {} learnable parameters; {} workers x batch {} = global batch {}; {} buckets",
@@ -287,6 +379,40 @@ TrainReport DataParallelTrainer::run() {
   report.buckets = im.bucket_reports;
   std::optional<WorkerFailure> failure;
   std::exception_ptr other;
+
+  auto status = std::make_shared<RunStatus>();
+  status->net_name = im.net_name;
+  status->ranks = im.ranks;
+  status->nodes = im.cluster.nodes;
+  for (std::size_t b = 0; b < im.bucket_elements.size(); ++b) {
+    const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
+    std::uint64_t elements = 0;
+    for (int r = 0; r < im.ranks; ++r) elements += schedule.elements_sent(r);
+    status->buckets.push_back({im.bucket_elements[b], std::string(sync::name(im.bucket_algorithms[b])),
+                               elements * sizeof(float)});
+  }
+  status->state = clustered ? "waiting for nodes" : "training";
+  if (!clustered) {
+    for (int r = 0; r < im.ranks; ++r) status->members.push_back({fmt::format("worker {} (in-process)", r), "training", {r}});
+    status->rank_node.assign(static_cast<std::size_t>(im.ranks), 0);
+  }
+  std::unique_ptr<net::StatusServer> status_server;
+  if (im.status_settings.enabled) {
+    status_server = std::make_unique<net::StatusServer>(
+        im.status_settings.listen, im.status_settings.port,
+        std::map<std::string, net::StatusPage>{
+            {"/metrics", {"text/plain; version=0.0.4", [status] { return status->metrics(); }}},
+            {"/status", {"application/json", [status] { return status->status(); }}}});
+    spdlog::info("status endpoint: http://{}:{}/metrics and /status", im.status_settings.listen, status_server->port());
+    if (!im.status_settings.port_file.empty()) {
+      std::ofstream(im.status_settings.port_file + ".tmp") << status_server->port() << "\n";
+      std::filesystem::rename(im.status_settings.port_file + ".tmp", im.status_settings.port_file);
+    }
+  }
+  auto set_state = [&](const std::string& state) {
+    std::lock_guard lock(status->mutex);
+    status->state = state;
+  };
   {
     caf::scoped_actor self{system};
     std::vector<caf::actor> workers;
@@ -304,6 +430,17 @@ TrainReport DataParallelTrainer::run() {
       }
       im.models.clear();
       workers = cluster.workers;
+      {
+        std::lock_guard lock(status->mutex);
+        status->state = "training";
+        status->rank_node = cluster.rank_node;
+        for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
+          RunStatus::Member m{fmt::format("node {} '{}'", i, cluster.nodes[i].name), "training", {}};
+          for (int r = 0; r < im.ranks; ++r)
+            if (cluster.rank_node[static_cast<std::size_t>(r)] == static_cast<int>(i)) m.ranks.push_back(r);
+          status->members.push_back(std::move(m));
+        }
+      }
       for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
         who[cluster.nodes[i].agent.address()] = {-1, "node", fmt::format("node {} '{}'", i, cluster.nodes[i].name)};
       for (int r = 0; r < im.ranks; ++r) {
@@ -342,6 +479,11 @@ TrainReport DataParallelTrainer::run() {
     auto on_down = [&](const caf::down_msg& dm) {
       auto it = who.find(dm.source);
       const Participant p = it != who.end() ? it->second : Participant{-1, "an actor", ""};
+      if (p.role == "node") {
+        std::lock_guard lock(status->mutex);
+        for (auto& m : status->members)
+          if (m.name == p.where) m.state = "lost";
+      }
       if (p.role == "node")
         throw WorkerFailure(-1, fmt::format("{} was lost at iteration {}: {}", p.where, iteration,
                                             dm.reason == caf::exit_reason::remote_link_unreachable
@@ -446,6 +588,13 @@ TrainReport DataParallelTrainer::run() {
                                            std::isnan(loss) ? "NaN" : "infinite", iteration + 1, epoch + 1, batch + 1));
           loss_sum += loss;
           progress.update(batch + 1, fmt::format("loss {:.4f}", loss_sum / static_cast<double>(batch + 1)));
+          {
+            std::lock_guard lock(status->mutex);
+            status->iterations = iteration + 1;
+            status->epoch = epoch + 1;
+            status->loss = loss;
+            status->images_per_second = progress.items_per_second();
+          }
           if (im.settings.display > 0 && (iteration + 1) % static_cast<std::uint64_t>(im.settings.display) == 0)
             im.metrics.write({{"type", std::string("train")},
                               {"epoch", epoch + 1},
@@ -499,7 +648,9 @@ TrainReport DataParallelTrainer::run() {
           train_seconds > 0 ? static_cast<double>(trained * report.batch_size) / train_seconds : 0.0;
       report.exposed_comm_seconds = exposed;
       report.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
+      set_state("finished");
     } catch (const WorkerFailure& f) {
+      set_state(std::string("failed: ") + f.what());
       failure.emplace(f);
     } catch (...) {
       other = std::current_exception();

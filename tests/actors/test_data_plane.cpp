@@ -20,6 +20,7 @@
 
 #include "actors/net/data_plane.hpp"
 #include "actors/net/sha256.hpp"
+#include "actors/net/status_server.hpp"
 
 using namespace taihu;
 using namespace taihu::net;
@@ -137,9 +138,52 @@ bool server_closes_after(std::uint16_t port, const std::vector<char>& bytes) {
   return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
+// Sends `request` to the port and returns everything the server answers.
+std::string http_exchange(std::uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return "<no connection>";
+  }
+  (void)!::write(fd, request.data(), request.size());
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
 }  // namespace
 
 TEST_SUITE("net") {
+  TEST_CASE("the status server answers GET for its pages and refuses the rest") {
+    int renders = 0;
+    StatusServer server("127.0.0.1", 0,
+                        {{"/metrics", {"text/plain; version=0.0.4", [&] { return "taihu_iteration " + std::to_string(++renders) + "\n"; }}},
+                         {"/boom", {"text/plain", []() -> std::string { throw std::runtime_error("no data"); }}}});
+    const std::string ok = http_exchange(server.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(ok.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK(ok.find("Content-Type: text/plain; version=0.0.4\r\n") != std::string::npos);
+    CHECK(ok.find("Content-Length: 18\r\n") != std::string::npos);
+    CHECK(ok.ends_with("\r\n\r\ntaihu_iteration 1\n"));
+    CHECK(http_exchange(server.port(), "GET /metrics?x=1 HTTP/1.0\r\n\r\n").ends_with("taihu_iteration 2\n"));
+    CHECK(http_exchange(server.port(), "GET /other HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0) == 0);
+    CHECK(http_exchange(server.port(), "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0) == 0);
+    CHECK(http_exchange(server.port(), "hello there\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+    const std::string failed = http_exchange(server.port(), "GET /boom HTTP/1.1\r\n\r\n");
+    CHECK(failed.rfind("HTTP/1.1 500", 0) == 0);
+    CHECK(failed.find("no data") != std::string::npos);
+    CHECK(http_exchange(server.port(), std::string(9000, 'x')).rfind("HTTP/1.1 431", 0) == 0);
+    CHECK(json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\n");
+  }
+
   TEST_CASE("SHA-256 matches the FIPS 180-4 examples") {
     CHECK(hex(sha256(bytes_of(""))) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     CHECK(hex(sha256(bytes_of("abc"))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

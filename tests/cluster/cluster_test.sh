@@ -126,7 +126,7 @@ PY
   kill | stop)
     # Long enough to be mid-training when the node goes; checkpoints every 20 iterations.
     start_coordinator "$c" epochs=1 data.limit_train=48000 solver.base_lr=0.01 output.checkpoint_every=20 \
-      cluster.dead_after=3 sync.step_timeout=60
+      cluster.dead_after=3 sync.step_timeout=60 status.port=0 status.port_file="$work/$c.status"
     node_pids=()
     for n in a b c; do
       start_node "$n-$c" --dead-after=3
@@ -136,6 +136,22 @@ PY
     check "$c: training starts" $? "$work/$c.log"
     wait_for_line "$work/$c.log" "epoch 1/1 100/" 60  # checkpoints written
     check "$c: 100 iterations" $? "$work/$c.log"
+    # The status endpoint: members, topology, Prometheus metrics.
+    python3 - "$(cat "$work/$c.status")" <<'PY'
+import json, sys, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+status = json.load(urllib.request.urlopen(base + "/status", timeout=5))
+assert status["state"] == "training", status
+assert [m["state"] for m in status["members"]] == ["training"] * 3, status
+assert status["topology"]["rank_node"] == [0, 1, 2], status
+assert status["iteration"] >= 100, status
+metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+values = {l.split(" ")[0]: float(l.split(" ")[1]) for l in metrics.splitlines() if l and not l.startswith("#")}
+assert values["taihu_iteration"] >= 100, metrics
+assert values['taihu_members{state="training"}'] == 3, metrics
+assert any(k.startswith("taihu_collective_bytes_sent_total{bucket=") and v > 0 for k, v in values.items()), metrics
+PY
+    check "$c: /status and /metrics" $?
     victim=${node_pids[1]}
     if [[ $c == kill ]]; then kill -KILL "$victim"; else kill -STOP "$victim"; fi
     t0=$(date +%s.%N)
