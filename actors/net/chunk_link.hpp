@@ -6,8 +6,11 @@
 // Outgoing: the chunk's payload (a view of the shard's buffer or a snapshot)
 // is written from its own memory; the link holds a reference until the write
 // is done, so the shard may hand its buffer back meanwhile (copy on write
-// protects it). Incoming: each message lands in a fresh TensorPayload that
-// becomes the Chunk's payload, so the bytes are copied once, by the kernel.
+// protects it). Incoming: each message lands in a TensorPayload that becomes
+// the Chunk's payload, so the bytes are copied once, by the kernel. Landing
+// buffers are recycled once the shard has dropped the chunk (the pool's
+// reference is the only one left), so steady-state iterations allocate
+// nothing and touch no fresh pages.
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -22,6 +25,7 @@
 
 #include "actors/net/data_plane.hpp"
 #include "actors/sync/shard_actor.hpp"
+#include "messages/tensor_payload.hpp"
 
 namespace taihu::net {
 
@@ -56,6 +60,7 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   std::function<void(int, const std::string&)> on_lost_;
   mutable std::mutex mutex_;
   std::map<std::pair<std::uint32_t, int>, caf::actor> shards_;
+  std::vector<std::shared_ptr<msg::TensorPayload>> pool_;  // I/O thread only
   std::unique_ptr<DataPlane> plane_;  // last: stopped first, before the maps go
 };
 

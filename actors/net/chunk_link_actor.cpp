@@ -3,6 +3,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "core/common/check.hpp"
 #include "messages/type_ids.hpp"
 
@@ -42,8 +44,27 @@ void ChunkLink::send(int rank, msg::Chunk chunk) {
 
 Landing ChunkLink::land(int, const ChunkHeader&, std::size_t bytes) {
   if (bytes % sizeof(float) != 0) return {};
-  auto payload = std::make_shared<msg::TensorPayload>(msg::TensorPayload::allocate(bytes / sizeof(float)));
-  void* data = payload->mutable_data();
+  const std::size_t n = bytes / sizeof(float);
+  constexpr std::size_t pool_limit = 64;
+  std::shared_ptr<msg::TensorPayload> payload;
+  // Free: no landing in progress holds it (use_count) and no chunk shares its floats (unique).
+  auto free_buffer = [](const std::shared_ptr<msg::TensorPayload>& p) { return p.use_count() == 1 && p->unique(); };
+  for (auto& p : pool_)
+    if (p->size() == n && free_buffer(p)) {
+      payload = p;
+      break;
+    }
+  if (!payload) {
+    payload = std::make_shared<msg::TensorPayload>(msg::TensorPayload::allocate(n));
+    if (pool_.size() >= pool_limit) {
+      // Replace a free buffer of another size, else do not pool this one.
+      auto free = std::find_if(pool_.begin(), pool_.end(), free_buffer);
+      if (free != pool_.end()) *free = payload;
+    } else if (n > 0) {
+      pool_.push_back(payload);
+    }
+  }
+  void* data = payload->mutable_data();  // unique: no copy
   return {data, std::move(payload)};
 }
 
@@ -60,7 +81,8 @@ void ChunkLink::deliver(int from, const ChunkHeader& h, Landing landing) {
     return;
   }
   auto payload = std::static_pointer_cast<msg::TensorPayload>(landing.owner);
-  msg::TensorPayload values = payload ? std::move(*payload) : msg::TensorPayload{};
+  // A second reference to the pooled buffer: it is free again when the shard drops the chunk.
+  msg::TensorPayload values = payload ? *payload : msg::TensorPayload{};
   caf::anon_send(shard, msg::Chunk{h.bucket, h.iteration, h.sender, h.seq, h.offset, std::move(values)});
 }
 
