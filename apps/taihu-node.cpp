@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
     const config::Document doc = app::load_config(cl);
     const config::Section& node = doc.section("node");
     auto option = [&](const char* flag, const char* key, std::string fallback) {
+      std::string from_file = node.get_or<std::string>(key, fallback);  // read either way: no "unknown option"
       if (auto v = cl.flag(flag)) return *v;
-      return node.get_or<std::string>(key, fallback);
+      return from_file;
     };
     compute::NodeOptions o;
     const std::string coordinator = option("coordinator", "coordinator", "");
