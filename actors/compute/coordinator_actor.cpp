@@ -507,8 +507,10 @@ TrainReport DataParallelTrainer::run() {
     auto ask = [&](int rank, const char* what, auto on_reply, auto... args) {
       self->request(workers[static_cast<std::size_t>(rank)], timeout, args...)
           .receive(on_reply, [&](caf::error& e) {
-            throw WorkerFailure(rank, fmt::format("worker {} did not answer {} within {} s: {}", rank, what,
-                                                  im.step_timeout, reason_of(system, e)));
+            auto it = who.find(workers[static_cast<std::size_t>(rank)].address());
+            throw WorkerFailure(rank, fmt::format("worker {}{} did not answer {} within {} s: {}", rank,
+                                                  it != who.end() ? it->second.where : "", what, im.step_timeout,
+                                                  reason_of(system, e)));
           });
     };
 

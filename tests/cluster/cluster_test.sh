@@ -84,6 +84,22 @@ for c in "${cases[@]}"; do
     start_coordinator train "${small[@]}" --report="$work/cluster.json"
     [[ -n $port ]]
     check "coordinator listens" $? "$work/train.log"
+    # Garbage bytes and a stranger's HTTP request at the control port: dropped, the coordinator goes on.
+    python3 - "$port" <<'PY'
+import socket, sys
+for payload in (bytes(range(256)) * 8, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.sendall(payload)
+    s.settimeout(5)
+    try:
+        while s.recv(4096):
+            pass
+    except OSError:
+        pass
+    s.close()
+PY
+    kill -0 "$coordinator" 2>/dev/null
+    check "the coordinator survives garbage at its control port" $? "$work/train.log"
     "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/wrong" --name=intruder --join-timeout=20 \
       >"$work/intruder.log" 2>&1
     rc=$?
