@@ -78,6 +78,17 @@ wait_for_line() {  # wait_for_line FILE PATTERN SECONDS
 
 small=(epochs=1 data.limit_train=960)
 
+# Bad cluster configs fail at once, naming the key.
+out=$("$train" "${common[@]}" cluster.secret_file= 2>&1)
+[[ $? -eq 2 ]] && grep -q "secret_file.*nodes > 0 needs a cluster secret" <<<"$out"
+check "no secret file: exit 2 naming the key" $?
+out=$("$train" "${common[@]}" workers=4 2>&1)
+[[ $? -eq 2 ]] && grep -q "key 'workers'.*must be a multiple of nodes = 3" <<<"$out"
+check "workers not a multiple of nodes: exit 2" $?
+out=$("$train" "${common[@]}" cluster.secret_file="$work/missing" 2>&1)
+[[ $? -eq 2 ]] && grep -q "cannot read the cluster secret file" <<<"$out"
+check "missing secret file: exit 2" $?
+
 for c in "${cases[@]}"; do
   case $c in
   train)  # also the refused intruder
