@@ -505,6 +505,18 @@ TrainReport DataParallelTrainer::run() {
     };
     // A request to one worker with the step timeout; a failure names it.
     auto ask = [&](int rank, const char* what, auto on_reply, auto... args) {
+      if (clustered) {
+        // A plain send, whose answer comes back as an ordinary message, so
+        // that a lost node (down_msg, NodeFailure) ends the wait at once; a
+        // request to a dead node would only time out (CAF 0.17).
+        self->send(workers[static_cast<std::size_t>(rank)], args...);
+        self->receive(on_reply, on_down, on_node_failure, caf::after(timeout) >> [&] {
+          throw WorkerFailure(rank, fmt::format("worker {}{} did not answer {} within {} s", rank,
+                                                who[workers[static_cast<std::size_t>(rank)].address()].where, what,
+                                                im.step_timeout));
+        });
+        return;
+      }
       self->request(workers[static_cast<std::size_t>(rank)], timeout, args...)
           .receive(on_reply, [&](caf::error& e) {
             auto it = who.find(workers[static_cast<std::size_t>(rank)].address());

@@ -13,7 +13,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -203,6 +203,37 @@ PY
       check "kill: the checkpoint loads" $? "$work/resume.log"
     fi
     kill -CONT "$victim" 2>/dev/null
+    for p in "${node_pids[@]}"; do
+      for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$p" 2>/dev/null
+      wait "$p" 2>/dev/null
+    done
+    ;;
+  kill-eval)
+    # Rank 0's node dies while the coordinator waits for its evaluation (the full test set).
+    start_coordinator eval epochs=2 data.limit_train=960 data.limit_test=10000 sync.step_timeout=60
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-eval"
+      node_pids+=("$last")
+    done
+    wait_for_line "$work/eval.log" "epoch 1/2 done" 60
+    check "kill-eval: first epoch trained" $? "$work/eval.log"
+    # The node of rank 0 is node 0: whichever joined first.
+    victim_name=$(grep -o "node 0 '[a-z]*-eval'" "$work/eval.log" | head -1 | grep -o "[a-z]*-eval")
+    declare -A pid_of=([a-eval]=${node_pids[0]} [b-eval]=${node_pids[1]} [c-eval]=${node_pids[2]})
+    victim=${pid_of[$victim_name]:-}
+    [[ -n $victim ]] && kill -KILL "$victim"
+    t0=$(date +%s.%N)
+    wait "$coordinator"
+    rc=$?
+    t1=$(date +%s.%N)
+    seconds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+    echo "kill-eval: coordinator stopped ${seconds} s after rank 0's node was killed (exit $rc)"
+    [[ $rc -eq 2 ]] && grep -qE "node 0 '$victim_name'" "$work/eval.log"
+    check "kill-eval: the report names rank 0's node" $? "$work/eval.log"
+    python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 5 else 1)"
+    check "kill-eval: detected within 5 s (took $seconds s)" $?
     for p in "${node_pids[@]}"; do
       for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$p" 2>/dev/null
