@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   try {
     const auto cl = app::parse_command_line(argc, argv,
                                             {"coordinator", "secret-file", "name", "listen", "join-timeout",
-                                             "heartbeat", "dead-after", "log-level"});
+                                             "heartbeat", "dead-after", "log-level", "protocol-version"});
     if (cl.help) {
       std::fputs(usage, stdout);
       return 0;
@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
     o.join_timeout = seconds("join-timeout", "join_timeout", o.join_timeout);
     o.heartbeat = seconds("heartbeat", "heartbeat", o.heartbeat);
     o.dead_after = seconds("dead-after", "dead_after", o.dead_after);
+    // Hidden, for tests: speak another cluster protocol version.
+    if (auto v = cl.flag("protocol-version")) o.protocol_version = config::parse_value<int>(*v).value_or(-1);
     doc.reject_unused();
 
     // BLAS kernel now (it may re-execute this process); threads once the

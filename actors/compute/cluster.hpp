@@ -8,8 +8,9 @@
 // challenge and answers HMAC-SHA-256(secret, "taihu-cp" | challenge | name);
 // only then does the gate admit it and learn its agent's handle, so no other
 // actor of the coordinator is reachable without the secret. Refusals are
-// logged and the gate keeps serving. Nodes of another protocol version are
-// refused by CAF's handshake (middleman.app-identifiers = taihu-<version>).
+// logged and the gate keeps serving. A node of another cluster protocol
+// version is refused (and logged) by the gate before its proof is looked at;
+// CAF's own handshake refuses non-taihu peers (middleman.app-identifiers).
 // Once K nodes joined (or join_timeout passed: a clear error naming who is
 // missing), the coordinator places ranks on nodes in contiguous blocks (rank r
 // on node r * K / workers), sends each node the merged config and its ranks;
@@ -113,6 +114,7 @@ struct NodeOptions {
   double join_timeout = 60.0;             // to reach the coordinator
   double heartbeat = 1.0;
   double dead_after = 5.0;
+  int protocol_version = cluster_protocol_version;  // tests speak others
 };
 
 // Joins, hosts its replicas until the coordinator says stop (0) or is lost

@@ -73,6 +73,13 @@ caf::behavior gate(caf::stateful_actor<GateState>* self, std::string secret, int
       },
       [=](msg::JoinRequest& r) -> caf::result<std::int32_t> {
         auto& s = self->state;
+        if (r.version != cluster_protocol_version) {
+          spdlog::warn("coordinator: refused node '{}': it speaks cluster protocol version {}, this coordinator {}",
+                       r.name, r.version, cluster_protocol_version);
+          return caf::make_error(caf::sec::runtime_error,
+                                 fmt::format("refused: protocol version {} (the coordinator speaks {})", r.version,
+                                             cluster_protocol_version));
+        }
         const bool known = s.challenges.erase(r.challenge) == 1;
         const std::string expected = control_proof(s.secret, r.challenge, r.name);
         const bool proven =
@@ -132,8 +139,7 @@ void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, do
   cfg.load<caf::io::middleman>();
   cfg.set("middleman.heartbeat-interval", caf::timespan{millis(heartbeat)});
   cfg.set("middleman.connection-timeout", caf::timespan{millis(dead_after)});
-  cfg.set("middleman.app-identifiers",
-          std::vector<std::string>{fmt::format("taihu-{}", cluster_protocol_version)});
+  cfg.set("middleman.app-identifiers", std::vector<std::string>{"taihu"});
 }
 
 std::string control_proof(const std::string& secret, const std::string& challenge, const std::string& name) {
@@ -283,7 +289,7 @@ int run_node(const NodeOptions& o) {
   self->request(gate, std::chrono::seconds(10), msg::join_atom_v)
       .receive(
           [&](const std::string& challenge) {
-            msg::JoinRequest request{name, challenge, control_proof(o.secret, challenge, name),
+            msg::JoinRequest request{o.protocol_version, name, challenge, control_proof(o.secret, challenge, name),
                                      caf::actor_cast<caf::actor>(self)};
             self->request(gate, std::chrono::seconds(10), std::move(request))
                 .receive([&](std::int32_t i) { index = i; }, [&](caf::error& e) { error = render(system, e); });

@@ -118,6 +118,12 @@ PY
     check "a node with the wrong secret is refused (exit $rc)" $? "$work/intruder.log"
     grep -q "refused node 'intruder': it does not hold the cluster secret" "$work/train.log"
     check "the coordinator logs the refusal" $? "$work/train.log"
+    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name=future --protocol-version=2 \
+      --join-timeout=20 >"$work/future.log" 2>&1
+    rc=$?
+    [[ $rc -eq 5 ]] && grep -q "protocol version 2 (the coordinator speaks 1)" "$work/future.log" &&
+      grep -q "refused node 'future': it speaks cluster protocol version 2, this coordinator 1" "$work/train.log"
+    check "a node of another protocol version is refused and logged (exit $rc)" $? "$work/future.log"
     node_pids=()
     for n in a b c; do
       start_node "$n"
