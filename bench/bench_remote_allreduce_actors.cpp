@@ -123,11 +123,11 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
   int status = 0;
   for (std::size_t i = 0; i < elements; i += 997)
     if (buffer[i] != static_cast<float>(expected)) status = 4;
+  closing = true;  // from here on, peers leave
   write_all(to_parent, times.data(), times.size() * sizeof(std::int64_t));
   // Leave only when every rank is done: our last sends may still be queued.
   char bye;
   read_all(from_parent, &bye, 1);
-  closing = true;
   self->send_exit(shard, caf::exit_reason::user_shutdown);
   link->detach_all();
   return status;
