@@ -3,6 +3,7 @@
 // iteration on a worker (it carries no tensors); StepDone reports it finished
 // (all its buckets reduced and applied).
 
+#include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
@@ -44,6 +45,12 @@ struct StepDone {
   float loss = 0;
   StepStats stats;
 };
+
+// On the wire the loss goes as its bits: CAF 0.17's portable float encoding
+// does not keep NaN and infinity, and a NaN loss must stop training on a
+// coordinator in another process too (step.cpp).
+caf::error inspect(caf::serializer& f, StepDone& x);
+caf::error inspect(caf::deserializer& f, StepDone& x);
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StepDone& x) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "messages/chunk.hpp"
+#include "messages/cluster.hpp"
 #include "messages/gradient_ready.hpp"
 #include "messages/parameters.hpp"
 #include "messages/reduced.hpp"
@@ -37,6 +38,16 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on the test set: (loss, accuracy)
   CAF_ADD_ATOM(taihu, taihu::msg, save_atom, "save")       // write a checkpoint
 
+  // Remote nodes (messages/cluster.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::JoinRequest))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::ClusterSetup))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeReady))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::ClusterPeers))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeStarted))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeFailure))
+  CAF_ADD_ATOM(taihu, taihu::msg, join_atom, "join")       // a node asks to join the cluster
+
+  // Dynamic networks (messages/vertex_work.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWorkDone))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunGraphBatch))

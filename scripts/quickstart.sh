@@ -4,6 +4,7 @@
 #
 #   bash scripts/quickstart.sh train   # install what is missing, build Release, train the default config
 #   bash scripts/quickstart.sh test    # install what is missing, build, run every test
+#   bash scripts/quickstart.sh bench-mpi  # also OpenMPI; allreduce across 4 processes vs MPI_Allreduce
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
 # TAIHU_CONFIG (default config/lenet-fashion.ini) for `train`.
@@ -11,8 +12,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 mode=${1:-}
-if [[ "$mode" != "train" && "$mode" != "test" ]]; then
-  echo "usage: bash scripts/quickstart.sh train|test" >&2
+if [[ "$mode" != "train" && "$mode" != "test" && "$mode" != "bench-mpi" ]]; then
+  echo "usage: bash scripts/quickstart.sh train|test|bench-mpi" >&2
   exit 2
 fi
 shift || true
@@ -22,6 +23,8 @@ packages=(
   libcaf-dev libasio-dev libcereal-dev libopenblas-dev libspdlog-dev libfmt-dev
   doctest-dev zlib1g-dev dataset-fashion-mnist
 )
+# OpenMPI only for the allreduce comparison (bench/allreduce_vs_mpi.sh), never for tests.
+if [[ "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin libopenmpi-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -40,7 +43,9 @@ jobs=${JOBS:-$(nproc)}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"
 
-if [[ "$mode" == "train" ]]; then
+if [[ "$mode" == "bench-mpi" ]]; then
+  exec bash bench/allreduce_vs_mpi.sh "$build" "$@"
+elif [[ "$mode" == "train" ]]; then
   config=${TAIHU_CONFIG:-config/lenet-fashion.ini}
   exec "$build/apps/taihu-train" --config-file="$config" --report="out/report.json" "$@"
 else

@@ -55,7 +55,9 @@
 #include <vector>
 
 #include "actors/compute/worker_actor.hpp"
+#include "actors/sync/topology.hpp"
 #include "core/common/error.hpp"
+#include "core/data/dataset.hpp"
 #include "core/config/config.hpp"
 #include "core/train/progress.hpp"
 #include "core/train/trainer.hpp"
@@ -70,6 +72,24 @@ class WorkerFailure : public Error {
  private:
   int rank_;
 };
+
+// Shared by the coordinator and the nodes (actors/compute/cluster.hpp), so
+// that every process builds the same replicas and schedules from one config.
+
+// The [topology] section, or (without one) uniform in-process links.
+sync::Topology training_topology(const config::Document& doc, int ranks);
+
+struct ReplicaData {
+  DataConfig config;
+  std::shared_ptr<const Dataset> train, test;
+  static ReplicaData read(const config::Document& doc);
+};
+
+// Rank `rank`'s replica: its net, solver, shard of every global batch (and
+// the test set on rank 0) and its view of the fusion buckets.
+std::shared_ptr<WorkerModel> build_worker_model(const config::Document& doc, const TrainSettings& settings,
+                                                const ReplicaData& data, int rank, int ranks,
+                                                std::size_t bucket_bytes, WorkerFault fault = {});
 
 class DataParallelTrainer {
  public:

@@ -21,6 +21,7 @@ struct ShardState {
   static inline const char* name = "taihu.shard";
 
   ShardSpec spec;
+  std::shared_ptr<ChunkRouter> router;  // null in-process
   std::vector<caf::actor> peers;
   caf::actor owner;
   bool wired = false;
@@ -63,7 +64,11 @@ void advance(Self* self) {
                          : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length);
       s.copied_floats += s.spec.send_view[s.next_step] ? 0 : step.send.length;
       msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload)};
-      self->send(s.peers[static_cast<std::size_t>(step.send_to)], std::move(chunk));
+      if (s.router && s.router->remote(step.send_to)) {
+        s.router->send(step.send_to, std::move(chunk));
+      } else {
+        self->send(s.peers[static_cast<std::size_t>(step.send_to)], std::move(chunk));
+      }
       ++s.chunks_sent;
       s.step_sent = true;
     }
@@ -112,8 +117,9 @@ void start_next(Self* self) {
   advance(self);
 }
 
-caf::behavior shard(Self* self, ShardSpec spec) {
+caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
   self->state.spec = std::move(spec);
+  self->state.router = std::move(router);
   // The reason travels in the down_msg, so an owner can say which shard failed and why.
   self->set_exception_handler(exception_reason);
   return {
@@ -185,10 +191,10 @@ std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucke
   return specs;
 }
 
-caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec) {
+caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
   require(spec.send_view.size() == spec.steps.size(), "spawn_shard: {} send modes for {} steps",
           spec.send_view.size(), spec.steps.size());
-  return system.spawn(shard, std::move(spec));
+  return system.spawn(shard, std::move(spec), std::move(router));
 }
 
 }  // namespace taihu::sync

@@ -36,9 +36,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "actors/sync/schedule.hpp"
+
+namespace taihu::msg {
+struct Chunk;
+}
 
 namespace taihu::sync {
 
@@ -57,6 +62,20 @@ struct ShardSpec {
 std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucket,
                                    SendMode mode = SendMode::view_where_safe);
 
-caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec);
+// The transport seam: where chunks for other processes go. A shard with no
+// router (in-process training) sends every chunk as a CAF message to its
+// peer; with one, chunks for the ranks the router calls remote go to
+// send() instead (the data plane, actors/net/chunk_link.hpp), and the
+// peers' entries in ShardInit may be empty handles. Chunks from remote ranks
+// come back as ordinary Chunk messages, so the collective code is the same.
+class ChunkRouter {
+ public:
+  virtual ~ChunkRouter() = default;
+  virtual bool remote(int rank) const = 0;
+  // Called on the shard's thread; must not block.
+  virtual void send(int rank, msg::Chunk chunk) = 0;
+};
+
+caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router = nullptr);
 
 }  // namespace taihu::sync

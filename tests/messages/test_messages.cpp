@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -145,6 +148,34 @@ TEST_SUITE("messages") {
     CHECK(d.stats.exposed_comm_seconds == 0.0625);
     CHECK(d.stats.samples == 64);
     CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5}).samples == 5);
+    // A NaN or infinite loss survives the wire (CAF's float encoding would not keep it).
+    CHECK(std::isnan(round_trip(system, StepDone{1, 0, std::numeric_limits<float>::quiet_NaN(), {}}).loss));
+    CHECK(round_trip(system, StepDone{1, 0, -std::numeric_limits<float>::infinity(), {}}).loss ==
+          -std::numeric_limits<float>::infinity());
+
+    // The cluster's control messages (actor handles are covered below).
+    const auto setup = round_trip(system, ClusterSetup{2, 3, "epochs = 1\n", {0, 1, 2}, {"ring", "hierarchical"}});
+    CHECK(setup.node == 2);
+    CHECK(setup.nodes == 3);
+    CHECK(setup.config == "epochs = 1\n");
+    CHECK(setup.rank_node == std::vector<std::int32_t>{0, 1, 2});
+    CHECK(setup.algorithms == std::vector<std::string>{"ring", "hierarchical"});
+    const auto ready = round_trip(system, NodeReady{1, "127.0.0.1", 40123});
+    CHECK(ready.node == 1);
+    CHECK(ready.data_host == "127.0.0.1");
+    CHECK(ready.data_port == 40123);
+    const auto peers = round_trip(system, ClusterPeers{{"a", "b"}, {1, 65535}});
+    CHECK(peers.hosts == std::vector<std::string>{"a", "b"});
+    CHECK(peers.ports == std::vector<std::uint16_t>{1, 65535});
+    const auto failure = round_trip(system, NodeFailure{2, 5, "gone"});
+    CHECK(failure.node == 2);
+    CHECK(failure.rank == 5);
+    CHECK(failure.reason == "gone");
+    const auto join = round_trip(system, JoinRequest{3, "n1", "c0ffee", "proof", {}});
+    CHECK(join.version == 3);
+    CHECK(join.name == "n1");
+    CHECK(join.challenge == "c0ffee");
+    CHECK(join.proof == "proof");
 
     const auto p = round_trip(system, Parameters{7, 0, iota_payload(100003)});
     CHECK(p.version == 7);

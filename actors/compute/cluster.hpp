@@ -1,0 +1,124 @@
+#pragma once
+// Training across processes: `taihu-train nodes=K` is the coordinator and
+// `taihu-node --coordinator=HOST:PORT` the nodes that host the replicas.
+//
+// Control plane (CAF's middleman, messages/cluster.hpp): the coordinator
+// publishes one gate actor on [cluster] listen:port (loopback by default). A
+// node first proves that it holds the cluster secret: it asks the gate for a
+// challenge and answers HMAC-SHA-256(secret, "taihu-cp" | challenge | name);
+// only then does the gate admit it and learn its agent's handle, so no other
+// actor of the coordinator is reachable without the secret. Refusals are
+// logged and the gate keeps serving. A node of another cluster protocol
+// version is refused (and logged) by the gate before its proof is looked at;
+// CAF's own handshake refuses non-taihu peers (middleman.app-identifiers).
+// Once K nodes joined (or join_timeout passed: a clear error naming who is
+// missing), the coordinator places ranks on nodes in contiguous blocks (rank r
+// on node r * K / workers), sends each node the merged config and its ranks;
+// the nodes build their replicas and shard actors and report their data-plane
+// ports, connect to each other, and hand back their workers' handles. From
+// then on the coordinator drives training exactly as in-process (Step,
+// StepDone, evaluation, checkpoints by rank 0's node) through proxies.
+//
+// Data plane (actors/net): the shard actors' chunks for ranks on other nodes
+// go over direct, authenticated TCP connections between the nodes
+// (ChunkLink); the collectives themselves are unchanged.
+//
+// Faults: CAF heartbeats every [cluster] heartbeat seconds; a node silent for
+// dead_after seconds (SIGSTOP, a partition) is dropped like a killed one
+// (whose TCP connections close at once). Either way the coordinator sees its
+// agent's and workers' proxies go down (or a node reports a lost data-plane
+// peer), stops training with a WorkerFailure that names the node, and the
+// last checkpoint (written atomically by rank 0's node) stays intact.
+//
+// Config (taihu-train):
+//   nodes = 3                 # 0 (default): in-process
+//   workers = 3               # default: nodes; must be a multiple of nodes
+//   [cluster]
+//   listen = 127.0.0.1        # the coordinator's control port address
+//   port = 4750               # 0: any free port (logged, and see port_file)
+//   port_file =               # write the port there once listening (for scripts)
+//   secret_file = secret.txt  # the cluster secret (required), relative to the config
+//   join_timeout = 60         # seconds to wait for the K nodes
+//   heartbeat = 1             # seconds between CAF heartbeats
+//   dead_after = 5            # seconds of silence after which a node is dead
+
+#include <caf/fwd.hpp>
+#include <caf/actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/common/error.hpp"
+
+namespace taihu::compute {
+
+inline constexpr int cluster_protocol_version = 1;
+
+class ClusterError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct ClusterSettings {
+  int nodes = 0;
+  std::string listen = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::string port_file;
+  std::string secret;
+  double join_timeout = 60.0;
+  double heartbeat = 1.0;
+  double dead_after = 5.0;
+
+  // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
+  static ClusterSettings read(const config::Document& doc);
+};
+
+// Loads the middleman with taihu's app identifier and heartbeats.
+void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after);
+
+// The proof a node sends for a challenge (hex).
+std::string control_proof(const std::string& secret, const std::string& challenge, const std::string& name);
+
+struct ClusterNode {
+  std::string name;
+  caf::actor agent;
+};
+
+struct Cluster {
+  std::vector<ClusterNode> nodes;
+  std::vector<int> rank_node;        // rank -> node
+  std::vector<caf::actor> workers;   // by rank (proxies)
+  caf::actor gate;
+  std::uint16_t port = 0;
+};
+
+// Coordinator side: publishes the gate, admits settings.nodes authenticated
+// nodes, sets them up with `config_text` and the buckets' algorithms, and
+// fills `cluster` (also when it throws ClusterError, e.g. on join_timeout,
+// so that stop_cluster can release what was started).
+void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
+                    const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
+                    Cluster& cluster);
+// Tells every node to shut down and closes the gate.
+void stop_cluster(caf::actor_system& system, caf::scoped_actor& self, Cluster& cluster);
+
+// Node side (taihu-node).
+struct NodeOptions {
+  std::string coordinator_host = "127.0.0.1";
+  std::uint16_t coordinator_port = 0;
+  std::string secret;
+  std::string name;                       // default: host:pid
+  std::string data_listen = "127.0.0.1";  // the data plane's address (others connect to it)
+  double join_timeout = 60.0;             // to reach the coordinator
+  double heartbeat = 1.0;
+  double dead_after = 5.0;
+  int protocol_version = cluster_protocol_version;  // tests speak others
+};
+
+// Joins, hosts its replicas until the coordinator says stop (0) or is lost
+// or refuses this node (non-zero). Logs why.
+int run_node(const NodeOptions& options);
+
+}  // namespace taihu::compute

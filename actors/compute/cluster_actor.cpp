@@ -1,0 +1,451 @@
+#include "actors/compute/cluster.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "actors/compute/coordinator.hpp"
+#include "actors/net/chunk_link.hpp"
+#include "actors/net/data_plane.hpp"
+#include "actors/net/sha256.hpp"
+#include "actors/sync/algorithms.hpp"
+#include "actors/sync/buckets.hpp"
+#include "actors/sync/shard_actor.hpp"
+#include "core/blas/blas.hpp"
+#include "core/blas/kernel_selection.hpp"
+#include "core/common/check.hpp"
+#include "core/data/batch_source.hpp"
+#include "core/net/net.hpp"
+#include "core/solver/solver.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::compute {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+
+std::string hex(const net::Digest& d) {
+  std::string out;
+  for (auto b : d) out += fmt::format("{:02x}", b);
+  return out;
+}
+
+std::string render(caf::actor_system& system, const caf::error& e) {
+  if (e.context().match_elements<std::string>()) return e.context().get_as<std::string>(0);
+  return system.render(e);
+}
+
+// --- the gate -------------------------------------------------------------
+
+struct GateState {
+  static inline const char* name = "taihu.gate";
+  std::string secret;
+  int capacity = 0;
+  caf::actor coordinator;  // gets (join_atom, index, name, agent) per admitted node
+  std::set<std::string> challenges;
+  std::vector<std::string> admitted;
+};
+
+caf::behavior gate(caf::stateful_actor<GateState>* self, std::string secret, int capacity, caf::actor coordinator) {
+  self->state.secret = std::move(secret);
+  self->state.capacity = capacity;
+  self->state.coordinator = std::move(coordinator);
+  return {
+      [=](msg::join_atom) -> std::string {
+        auto& s = self->state;
+        // Bounded: a stranger asking again and again cannot grow the set.
+        if (s.challenges.size() > 1024) s.challenges.erase(s.challenges.begin());
+        const std::string challenge = net::random_secret();
+        s.challenges.insert(challenge);
+        return challenge;
+      },
+      [=](msg::JoinRequest& r) -> caf::result<std::int32_t> {
+        auto& s = self->state;
+        if (r.version != cluster_protocol_version) {
+          spdlog::warn("coordinator: refused node '{}': it speaks cluster protocol version {}, this coordinator {}",
+                       r.name, r.version, cluster_protocol_version);
+          return caf::make_error(caf::sec::runtime_error,
+                                 fmt::format("refused: protocol version {} (the coordinator speaks {})", r.version,
+                                             cluster_protocol_version));
+        }
+        const bool known = s.challenges.erase(r.challenge) == 1;
+        const std::string expected = control_proof(s.secret, r.challenge, r.name);
+        const bool proven =
+            known && net::equal_constant_time({reinterpret_cast<const std::uint8_t*>(expected.data()), expected.size()},
+                                               {reinterpret_cast<const std::uint8_t*>(r.proof.data()), r.proof.size()});
+        if (!proven) {
+          spdlog::warn("coordinator: refused node '{}': it does not hold the cluster secret", r.name);
+          return caf::make_error(caf::sec::runtime_error, std::string("refused: wrong cluster secret"));
+        }
+        if (static_cast<int>(s.admitted.size()) >= s.capacity) {
+          spdlog::warn("coordinator: refused node '{}': all {} nodes have joined", r.name, s.capacity);
+          return caf::make_error(caf::sec::runtime_error, fmt::format("refused: the cluster is full ({} nodes)", s.capacity));
+        }
+        const auto index = static_cast<std::int32_t>(s.admitted.size());
+        s.admitted.push_back(r.name);
+        self->send(s.coordinator, msg::join_atom_v, index, r.name, r.agent);
+        return index;
+      },
+  };
+}
+
+}  // namespace
+
+ClusterSettings ClusterSettings::read(const config::Document& doc) {
+  ClusterSettings s;
+  const config::Section& root = doc.root();
+  s.nodes = root.get_or<int>("nodes", 0);
+  if (s.nodes < 0) throw root.error("nodes", "must not be negative");
+  if (s.nodes == 0) {
+    doc.section("cluster").mark_all_used();  // the same config also runs in one process
+    return s;
+  }
+  const config::Section& c = doc.section("cluster");
+  s.listen = c.get_or<std::string>("listen", s.listen);
+  const int port = c.get_or<int>("port", 0);
+  if (port < 0 || port > 65535) throw c.error("port", "must be in 0..65535");
+  s.port = static_cast<std::uint16_t>(port);
+  s.port_file = c.get_or<std::string>("port_file", "");
+  const std::string secret_file = c.get_or<std::string>("secret_file", "");
+  if (secret_file.empty())
+    throw c.error("secret_file", "nodes > 0 needs a cluster secret: [cluster] secret_file = PATH (a file only you can read)");
+  try {
+    s.secret = net::read_secret_file(doc.resolve(secret_file));
+  } catch (const net::NetError& e) {
+    throw c.error("secret_file", e.what());
+  }
+  s.join_timeout = c.get_or<double>("join_timeout", s.join_timeout);
+  s.heartbeat = c.get_or<double>("heartbeat", s.heartbeat);
+  s.dead_after = c.get_or<double>("dead_after", s.dead_after);
+  if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
+  if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");
+  if (!(s.dead_after > s.heartbeat)) throw c.error("dead_after", "must be longer than heartbeat");
+  return s;
+}
+
+void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after) {
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.heartbeat-interval", caf::timespan{millis(heartbeat)});
+  cfg.set("middleman.connection-timeout", caf::timespan{millis(dead_after)});
+  cfg.set("middleman.app-identifiers", std::vector<std::string>{"taihu"});
+}
+
+std::string control_proof(const std::string& secret, const std::string& challenge, const std::string& name) {
+  const std::string message = "taihu-cp|" + challenge + "|" + name;
+  return hex(net::hmac_sha256({reinterpret_cast<const std::uint8_t*>(secret.data()), secret.size()},
+                              {reinterpret_cast<const std::uint8_t*>(message.data()), message.size()}));
+}
+
+void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
+                    const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
+                    Cluster& cluster) {
+  require<ClusterError>(ranks % settings.nodes == 0, "workers = {} must be a multiple of nodes = {}", ranks,
+                        settings.nodes);
+  cluster = Cluster{};
+  cluster.gate = system.spawn(gate, settings.secret, settings.nodes, caf::actor_cast<caf::actor>(self));
+  auto port = system.middleman().publish(cluster.gate, settings.port, settings.listen.c_str(), true);
+  if (!port) {
+    caf::anon_send_exit(cluster.gate, caf::exit_reason::user_shutdown);
+    cluster.gate = nullptr;
+    raise<ClusterError>("coordinator: cannot listen on {}:{}: {}", settings.listen, settings.port,
+                        render(system, port.error()));
+  }
+  cluster.port = *port;
+  spdlog::info("coordinator: listening on {}:{}, waiting for {} nodes (join_timeout {} s): "
+               "taihu-node --coordinator={}:{} --secret-file=...",
+               settings.listen, cluster.port, settings.nodes, settings.join_timeout, settings.listen, cluster.port);
+  if (!settings.port_file.empty()) {
+    std::ofstream out(settings.port_file + ".tmp");
+    out << cluster.port << "\n";
+    out.close();
+    std::filesystem::rename(settings.port_file + ".tmp", settings.port_file);
+  }
+
+  // Admission.
+  const auto deadline = Clock::now() + millis(settings.join_timeout);
+  cluster.nodes.resize(static_cast<std::size_t>(settings.nodes));
+  for (int joined = 0; joined < settings.nodes;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    bool timed_out = left.count() <= 0;
+    if (!timed_out) {
+      self->receive(
+          [&](msg::join_atom, std::int32_t index, const std::string& name, const caf::actor& agent) {
+            cluster.nodes[static_cast<std::size_t>(index)] = {name, agent};
+            self->monitor(agent);
+            ++joined;
+            spdlog::info("coordinator: node {} '{}' joined ({}/{})", index, name, joined, settings.nodes);
+          },
+          [&](const caf::down_msg& dm) {
+            for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
+              if (cluster.nodes[i].agent && cluster.nodes[i].agent.address() == dm.source)
+                raise<ClusterError>("node {} '{}' left before training started: {}", i, cluster.nodes[i].name,
+                                    render(system, dm.reason));
+          },
+          caf::after(left) >> [&] { timed_out = true; });
+    }
+    if (timed_out) {
+      std::string names;
+      for (int i = 0; i < joined; ++i) names += fmt::format("{}'{}'", i ? ", " : "", cluster.nodes[i].name);
+      raise<ClusterError>("only {} of {} nodes joined within join_timeout = {} s{}; start the others with "
+                          "`taihu-node --coordinator={}:{} --secret-file=PATH`",
+                          joined, settings.nodes, settings.join_timeout,
+                          joined ? " (joined: " + names + ")" : "", settings.listen, cluster.port);
+    }
+  }
+
+  // Placement: contiguous blocks of ranks per node.
+  for (int r = 0; r < ranks; ++r) cluster.rank_node.push_back(r * settings.nodes / ranks);
+  const auto timeout = millis(std::max(60.0, settings.join_timeout));
+  auto fail = [&](int node, const char* what, const caf::error& e) {
+    raise<ClusterError>("node {} '{}' failed to {}: {}", node, cluster.nodes[static_cast<std::size_t>(node)].name, what,
+                        render(system, e));
+  };
+  msg::ClusterPeers peers;
+  peers.hosts.resize(cluster.nodes.size());
+  peers.ports.resize(cluster.nodes.size());
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
+    msg::ClusterSetup setup{static_cast<std::int32_t>(i), settings.nodes, config_text,
+                            std::vector<std::int32_t>(cluster.rank_node.begin(), cluster.rank_node.end()), algorithms};
+    self->request(cluster.nodes[i].agent, timeout, std::move(setup))
+        .receive(
+            [&](msg::NodeReady& ready) {
+              peers.hosts[i] = ready.data_host;
+              peers.ports[i] = ready.data_port;
+            },
+            [&](caf::error& e) { fail(static_cast<int>(i), "set up its replicas", e); });
+  }
+  cluster.workers.resize(static_cast<std::size_t>(ranks));
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
+    self->request(cluster.nodes[i].agent, timeout, peers)
+        .receive(
+            [&](msg::NodeStarted& started) {
+              for (std::size_t k = 0; k < started.ranks.size(); ++k)
+                cluster.workers[static_cast<std::size_t>(started.ranks[k])] = started.workers[k];
+            },
+            [&](caf::error& e) { fail(static_cast<int>(i), "start its workers", e); });
+  }
+  for (int r = 0; r < ranks; ++r)
+    require<ClusterError>(static_cast<bool>(cluster.workers[static_cast<std::size_t>(r)]),
+                          "no node started rank {}", r);
+  spdlog::info("coordinator: {} nodes, {} ranks placed; training starts", settings.nodes, ranks);
+}
+
+void stop_cluster(caf::actor_system& system, caf::scoped_actor& self, Cluster& cluster) {
+  for (auto& n : cluster.nodes) {
+    if (!n.agent) continue;
+    self->demonitor(n.agent);
+    self->send(n.agent, msg::stop_atom_v);
+  }
+  if (cluster.gate) {
+    system.middleman().unpublish(cluster.gate, cluster.port);
+    self->send_exit(cluster.gate, caf::exit_reason::user_shutdown);
+  }
+}
+
+// --- the node ----------------------------------------------------------------
+
+int run_node(const NodeOptions& o) {
+  caf::actor_system_config cfg;
+  cfg.add_message_types<caf::id_block::taihu>();
+  cfg.set("scheduler.max-threads", 2);
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  configure_control_plane(cfg, o.heartbeat, o.dead_after);
+  caf::actor_system system{cfg};
+  const std::string name = o.name.empty() ? fmt::format("node-{}", ::getpid()) : o.name;
+  const std::string where = fmt::format("{}:{}", o.coordinator_host, o.coordinator_port);
+
+  // Reach the coordinator (it may start after us).
+  caf::actor gate;
+  const auto deadline = Clock::now() + millis(o.join_timeout);
+  for (;;) {
+    auto g = system.middleman().remote_actor(o.coordinator_host, o.coordinator_port);
+    if (g) {
+      gate = *g;
+      break;
+    }
+    if (Clock::now() > deadline) {
+      spdlog::error("node '{}': cannot reach the coordinator at {} within {} s: {}", name, where, o.join_timeout,
+                    render(system, g.error()));
+      return 4;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+
+  caf::scoped_actor self{system};
+  int index = -1;
+  std::string error;
+  self->request(gate, std::chrono::seconds(10), msg::join_atom_v)
+      .receive(
+          [&](const std::string& challenge) {
+            msg::JoinRequest request{o.protocol_version, name, challenge, control_proof(o.secret, challenge, name),
+                                     caf::actor_cast<caf::actor>(self)};
+            self->request(gate, std::chrono::seconds(10), std::move(request))
+                .receive([&](std::int32_t i) { index = i; }, [&](caf::error& e) { error = render(system, e); });
+          },
+          [&](caf::error& e) { error = render(system, e); });
+  if (index < 0) {
+    spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, error);
+    return 5;
+  }
+  spdlog::info("node '{}': joined the coordinator at {} as node {}", name, where, index);
+  self->monitor(gate);
+
+  // State built by the setup messages.
+  caf::actor coordinator;
+  std::optional<config::Document> doc;
+  TrainSettings settings;
+  std::vector<int> rank_node;
+  std::vector<std::string> algorithms;
+  std::vector<int> local_ranks;
+  std::vector<std::shared_ptr<WorkerModel>> models;
+  std::shared_ptr<net::ChunkLink> link;
+  std::vector<caf::actor> workers, shards;
+  std::map<caf::actor_addr, std::string> who;
+  int exit_code = 0;
+  bool running = true;
+
+  auto report = [&](int node, int rank, std::string reason) {
+    spdlog::error("node {} '{}': {}", index, name, reason);
+    if (coordinator) self->send(coordinator, msg::NodeFailure{node, rank, std::move(reason)});
+  };
+
+  self->receive_while([&] { return running; })(
+      [&](msg::ClusterSetup& setup) -> caf::result<msg::NodeReady> {
+        coordinator = caf::actor_cast<caf::actor>(self->current_sender());
+        self->monitor(coordinator);
+        try {
+          doc.emplace(config::Document::parse(setup.config, "config from the coordinator"));
+          settings = TrainSettings::read(doc->root());
+          rank_node.assign(setup.rank_node.begin(), setup.rank_node.end());
+          algorithms = setup.algorithms;
+          const int ranks = static_cast<int>(rank_node.size());
+          for (int r = 0; r < ranks; ++r)
+            if (rank_node[static_cast<std::size_t>(r)] == index) local_ranks.push_back(r);
+          const double bucket_mb = doc->section("sync").get_or<double>("bucket_mb", 25.0);
+          const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
+          const int blas_threads = doc->section("blas").get_or<int>("threads", 0);
+          blas::set_threads(blas_threads > 0 ? blas_threads
+                                             : std::max(1, blas::available_cores() /
+                                                               std::max(1, static_cast<int>(local_ranks.size()))));
+          const ReplicaData data = ReplicaData::read(*doc);
+          for (int r : local_ranks)
+            models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes));
+          net::DataPlaneOptions options;
+          options.node = index;
+          options.secret = o.secret;
+          options.listen_address = o.data_listen;
+          link = std::make_shared<net::ChunkLink>(
+              options, rank_node, [&](int node, const std::string& why) {
+                // On the I/O thread: tell the coordinator (by message; it names the node).
+                if (coordinator)
+                  caf::anon_send(coordinator, msg::NodeFailure{node, -1, fmt::format(
+                      "node {} lost its data-plane connection to node {}: {}", index, node, why)});
+              });
+          spdlog::info("node {} '{}': ranks {}..{} built; data plane on {}:{}", index, name, local_ranks.front(),
+                       local_ranks.back(), o.data_listen, link->port());
+          return msg::NodeReady{index, o.data_listen, link->port()};
+        } catch (const std::exception& e) {
+          report(index, -1, fmt::format("setup failed: {}", e.what()));
+          exit_code = 6;
+          running = false;
+          return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
+        }
+      },
+      [&](msg::ClusterPeers& peers) -> caf::result<msg::NodeStarted> {
+        try {
+          for (std::size_t j = 0; j < peers.hosts.size(); ++j)
+            if (static_cast<int>(j) != index) link->plane().connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
+          const int ranks = static_cast<int>(rank_node.size());
+          const auto topology = training_topology(*doc, ranks);
+          const sync::Buckets& buckets = *models.front()->buckets;
+          require(algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
+                  algorithms.size(), buckets.size());
+          std::vector<std::vector<caf::actor>> bucket_shards(buckets.size(), std::vector<caf::actor>(ranks));
+          for (std::size_t b = 0; b < buckets.size(); ++b) {
+            const auto schedule =
+                sync::make_allreduce(sync::parse_algorithm(algorithms[b]), topology, buckets[b].elements);
+            for (auto& spec : sync::shard_specs(schedule, static_cast<std::uint32_t>(b))) {
+              if (rank_node[static_cast<std::size_t>(spec.rank)] != index) continue;
+              const int r = spec.rank;
+              auto shard = sync::spawn_shard(system, std::move(spec), link);
+              link->attach(static_cast<std::uint32_t>(b), r, shard);
+              bucket_shards[b][static_cast<std::size_t>(r)] = shard;
+              who[shard.address()] = fmt::format("rank {}'s shard of bucket {}", r, b);
+              shards.push_back(shard);
+            }
+          }
+          const int cores = blas::available_cores();
+          auto slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, blas::threads())));
+          msg::NodeStarted started{index, {}, {}};
+          for (auto& m : models) {
+            const int r = m->rank;
+            for (auto& s : bucket_shards) m->shards.push_back(s[static_cast<std::size_t>(r)]);
+            m->compute_slots = slots;
+            auto w = spawn_worker(system, std::move(m));
+            who[w.address()] = fmt::format("worker {}", r);
+            workers.push_back(w);
+            started.ranks.push_back(r);
+            started.workers.push_back(w);
+          }
+          models.clear();
+          for (std::size_t b = 0; b < bucket_shards.size(); ++b)
+            for (std::size_t k = 0; k < started.ranks.size(); ++k) {
+              const auto r = static_cast<std::size_t>(started.ranks[k]);
+              self->send(bucket_shards[b][r], msg::ShardInit{static_cast<std::uint32_t>(b), bucket_shards[b],
+                                                             started.workers[k]});
+            }
+          for (auto& a : workers) self->monitor(a);
+          for (auto& a : shards) self->monitor(a);
+          return started;
+        } catch (const std::exception& e) {
+          report(index, -1, fmt::format("start failed: {}", e.what()));
+          exit_code = 6;
+          running = false;
+          return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
+        }
+      },
+      [&](msg::stop_atom) { running = false; },
+      [&](const caf::down_msg& dm) {
+        if (dm.source == gate.address() || (coordinator && dm.source == coordinator.address())) {
+          spdlog::error("node {} '{}': lost the coordinator ({}); stopping", index, name, render(system, dm.reason));
+          exit_code = 7;
+          running = false;
+          return;
+        }
+        if (dm.reason == caf::exit_reason::user_shutdown) return;  // the coordinator's shutdown
+        auto it = who.find(dm.source);
+        const std::string what = it != who.end() ? it->second : "an actor";
+        int rank = -1;
+        if (it != who.end() && what.rfind("worker ", 0) == 0) rank = std::stoi(what.substr(7));
+        report(index, rank, fmt::format("{} on node {} failed: {}", what, index, render(system, dm.reason)));
+      });
+
+  if (link) link->detach_all();
+  for (auto& a : workers) {
+    self->demonitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  for (auto& a : shards) {
+    self->demonitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  for (auto& a : workers) self->wait_for(a);
+  for (auto& a : shards) self->wait_for(a);
+  link.reset();
+  if (exit_code == 0) spdlog::info("node {} '{}': training over, shutting down", index, name);
+  return exit_code;
+}
+
+}  // namespace taihu::compute

@@ -1,0 +1,93 @@
+#include "actors/net/chunk_link.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/common/check.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::net {
+
+ChunkLink::ChunkLink(DataPlaneOptions options, std::vector<int> rank_node,
+                     std::function<void(int, const std::string&)> on_lost)
+    : node_(options.node), rank_node_(std::move(rank_node)), on_lost_(std::move(on_lost)) {
+  plane_ = std::make_unique<DataPlane>(std::move(options), this);
+}
+
+ChunkLink::~ChunkLink() { plane_.reset(); }
+
+void ChunkLink::attach(std::uint32_t bucket, int rank, caf::actor shard) {
+  std::lock_guard lock(mutex_);
+  shards_[{bucket, rank}] = std::move(shard);
+}
+
+void ChunkLink::detach_all() {
+  std::lock_guard lock(mutex_);
+  shards_.clear();
+}
+
+bool ChunkLink::remote(int rank) const {
+  return rank >= 0 && static_cast<std::size_t>(rank) < rank_node_.size() &&
+         rank_node_[static_cast<std::size_t>(rank)] != node_;
+}
+
+void ChunkLink::send(int rank, msg::Chunk chunk) {
+  const int node = rank_node_.at(static_cast<std::size_t>(rank));
+  ChunkHeader header{chunk.bucket, chunk.sender, rank, chunk.seq, chunk.iteration, chunk.offset};
+  auto payload = std::make_shared<msg::TensorPayload>(std::move(chunk.payload));
+  const float* data = payload->data();
+  const std::size_t bytes = payload->size() * sizeof(float);
+  plane_->send(node, header, data, bytes, std::move(payload));
+}
+
+Landing ChunkLink::land(int, const ChunkHeader&, std::size_t bytes) {
+  if (bytes % sizeof(float) != 0) return {};
+  const std::size_t n = bytes / sizeof(float);
+  constexpr std::size_t pool_limit = 64;
+  std::shared_ptr<msg::TensorPayload> payload;
+  // Free: no landing in progress holds it (use_count) and no chunk shares its floats (unique).
+  auto free_buffer = [](const std::shared_ptr<msg::TensorPayload>& p) { return p.use_count() == 1 && p->unique(); };
+  for (auto& p : pool_)
+    if (p->size() == n && free_buffer(p)) {
+      payload = p;
+      break;
+    }
+  if (!payload) {
+    payload = std::make_shared<msg::TensorPayload>(msg::TensorPayload::allocate(n));
+    if (pool_.size() >= pool_limit) {
+      // Replace a free buffer of another size, else do not pool this one.
+      auto free = std::find_if(pool_.begin(), pool_.end(), free_buffer);
+      if (free != pool_.end()) *free = payload;
+    } else if (n > 0) {
+      pool_.push_back(payload);
+    }
+  }
+  void* data = payload->mutable_data();  // unique: no copy
+  return {data, std::move(payload)};
+}
+
+void ChunkLink::deliver(int from, const ChunkHeader& h, Landing landing) {
+  caf::actor shard;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = shards_.find({h.bucket, h.receiver});
+    if (it != shards_.end()) shard = it->second;
+  }
+  if (!shard) {
+    spdlog::warn("data plane node {}: chunk for bucket {} rank {} from node {} has no local shard; dropped", node_,
+                 h.bucket, h.receiver, from);
+    return;
+  }
+  auto payload = std::static_pointer_cast<msg::TensorPayload>(landing.owner);
+  // A second reference to the pooled buffer: it is free again when the shard drops the chunk.
+  msg::TensorPayload values = payload ? *payload : msg::TensorPayload{};
+  caf::anon_send(shard, msg::Chunk{h.bucket, h.iteration, h.sender, h.seq, h.offset, std::move(values)});
+}
+
+void ChunkLink::peer_lost(int node, const std::string& reason) {
+  if (on_lost_) on_lost_(node, reason);
+}
+
+}  // namespace taihu::net

@@ -1,0 +1,535 @@
+#include "actors/net/data_plane.hpp"
+
+#include <asio.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "actors/net/sha256.hpp"
+#include "core/common/check.hpp"
+
+namespace taihu::net {
+namespace {
+
+using asio::ip::tcp;
+using Nonce = std::array<std::uint8_t, nonce_bytes>;
+
+Nonce fresh_nonce() {
+  static thread_local std::random_device device;
+  Nonce n;
+  for (std::size_t i = 0; i < n.size(); i += 4) {
+    const std::uint32_t v = device();
+    std::memcpy(n.data() + i, &v, 4);
+  }
+  return n;
+}
+
+// The proof of one side: HMAC over the role, version, client node and both
+// nonces (own first), so a proof cannot be reflected to the other side.
+Digest proof(const std::string& secret, std::string_view role, std::uint32_t version, std::int32_t node,
+             const Nonce& first, const Nonce& second) {
+  std::vector<std::uint8_t> message(role.begin(), role.end());
+  auto append = [&](const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(p);
+    message.insert(message.end(), b, b + n);
+  };
+  append(&version, sizeof version);
+  append(&node, sizeof node);
+  append(first.data(), first.size());
+  append(second.data(), second.size());
+  return hmac_sha256({reinterpret_cast<const std::uint8_t*>(secret.data()), secret.size()}, message);
+}
+
+std::string endpoint_text(const tcp::socket& socket) {
+  asio::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
+std::string_view reason_text(std::uint32_t reason) {
+  switch (static_cast<RefuseReason>(reason)) {
+    case RefuseReason::version: return "protocol version mismatch";
+    case RefuseReason::authentication: return "wrong cluster secret";
+    case RefuseReason::malformed: return "malformed handshake";
+  }
+  return "unknown reason";
+}
+
+struct Outgoing {
+  ChunkHeader chunk;
+  const char* data = nullptr;
+  std::size_t bytes = 0;
+  std::size_t sent = 0;
+  std::shared_ptr<const void> keep_alive;
+};
+
+}  // namespace
+
+struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
+  DataPlaneOptions options;
+  FrameSink* sink;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::thread thread;
+
+  struct Stats {
+    std::atomic<std::uint64_t> bytes_sent{0}, bytes_received{0}, messages_sent{0}, messages_received{0},
+        accepted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0};
+  } stats;
+
+  // A connection this node sends on (client side).
+  struct Outbound {
+    explicit Outbound(asio::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    int node = -1;
+    std::deque<Outgoing> queue;
+    bool writing = false;
+    bool lost = false;
+    FrameHeader header;  // of the part being written
+    std::uint8_t probe = 0;
+  };
+  mutable std::mutex mutex;  // guards outbound (the map; connections are touched on the I/O thread)
+  std::map<int, std::shared_ptr<Outbound>> outbound;
+
+  // A connection this node receives on (server side).
+  struct Inbound {
+    explicit Inbound(asio::io_context& io) : socket(io), timer(io) {}
+    tcp::socket socket;
+    asio::steady_timer timer;
+    std::string peer;  // address, for logs
+    int node = -1;     // once authenticated
+    Hello hello;
+    Nonce server_nonce{};
+    Digest proof{};
+    FrameHeader header;
+    ChunkHeader message;  // the message being received
+    Landing landing;
+    std::uint64_t received = 0;
+    std::uint64_t total = 0;
+  };
+
+  Impl(DataPlaneOptions o, FrameSink* s) : options(std::move(o)), sink(s) {}
+
+  void start() {
+    const auto address = asio::ip::make_address(options.listen_address);
+    tcp::endpoint endpoint{address, options.port};
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(tcp::acceptor::reuse_address(true));
+    acceptor.bind(endpoint);
+    acceptor.listen();
+    accept_next();
+    thread = std::thread([self = shared_from_this()] {
+      for (;;) {
+        try {
+          self->io.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("data plane node {}: I/O thread: {}", self->options.node, e.what());
+        }
+      }
+    });
+  }
+
+  void stop() {
+    io.stop();
+    if (thread.joinable()) thread.join();
+  }
+
+  // --- server side ---------------------------------------------------------
+
+  void accept_next() {
+    auto in = std::make_shared<Inbound>(io);
+    acceptor.async_accept(in->socket, [this, in](const asio::error_code& ec) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        in->peer = endpoint_text(in->socket);
+        in->socket.set_option(tcp::no_delay(true));
+        begin_handshake(in);
+      }
+      accept_next();
+    });
+  }
+
+  void refuse(const std::shared_ptr<Inbound>& in, const std::string& why) {
+    spdlog::warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
+    close(in);
+  }
+
+  void close(const std::shared_ptr<Inbound>& in) {
+    asio::error_code ignored;
+    in->timer.cancel();
+    in->socket.shutdown(tcp::socket::shutdown_both, ignored);
+    in->socket.close(ignored);
+  }
+
+  // Sends a Refuse (best effort), then closes.
+  void send_refusal(const std::shared_ptr<Inbound>& in, RefuseReason reason, const std::string& why) {
+    auto refusal = std::make_shared<Hello>();
+    refusal->version = options.version;
+    refusal->kind = 1;
+    refusal->reason = static_cast<std::uint32_t>(reason);
+    spdlog::warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
+    asio::async_write(in->socket, asio::buffer(refusal.get(), sizeof(Hello)),
+                      [this, in, refusal](const asio::error_code&, std::size_t) { close(in); });
+  }
+
+  void begin_handshake(const std::shared_ptr<Inbound>& in) {
+    in->timer.expires_after(options.handshake_timeout);
+    in->timer.async_wait([this, in](const asio::error_code& ec) {
+      if (ec || in->node >= 0) return;
+      ++stats.refused_garbage;
+      refuse(in, fmt::format("no complete handshake within {} ms", options.handshake_timeout.count()));
+    });
+    // The magic first, so that a short stranger (an HTTP request) is told off at once.
+    auto* bytes = reinterpret_cast<char*>(&in->hello);
+    auto on_error = [this, in](const asio::error_code& ec) {
+      if (in->socket.is_open()) {
+        ++stats.refused_garbage;
+        refuse(in, fmt::format("closed during the handshake ({})", ec.message()));
+      }
+    };
+    asio::async_read(in->socket, asio::buffer(bytes, hello_magic.size()),
+                     [this, in, bytes, on_error](const asio::error_code& ec, std::size_t) {
+                       if (ec) return on_error(ec);
+                       if (in->hello.magic != hello_magic) {
+                         ++stats.refused_garbage;
+                         return refuse(in, "not a taihu data-plane client (garbage bytes)");
+                       }
+                       asio::async_read(in->socket,
+                                        asio::buffer(bytes + hello_magic.size(), sizeof(Hello) - hello_magic.size()),
+                                        [this, in, on_error](const asio::error_code& ec, std::size_t) {
+                                          if (ec) return on_error(ec);
+                                          on_hello(in);
+                                        });
+                     });
+  }
+
+  void on_hello(const std::shared_ptr<Inbound>& in) {
+    const Hello& h = in->hello;
+    if (h.magic != hello_magic || h.kind != 0) {
+      ++stats.refused_garbage;
+      refuse(in, "not a taihu data-plane client (garbage bytes)");
+      return;
+    }
+    if (h.version != options.version) {
+      ++stats.refused_version;
+      send_refusal(in, RefuseReason::version,
+                   fmt::format("node {} speaks protocol version {}, this node speaks {}", h.node, h.version,
+                               options.version));
+      return;
+    }
+    in->server_nonce = fresh_nonce();
+    auto challenge = std::make_shared<Hello>();
+    challenge->version = options.version;
+    challenge->node = options.node;
+    challenge->nonce = in->server_nonce;
+    asio::async_write(in->socket, asio::buffer(challenge.get(), sizeof(Hello)),
+                      [this, in, challenge](const asio::error_code& ec, std::size_t) {
+                        if (ec) return close(in);
+                        asio::async_read(in->socket, asio::buffer(in->proof),
+                                         [this, in](const asio::error_code& ec2, std::size_t) {
+                                           if (ec2) {
+                                             if (in->socket.is_open()) {
+                                               ++stats.refused_garbage;
+                                               refuse(in, "closed before proving the secret");
+                                             }
+                                             return;
+                                           }
+                                           on_proof(in);
+                                         });
+                      });
+  }
+
+  void on_proof(const std::shared_ptr<Inbound>& in) {
+    const Hello& h = in->hello;
+    const Digest expected = proof(options.secret, "taihu-dp client", h.version, h.node, h.nonce, in->server_nonce);
+    if (!equal_constant_time(expected, in->proof)) {
+      ++stats.refused_secret;
+      send_refusal(in, RefuseReason::authentication,
+                   fmt::format("node {} does not hold the cluster secret", h.node));
+      return;
+    }
+    auto welcome = std::make_shared<Digest>(
+        proof(options.secret, "taihu-dp server", h.version, h.node, in->server_nonce, h.nonce));
+    asio::async_write(in->socket, asio::buffer(*welcome), [this, in, welcome](const asio::error_code& ec, std::size_t) {
+      if (ec) return close(in);
+      in->timer.cancel();
+      in->node = in->hello.node;
+      ++stats.accepted;
+      spdlog::debug("data plane node {}: node {} connected from {}", options.node, in->node, in->peer);
+      read_header(in);
+    });
+  }
+
+  void lose_inbound(const std::shared_ptr<Inbound>& in, const std::string& why) {
+    close(in);
+    sink->peer_lost(in->node, why);
+  }
+
+  void read_header(const std::shared_ptr<Inbound>& in) {
+    asio::async_read(in->socket, asio::buffer(&in->header, sizeof(FrameHeader)),
+                     [this, in](const asio::error_code& ec, std::size_t) {
+                       if (ec) {
+                         lose_inbound(in, ec == asio::error::eof ? std::string("connection closed")
+                                                                 : ec.message());
+                         return;
+                       }
+                       on_header(in);
+                     });
+  }
+
+  void protocol_error(const std::shared_ptr<Inbound>& in, const std::string& why) {
+    spdlog::warn("data plane node {}: protocol error from node {} ({}): {}", options.node, in->node, in->peer, why);
+    lose_inbound(in, "protocol error: " + why);
+  }
+
+  void on_header(const std::shared_ptr<Inbound>& in) {
+    const FrameHeader& f = in->header;
+    if (f.magic != frame_magic) return protocol_error(in, "bad frame magic");
+    if (f.part_bytes > options.max_part_bytes) return protocol_error(in, fmt::format("frame of {} bytes", f.part_bytes));
+    if (f.total_bytes > options.max_message_bytes)
+      return protocol_error(in, fmt::format("message of {} bytes", f.total_bytes));
+    if (f.part_offset > f.total_bytes || f.part_bytes > f.total_bytes - f.part_offset)
+      return protocol_error(in, "frame outside its message");
+    if (f.part_offset == 0) {
+      if (in->received != in->total) return protocol_error(in, "new message before the last one ended");
+      in->message = f.chunk;
+      in->total = f.total_bytes;
+      in->received = 0;
+      in->landing = sink->land(in->node, f.chunk, f.total_bytes);
+      if (in->landing.data == nullptr && f.total_bytes > 0) return protocol_error(in, "message refused by the receiver");
+    } else if (f.part_offset != in->received || f.total_bytes != in->total ||
+               std::memcmp(&f.chunk, &in->message, sizeof(ChunkHeader)) != 0) {
+      return protocol_error(in, "frame does not continue its message");
+    }
+    if (f.part_bytes == 0) return on_part(in);
+    asio::async_read(in->socket,
+                     asio::buffer(static_cast<char*>(in->landing.data) + f.part_offset, f.part_bytes),
+                     [this, in](const asio::error_code& ec, std::size_t) {
+                       if (ec) return lose_inbound(in, ec == asio::error::eof ? "connection closed mid-message"
+                                                                              : ec.message());
+                       on_part(in);
+                     });
+  }
+
+  void on_part(const std::shared_ptr<Inbound>& in) {
+    in->received += in->header.part_bytes;
+    stats.bytes_received += in->header.part_bytes;
+    if (in->received == in->total) {
+      ++stats.messages_received;
+      Landing landing = std::move(in->landing);
+      in->landing = {};
+      sink->deliver(in->node, in->message, std::move(landing));
+    }
+    read_header(in);
+  }
+
+  // --- client side ---------------------------------------------------------
+
+  void lose_outbound(const std::shared_ptr<Outbound>& out, const std::string& why) {
+    if (out->lost) return;
+    out->lost = true;
+    out->queue.clear();
+    asio::error_code ignored;
+    out->socket.close(ignored);
+    sink->peer_lost(out->node, why);
+  }
+
+  void write_next(const std::shared_ptr<Outbound>& out) {
+    if (out->lost || out->queue.empty()) {
+      out->writing = false;
+      return;
+    }
+    out->writing = true;
+    Outgoing& m = out->queue.front();
+    const std::size_t part = std::min(options.part_bytes, m.bytes - m.sent);
+    out->header = FrameHeader{};
+    out->header.part_bytes = static_cast<std::uint32_t>(part);
+    out->header.total_bytes = m.bytes;
+    out->header.part_offset = m.sent;
+    out->header.chunk = m.chunk;
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
+                                              asio::buffer(m.data + m.sent, part)};
+    asio::async_write(out->socket, buffers, [this, out, part](const asio::error_code& ec, std::size_t) {
+      if (ec) return lose_outbound(out, ec.message());
+      Outgoing& m = out->queue.front();
+      m.sent += part;
+      stats.bytes_sent += part;
+      if (m.sent == m.bytes) {
+        ++stats.messages_sent;
+        out->queue.pop_front();
+      }
+      write_next(out);
+    });
+  }
+
+  // After the handshake the server never writes: a completed read means the
+  // connection closed (or the server broke the protocol).
+  void watch(const std::shared_ptr<Outbound>& out) {
+    out->socket.async_read_some(asio::buffer(&out->probe, 1), [this, out](const asio::error_code& ec, std::size_t) {
+      if (ec == asio::error::operation_aborted && out->lost) return;
+      lose_outbound(out, ec ? (ec == asio::error::eof ? std::string("connection closed") : ec.message())
+                            : std::string("unexpected bytes from the server"));
+    });
+  }
+};
+
+DataPlane::DataPlane(DataPlaneOptions options, FrameSink* sink)
+    : impl_(std::make_shared<Impl>(std::move(options), sink)) {
+  require<NetError>(sink != nullptr, "DataPlane: a sink is required");
+  require<NetError>(!impl_->options.secret.empty(), "DataPlane: the cluster secret is empty");
+  try {
+    impl_->start();
+  } catch (const std::system_error& e) {
+    raise<NetError>("data plane: cannot listen on {}:{}: {}", impl_->options.listen_address, impl_->options.port,
+                    e.what());
+  }
+}
+
+DataPlane::~DataPlane() { impl_->stop(); }
+
+std::uint16_t DataPlane::port() const { return impl_->acceptor.local_endpoint().port(); }
+int DataPlane::node() const { return impl_->options.node; }
+
+void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
+  Impl& im = *impl_;
+  auto out = std::make_shared<Impl::Outbound>(im.io);
+  out->node = node;
+  struct Exchange {
+    Hello hello, answer;
+    Digest client_proof{}, welcome{};
+    asio::steady_timer timer;
+    std::promise<std::string> done;  // empty: success
+    bool finished = false;
+    explicit Exchange(asio::io_context& io) : timer(io) {}
+  };
+  auto x = std::make_shared<Exchange>(im.io);
+  x->hello.version = im.options.version;
+  x->hello.node = im.options.node;
+  x->hello.nonce = fresh_nonce();
+  auto future = x->done.get_future();
+  auto finish = [x, out](std::string error) {
+    if (x->finished) return;
+    x->finished = true;
+    x->timer.cancel();
+    if (!error.empty()) {
+      asio::error_code ignored;
+      out->socket.close(ignored);
+    }
+    x->done.set_value(std::move(error));
+  };
+  const std::string where = fmt::format("{}:{}", host, port);
+  asio::post(im.io, [&im, x, out, finish, host, port, where] {
+    x->timer.expires_after(im.options.handshake_timeout);
+    x->timer.async_wait([finish, &im](const asio::error_code& ec) {
+      if (!ec) finish(fmt::format("no answer within {} ms", im.options.handshake_timeout.count()));
+    });
+    asio::error_code ec;
+    tcp::resolver resolver(im.io);
+    auto endpoints = resolver.resolve(host, std::to_string(port), ec);
+    if (ec) return finish("cannot resolve: " + ec.message());
+    asio::async_connect(out->socket, endpoints, [&im, x, out, finish](const asio::error_code& ec, const tcp::endpoint&) {
+      if (ec) return finish(ec.message());
+      out->socket.set_option(tcp::no_delay(true));
+      asio::async_write(out->socket, asio::buffer(&x->hello, sizeof(Hello)), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+        if (ec) return finish(ec.message());
+        asio::async_read(out->socket, asio::buffer(&x->answer, sizeof(Hello)), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+          if (ec) return finish("closed during the handshake (" + ec.message() + ")");
+          const Hello& a = x->answer;
+          if (a.magic != hello_magic) return finish("the server does not speak the taihu data-plane protocol");
+          if (a.kind == 1) {
+            return finish(fmt::format("refused by the server: {} (server speaks version {}, this node {})",
+                                      reason_text(a.reason), a.version, im.options.version));
+          }
+          x->client_proof = proof(im.options.secret, "taihu-dp client", im.options.version, im.options.node,
+                                  x->hello.nonce, a.nonce);
+          asio::async_write(out->socket, asio::buffer(x->client_proof), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+            if (ec) return finish(ec.message());
+            // A Welcome digest, or (on a wrong secret) the first 32 bytes of a Refuse.
+            asio::async_read(out->socket, asio::buffer(x->welcome), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+              if (ec) return finish("closed during the handshake (" + ec.message() + ")");
+              const Digest expected = proof(im.options.secret, "taihu-dp server", im.options.version,
+                                            im.options.node, x->answer.nonce, x->hello.nonce);
+              if (!equal_constant_time(expected, x->welcome)) {
+                if (std::memcmp(x->welcome.data(), hello_magic.data(), hello_magic.size()) == 0)
+                  return finish("refused by the server: wrong cluster secret");
+                return finish("the server does not hold the cluster secret");
+              }
+              finish({});
+            });
+          });
+        });
+      });
+    });
+  });
+  const std::string error = future.get();
+  if (!error.empty()) raise<NetError>("data plane node {}: cannot connect to node {} at {}: {}", im.options.node, node, where, error);
+  {
+    std::lock_guard lock(im.mutex);
+    im.outbound[node] = out;
+  }
+  asio::post(im.io, [&im, out] { im.watch(out); });
+}
+
+bool DataPlane::connected(int node) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->outbound.contains(node);
+}
+
+void DataPlane::send(int node, const ChunkHeader& header, const void* data, std::size_t bytes,
+                     std::shared_ptr<const void> keep_alive) {
+  Impl& im = *impl_;
+  std::shared_ptr<Impl::Outbound> out;
+  {
+    std::lock_guard lock(im.mutex);
+    auto it = im.outbound.find(node);
+    if (it != im.outbound.end()) out = it->second;
+  }
+  require<NetError>(out != nullptr, "data plane node {}: no connection to node {}", im.options.node, node);
+  Outgoing m{header, static_cast<const char*>(data), bytes, 0, std::move(keep_alive)};
+  asio::post(im.io, [&im, out, m = std::move(m)]() mutable {
+    if (out->lost) return;
+    out->queue.push_back(std::move(m));
+    if (!out->writing) im.write_next(out);
+  });
+}
+
+DataPlaneStats DataPlane::stats() const {
+  const auto& s = impl_->stats;
+  return {s.bytes_sent, s.bytes_received, s.messages_sent, s.messages_received,
+          s.accepted, s.refused_version, s.refused_secret, s.refused_garbage};
+}
+
+std::string read_secret_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  require<NetError>(static_cast<bool>(in), "cannot read the cluster secret file '{}'", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string secret = text.str();
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  require<NetError>(!secret.empty(), "the cluster secret file '{}' is empty", path.string());
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 0077) != 0)
+    spdlog::warn("the cluster secret file '{}' is readable by others (chmod 600 it)", path.string());
+  return secret;
+}
+
+std::string random_secret() {
+  const Nonce n = fresh_nonce();
+  std::string out;
+  for (std::uint8_t b : n) out += fmt::format("{:02x}", b);
+  return out;
+}
+
+}  // namespace taihu::net

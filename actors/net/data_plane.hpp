@@ -1,0 +1,121 @@
+#pragma once
+// The data plane: direct TCP connections between nodes that carry tensor
+// chunks, on standalone Asio (one I/O thread per node).
+//
+// Every node listens; a node that sends to another connects to it (one
+// connection per direction, so no tie-breaking) and proves it holds the
+// cluster secret in a challenge-response handshake (actors/net/wire.hpp)
+// before any byte of data is accepted. A client with the wrong secret, another
+// protocol version or garbage bytes is refused with a log line and counted;
+// the listener keeps accepting.
+//
+// No extra copies: send() gathers a frame header and the caller's memory into
+// one write (the caller keeps the memory alive through `keep_alive` until the
+// write completes, and must not modify it meanwhile); the receiver asks its
+// FrameSink where a message should land and reads the bytes straight there.
+// Messages larger than part_bytes go as several frames (bounded writes, so
+// one connection cannot monopolise the I/O thread).
+//
+// Plain C++: no CAF. The CAF side (actors/net/remote_*) plugs in a FrameSink
+// that turns messages into msg::Chunk for the local shard actors.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "actors/net/wire.hpp"
+#include "core/common/error.hpp"
+
+namespace taihu::net {
+
+class NetError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Where an incoming message's bytes go: `data` is writable for the message's
+// length and stays valid while `owner` lives.
+struct Landing {
+  void* data = nullptr;
+  std::shared_ptr<void> owner;
+};
+
+// Called on the data plane's I/O thread: keep it short (hand off, do not block).
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  // A message of `bytes` bytes from node `from` begins; data == nullptr refuses it
+  // (the connection is then closed as a protocol error).
+  virtual Landing land(int from, const ChunkHeader& header, std::size_t bytes) = 0;
+  // Its bytes are all in landing.data.
+  virtual void deliver(int from, const ChunkHeader& header, Landing landing) = 0;
+  // A connection to or from an authenticated node failed or closed.
+  virtual void peer_lost(int node, const std::string& reason) {}
+};
+
+struct DataPlaneOptions {
+  int node = 0;                            // this node's index, told to servers
+  std::string secret;                      // the cluster secret (read_secret_file)
+  std::string listen_address = "127.0.0.1";
+  std::uint16_t port = 0;                  // 0: any free port
+  std::size_t part_bytes = 8u << 20;       // largest frame this side sends
+  std::size_t max_part_bytes = 64u << 20;  // largest frame it accepts
+  std::uint64_t max_message_bytes = std::uint64_t{1} << 34;
+  std::chrono::milliseconds handshake_timeout{5000};
+  std::uint32_t version = protocol_version;  // tests speak other versions
+};
+
+struct DataPlaneStats {
+  std::uint64_t bytes_sent = 0;  // payload bytes
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
+  std::uint64_t accepted = 0;  // authenticated inbound connections
+  std::uint64_t refused_version = 0;
+  std::uint64_t refused_secret = 0;
+  std::uint64_t refused_garbage = 0;  // not a taihu client, or timed out in the handshake
+};
+
+class DataPlane {
+ public:
+  // Starts listening and the I/O thread. `sink` must outlive the data plane.
+  DataPlane(DataPlaneOptions options, FrameSink* sink);
+  ~DataPlane();
+  DataPlane(const DataPlane&) = delete;
+  DataPlane& operator=(const DataPlane&) = delete;
+
+  std::uint16_t port() const;
+  int node() const;
+
+  // Opens the connection for sending to `node` and runs the handshake; blocks
+  // until it is done. Throws NetError naming the reason (refused secret or
+  // version, no answer within the handshake timeout, connection refused).
+  void connect(int node, const std::string& host, std::uint16_t port);
+  bool connected(int node) const;
+
+  // Queues one message to `node` (connect first); returns at once. The bytes
+  // are read from `data` while the write runs: keep them alive and unchanged
+  // through `keep_alive` (released on the I/O thread when written). Messages
+  // to one node arrive in the order sent. Throws NetError if `node` has no
+  // connection or lost it.
+  void send(int node, const ChunkHeader& header, const void* data, std::size_t bytes,
+            std::shared_ptr<const void> keep_alive);
+
+  DataPlaneStats stats() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// The cluster secret: the file's bytes without a trailing newline. Throws
+// NetError when the file is missing or empty; warns when others may read it.
+std::string read_secret_file(const std::filesystem::path& path);
+
+// A fresh random secret (hex), e.g. for tests.
+std::string random_secret();
+
+}  // namespace taihu::net

@@ -1,0 +1,66 @@
+#pragma once
+// The data plane's wire format: a handshake, then frames.
+//
+// Handshake (the connecting side is the client; all integers little-endian,
+// the host order of every supported node):
+//   client -> Hello     {magic "TAIHU-DP", version, node, client nonce[32]}
+//   server -> Challenge {magic, version, 0, server nonce[32]}
+//             or Refuse {magic, server's version, reason}, then it closes
+//   client -> Proof     HMAC(secret, "taihu-dp client" | version | node | client nonce | server nonce)
+//   server -> Welcome   HMAC(secret, "taihu-dp server" | version | node | server nonce | client nonce)
+//             or Refuse, then it closes
+// The client checks the server's Welcome in turn, so both sides prove they
+// hold the cluster secret without sending it; fresh nonces on both sides make
+// a recorded handshake useless for a replay. A server that sees anything but
+// a Hello of its own version refuses, logs it and keeps listening.
+//
+// Frames: after the handshake the client sends messages, each as one or more
+// parts; a part is a FrameHeader followed by part_bytes of payload, written
+// with one gather write straight from the sender's tensor memory and read
+// straight into the receiver's destination buffer. The parts of one message
+// are consecutive on the connection.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace taihu::net {
+
+inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::array<char, 8> hello_magic{'T', 'A', 'I', 'H', 'U', '-', 'D', 'P'};
+inline constexpr std::uint32_t frame_magic = 0x46554854;  // "THUF"
+inline constexpr std::size_t nonce_bytes = 32;
+
+enum class RefuseReason : std::uint32_t { version = 1, authentication = 2, malformed = 3 };
+
+struct Hello {
+  std::array<char, 8> magic = hello_magic;
+  std::uint32_t version = protocol_version;
+  std::int32_t node = 0;     // the client's node index (covered by the proof)
+  std::uint32_t kind = 0;    // 0 = Hello/Challenge, 1 = Refuse
+  std::uint32_t reason = 0;  // RefuseReason when kind == 1
+  std::array<std::uint8_t, nonce_bytes> nonce{};
+};
+static_assert(std::is_trivially_copyable_v<Hello> && sizeof(Hello) == 56);
+
+// What a message is about: a chunk of a collective, addressed to one rank.
+struct ChunkHeader {
+  std::uint32_t bucket = 0;
+  std::int32_t sender = 0;    // rank
+  std::int32_t receiver = 0;  // rank
+  std::uint32_t seq = 0;
+  std::uint64_t iteration = 0;
+  std::uint64_t offset = 0;   // in floats, within the bucket
+};
+
+struct FrameHeader {
+  std::uint32_t magic = frame_magic;
+  std::uint32_t part_bytes = 0;
+  std::uint64_t total_bytes = 0;  // of the whole message
+  std::uint64_t part_offset = 0;  // where this part starts in the message
+  ChunkHeader chunk;
+};
+static_assert(std::is_trivially_copyable_v<FrameHeader> && sizeof(FrameHeader) == 56);
+
+}  // namespace taihu::net

@@ -1,0 +1,221 @@
+// Point-to-point tensor throughput between two processes on loopback: the
+// data plane (actors/net/data_plane.hpp: handshake, framed messages, gather
+// writes from the sender's tensor, reads straight into the receiver's) against
+// a plain blocking TCP socket copy of the same bytes (write() from one buffer,
+// read() into one buffer). The sender is a forked child; the receiver times
+// from the first byte to the last.
+//
+//   bench_transport [--mb=1,16,64] [--total-mb=1024] [--runs=5] [--fresh=0|1]
+//
+// --fresh=1 lands every message in a newly allocated buffer (as the shard
+// actors' receive path does) instead of reusing one.
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "actors/net/data_plane.hpp"
+#include "bench/bench_args.hpp"
+
+using namespace taihu;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+using taihu::bench::arg_value;
+
+std::vector<double> numbers(const std::string& list) {
+  std::vector<double> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stod(item));
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The child process: runs `body`, exits with its status (never returns).
+template <class F>
+pid_t spawn_child(F body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int status = 0;
+    try {
+      status = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sender: %s\n", e.what());
+      status = 1;
+    }
+    ::_exit(status);
+  }
+  return pid;
+}
+
+void wait_child(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the sender process failed");
+}
+
+// Plain TCP: the child connects and writes `count` messages of `bytes` each.
+double plain_socket(std::size_t bytes, std::size_t count) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(listener, 1) != 0)
+    throw std::runtime_error("cannot listen");
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  const pid_t child = spawn_child([&] {
+    ::close(listener);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return 2;
+    std::vector<char> buffer(bytes, 1);
+    for (std::size_t m = 0; m < count; ++m) {
+      std::size_t done = 0;
+      while (done < bytes) {
+        const ssize_t n = ::write(fd, buffer.data() + done, bytes - done);
+        if (n <= 0) return 3;
+        done += static_cast<std::size_t>(n);
+      }
+    }
+    ::close(fd);
+    return 0;
+  });
+  const int fd = ::accept(listener, nullptr, nullptr);
+  std::vector<char> buffer(bytes);
+  std::memset(buffer.data(), 0, bytes);
+  std::size_t total = 0;
+  Clock::time_point start;
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data() + total % bytes, bytes - total % bytes);
+    if (n <= 0) break;
+    if (total == 0) start = Clock::now();
+    total += static_cast<std::size_t>(n);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ::close(fd);
+  ::close(listener);
+  wait_child(child);
+  if (total != bytes * count) throw std::runtime_error("plain socket: short transfer");
+  return static_cast<double>(total) / seconds;
+}
+
+class TimingSink : public net::FrameSink {
+ public:
+  TimingSink(std::size_t bytes, std::size_t count, bool fresh) : count_(count), fresh_(fresh), reused_(bytes) {
+    std::memset(reused_.data(), 0, bytes);
+  }
+  net::Landing land(int, const net::ChunkHeader&, std::size_t bytes) override {
+    if (!started_) {
+      started_ = true;
+      start_ = Clock::now();
+    }
+    if (fresh_) {
+      auto buffer = std::shared_ptr<char[]>(new char[bytes]);
+      return {buffer.get(), buffer};
+    }
+    return {reused_.data(), nullptr};
+  }
+  void deliver(int, const net::ChunkHeader&, net::Landing) override {
+    if (++delivered_ == count_) {
+      std::lock_guard lock(mutex_);
+      end_ = Clock::now();
+      done_.notify_all();
+    }
+  }
+  double wait_seconds() {
+    std::unique_lock lock(mutex_);
+    if (!done_.wait_for(lock, std::chrono::seconds(120), [&] { return delivered_ == count_; }))
+      throw std::runtime_error("data plane: transfer did not finish");
+    return std::chrono::duration<double>(end_ - start_).count();
+  }
+
+ private:
+  std::size_t count_;
+  bool fresh_;
+  std::vector<char> reused_;
+  bool started_ = false;
+  Clock::time_point start_, end_;
+  std::atomic<std::size_t> delivered_{0};
+  std::mutex mutex_;
+  std::condition_variable done_;
+};
+
+double data_plane(std::size_t bytes, std::size_t count, bool fresh) {
+  const std::string secret = net::random_secret();
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe");
+  // Fork before any thread exists in this process; the port comes through the pipe.
+  const pid_t child = spawn_child([&] {
+    std::uint16_t port = 0;
+    if (::read(pipe_fds[0], &port, sizeof port) != sizeof port) return 2;
+    TimingSink unused(1, 1, false);
+    net::DataPlaneOptions options;
+    options.node = 1;
+    options.secret = secret;
+    net::DataPlane plane(options, &unused);
+    plane.connect(0, "127.0.0.1", port);
+    auto buffer = std::make_shared<std::vector<float>>(bytes / sizeof(float), 1.0f);
+    for (std::size_t m = 0; m < count; ++m)
+      plane.send(0, net::ChunkHeader{0, 1, 0, static_cast<std::uint32_t>(m), 0, 0}, buffer->data(), bytes, buffer);
+    while (plane.stats().messages_sent < count) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return 0;
+  });
+  TimingSink sink(bytes, count, fresh);
+  net::DataPlaneOptions options;
+  options.node = 0;
+  options.secret = secret;
+  double seconds;
+  {
+    net::DataPlane plane(options, &sink);
+    const std::uint16_t port = plane.port();
+    (void)!::write(pipe_fds[1], &port, sizeof port);
+    seconds = sink.wait_seconds();
+  }
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  wait_child(child);
+  return static_cast<double>(bytes * count) / seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto sizes = numbers(arg_value(argc, argv, "mb", "1,16,64"));
+  const double total_mb = std::stod(arg_value(argc, argv, "total-mb", "1024"));
+  const int runs = std::stoi(arg_value(argc, argv, "runs", "5"));
+  const bool fresh = arg_value(argc, argv, "fresh", "0") == "1";
+  fmt::print("point-to-point loopback throughput, median of {} runs, {} MB per run{}\n", runs, total_mb,
+             fresh ? ", fresh receive buffer per message" : "");
+  fmt::print("| message MB | plain TCP GB/s | data plane GB/s | ratio |\n|---|---|---|---|\n");
+  for (double mb : sizes) {
+    const auto bytes = static_cast<std::size_t>(mb * 1024 * 1024) / sizeof(float) * sizeof(float);
+    const auto count = std::max<std::size_t>(1, static_cast<std::size_t>(total_mb / mb));
+    std::vector<double> plain, ours;
+    for (int r = 0; r < runs; ++r) {
+      plain.push_back(plain_socket(bytes, count));
+      ours.push_back(data_plane(bytes, count, fresh));
+    }
+    const double p = median(plain), d = median(ours);
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} |\n", mb, p / 1e9, d / 1e9, d / p);
+  }
+  return 0;
+}

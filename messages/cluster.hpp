@@ -1,0 +1,93 @@
+#pragma once
+// Control messages between taihu-train's coordinator (nodes=K) and the
+// taihu-node processes, over CAF's middleman (actors/compute/cluster.hpp).
+// Bulk tensors never travel here: chunks of the collectives go over the
+// data plane (actors/net).
+//
+//   node -> gate   (join_atom)                      -> std::string challenge (hex nonce)
+//   node -> gate   JoinRequest                      -> int32 node index, or an error
+//                  (refused, and logged, for another protocol version or a wrong proof)
+//   coord -> node  ClusterSetup                     -> NodeReady (data plane port)
+//   coord -> node  ClusterPeers                     -> NodeStarted (worker handles)
+//   node -> coord  NodeFailure                      a local actor or a data-plane peer failed
+//   coord -> node  stop_atom                        training is over: shut down
+
+#include <caf/actor.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace taihu::msg {
+
+struct JoinRequest {
+  std::int32_t version = 0;  // the node's cluster protocol version
+  std::string name;       // the node's name for logs and reports (host:pid by default)
+  std::string challenge;  // the gate's challenge being answered
+  std::string proof;      // hex HMAC-SHA-256(secret, "taihu-cp" | challenge | name)
+  caf::actor agent;       // the node's agent; the coordinator monitors it
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, JoinRequest& x) {
+  return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.version, x.name, x.challenge, x.proof, x.agent);
+}
+
+struct ClusterSetup {
+  std::int32_t node = 0;
+  std::int32_t nodes = 1;
+  std::string config;                    // the merged config (paths made absolute)
+  std::vector<std::int32_t> rank_node;   // rank -> node
+  std::vector<std::string> algorithms;   // per bucket
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ClusterSetup& x) {
+  return f(caf::meta::type_name("taihu::msg::ClusterSetup"), x.node, x.nodes, x.config, x.rank_node, x.algorithms);
+}
+
+struct NodeReady {
+  std::int32_t node = 0;
+  std::string data_host;
+  std::uint16_t data_port = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeReady& x) {
+  return f(caf::meta::type_name("taihu::msg::NodeReady"), x.node, x.data_host, x.data_port);
+}
+
+struct ClusterPeers {
+  std::vector<std::string> hosts;      // by node
+  std::vector<std::uint16_t> ports;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ClusterPeers& x) {
+  return f(caf::meta::type_name("taihu::msg::ClusterPeers"), x.hosts, x.ports);
+}
+
+struct NodeStarted {
+  std::int32_t node = 0;
+  std::vector<std::int32_t> ranks;
+  std::vector<caf::actor> workers;  // by position in ranks
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeStarted& x) {
+  return f(caf::meta::type_name("taihu::msg::NodeStarted"), x.node, x.ranks, x.workers);
+}
+
+struct NodeFailure {
+  std::int32_t node = 0;   // the node that failed (or was lost)
+  std::int32_t rank = -1;  // the rank concerned, if any
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeFailure& x) {
+  return f(caf::meta::type_name("taihu::msg::NodeFailure"), x.node, x.rank, x.reason);
+}
+
+}  // namespace taihu::msg

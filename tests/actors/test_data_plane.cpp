@@ -1,0 +1,371 @@
+// The Asio data plane (actors/net): SHA-256 / HMAC against published vectors,
+// framed and chunked transfer over loopback, the handshake's refusals (wrong
+// secret, wrong version, garbage bytes) with the listener still serving, lost
+// peers, and a sender in another process.
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "actors/net/data_plane.hpp"
+#include "actors/net/sha256.hpp"
+#include "actors/net/status_server.hpp"
+
+using namespace taihu;
+using namespace taihu::net;
+
+namespace {
+
+std::string hex(const Digest& d) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (auto b : d) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+std::span<const std::uint8_t> bytes_of(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+struct Received {
+  int from;
+  ChunkHeader header;
+  std::vector<float> values;
+};
+
+// Collects messages; waits for them with a deadline.
+class CollectingSink : public FrameSink {
+ public:
+  Landing land(int, const ChunkHeader&, std::size_t bytes) override {
+    auto buffer = std::make_shared<std::vector<float>>(bytes / sizeof(float));
+    return {buffer->data(), buffer};
+  }
+  void deliver(int from, const ChunkHeader& header, Landing landing) override {
+    auto values = std::static_pointer_cast<std::vector<float>>(landing.owner);
+    std::lock_guard lock(mutex_);
+    received_.push_back({from, header, std::move(*values)});
+    changed_.notify_all();
+  }
+  void peer_lost(int node, const std::string& reason) override {
+    std::lock_guard lock(mutex_);
+    lost_.push_back(node);
+    changed_.notify_all();
+  }
+  bool wait_messages(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return received_.size() >= n; });
+  }
+  bool wait_lost(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return lost_.size() >= n; });
+  }
+  std::vector<Received> received() {
+    std::lock_guard lock(mutex_);
+    return received_;
+  }
+  std::vector<int> lost() {
+    std::lock_guard lock(mutex_);
+    return lost_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<Received> received_;
+  std::vector<int> lost_;
+};
+
+DataPlaneOptions options_for(int node, const std::string& secret) {
+  DataPlaneOptions o;
+  o.node = node;
+  o.secret = secret;
+  o.handshake_timeout = std::chrono::milliseconds(300);
+  return o;
+}
+
+template <class F>
+bool eventually(F&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return condition();
+}
+
+std::string connect_error(DataPlane& client, int node, std::uint16_t port) {
+  try {
+    client.connect(node, "127.0.0.1", port);
+  } catch (const NetError& e) {
+    return e.what();
+  }
+  return "<connected>";
+}
+
+// A plain socket that writes `bytes` to the port and waits for the server to close.
+bool server_closes_after(std::uint16_t port, const std::vector<char>& bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return false;
+  }
+  if (!bytes.empty()) (void)!::write(fd, bytes.data(), bytes.size());
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char sink[64];
+  ssize_t n;
+  while ((n = ::read(fd, sink, sizeof sink)) > 0) {
+  }
+  ::close(fd);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+// Sends `request` to the port and returns everything the server answers.
+std::string http_exchange(std::uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return "<no connection>";
+  }
+  (void)!::write(fd, request.data(), request.size());
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("net") {
+  TEST_CASE("the status server answers GET for its pages and refuses the rest") {
+    int renders = 0;
+    StatusServer server("127.0.0.1", 0,
+                        {{"/metrics", {"text/plain; version=0.0.4", [&] { return "taihu_iteration " + std::to_string(++renders) + "\n"; }}},
+                         {"/boom", {"text/plain", []() -> std::string { throw std::runtime_error("no data"); }}}});
+    const std::string ok = http_exchange(server.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(ok.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK(ok.find("Content-Type: text/plain; version=0.0.4\r\n") != std::string::npos);
+    CHECK(ok.find("Content-Length: 18\r\n") != std::string::npos);
+    CHECK(ok.ends_with("\r\n\r\ntaihu_iteration 1\n"));
+    CHECK(http_exchange(server.port(), "GET /metrics?x=1 HTTP/1.0\r\n\r\n").ends_with("taihu_iteration 2\n"));
+    CHECK(http_exchange(server.port(), "GET /other HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0) == 0);
+    CHECK(http_exchange(server.port(), "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0) == 0);
+    CHECK(http_exchange(server.port(), "hello there\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+    const std::string failed = http_exchange(server.port(), "GET /boom HTTP/1.1\r\n\r\n");
+    CHECK(failed.rfind("HTTP/1.1 500", 0) == 0);
+    CHECK(failed.find("no data") != std::string::npos);
+    CHECK(http_exchange(server.port(), std::string(9000, 'x')).rfind("HTTP/1.1 431", 0) == 0);
+    CHECK(json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\n");
+  }
+
+  TEST_CASE("SHA-256 matches the FIPS 180-4 examples") {
+    CHECK(hex(sha256(bytes_of(""))) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(hex(sha256(bytes_of("abc"))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(hex(sha256(bytes_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))) ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    Sha256 million;
+    const std::string block(1000, 'a');
+    for (int i = 0; i < 1000; ++i) million.update(block);
+    CHECK(hex(million.finish()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  }
+
+  TEST_CASE("HMAC-SHA-256 matches RFC 4231") {
+    const std::vector<std::uint8_t> key1(20, 0x0b);
+    CHECK(hex(hmac_sha256(key1, bytes_of("Hi There"))) ==
+          "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    CHECK(hex(hmac_sha256(bytes_of("Jefe"), bytes_of("what do ya want for nothing?"))) ==
+          "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    const std::vector<std::uint8_t> long_key(131, 0xaa);
+    CHECK(hex(hmac_sha256(long_key, bytes_of("Test Using Larger Than Block-Size Key - Hash Key First"))) ==
+          "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    const std::vector<std::uint8_t> a{1, 2, 3}, b{1, 2, 4};
+    CHECK(equal_constant_time(a, a));
+    CHECK_FALSE(equal_constant_time(a, b));
+  }
+
+  TEST_CASE("messages arrive whole, in order, split into frames and straight from the sender's memory") {
+    const std::string secret = random_secret();
+    CollectingSink sink_a, sink_b;
+    auto options_a = options_for(0, secret);
+    options_a.part_bytes = 1000;  // forces multi-frame messages
+    DataPlane a(options_a, &sink_a);
+    DataPlane b(options_for(1, secret), &sink_b);
+    a.connect(1, "127.0.0.1", b.port());
+    CHECK(a.connected(1));
+    const std::vector<std::size_t> sizes{0, 1, 250, 251, 2501, 100000};
+    std::vector<std::weak_ptr<std::vector<float>>> kept;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      auto values = std::make_shared<std::vector<float>>(sizes[i]);
+      std::iota(values->begin(), values->end(), static_cast<float>(i) * 1000.0f);
+      kept.push_back(values);
+      ChunkHeader h{7, 0, 1, static_cast<std::uint32_t>(i), 42, 100 * i};
+      a.send(1, h, values->data(), values->size() * sizeof(float), values);
+    }
+    REQUIRE(sink_b.wait_messages(sizes.size()));
+    const auto got = sink_b.received();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      CAPTURE(i);
+      CHECK(got[i].from == 0);
+      CHECK(got[i].header.bucket == 7);
+      CHECK(got[i].header.receiver == 1);
+      CHECK(got[i].header.seq == i);
+      CHECK(got[i].header.iteration == 42);
+      CHECK(got[i].header.offset == 100 * i);
+      std::vector<float> expected(sizes[i]);
+      std::iota(expected.begin(), expected.end(), static_cast<float>(i) * 1000.0f);
+      CHECK(got[i].values == expected);
+    }
+    // The data plane released each sender buffer once written.
+    CHECK(eventually([&] {
+      for (auto& w : kept)
+        if (!w.expired()) return false;
+      return true;
+    }));
+    const auto sa = a.stats(), sb = b.stats();
+    const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}) * sizeof(float);
+    CHECK(sa.bytes_sent == total);
+    CHECK(sb.bytes_received == total);
+    CHECK(sb.messages_received == sizes.size());
+    CHECK(sb.accepted == 1);
+  }
+
+  TEST_CASE("a wrong secret, another protocol version and garbage bytes are refused; the listener keeps serving") {
+    const std::string secret = random_secret();
+    CollectingSink server_sink, client_sink;
+    DataPlane server(options_for(0, secret), &server_sink);
+
+    DataPlane stranger(options_for(5, "not the secret"), &client_sink);
+    const std::string wrong_secret = connect_error(stranger, 0, server.port());
+    CHECK(wrong_secret.find("wrong cluster secret") != std::string::npos);
+    CHECK_FALSE(stranger.connected(0));
+
+    auto other_version = options_for(6, secret);
+    other_version.version = protocol_version + 1;
+    DataPlane newer(other_version, &client_sink);
+    const std::string wrong_version = connect_error(newer, 0, server.port());
+    CHECK(wrong_version.find("protocol version mismatch") != std::string::npos);
+
+    std::vector<char> garbage(200);
+    for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 37 + 11);
+    CHECK(server_closes_after(server.port(), garbage));
+    const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    CHECK(server_closes_after(server.port(), std::vector<char>(http.begin(), http.end())));
+    // A client that says nothing is dropped after the handshake timeout.
+    CHECK(server_closes_after(server.port(), {}));
+
+    CHECK(eventually([&] {
+      const auto s = server.stats();
+      return s.refused_secret == 1 && s.refused_version == 1 && s.refused_garbage == 3;  // two strangers, one silent
+    }));
+    // Nothing reached the sink, and an honest node still gets in.
+    DataPlane friendly(options_for(7, secret), &client_sink);
+    friendly.connect(0, "127.0.0.1", server.port());
+    const std::vector<float> values{1.5f, 2.5f};
+    friendly.send(0, ChunkHeader{1, 7, 0, 0, 3, 0}, values.data(), sizeof(float) * 2, nullptr);
+    REQUIRE(server_sink.wait_messages(1));
+    CHECK(server_sink.received().size() == 1);
+    CHECK(server_sink.received()[0].from == 7);
+    CHECK(server_sink.received()[0].values == values);
+    CHECK(server.stats().accepted == 1);
+  }
+
+  TEST_CASE("a client that does not hold the secret learns nothing about the server's") {
+    // The server proves itself only after the client proved itself: a client
+    // with a wrong secret sees a refusal, never a Welcome digest.
+    const std::string secret = random_secret();
+    CollectingSink s1, s2;
+    DataPlane server(options_for(0, secret), &s1);
+    DataPlane client(options_for(1, secret + "x"), &s2);
+    CHECK(connect_error(client, 0, server.port()).find("refused by the server") != std::string::npos);
+  }
+
+  TEST_CASE("connecting to a port nobody listens on fails with a message") {
+    CollectingSink sink;
+    DataPlane a(options_for(0, "s"), &sink);
+    std::uint16_t free_port;
+    {
+      CollectingSink s;
+      DataPlane gone(options_for(1, "s"), &s);
+      free_port = gone.port();
+    }
+    const std::string error = connect_error(a, 1, free_port);
+    CHECK(error.find("cannot connect to node 1") != std::string::npos);
+    CHECK_THROWS_AS(a.send(1, ChunkHeader{}, nullptr, 0, nullptr), NetError);
+  }
+
+  TEST_CASE("both sides notice a lost peer") {
+    const std::string secret = random_secret();
+    CollectingSink sink_a, sink_b;
+    auto a = std::make_unique<DataPlane>(options_for(0, secret), &sink_a);
+    auto b = std::make_unique<DataPlane>(options_for(1, secret), &sink_b);
+    a->connect(1, "127.0.0.1", b->port());
+    b->connect(0, "127.0.0.1", a->port());
+    b.reset();
+    REQUIRE(sink_a.wait_lost(2));  // its outbound and its inbound connection
+    for (int node : sink_a.lost()) CHECK(node == 1);
+  }
+
+  TEST_CASE("a sender in another process") {
+    const std::string secret = random_secret();
+    CollectingSink sink;
+    DataPlane server(options_for(0, secret), &sink);
+    const std::uint16_t port = server.port();
+    const std::size_t n = 3'000'000;  // 12 MB, several frames
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      int status = 1;
+      try {
+        CollectingSink child_sink;
+        DataPlane client(options_for(1, secret), &child_sink);
+        client.connect(0, "127.0.0.1", port);
+        auto values = std::make_shared<std::vector<float>>(n);
+        for (std::size_t i = 0; i < n; ++i) (*values)[i] = static_cast<float>(i % 1000) * 0.5f;
+        client.send(0, ChunkHeader{3, 1, 0, 9, 5, 0}, values->data(), n * sizeof(float), values);
+        status = eventually([&] { return client.stats().messages_sent == 1; }, std::chrono::seconds(20)) ? 0 : 2;
+      } catch (...) {
+        status = 3;
+      }
+      ::_exit(status);
+    }
+    const bool got = sink.wait_messages(1, std::chrono::seconds(30));
+    int status = -1;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    REQUIRE(got);
+    const auto r = sink.received()[0];
+    CHECK(r.from == 1);
+    CHECK(r.header.seq == 9);
+    REQUIRE(r.values.size() == n);
+    bool same = true;
+    for (std::size_t i = 0; i < n; ++i) same = same && r.values[i] == static_cast<float>(i % 1000) * 0.5f;
+    CHECK(same);
+  }
+}

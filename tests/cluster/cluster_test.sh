@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Multi-process checks of `taihu-train nodes=K` + `taihu-node` on loopback:
+#   1. a node with the wrong secret is refused (exit 5) and logged; the coordinator keeps going
+#   2. coordinator + 3 nodes train LeNet to exactly the in-process (workers=3) result
+#   3. too few nodes: a clear message after join_timeout
+#   4. a node killed with SIGKILL mid-training: detected within seconds, the
+#      report names it, the last checkpoint is intact
+#   5. a stopped node (SIGSTOP): treated as dead after dead_after
+# Skips (exit 77) when Fashion-MNIST is absent.
+#   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
+set -uo pipefail
+build=$1
+src=$2
+shift 2
+cases=("$@")
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval)
+train="$build/apps/taihu-train"
+node="$build/apps/taihu-node"
+data=/usr/share/datasets/fashion-mnist
+if [[ ! -f $data/train-images-idx3-ubyte.gz && ! -f $data/train-images-idx3-ubyte ]]; then
+  echo "SKIP: Fashion-MNIST is not installed ($data; apt-get install dataset-fashion-mnist)"
+  exit 77
+fi
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+check() {  # check NAME CONDITION-STATUS [details file]
+  if [[ $2 -eq 0 ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $1"
+    [[ -n ${3:-} && -f $3 ]] && tail -n 15 "$3" | sed 's/^/    /'
+  fi
+}
+
+head -c 32 /dev/urandom | base64 >"$work/secret" && chmod 600 "$work/secret"
+echo "not the secret" >"$work/wrong" && chmod 600 "$work/wrong"
+config="$src/config/lenet-fashion-cluster.ini"
+common=(--config-file="$config" cluster.secret_file="$work/secret" cluster.port=0 data.limit_test=500
+        output.dir="$work/out" --progress=lines)
+
+# start_coordinator NAME [key=value...]: runs taihu-train in the background, waits for its port
+start_coordinator() {
+  local name=$1
+  shift
+  rm -f "$work/$name.port"
+  "$train" "${common[@]}" cluster.port_file="$work/$name.port" "$@" >"$work/$name.log" 2>&1 &
+  coordinator=$!
+  pids+=("$coordinator")
+  for _ in $(seq 300); do
+    [[ -s $work/$name.port ]] && break
+    sleep 0.1
+  done
+  port=$(cat "$work/$name.port" 2>/dev/null)
+}
+start_node() {  # start_node NAME [options]; sets $last
+  local name=$1
+  shift
+  "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name="$name" --join-timeout=20 "$@" \
+    >"$work/$name.log" 2>&1 &
+  last=$!
+  pids+=("$last")
+}
+wait_for_line() {  # wait_for_line FILE PATTERN SECONDS
+  for _ in $(seq $(($3 * 10))); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+small=(epochs=1 data.limit_train=960)
+
+# Bad cluster configs fail at once, naming the key.
+out=$("$train" "${common[@]}" cluster.secret_file= 2>&1)
+[[ $? -eq 2 ]] && grep -q "secret_file.*nodes > 0 needs a cluster secret" <<<"$out"
+check "no secret file: exit 2 naming the key" $?
+out=$("$train" "${common[@]}" workers=4 2>&1)
+[[ $? -eq 2 ]] && grep -q "key 'workers'.*must be a multiple of nodes = 3" <<<"$out"
+check "workers not a multiple of nodes: exit 2" $?
+out=$("$train" "${common[@]}" cluster.secret_file="$work/missing" 2>&1)
+[[ $? -eq 2 ]] && grep -q "cannot read the cluster secret file" <<<"$out"
+check "missing secret file: exit 2" $?
+
+for c in "${cases[@]}"; do
+  case $c in
+  train)  # also the refused intruder
+    start_coordinator train "${small[@]}" --report="$work/cluster.json"
+    [[ -n $port ]]
+    check "coordinator listens" $? "$work/train.log"
+    # Garbage bytes and a stranger's HTTP request at the control port: dropped, the coordinator goes on.
+    python3 - "$port" <<'PY'
+import socket, sys
+for payload in (bytes(range(256)) * 8, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.sendall(payload)
+    s.settimeout(5)
+    try:
+        while s.recv(4096):
+            pass
+    except OSError:
+        pass
+    s.close()
+PY
+    kill -0 "$coordinator" 2>/dev/null
+    check "the coordinator survives garbage at its control port" $? "$work/train.log"
+    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/wrong" --name=intruder --join-timeout=20 \
+      >"$work/intruder.log" 2>&1
+    rc=$?
+    [[ $rc -eq 5 ]] && grep -q "did not admit" "$work/intruder.log"
+    check "a node with the wrong secret is refused (exit $rc)" $? "$work/intruder.log"
+    grep -q "refused node 'intruder': it does not hold the cluster secret" "$work/train.log"
+    check "the coordinator logs the refusal" $? "$work/train.log"
+    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name=future --protocol-version=2 \
+      --join-timeout=20 >"$work/future.log" 2>&1
+    rc=$?
+    [[ $rc -eq 5 ]] && grep -q "protocol version 2 (the coordinator speaks 1)" "$work/future.log" &&
+      grep -q "refused node 'future': it speaks cluster protocol version 2, this coordinator 1" "$work/train.log"
+    check "a node of another protocol version is refused and logged (exit $rc)" $? "$work/future.log"
+    node_pids=()
+    for n in a b c; do
+      start_node "$n"
+      node_pids+=("$last")
+    done
+    wait "$coordinator"
+    check "coordinator + 3 nodes finish (exit $?)" $? "$work/train.log"
+    for p in "${node_pids[@]}"; do
+      wait "$p"
+      check "node exits 0" $? "$work/a.log"
+    done
+    "$train" "${common[@]}" "${small[@]}" nodes=0 --report="$work/inproc.json" >"$work/inproc.log" 2>&1
+    check "in-process workers=3 run" $? "$work/inproc.log"
+    python3 - "$work/cluster.json" "$work/inproc.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+keys = ["train_loss", "test_loss", "test_accuracy", "iterations", "workers"]
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print("cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or "none")
+sys.exit(1 if diff else 0)
+PY
+    check "3 nodes train to the in-process result" $?
+    ;;
+  timeout)
+    start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2
+    start_node lonely
+    wait "$coordinator"
+    rc=$?
+    [[ $rc -eq 2 ]] && grep -q "only 1 of 2 nodes joined within join_timeout = 2 s (joined: 'lonely')" "$work/timeout.log"
+    check "too few nodes: exit 2 with a clear message (exit $rc)" $? "$work/timeout.log"
+    wait "$last"
+    ;;
+  kill | stop)
+    # Long enough to be mid-training when the node goes; checkpoints every 20 iterations.
+    start_coordinator "$c" epochs=1 data.limit_train=48000 solver.base_lr=0.01 output.checkpoint_every=20 \
+      cluster.dead_after=3 sync.step_timeout=60 status.port=0 status.port_file="$work/$c.status"
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-$c" --dead-after=3
+      node_pids+=("$last")
+    done
+    wait_for_line "$work/$c.log" "training starts" 60
+    check "$c: training starts" $? "$work/$c.log"
+    wait_for_line "$work/$c.log" "epoch 1/1 100/" 60  # checkpoints written
+    check "$c: 100 iterations" $? "$work/$c.log"
+    # The status endpoint: members, topology, Prometheus metrics.
+    python3 - "$(cat "$work/$c.status")" <<'PY'
+import json, sys, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+status = json.load(urllib.request.urlopen(base + "/status", timeout=5))
+assert status["state"] == "training", status
+assert [m["state"] for m in status["members"]] == ["training"] * 3, status
+assert status["topology"]["rank_node"] == [0, 1, 2], status
+assert status["iteration"] >= 100, status
+metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+values = {l.split(" ")[0]: float(l.split(" ")[1]) for l in metrics.splitlines() if l and not l.startswith("#")}
+assert values["taihu_iteration"] >= 100, metrics
+assert values['taihu_members{state="training"}'] == 3, metrics
+assert any(k.startswith("taihu_collective_bytes_sent_total{bucket=") and v > 0 for k, v in values.items()), metrics
+PY
+    check "$c: /status and /metrics" $?
+    victim=${node_pids[1]}
+    if [[ $c == kill ]]; then kill -KILL "$victim"; else kill -STOP "$victim"; fi
+    t0=$(date +%s.%N)
+    wait "$coordinator"
+    rc=$?
+    t1=$(date +%s.%N)
+    seconds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+    echo "$c: coordinator stopped ${seconds} s after the node was $( [[ $c == kill ]] && echo killed || echo stopped) (exit $rc)"
+    grep -E "error" "$work/$c.log" | tail -n 2 | sed 's/^/    /'
+    [[ $rc -eq 2 ]] && grep -qE "node [0-9] 'b-$c'" "$work/$c.log"
+    check "$c: training stops with a report naming the node" $? "$work/$c.log"
+    limit=$([[ $c == kill ]] && echo 5 || echo 12)
+    python3 -c "import sys; sys.exit(0 if $t1 - $t0 < $limit else 1)"
+    check "$c: detected within $limit s (took $seconds s)" $?
+    grep -q "The last checkpoint .* is intact" "$work/$c.log" && [[ -s $work/out/lenet-fashion-cluster.ckpt ]]
+    check "$c: the last checkpoint is intact" $? "$work/$c.log"
+    # It resumes (in one process): the checkpoint is consistent.
+    if [[ $c == kill ]]; then
+      timeout 5 "$train" "${common[@]}" nodes=0 epochs=1 data.limit_train=48000 solver.base_lr=0.01 \
+        --resume="$work/out/lenet-fashion-cluster.ckpt" >"$work/resume.log" 2>&1
+      grep -q "resumed from .*: epoch 1 batch [1-9][0-9]*0 " "$work/resume.log"
+      check "kill: the checkpoint loads" $? "$work/resume.log"
+    fi
+    kill -CONT "$victim" 2>/dev/null
+    for p in "${node_pids[@]}"; do
+      for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$p" 2>/dev/null
+      wait "$p" 2>/dev/null
+    done
+    ;;
+  kill-eval)
+    # Rank 0's node dies while the coordinator waits for its evaluation (the full test set).
+    start_coordinator eval epochs=2 data.limit_train=960 data.limit_test=10000 sync.step_timeout=60
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-eval"
+      node_pids+=("$last")
+    done
+    wait_for_line "$work/eval.log" "epoch 1/2 done" 60
+    check "kill-eval: first epoch trained" $? "$work/eval.log"
+    # The node of rank 0 is node 0: whichever joined first.
+    victim_name=$(grep -o "node 0 '[a-z]*-eval'" "$work/eval.log" | head -1 | grep -o "[a-z]*-eval")
+    declare -A pid_of=([a-eval]=${node_pids[0]} [b-eval]=${node_pids[1]} [c-eval]=${node_pids[2]})
+    victim=${pid_of[$victim_name]:-}
+    [[ -n $victim ]] && kill -KILL "$victim"
+    t0=$(date +%s.%N)
+    wait "$coordinator"
+    rc=$?
+    t1=$(date +%s.%N)
+    seconds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+    echo "kill-eval: coordinator stopped ${seconds} s after rank 0's node was killed (exit $rc)"
+    [[ $rc -eq 2 ]] && grep -qE "node 0 '$victim_name'" "$work/eval.log"
+    check "kill-eval: the report names rank 0's node" $? "$work/eval.log"
+    python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 5 else 1)"
+    check "kill-eval: detected within 5 s (took $seconds s)" $?
+    for p in "${node_pids[@]}"; do
+      for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$p" 2>/dev/null
+      wait "$p" 2>/dev/null
+    done
+    ;;
+  esac
+done
+
+echo "cluster: $passed passed, $failed failed"
+((failed == 0))
