@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
           stats.rounds += s.rounds;
           stats.gemm_calls += s.gemm_calls;
           stats.gemm_flops += s.gemm_flops;
+          stats.gemm_seconds += s.gemm_seconds;
         }
       }
     }
@@ -198,12 +199,12 @@ int main(int argc, char** argv) {
     const char* unit = lm ? "tokens" : "trees";
     const char* one = lm ? "token" : "tree";
     fmt::print("{:>10}: {:9.1f} {}/s (median of {}), {:.4f} CPU ms/{}, rounds/batch {:.1f}, GEMM calls/batch {:.0f}, "
-               "{:.1f} GFLOP/s in GEMMs ({:.2f} MFLOP/{}); time: schedule {:.1f}% forward {:.1f}% backward {:.1f}% "
-               "weight gradients {:.1f}%\n",
+               "{:.2f} MFLOP/{} in GEMMs at {:.1f} GFLOP/s; time: GEMM {:.1f}% schedule {:.1f}% forward {:.1f}% "
+               "backward {:.1f}% weight gradients {:.1f}%\n",
                mode, rates[rates.size() / 2], unit, rates.size(), cpu_ms[cpu_ms.size() / 2], one,
                static_cast<double>(s.rounds) / s.batches, static_cast<double>(s.gemm_calls) / s.batches,
-               s.gemm_flops / total * 1e-9 * replicas, s.gemm_flops / static_cast<double>(units) * 1e-6, one,
-               100 * s.schedule_seconds / total, 100 * s.forward_seconds / total, 100 * s.backward_seconds / total,
+               s.gemm_flops / static_cast<double>(units) * 1e-6, one, s.gemm_flops / s.gemm_seconds * 1e-9,
+               100 * s.gemm_seconds / total, 100 * s.schedule_seconds / total, 100 * s.forward_seconds / total, 100 * s.backward_seconds / total,
                100 * s.weight_gradient_seconds / total);
   }
   return 0;

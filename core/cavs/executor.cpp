@@ -650,8 +650,10 @@ void Executor::op_backward(int32_t id, const Range& r) {
 void Executor::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0 || k <= 0) return;
+  const auto start = Clock::now();
   blas::gemm(trans_a ? blas::Trans::yes : blas::Trans::no, trans_b ? blas::Trans::yes : blas::Trans::no, m, n, k,
              1.0f, a, lda, b, ldb, beta, c, ldc);
+  stats_.gemm_seconds += seconds_since(start);
   ++stats_.gemm_calls;
   stats_.gemm_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
 }
@@ -664,7 +666,7 @@ void Executor::for_active_rows(const MatmulGroup& g, const Range& r, int32_t beg
     fn(begin, end);
     return;
   }
-  if (g.zero_at_leaves) {
+  if (g.zero_at_leaves || g.dead_at_leaves) {
     if (r.round >= 0 && schedule_.leaf_round(r.round)) return;
     if (g.domain == Domain::vertex && schedule_.kind() == ScheduleKind::batched)
       begin = std::max(begin, schedule_.first_inner_row());

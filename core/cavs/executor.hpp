@@ -63,7 +63,8 @@ struct ExecutorStats {
   int64_t rounds = 0;
   int64_t vertices = 0;
   int64_t gemm_calls = 0;
-  double gemm_flops = 0;  // 2 m n k summed over GEMM calls
+  double gemm_flops = 0;    // 2 m n k summed over GEMM calls
+  double gemm_seconds = 0;  // inside those calls (part of the phases above)
   void reset() { *this = ExecutorStats{}; }
 };
 

@@ -97,6 +97,32 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     }
     p.zero_at_leaves[i] = zero;
   }
+  // Dead on rows without children: the value cannot change the loss there,
+  // because every use ends in a product with something zero there (the
+  // forget gate of a child that does not exist).
+  p.dead_at_leaves.assign(n, 0);
+  {
+    std::vector<std::vector<int32_t>> users(n);
+    for (size_t i = 0; i < n; ++i)
+      for (int32_t in : d.ops[i].inputs) users[static_cast<size_t>(in)].push_back(static_cast<int32_t>(i));
+    for (size_t v = n; v-- > 0;) {
+      if (users[v].empty() || d.ops[v].domain != Domain::vertex) continue;
+      bool dead = true;
+      for (int32_t c : users[v]) {
+        const Op& use = d.ops[static_cast<size_t>(c)];
+        if (use.kind == OpKind::mul) {
+          const int32_t other = use.inputs[0] == static_cast<int32_t>(v) ? use.inputs[1] : use.inputs[0];
+          if (p.zero_at_leaves[static_cast<size_t>(other)] || p.dead_at_leaves[static_cast<size_t>(c)]) continue;
+        } else if ((is_rowwise(use.kind) || use.kind == OpKind::slice || use.kind == OpKind::matmul) &&
+                   p.dead_at_leaves[static_cast<size_t>(c)]) {
+          continue;
+        }
+        dead = false;
+        break;
+      }
+      p.dead_at_leaves[v] = dead;
+    }
+  }
   if (d.scatter_value >= 0) reaches_scatter[static_cast<size_t>(d.scatter_value)] = 1;
   for (size_t i = n; i-- > 0;)
     if (reaches_scatter[i])
@@ -131,10 +157,14 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     const Op& op = d.ops[i];
     if (op.kind != OpKind::matmul) continue;
     const int32_t x = op.inputs[0];
+    // Split off outputs dead on leaves, unless the whole group is skipped there anyway.
+    const bool dead = p.dead_at_leaves[i] && !p.zero_at_leaves[static_cast<size_t>(x)];
     int32_t gi = -1;
     if (options.merge_matmuls)
       for (size_t g = 0; g < p.groups.size(); ++g)
-        if (p.groups[g].input == x && p.groups[g].phase == p.phase[i]) gi = static_cast<int32_t>(g);
+        if (p.groups[g].input == x && p.groups[g].phase == p.phase[i] &&
+            p.groups[g].dead_at_leaves == dead)
+          gi = static_cast<int32_t>(g);
     if (gi < 0) {
       MatmulGroup g;
       g.input = x;
@@ -143,6 +173,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
       g.phase = p.phase[i];
       g.sparse_input = d.ops[static_cast<size_t>(x)].kind == OpKind::embedding;
       g.zero_at_leaves = p.zero_at_leaves[static_cast<size_t>(x)] != 0;
+      g.dead_at_leaves = dead;
       p.groups.push_back(std::move(g));
       gi = static_cast<int32_t>(p.groups.size() - 1);
     }

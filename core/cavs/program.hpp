@@ -56,6 +56,7 @@ struct MatmulGroup {
   OpClass phase = OpClass::eager;
   bool sparse_input = false;    // x is an embedding: rows without a token are zero
   bool zero_at_leaves = false;  // x is zero on every row without children
+  bool dead_at_leaves = false;  // the outputs do not matter on rows without children (written as zeros there)
 };
 
 enum class StepKind : uint8_t { op, matmul, rowwise };
@@ -79,6 +80,7 @@ struct Program {
   std::vector<OpClass> phase;           // per op
   std::vector<uint8_t> needs_grad;    // per value
   std::vector<uint8_t> zero_at_leaves;  // per value: provably zero on rows without children
+  std::vector<uint8_t> dead_at_leaves;  // per value: cannot affect the loss on rows without children
   std::vector<uint8_t> assign_grad;     // per value: its one backward writer assigns (see BufferInfo)
   std::vector<int32_t> value_buffer;  // per value, -1 for ids and sinks
   std::vector<int32_t> value_column;

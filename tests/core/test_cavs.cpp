@@ -358,9 +358,10 @@ TEST_SUITE("cavs") {
   TEST_CASE("compiled binary Tree-LSTM: eager/recurrent/lazy, merged matmuls, fused row steps") {
     VertexFunction f = make_binary_tree_lstm(small_lstm());
     const auto program = Program::compile(f.shared_definition());
-    // x * W_{i,o,u,f}: one eager GEMM; [h_l; h_r] * U_{i,o,u,fl,fr}: one GEMM per round;
-    // the classifier: one lazy GEMM.
-    CHECK(program->gemm_steps(OpClass::eager) == 1);
+    // x * W_{i,o,u}: one eager GEMM, and x * W_f apart (only needed where a vertex has both
+    // a token and children); [h_l; h_r] * U_{i,o,u,fl,fr}: one GEMM per round; the
+    // classifier: one lazy GEMM.
+    CHECK(program->gemm_steps(OpClass::eager) == 2);
     CHECK(program->gemm_steps(OpClass::recurrent) == 1);
     CHECK(program->gemm_steps(OpClass::lazy) == 1);
     int rowwise_recurrent = 0;
@@ -368,6 +369,12 @@ TEST_SUITE("cavs") {
     CHECK(rowwise_recurrent == 2);  // concat(h_l, h_r), then the whole gate chain up to concat(h, c)
     const auto unmerged = Program::compile(f.shared_definition(), {.merge_matmuls = false});
     CHECK(unmerged->gemm_steps(OpClass::eager) == 4);
+    const MatmulGroup& forget = program->groups[static_cast<size_t>(program->op_group[static_cast<size_t>(
+        std::find_if(f.definition().ops.begin(), f.definition().ops.end(), [&](const Op& op) {
+          return op.kind == OpKind::matmul && f.definition().params[static_cast<size_t>(op.param)].name == "W_f";
+        }) - f.definition().ops.begin())])];
+    CHECK(forget.dead_at_leaves);
+    CHECK(forget.ops.size() == 1);
     CHECK(unmerged->gemm_steps(OpClass::recurrent) == 5);
   }
 
