@@ -38,11 +38,13 @@ ExecutorOptions ExecutorOptions::reference() {
   o.fuse_elementwise = false;
   o.merge_matmuls = false;
   o.skip_zero_rows = false;
+  o.assign_gradients = false;
   return o;
 }
 
 Executor::Executor(VertexFunction& f, ExecutorOptions options)
-    : f_(f), options_(options), program_(Program::compile(f.shared_definition(), {options.merge_matmuls, options.fuse_elementwise})) {
+    : f_(f), options_(options), program_(Program::compile(f.shared_definition(),
+                                       {options.merge_matmuls, options.fuse_elementwise, options.assign_gradients})) {
   data_.resize(program_->buffers.size());
   grad_.resize(program_->buffers.size());
   int32_t losses = 0;

@@ -46,6 +46,9 @@ struct ExecutorOptions {
   // Skip GEMM work on rows known to be zero: matmuls of gathered state on
   // leaves, matmuls of embeddings on rows without a token.
   bool skip_zero_rows = true;
+  // Gradients with one writer are assigned, not zeroed and accumulated, and
+  // values living inside one fused step keep one scratch row (needs fusion).
+  bool assign_gradients = true;
 
   // One vertex at a time with F's static optimisations (merge, fusion, zero
   // rows): the "same engine, no batching" baseline.

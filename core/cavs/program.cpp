@@ -250,13 +250,41 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
         if (!is_rowwise(op.kind) && op.kind != OpKind::sum_children) capable[static_cast<size_t>(in)] = 0;
       }
     }
+    // A buffer is assigned when the values written into it (its own value,
+    // or the slices and merged-matmul members it holds) each have one writer,
+    // cover its columns exactly once, and nothing else reads a zero from it.
+    (void)values_in;
+    std::vector<uint8_t> sliced(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      if (d.ops[i].kind == OpKind::slice) sliced[static_cast<size_t>(d.ops[i].inputs[0])] = 1;
+    std::vector<std::vector<int32_t>> held(p.buffers.size());
+    for (size_t v = 0; v < n; ++v)
+      if (p.value_buffer[v] >= 0) held[static_cast<size_t>(p.value_buffer[v])].push_back(static_cast<int32_t>(v));
     p.assign_grad.assign(n, 0);
-    for (size_t v = 0; v < n; ++v) {
-      const int32_t b = p.value_buffer[v];
-      if (b < 0 || b == scatter_buffer || values_in[static_cast<size_t>(b)] != 1 || !p.needs_grad[v]) continue;
-      if (writers[v] != 1 || !capable[v]) continue;
-      p.assign_grad[v] = 1;
-      p.buffers[static_cast<size_t>(b)].assigned = true;
+    for (size_t b = 0; b < p.buffers.size() && options.assign_gradients; ++b) {
+      if (static_cast<int32_t>(b) == scatter_buffer || !p.buffers[b].needs_grad) continue;
+      bool ok = true;
+      std::vector<std::pair<int32_t, int32_t>> columns;
+      for (int32_t v : held[b]) {
+        const auto vi = static_cast<size_t>(v);
+        if (writers[vi] > 0) {
+          if (writers[vi] != 1 || !capable[vi] || sliced[vi]) ok = false;
+          columns.emplace_back(p.value_column[vi], p.value_column[vi] + d.ops[vi].width);
+        } else if (!sliced[vi]) {
+          ok = false;  // read by its producer's backward but never written
+        }
+      }
+      std::sort(columns.begin(), columns.end());
+      int32_t next = 0;
+      for (const auto& [lo, hi] : columns) {
+        ok = ok && lo == next;
+        next = hi;
+      }
+      ok = ok && next == p.buffers[b].width;
+      if (!ok) continue;
+      p.buffers[b].assigned = true;
+      for (int32_t v : held[b])
+        if (writers[static_cast<size_t>(v)] > 0) p.assign_grad[static_cast<size_t>(v)] = 1;
     }
   }
 
@@ -318,7 +346,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     // Units of later phases whose inputs are now all done wait for their phase.
   }
   // Transient values (see BufferInfo::transient).
-  if (options.fuse_rowwise) {
+  if (options.fuse_rowwise && options.assign_gradients) {
     std::vector<int32_t> step_of(n, -1);
     int32_t step_id = 0;
     for (const auto& phase_steps : p.steps)

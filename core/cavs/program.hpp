@@ -72,6 +72,9 @@ struct Step {
 struct CompileOptions {
   bool merge_matmuls = true;
   bool fuse_rowwise = true;  // the executor runs rowwise steps row by row (enables transient buffers)
+  // Single-writer gradients assigned instead of zeroed and accumulated, and
+  // transient buffers; off: every gradient is zeroed and accumulated (reference).
+  bool assign_gradients = true;
 };
 
 struct Program {

@@ -166,6 +166,9 @@ std::vector<std::pair<std::string, ExecutorOptions>> variants() {
   o = {};
   o.skip_zero_rows = false;
   v.emplace_back("batched, no zero-row skipping", o);
+  o = {};
+  o.assign_gradients = false;
+  v.emplace_back("batched, accumulated gradients", o);
   v.emplace_back("serial", ExecutorOptions::serial());
   o = ExecutorOptions::serial();
   o.lazy_weight_gradients = true;
