@@ -193,6 +193,24 @@ void Executor::accumulate_weight_gradients() {
   stats_.weight_gradient_seconds += seconds_since(start);
 }
 
+void Executor::zero_gradients() {
+  const Definition& d = f_.definition();
+  std::vector<uint8_t> table(d.params.size(), 0);
+  for (const Op& op : d.ops)
+    if (op.kind == OpKind::embedding) table[static_cast<size_t>(op.param)] = 1;
+  const auto tokens = schedule_.tokens();
+  for (size_t p = 0; p < d.params.size(); ++p) {
+    Tensor& diff = f_.params()[p].blob->diff();
+    if (!table[p]) {
+      diff.zero();
+      continue;
+    }
+    const auto width = static_cast<size_t>(d.params[p].shape[1]);
+    for (int32_t t : tokens)
+      if (t >= 0) std::memset(diff.ptr() + static_cast<size_t>(t) * width, 0, sizeof(float) * width);
+  }
+}
+
 void Executor::run_forward() {
   forward_eager();
   for (int32_t r = 0; r < num_rounds(); ++r) forward_round(r);

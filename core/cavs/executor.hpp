@@ -17,7 +17,11 @@
 // VertexFunction's parameters (weights read in forward, diffs += in
 // backward), so executors over different VertexFunctions (different F's, or
 // replicas from VertexFunction::replica()) may run concurrently on different
-// threads. Flush-to-zero is the caller's (core/common/flush_to_zero.hpp).
+// threads. Two executors over the same VertexFunction may run forward
+// concurrently (weights are only read), but their backward passes add into
+// the same diffs and must not overlap. The executor keeps a reference to its
+// VertexFunction, which must outlive it and stay in place. Flush-to-zero is
+// the caller's (core/common/flush_to_zero.hpp).
 
 #include <cstdint>
 #include <memory>
@@ -105,6 +109,12 @@ class Executor {
     run_forward();
     run_backward();
   }
+
+  // Zeroes what backward added to the parameter diffs: every dense parameter,
+  // but only the embedding rows of this batch's tokens (a 20k-row table is
+  // not swept per batch). Valid when the diffs were zero before this batch's
+  // backward, e.g. called right after the solver step.
+  void zero_gradients();
 
   // Gradients are loss_scale * d(sum of per-vertex losses); default 1. Read
   // by backward_lazy, so it may be set after forward (e.g. 1 / loss_vertices()).

@@ -282,6 +282,40 @@ TEST_SUITE("cavs") {
     }
   }
 
+  TEST_CASE("schedule: DAGs (shared children) run every vertex once, after all its children") {
+    GatedGraphOptions o;
+    o.vocabulary = 9;
+    o.hidden = 3;
+    o.classes = 3;
+    VertexFunction f = make_gated_graph_network(o);
+    const auto dags = random_dags(91, 12, 9, 3);
+    Schedule s;
+    s.build(f.definition(), dags, ScheduleKind::batched);
+    int32_t max_height = 0;
+    for (const auto& g : dags) max_height = std::max(max_height, g.height());
+    CHECK(s.num_rounds() == max_height + 1);
+    std::vector<int32_t> round_of_row(static_cast<size_t>(s.num_rows()));
+    for (int32_t r = 0; r < s.num_rounds(); ++r)
+      for (int32_t row = s.round_begin(r); row < s.round_end(r); ++row) round_of_row[static_cast<size_t>(row)] = r;
+    std::vector<int> seen(static_cast<size_t>(s.num_rows()), 0);
+    for (int32_t sample = 0; sample < static_cast<int32_t>(dags.size()); ++sample) {
+      const auto& g = dags[static_cast<size_t>(sample)];
+      for (int32_t v = 0; v < g.num_vertices(); ++v) {
+        const int32_t row = s.row(sample, v);
+        ++seen[static_cast<size_t>(row)];
+        const auto children = g.children(v);
+        CHECK(s.child_offsets()[static_cast<size_t>(row) + 1] - s.child_offsets()[static_cast<size_t>(row)] ==
+              static_cast<int32_t>(children.size()));
+        for (size_t k = 0; k < children.size(); ++k) {
+          const int32_t child_row = s.child_rows()[static_cast<size_t>(s.child_offsets()[static_cast<size_t>(row)]) + k];
+          CHECK(child_row == s.row(sample, children[k]));
+          CHECK(round_of_row[static_cast<size_t>(child_row)] < round_of_row[static_cast<size_t>(row)]);
+        }
+      }
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  }
+
   TEST_CASE("schedule errors name the sample and the vertex") {
     VertexFunction f = make_binary_tree_lstm(small_lstm(10, 3));
     Schedule s;
@@ -414,6 +448,13 @@ TEST_SUITE("cavs") {
     CHECK(ex.loss() == doctest::Approx(big_loss).epsilon(1e-6));
     CHECK(ex.stats().batches == 3);
     CHECK(ex.stats().gemm_calls > 0);
+    // zero_gradients clears exactly what backward added
+    ex.set_inputs(small);
+    f.zero_diffs();
+    ex.run_forward_backward();
+    ex.zero_gradients();
+    for (const auto& p : f.params())
+      CHECK(std::all_of(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count(), [](float v) { return v == 0.0f; }));
     // push output: h of every vertex, readable by row
     const MatrixView h = ex.output();
     CHECK(h.rows == ex.schedule().num_rows());
