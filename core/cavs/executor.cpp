@@ -67,10 +67,10 @@ void Executor::set_inputs(std::span<const InputGraph> graphs) {
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
     const int64_t count =
-        info.transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+        info.transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
     if (data_[b].count() < count) data_[b].reshape(Shape{count});
     const int64_t grad_count =
-        info.grad_transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+        info.grad_transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
     if (info.needs_grad && grad_[b].count() < grad_count) grad_[b].reshape(Shape{grad_count});
   }
   int64_t losses = 0;
@@ -259,8 +259,11 @@ void Executor::run_steps_forward(const std::vector<Step>& steps, const Range& r)
         const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
         const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
         if (options_.fuse_elementwise) {
-          for (int32_t row = b; row < e; ++row)
-            for (int32_t id : s.ops) rowwise_forward(id, row, row + 1);
+          for (int32_t tile = b; tile < e; tile += fused_tile_rows) {
+            tile_origin_ = tile;
+            const int32_t last = std::min(e, tile + fused_tile_rows);
+            for (int32_t id : s.ops) rowwise_forward(id, tile, last);
+          }
         } else {
           for (int32_t id : s.ops) rowwise_forward(id, b, e);
         }
@@ -284,12 +287,15 @@ void Executor::run_steps_backward(const std::vector<Step>& steps, const Range& r
         const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
         const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
         if (options_.fuse_elementwise) {
-          for (int32_t row = b; row < e; ++row) {
+          for (int32_t tile = b; tile < e; tile += fused_tile_rows) {
+            tile_origin_ = tile;
+            const int32_t last = std::min(e, tile + fused_tile_rows);
             for (int32_t buffer : s.zero_grad_rows) {
               const BufferInfo& info = program_->buffers[static_cast<size_t>(buffer)];
-              std::memset(grad_[static_cast<size_t>(buffer)].ptr(), 0, sizeof(float) * static_cast<size_t>(info.width));
+              std::memset(grad_[static_cast<size_t>(buffer)].ptr(), 0,
+                          sizeof(float) * static_cast<size_t>(info.ld) * static_cast<size_t>(last - tile));
             }
-            for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, row, row + 1);
+            for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, tile, last);
           }
         } else {
           for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, b, e);

@@ -132,7 +132,7 @@ class Executor {
   // The k-th push()ed value, one row per schedule row.
   MatrixView output(size_t k = 0) const;
   // Any value of F (vertex or edge rows), for tests and debugging; a
-  // transient value (BufferInfo::transient) keeps only its last row.
+  // transient value (BufferInfo::transient) keeps only its last tile of rows.
   MatrixView value(Value v) const;
 
   const Program& program() const { return *program_; }
@@ -165,13 +165,20 @@ class Executor {
   void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
             const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+  // Row i of a value is at data(v) + i * ld(v). A transient buffer holds only
+  // the rows of the current tile, [tile_origin_, tile_origin_ + fused_tile_rows),
+  // so its base is shifted back by tile_origin_ rows.
   float* data(int32_t value) {
-    return data_[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ptr() +
-           program_->value_column[static_cast<size_t>(value)];
+    const auto b = static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)]);
+    const BufferInfo& info = program_->buffers[b];
+    return data_[b].ptr() + program_->value_column[static_cast<size_t>(value)] -
+           (info.transient ? tile_origin_ * info.ld : 0);
   }
   float* grad(int32_t value) {
-    return grad_[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ptr() +
-           program_->value_column[static_cast<size_t>(value)];
+    const auto b = static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)]);
+    const BufferInfo& info = program_->buffers[b];
+    return grad_[b].ptr() + program_->value_column[static_cast<size_t>(value)] -
+           (info.grad_transient ? tile_origin_ * info.ld : 0);
   }
   int64_t ld(int32_t value) const {
     return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].row_stride;
@@ -198,6 +205,7 @@ class Executor {
   double loss_ = 0;
   int64_t loss_vertices_ = 0;
   float loss_scale_ = 1.0f;
+  int64_t tile_origin_ = 0;  // first row of the fused tile being run
   ExecutorStats stats_;
 };
 

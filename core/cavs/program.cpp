@@ -378,13 +378,11 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
       BufferInfo& info = p.buffers[static_cast<size_t>(b)];
       if (p.needs_grad[v]) {
         info.grad_transient = true;
-        info.grad_stride = 0;
         if (!p.assign_grad[v]) step_ptr[static_cast<size_t>(step_of[v])]->zero_grad_rows.push_back(b);
       }
       // sigmoid, tanh and relu read their own output in backward.
       if (data_unread[v] && k != OpKind::sigmoid && k != OpKind::tanh && k != OpKind::relu) {
         info.transient = true;
-        info.row_stride = 0;
       }
     }
   }

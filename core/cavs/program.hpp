@@ -35,14 +35,15 @@ struct BufferInfo {
   // and columns: the writer assigns (=) and the buffer is never zeroed.
   bool assigned = false;
   // Produced and consumed inside one fused row step, with no backward reading
-  // its value from another row: one scratch row serves every row (row_stride
-  // 0), so chains like sigmoid(x W + h U + b) keep their pre-activations in L1.
+  // its value from another row: a scratch of fused_tile_rows rows serves
+  // every tile of rows, so chains like sigmoid(x W + h U + b) keep their
+  // pre-activations in L1.
   bool transient = false;
-  int32_t row_stride = 0;  // ld, or 0 when transient
+  int32_t row_stride = 0;  // = ld
   // The gradient alone can be transient: written and read only inside the
   // producer's fused step (the value itself is kept for a backward that reads it).
   bool grad_transient = false;
-  int32_t grad_stride = 0;  // ld, or 0 when grad_transient
+  int32_t grad_stride = 0;  // = ld
 };
 
 struct MatmulGroup {
@@ -58,6 +59,9 @@ struct MatmulGroup {
   bool zero_at_leaves = false;  // x is zero on every row without children
   bool dead_at_leaves = false;  // the outputs do not matter on rows without children (written as zeros there)
 };
+
+// Rows a fused step processes per pass of its ops (the transient scratch height).
+inline constexpr int32_t fused_tile_rows = 4;
 
 enum class StepKind : uint8_t { op, matmul, rowwise };
 
