@@ -239,6 +239,7 @@ MatrixView Executor::value(Value v) const {
   MatrixView m;
   m.data = data_[b].ptr() + program_->value_column[static_cast<size_t>(v.id)];
   m.rows = info.domain == Domain::edge ? schedule_.num_edges() : schedule_.num_rows();
+  if (info.transient) m.rows = std::min<int64_t>(m.rows, fused_tile_rows);  // the scratch tile only
   m.ld = info.row_stride;
   m.width = ops[static_cast<size_t>(v.id)].width;
   return m;
