@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <queue>
+#include <string>
+
+#include "core/common/check.hpp"
 
 namespace taihu::cavs {
 
@@ -345,6 +348,10 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     }
     // Units of later phases whose inputs are now all done wait for their phase.
   }
+  for (size_t u = 0; u < units; ++u)
+    if (exists[u] && !done[u])
+      raise<FunctionError>("vertex function: internal error, {} was never scheduled",
+                           u >= n ? std::string("a merged matmul") : d.describe(static_cast<int32_t>(u)));
   // Transient values (see BufferInfo::transient).
   if (options.fuse_rowwise && options.assign_gradients) {
     std::vector<int32_t> step_of(n, -1);
