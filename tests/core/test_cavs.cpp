@@ -368,6 +368,14 @@ TEST_SUITE("cavs") {
       CHECK(error_of([&] { std::move(f).build(); }) ==
             "vertex function: the value of tanh #1 [vertex x 2] is never used (scatter, push or use it, or remove it)");
     }
+    {  // a built builder is spent
+      FunctionBuilder f;
+      f.push(f.embedding(f.parameter("E", {4, 3}), f.pull()));
+      VertexFunction built = std::move(f).build();
+      CHECK(built.params().size() == 1);
+      CHECK(error_of([&] { f.pull(); }) == "pull: the builder was already built");
+      CHECK(error_of([&] { f.gather_sum(3); }) == "gather_sum: the builder was already built");
+    }
     {  // scatter width differs from gather width
       FunctionBuilder f({.max_arity = 1});
       Value g = f.gather(0, 2);
