@@ -38,11 +38,13 @@ ExecutorOptions ExecutorOptions::reference() {
   o.fuse_elementwise = false;
   o.merge_matmuls = false;
   o.skip_zero_rows = false;
+  o.assign_gradients = false;
   return o;
 }
 
 Executor::Executor(VertexFunction& f, ExecutorOptions options)
-    : f_(f), options_(options), program_(Program::compile(f.shared_definition(), {options.merge_matmuls, options.fuse_elementwise})) {
+    : f_(f), options_(options), program_(Program::compile(f.shared_definition(),
+                                       {options.merge_matmuls, options.fuse_elementwise, options.assign_gradients})) {
   data_.resize(program_->buffers.size());
   grad_.resize(program_->buffers.size());
   int32_t losses = 0;
@@ -65,10 +67,10 @@ void Executor::set_inputs(std::span<const InputGraph> graphs) {
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
     const int64_t count =
-        info.transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+        info.transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
     if (data_[b].count() < count) data_[b].reshape(Shape{count});
     const int64_t grad_count =
-        info.grad_transient ? info.ld : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+        info.grad_transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
     if (info.needs_grad && grad_[b].count() < grad_count) grad_[b].reshape(Shape{grad_count});
   }
   int64_t losses = 0;
@@ -191,6 +193,24 @@ void Executor::accumulate_weight_gradients() {
   stats_.weight_gradient_seconds += seconds_since(start);
 }
 
+void Executor::zero_gradients() {
+  const Definition& d = f_.definition();
+  std::vector<uint8_t> table(d.params.size(), 0);
+  for (const Op& op : d.ops)
+    if (op.kind == OpKind::embedding) table[static_cast<size_t>(op.param)] = 1;
+  const auto tokens = schedule_.tokens();
+  for (size_t p = 0; p < d.params.size(); ++p) {
+    Tensor& diff = f_.params()[p].blob->diff();
+    if (!table[p]) {
+      diff.zero();
+      continue;
+    }
+    const auto width = static_cast<size_t>(d.params[p].shape[1]);
+    for (int32_t t : tokens)
+      if (t >= 0) std::memset(diff.ptr() + static_cast<size_t>(t) * width, 0, sizeof(float) * width);
+  }
+}
+
 void Executor::run_forward() {
   forward_eager();
   for (int32_t r = 0; r < num_rounds(); ++r) forward_round(r);
@@ -219,6 +239,7 @@ MatrixView Executor::value(Value v) const {
   MatrixView m;
   m.data = data_[b].ptr() + program_->value_column[static_cast<size_t>(v.id)];
   m.rows = info.domain == Domain::edge ? schedule_.num_edges() : schedule_.num_rows();
+  if (info.transient) m.rows = std::min<int64_t>(m.rows, fused_tile_rows);  // the scratch tile only
   m.ld = info.row_stride;
   m.width = ops[static_cast<size_t>(v.id)].width;
   return m;
@@ -239,8 +260,11 @@ void Executor::run_steps_forward(const std::vector<Step>& steps, const Range& r)
         const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
         const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
         if (options_.fuse_elementwise) {
-          for (int32_t row = b; row < e; ++row)
-            for (int32_t id : s.ops) rowwise_forward(id, row, row + 1);
+          for (int32_t tile = b; tile < e; tile += fused_tile_rows) {
+            tile_origin_ = tile;
+            const int32_t last = std::min(e, tile + fused_tile_rows);
+            for (int32_t id : s.ops) rowwise_forward(id, tile, last);
+          }
         } else {
           for (int32_t id : s.ops) rowwise_forward(id, b, e);
         }
@@ -264,12 +288,15 @@ void Executor::run_steps_backward(const std::vector<Step>& steps, const Range& r
         const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
         const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
         if (options_.fuse_elementwise) {
-          for (int32_t row = b; row < e; ++row) {
+          for (int32_t tile = b; tile < e; tile += fused_tile_rows) {
+            tile_origin_ = tile;
+            const int32_t last = std::min(e, tile + fused_tile_rows);
             for (int32_t buffer : s.zero_grad_rows) {
               const BufferInfo& info = program_->buffers[static_cast<size_t>(buffer)];
-              std::memset(grad_[static_cast<size_t>(buffer)].ptr(), 0, sizeof(float) * static_cast<size_t>(info.width));
+              std::memset(grad_[static_cast<size_t>(buffer)].ptr(), 0,
+                          sizeof(float) * static_cast<size_t>(info.ld) * static_cast<size_t>(last - tile));
             }
-            for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, row, row + 1);
+            for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, tile, last);
           }
         } else {
           for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, b, e);
@@ -650,8 +677,10 @@ void Executor::op_backward(int32_t id, const Range& r) {
 void Executor::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0 || k <= 0) return;
+  const auto start = Clock::now();
   blas::gemm(trans_a ? blas::Trans::yes : blas::Trans::no, trans_b ? blas::Trans::yes : blas::Trans::no, m, n, k,
              1.0f, a, lda, b, ldb, beta, c, ldc);
+  stats_.gemm_seconds += seconds_since(start);
   ++stats_.gemm_calls;
   stats_.gemm_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
 }
@@ -664,7 +693,7 @@ void Executor::for_active_rows(const MatmulGroup& g, const Range& r, int32_t beg
     fn(begin, end);
     return;
   }
-  if (g.zero_at_leaves) {
+  if (g.zero_at_leaves || g.dead_at_leaves) {
     if (r.round >= 0 && schedule_.leaf_round(r.round)) return;
     if (g.domain == Domain::vertex && schedule_.kind() == ScheduleKind::batched)
       begin = std::max(begin, schedule_.first_inner_row());

@@ -17,7 +17,11 @@
 // VertexFunction's parameters (weights read in forward, diffs += in
 // backward), so executors over different VertexFunctions (different F's, or
 // replicas from VertexFunction::replica()) may run concurrently on different
-// threads. Flush-to-zero is the caller's (core/common/flush_to_zero.hpp).
+// threads. Two executors over the same VertexFunction may run forward
+// concurrently (weights are only read), but their backward passes add into
+// the same diffs and must not overlap. The executor keeps a reference to its
+// VertexFunction, which must outlive it and stay in place. Flush-to-zero is
+// the caller's (core/common/flush_to_zero.hpp).
 
 #include <cstdint>
 #include <memory>
@@ -46,6 +50,9 @@ struct ExecutorOptions {
   // Skip GEMM work on rows known to be zero: matmuls of gathered state on
   // leaves, matmuls of embeddings on rows without a token.
   bool skip_zero_rows = true;
+  // Gradients with one writer are assigned, not zeroed and accumulated, and
+  // values living inside one fused step keep one scratch row (needs fusion).
+  bool assign_gradients = true;
 
   // One vertex at a time with F's static optimisations (merge, fusion, zero
   // rows): the "same engine, no batching" baseline.
@@ -63,7 +70,8 @@ struct ExecutorStats {
   int64_t rounds = 0;
   int64_t vertices = 0;
   int64_t gemm_calls = 0;
-  double gemm_flops = 0;  // 2 m n k summed over GEMM calls
+  double gemm_flops = 0;    // 2 m n k summed over GEMM calls
+  double gemm_seconds = 0;  // inside those calls (part of the phases above)
   void reset() { *this = ExecutorStats{}; }
 };
 
@@ -102,6 +110,12 @@ class Executor {
     run_backward();
   }
 
+  // Zeroes what backward added to the parameter diffs: every dense parameter,
+  // but only the embedding rows of this batch's tokens (a 20k-row table is
+  // not swept per batch). Valid when the diffs were zero before this batch's
+  // backward, e.g. called right after the solver step.
+  void zero_gradients();
+
   // Gradients are loss_scale * d(sum of per-vertex losses); default 1. Read
   // by backward_lazy, so it may be set after forward (e.g. 1 / loss_vertices()).
   void set_loss_scale(float scale) { loss_scale_ = scale; }
@@ -118,7 +132,7 @@ class Executor {
   // The k-th push()ed value, one row per schedule row.
   MatrixView output(size_t k = 0) const;
   // Any value of F (vertex or edge rows), for tests and debugging; a
-  // transient value (BufferInfo::transient) keeps only its last row.
+  // transient value (BufferInfo::transient) keeps only its last tile of rows.
   MatrixView value(Value v) const;
 
   const Program& program() const { return *program_; }
@@ -151,13 +165,20 @@ class Executor {
   void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
             const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+  // Row i of a value is at data(v) + i * ld(v). A transient buffer holds only
+  // the rows of the current tile, [tile_origin_, tile_origin_ + fused_tile_rows),
+  // so its base is shifted back by tile_origin_ rows.
   float* data(int32_t value) {
-    return data_[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ptr() +
-           program_->value_column[static_cast<size_t>(value)];
+    const auto b = static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)]);
+    const BufferInfo& info = program_->buffers[b];
+    return data_[b].ptr() + program_->value_column[static_cast<size_t>(value)] -
+           (info.transient ? tile_origin_ * info.ld : 0);
   }
   float* grad(int32_t value) {
-    return grad_[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].ptr() +
-           program_->value_column[static_cast<size_t>(value)];
+    const auto b = static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)]);
+    const BufferInfo& info = program_->buffers[b];
+    return grad_[b].ptr() + program_->value_column[static_cast<size_t>(value)] -
+           (info.grad_transient ? tile_origin_ * info.ld : 0);
   }
   int64_t ld(int32_t value) const {
     return program_->buffers[static_cast<size_t>(program_->value_buffer[static_cast<size_t>(value)])].row_stride;
@@ -184,6 +205,7 @@ class Executor {
   double loss_ = 0;
   int64_t loss_vertices_ = 0;
   float loss_scale_ = 1.0f;
+  int64_t tile_origin_ = 0;  // first row of the fused tile being run
   ExecutorStats stats_;
 };
 

@@ -137,6 +137,7 @@ const Op& FunctionBuilder::value(Value v, const char* op, const char* role) cons
 }
 
 int32_t FunctionBuilder::add_op(Op op) {
+  require<FunctionError>(def_ != nullptr, "{}: the builder was already built", op_name(op.kind));
   def_->ops.push_back(std::move(op));
   return static_cast<int32_t>(def_->ops.size() - 1);
 }
@@ -172,6 +173,7 @@ Value FunctionBuilder::label() {
 }
 
 Value FunctionBuilder::gather_op(OpKind kind, Domain domain, int32_t width, int32_t slot) {
+  require<FunctionError>(def_ != nullptr, "{}: the builder was already built", op_name(kind));
   require<FunctionError>(width > 0, "{}: width must be positive, got {}", op_name(kind), width);
   if (def_->gather_width != 0)
     require<FunctionError>(width == def_->gather_width,
@@ -185,6 +187,7 @@ Value FunctionBuilder::gather_op(OpKind kind, Domain domain, int32_t width, int3
 }
 
 Value FunctionBuilder::gather(int32_t slot, int32_t width) {
+  require<FunctionError>(def_ != nullptr, "gather: the builder was already built");
   const int32_t max_arity = def_->options.max_arity;
   require<FunctionError>(slot >= 0, "gather({}): slot must be >= 0", slot);
   require<FunctionError>(max_arity >= 0,
@@ -199,11 +202,13 @@ Value FunctionBuilder::gather(int32_t slot, int32_t width) {
 }
 
 Value FunctionBuilder::gather_sum(int32_t width) {
+  require<FunctionError>(def_ != nullptr, "gather_sum: the builder was already built");
   def_->reads_all_children = true;
   return gather_op(OpKind::gather_sum, Domain::vertex, width, 0);
 }
 
 Value FunctionBuilder::children(int32_t width) {
+  require<FunctionError>(def_ != nullptr, "children: the builder was already built");
   def_->reads_all_children = true;
   return gather_op(OpKind::children, Domain::edge, width, 0);
 }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <queue>
+#include <string>
+
+#include "core/common/check.hpp"
 
 namespace taihu::cavs {
 
@@ -97,6 +100,32 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     }
     p.zero_at_leaves[i] = zero;
   }
+  // Dead on rows without children: the value cannot change the loss there,
+  // because every use ends in a product with something zero there (the
+  // forget gate of a child that does not exist).
+  p.dead_at_leaves.assign(n, 0);
+  {
+    std::vector<std::vector<int32_t>> users(n);
+    for (size_t i = 0; i < n; ++i)
+      for (int32_t in : d.ops[i].inputs) users[static_cast<size_t>(in)].push_back(static_cast<int32_t>(i));
+    for (size_t v = n; v-- > 0;) {
+      if (users[v].empty() || d.ops[v].domain != Domain::vertex) continue;
+      bool dead = true;
+      for (int32_t c : users[v]) {
+        const Op& use = d.ops[static_cast<size_t>(c)];
+        if (use.kind == OpKind::mul) {
+          const int32_t other = use.inputs[0] == static_cast<int32_t>(v) ? use.inputs[1] : use.inputs[0];
+          if (p.zero_at_leaves[static_cast<size_t>(other)] || p.dead_at_leaves[static_cast<size_t>(c)]) continue;
+        } else if ((is_rowwise(use.kind) || use.kind == OpKind::slice || use.kind == OpKind::matmul) &&
+                   p.dead_at_leaves[static_cast<size_t>(c)]) {
+          continue;
+        }
+        dead = false;
+        break;
+      }
+      p.dead_at_leaves[v] = dead;
+    }
+  }
   if (d.scatter_value >= 0) reaches_scatter[static_cast<size_t>(d.scatter_value)] = 1;
   for (size_t i = n; i-- > 0;)
     if (reaches_scatter[i])
@@ -131,10 +160,14 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     const Op& op = d.ops[i];
     if (op.kind != OpKind::matmul) continue;
     const int32_t x = op.inputs[0];
+    // Split off outputs dead on leaves, unless the whole group is skipped there anyway.
+    const bool dead = p.dead_at_leaves[i] && !p.zero_at_leaves[static_cast<size_t>(x)];
     int32_t gi = -1;
     if (options.merge_matmuls)
       for (size_t g = 0; g < p.groups.size(); ++g)
-        if (p.groups[g].input == x && p.groups[g].phase == p.phase[i]) gi = static_cast<int32_t>(g);
+        if (p.groups[g].input == x && p.groups[g].phase == p.phase[i] &&
+            p.groups[g].dead_at_leaves == dead)
+          gi = static_cast<int32_t>(g);
     if (gi < 0) {
       MatmulGroup g;
       g.input = x;
@@ -143,6 +176,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
       g.phase = p.phase[i];
       g.sparse_input = d.ops[static_cast<size_t>(x)].kind == OpKind::embedding;
       g.zero_at_leaves = p.zero_at_leaves[static_cast<size_t>(x)] != 0;
+      g.dead_at_leaves = dead;
       p.groups.push_back(std::move(g));
       gi = static_cast<int32_t>(p.groups.size() - 1);
     }
@@ -219,13 +253,41 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
         if (!is_rowwise(op.kind) && op.kind != OpKind::sum_children) capable[static_cast<size_t>(in)] = 0;
       }
     }
+    // A buffer is assigned when the values written into it (its own value,
+    // or the slices and merged-matmul members it holds) each have one writer,
+    // cover its columns exactly once, and nothing else reads a zero from it.
+    (void)values_in;
+    std::vector<uint8_t> sliced(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      if (d.ops[i].kind == OpKind::slice) sliced[static_cast<size_t>(d.ops[i].inputs[0])] = 1;
+    std::vector<std::vector<int32_t>> held(p.buffers.size());
+    for (size_t v = 0; v < n; ++v)
+      if (p.value_buffer[v] >= 0) held[static_cast<size_t>(p.value_buffer[v])].push_back(static_cast<int32_t>(v));
     p.assign_grad.assign(n, 0);
-    for (size_t v = 0; v < n; ++v) {
-      const int32_t b = p.value_buffer[v];
-      if (b < 0 || b == scatter_buffer || values_in[static_cast<size_t>(b)] != 1 || !p.needs_grad[v]) continue;
-      if (writers[v] != 1 || !capable[v]) continue;
-      p.assign_grad[v] = 1;
-      p.buffers[static_cast<size_t>(b)].assigned = true;
+    for (size_t b = 0; b < p.buffers.size() && options.assign_gradients; ++b) {
+      if (static_cast<int32_t>(b) == scatter_buffer || !p.buffers[b].needs_grad) continue;
+      bool ok = true;
+      std::vector<std::pair<int32_t, int32_t>> columns;
+      for (int32_t v : held[b]) {
+        const auto vi = static_cast<size_t>(v);
+        if (writers[vi] > 0) {
+          if (writers[vi] != 1 || !capable[vi] || sliced[vi]) ok = false;
+          columns.emplace_back(p.value_column[vi], p.value_column[vi] + d.ops[vi].width);
+        } else if (!sliced[vi]) {
+          ok = false;  // read by its producer's backward but never written
+        }
+      }
+      std::sort(columns.begin(), columns.end());
+      int32_t next = 0;
+      for (const auto& [lo, hi] : columns) {
+        ok = ok && lo == next;
+        next = hi;
+      }
+      ok = ok && next == p.buffers[b].width;
+      if (!ok) continue;
+      p.buffers[b].assigned = true;
+      for (int32_t v : held[b])
+        if (writers[static_cast<size_t>(v)] > 0) p.assign_grad[static_cast<size_t>(v)] = 1;
     }
   }
 
@@ -286,8 +348,12 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     }
     // Units of later phases whose inputs are now all done wait for their phase.
   }
+  for (size_t u = 0; u < units; ++u)
+    if (exists[u] && !done[u])
+      raise<FunctionError>("vertex function: internal error, {} was never scheduled",
+                           u >= n ? std::string("a merged matmul") : d.describe(static_cast<int32_t>(u)));
   // Transient values (see BufferInfo::transient).
-  if (options.fuse_rowwise) {
+  if (options.fuse_rowwise && options.assign_gradients) {
     std::vector<int32_t> step_of(n, -1);
     int32_t step_id = 0;
     for (const auto& phase_steps : p.steps)
@@ -319,13 +385,11 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
       BufferInfo& info = p.buffers[static_cast<size_t>(b)];
       if (p.needs_grad[v]) {
         info.grad_transient = true;
-        info.grad_stride = 0;
         if (!p.assign_grad[v]) step_ptr[static_cast<size_t>(step_of[v])]->zero_grad_rows.push_back(b);
       }
       // sigmoid, tanh and relu read their own output in backward.
       if (data_unread[v] && k != OpKind::sigmoid && k != OpKind::tanh && k != OpKind::relu) {
         info.transient = true;
-        info.row_stride = 0;
       }
     }
   }

@@ -35,14 +35,15 @@ struct BufferInfo {
   // and columns: the writer assigns (=) and the buffer is never zeroed.
   bool assigned = false;
   // Produced and consumed inside one fused row step, with no backward reading
-  // its value from another row: one scratch row serves every row (row_stride
-  // 0), so chains like sigmoid(x W + h U + b) keep their pre-activations in L1.
+  // its value from another row: a scratch of fused_tile_rows rows serves
+  // every tile of rows, so chains like sigmoid(x W + h U + b) keep their
+  // pre-activations in L1.
   bool transient = false;
-  int32_t row_stride = 0;  // ld, or 0 when transient
+  int32_t row_stride = 0;  // = ld
   // The gradient alone can be transient: written and read only inside the
   // producer's fused step (the value itself is kept for a backward that reads it).
   bool grad_transient = false;
-  int32_t grad_stride = 0;  // ld, or 0 when grad_transient
+  int32_t grad_stride = 0;  // = ld
 };
 
 struct MatmulGroup {
@@ -56,7 +57,11 @@ struct MatmulGroup {
   OpClass phase = OpClass::eager;
   bool sparse_input = false;    // x is an embedding: rows without a token are zero
   bool zero_at_leaves = false;  // x is zero on every row without children
+  bool dead_at_leaves = false;  // the outputs do not matter on rows without children (written as zeros there)
 };
+
+// Rows a fused step processes per pass of its ops (the transient scratch height).
+inline constexpr int32_t fused_tile_rows = 4;
 
 enum class StepKind : uint8_t { op, matmul, rowwise };
 
@@ -71,6 +76,9 @@ struct Step {
 struct CompileOptions {
   bool merge_matmuls = true;
   bool fuse_rowwise = true;  // the executor runs rowwise steps row by row (enables transient buffers)
+  // Single-writer gradients assigned instead of zeroed and accumulated, and
+  // transient buffers; off: every gradient is zeroed and accumulated (reference).
+  bool assign_gradients = true;
 };
 
 struct Program {
@@ -79,6 +87,7 @@ struct Program {
   std::vector<OpClass> phase;           // per op
   std::vector<uint8_t> needs_grad;    // per value
   std::vector<uint8_t> zero_at_leaves;  // per value: provably zero on rows without children
+  std::vector<uint8_t> dead_at_leaves;  // per value: cannot affect the loss on rows without children
   std::vector<uint8_t> assign_grad;     // per value: its one backward writer assigns (see BufferInfo)
   std::vector<int32_t> value_buffer;  // per value, -1 for ids and sinks
   std::vector<int32_t> value_column;

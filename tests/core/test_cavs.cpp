@@ -166,6 +166,9 @@ std::vector<std::pair<std::string, ExecutorOptions>> variants() {
   o = {};
   o.skip_zero_rows = false;
   v.emplace_back("batched, no zero-row skipping", o);
+  o = {};
+  o.assign_gradients = false;
+  v.emplace_back("batched, accumulated gradients", o);
   v.emplace_back("serial", ExecutorOptions::serial());
   o = ExecutorOptions::serial();
   o.lazy_weight_gradients = true;
@@ -279,6 +282,40 @@ TEST_SUITE("cavs") {
     }
   }
 
+  TEST_CASE("schedule: DAGs (shared children) run every vertex once, after all its children") {
+    GatedGraphOptions o;
+    o.vocabulary = 9;
+    o.hidden = 3;
+    o.classes = 3;
+    VertexFunction f = make_gated_graph_network(o);
+    const auto dags = random_dags(91, 12, 9, 3);
+    Schedule s;
+    s.build(f.definition(), dags, ScheduleKind::batched);
+    int32_t max_height = 0;
+    for (const auto& g : dags) max_height = std::max(max_height, g.height());
+    CHECK(s.num_rounds() == max_height + 1);
+    std::vector<int32_t> round_of_row(static_cast<size_t>(s.num_rows()));
+    for (int32_t r = 0; r < s.num_rounds(); ++r)
+      for (int32_t row = s.round_begin(r); row < s.round_end(r); ++row) round_of_row[static_cast<size_t>(row)] = r;
+    std::vector<int> seen(static_cast<size_t>(s.num_rows()), 0);
+    for (int32_t sample = 0; sample < static_cast<int32_t>(dags.size()); ++sample) {
+      const auto& g = dags[static_cast<size_t>(sample)];
+      for (int32_t v = 0; v < g.num_vertices(); ++v) {
+        const int32_t row = s.row(sample, v);
+        ++seen[static_cast<size_t>(row)];
+        const auto children = g.children(v);
+        CHECK(s.child_offsets()[static_cast<size_t>(row) + 1] - s.child_offsets()[static_cast<size_t>(row)] ==
+              static_cast<int32_t>(children.size()));
+        for (size_t k = 0; k < children.size(); ++k) {
+          const int32_t child_row = s.child_rows()[static_cast<size_t>(s.child_offsets()[static_cast<size_t>(row)]) + k];
+          CHECK(child_row == s.row(sample, children[k]));
+          CHECK(round_of_row[static_cast<size_t>(child_row)] < round_of_row[static_cast<size_t>(row)]);
+        }
+      }
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  }
+
   TEST_CASE("schedule errors name the sample and the vertex") {
     VertexFunction f = make_binary_tree_lstm(small_lstm(10, 3));
     Schedule s;
@@ -331,6 +368,14 @@ TEST_SUITE("cavs") {
       CHECK(error_of([&] { std::move(f).build(); }) ==
             "vertex function: the value of tanh #1 [vertex x 2] is never used (scatter, push or use it, or remove it)");
     }
+    {  // a built builder is spent
+      FunctionBuilder f;
+      f.push(f.embedding(f.parameter("E", {4, 3}), f.pull()));
+      VertexFunction built = std::move(f).build();
+      CHECK(built.params().size() == 1);
+      CHECK(error_of([&] { f.pull(); }) == "pull: the builder was already built");
+      CHECK(error_of([&] { f.gather_sum(3); }) == "gather_sum: the builder was already built");
+    }
     {  // scatter width differs from gather width
       FunctionBuilder f({.max_arity = 1});
       Value g = f.gather(0, 2);
@@ -358,9 +403,10 @@ TEST_SUITE("cavs") {
   TEST_CASE("compiled binary Tree-LSTM: eager/recurrent/lazy, merged matmuls, fused row steps") {
     VertexFunction f = make_binary_tree_lstm(small_lstm());
     const auto program = Program::compile(f.shared_definition());
-    // x * W_{i,o,u,f}: one eager GEMM; [h_l; h_r] * U_{i,o,u,fl,fr}: one GEMM per round;
-    // the classifier: one lazy GEMM.
-    CHECK(program->gemm_steps(OpClass::eager) == 1);
+    // x * W_{i,o,u}: one eager GEMM, and x * W_f apart (only needed where a vertex has both
+    // a token and children); [h_l; h_r] * U_{i,o,u,fl,fr}: one GEMM per round; the
+    // classifier: one lazy GEMM.
+    CHECK(program->gemm_steps(OpClass::eager) == 2);
     CHECK(program->gemm_steps(OpClass::recurrent) == 1);
     CHECK(program->gemm_steps(OpClass::lazy) == 1);
     int rowwise_recurrent = 0;
@@ -368,6 +414,12 @@ TEST_SUITE("cavs") {
     CHECK(rowwise_recurrent == 2);  // concat(h_l, h_r), then the whole gate chain up to concat(h, c)
     const auto unmerged = Program::compile(f.shared_definition(), {.merge_matmuls = false});
     CHECK(unmerged->gemm_steps(OpClass::eager) == 4);
+    const MatmulGroup& forget = program->groups[static_cast<size_t>(program->op_group[static_cast<size_t>(
+        std::find_if(f.definition().ops.begin(), f.definition().ops.end(), [&](const Op& op) {
+          return op.kind == OpKind::matmul && f.definition().params[static_cast<size_t>(op.param)].name == "W_f";
+        }) - f.definition().ops.begin())])];
+    CHECK(forget.dead_at_leaves);
+    CHECK(forget.ops.size() == 1);
     CHECK(unmerged->gemm_steps(OpClass::recurrent) == 5);
   }
 
@@ -404,6 +456,13 @@ TEST_SUITE("cavs") {
     CHECK(ex.loss() == doctest::Approx(big_loss).epsilon(1e-6));
     CHECK(ex.stats().batches == 3);
     CHECK(ex.stats().gemm_calls > 0);
+    // zero_gradients clears exactly what backward added
+    ex.set_inputs(small);
+    f.zero_diffs();
+    ex.run_forward_backward();
+    ex.zero_gradients();
+    for (const auto& p : f.params())
+      CHECK(std::all_of(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count(), [](float v) { return v == 0.0f; }));
     // push output: h of every vertex, readable by row
     const MatrixView h = ex.output();
     CHECK(h.rows == ex.schedule().num_rows());
