@@ -19,6 +19,7 @@ using msg::VertexStep;
 struct Part {
   int32_t rounds = 0;
   bool done = false;
+  bool in_flight = false;  // a work item is out
 };
 
 struct BatcherState {
@@ -31,13 +32,26 @@ struct BatcherState {
   bool gradient_token_taken = false;
   std::deque<std::uint32_t> waiting_for_token;
   caf::response_promise promise;
+  caf::error failure;  // an executor died: answer once no part has work out
   static inline const char* name = "graph_batcher";
 };
 
 using Self = caf::stateful_actor<BatcherState>;
 
 void send_work(Self* self, std::uint32_t k, VertexStep step, int32_t round = 0) {
+  self->state.parts[k].in_flight = true;
   self->send(self->state.executors[k], msg::VertexWork{self->state.batch, k, step, round});
+}
+
+// After a failure: once no live executor is still running an item of this
+// batch (so nothing reads the batch's data any more), fail the request, quit.
+void finish_failed(Self* self) {
+  auto& s = self->state;
+  for (const Part& p : s.parts)
+    if (p.in_flight) return;
+  if (s.running) s.promise.deliver(s.failure);
+  s.running = false;
+  self->quit(s.failure);
 }
 
 // The item that follows `done` in part k's plan.
@@ -95,9 +109,11 @@ caf::behavior graph_batcher(Self* self, std::vector<caf::actor> executors) {
   for (auto& e : self->state.executors) self->monitor(e);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
-    caf::error reason = dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error, "a vertex executor stopped");
-    if (s.running) s.promise.deliver(reason);
-    self->quit(reason);
+    if (!s.failure)
+      s.failure = dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error, "a vertex executor stopped");
+    for (std::size_t k = 0; k < s.executors.size() && k < s.parts.size(); ++k)
+      if (s.executors[k].address() == dm.source) s.parts[k].in_flight = false;
+    finish_failed(self);
   });
   return {
       [=](const msg::RunGraphBatch& run) {
@@ -119,6 +135,8 @@ caf::behavior graph_batcher(Self* self, std::vector<caf::actor> executors) {
       [=](const msg::VertexWorkDone& done) {
         auto& s = self->state;
         if (!s.running || done.batch != s.batch || done.executor >= s.parts.size()) return;  // stale
+        s.parts[done.executor].in_flight = false;
+        if (s.failure) return finish_failed(self);
         advance(self, done);
       },
   };

@@ -14,6 +14,7 @@
 #include "actors/graph/vertex_executor.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
+#include "core/common/check.hpp"
 #include "core/common/error.hpp"
 #include "messages/type_ids.hpp"
 
@@ -26,6 +27,10 @@ class ActorGraphRunner final : public cavs::BatchRunner {
       : timeout_(std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::duration<double>(options.step_timeout))),
         system_(configure(config_)) {
+    // Parts share the parameters' diffs; only the weight-gradient step may
+    // write them (executor.hpp), which the batcher serialises.
+    require(options.executors <= 1 || options.executor.lazy_weight_gradients,
+            "graph runtime: {} executors need lazy weight gradients", options.executors);
     std::vector<caf::actor> executors;
     for (int k = 0; k < std::max(1, options.executors); ++k) {
       parts_.push_back(std::make_shared<ExecutorPart>(f, options.executor));
@@ -93,7 +98,9 @@ class ActorGraphRunner final : public cavs::BatchRunner {
       if (p == k - 1) {
         for (; end < graphs.size(); ++end) seen += graphs[end].num_vertices();
       }
-      parts_[static_cast<size_t>(p)]->graphs = graphs.subspan(begin, end - begin);
+      parts_[static_cast<size_t>(p)]->first_sample = static_cast<int32_t>(begin);
+      auto& part = parts_[static_cast<size_t>(p)]->graphs;
+      part.assign(graphs.begin() + static_cast<std::ptrdiff_t>(begin), graphs.begin() + static_cast<std::ptrdiff_t>(end));
       begin = end;
     }
     return static_cast<std::uint32_t>(k);
@@ -101,6 +108,7 @@ class ActorGraphRunner final : public cavs::BatchRunner {
 
   cavs::GraphMetrics run(std::span<const InputGraph> graphs, float loss_scale, bool backward) {
     cavs::GraphMetrics total;
+    if (!failure_.empty()) throw Error("graph runtime: stopped after an earlier failure: " + failure_);
     if (graphs.empty()) return total;
     const std::uint32_t parts = split(graphs);
     for (std::uint32_t k = 0; k < parts; ++k) parts_[k]->loss_scale = loss_scale;
@@ -114,7 +122,10 @@ class ActorGraphRunner final : public cavs::BatchRunner {
                                                std::chrono::duration<double>(timeout_).count())
                                  : reason_text(system_, e);
                  });
-    if (!failure.empty()) throw Error("graph runtime: " + failure);
+    if (!failure.empty()) {
+      failure_ = failure;
+      throw Error("graph runtime: " + failure);
+    }
     for (std::uint32_t k = 0; k < parts; ++k) total.merge(parts_[k]->metrics);
     return total;
   }
@@ -126,6 +137,7 @@ class ActorGraphRunner final : public cavs::BatchRunner {
   std::vector<caf::actor> executors_;
   caf::actor batcher_;
   std::uint64_t batch_ = 0;
+  std::string failure_;  // set once a batch failed: the executors are gone
 };
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include <caf/fwd.hpp>
 
 #include <memory>
-#include <span>
+#include <vector>
 
 #include "core/cavs/executor.hpp"
 #include "core/cavs/graph_metrics.hpp"
@@ -27,12 +27,15 @@
 namespace taihu::graph {
 
 // What the executor actor works on; the runner sets `graphs` and
-// `loss_scale` before each batch and reads `metrics` after it.
+// `loss_scale` before each batch and reads `metrics` after it. The part owns
+// a copy of its graphs (copy-assigned, so their buffers are reused), so a
+// step still running after a failed batch never reads the caller's memory.
 struct ExecutorPart {
   ExecutorPart(cavs::VertexFunction& f, cavs::ExecutorOptions options) : executor(f, options) {}
 
   cavs::Executor executor;
-  std::span<const InputGraph> graphs;
+  std::vector<InputGraph> graphs;
+  int32_t first_sample = 0;  // where `graphs` start in the mini-batch (for messages)
   float loss_scale = 1.0f;
   cavs::GraphMetrics metrics;
 };

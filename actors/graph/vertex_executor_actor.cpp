@@ -27,7 +27,7 @@ int32_t run(ExecutorPart& p, VertexStep step, int32_t round) {
   cavs::Executor& e = p.executor;
   switch (step) {
     case VertexStep::inputs:
-      e.set_inputs(p.graphs);
+      e.set_inputs(p.graphs, p.first_sample);
       e.set_loss_scale(p.loss_scale);
       p.metrics = {};
       return e.num_rounds();

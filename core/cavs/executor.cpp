@@ -60,9 +60,9 @@ Executor::Executor(VertexFunction& f, ExecutorOptions options)
   }
 }
 
-void Executor::set_inputs(std::span<const InputGraph> graphs) {
+void Executor::set_inputs(std::span<const InputGraph> graphs, int32_t first_sample) {
   const auto start = Clock::now();
-  schedule_.build(f_.definition(), graphs, options_.schedule);
+  schedule_.build(f_.definition(), graphs, options_.schedule, first_sample);
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
@@ -185,8 +185,13 @@ void Executor::accumulate_weight_gradients() {
   const auto& ops = f_.definition().ops;
   for (size_t i = 0; i < ops.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
-    if (ops[i].kind == OpKind::add_bias && !transient(id))  // transient: summed row by row in backward
+    if (ops[i].kind == OpKind::add_bias && transient(id)) {  // summed row by row in backward
+      float* scratch = bias_scratch(id);
+      add_row(weight_diff(ops[i].param), scratch, ops[i].width);
+      std::fill(scratch, scratch + ops[i].width, 0.0f);
+    } else if (ops[i].kind == OpKind::add_bias) {
       bias_weight_gradient(id, 0, ops[i].domain == Domain::edge ? all.edge_end : all.end);
+    }
     else if (ops[i].kind == OpKind::embedding)
       embedding_weight_gradient(id, 0, all.end);
   }
@@ -451,7 +456,10 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
       break;
     case OpKind::add_bias:
       if (wants(in(0))) write(in(0), [&](int64_t i, int32_t j) { return dy[i * ldg + j]; });
-      if (!options_.lazy_weight_gradients || transient(id)) bias_weight_gradient(id, begin, end);
+      if (!options_.lazy_weight_gradients)
+        bias_weight_gradient(id, begin, end);
+      else if (transient(id))
+        bias_weight_gradient(id, begin, end, bias_scratch(id));
       break;
     case OpKind::concat: {
       int32_t col = 0;
@@ -813,9 +821,16 @@ void Executor::matmul_weight_gradient(int32_t gi, int32_t begin, int32_t end) {
   }
 }
 
-void Executor::bias_weight_gradient(int32_t id, int32_t begin, int32_t end) {
+float* Executor::bias_scratch(int32_t id) {
+  if (bias_scratch_.empty()) bias_scratch_.resize(f_.definition().ops.size());
+  auto& scratch = bias_scratch_[static_cast<size_t>(id)];
+  if (scratch.empty()) scratch.assign(static_cast<size_t>(f_.definition().ops[static_cast<size_t>(id)].width), 0.0f);
+  return scratch.data();
+}
+
+void Executor::bias_weight_gradient(int32_t id, int32_t begin, int32_t end, float* db) {
   const Op& op = f_.definition().ops[static_cast<size_t>(id)];
-  float* db = weight_diff(op.param);
+  if (db == nullptr) db = weight_diff(op.param);
   const float* dy = grad(id);
   const int64_t ldy = gld(id);
   for (int64_t i = begin; i < end; ++i) add_row(db, dy + i * ldy, op.width);

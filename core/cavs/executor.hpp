@@ -14,14 +14,16 @@
 //   accumulate_weight_gradients();
 // forward_round(r) needs forward_round(r-1) done; backward_round(r) needs
 // backward_round(r+1) done. Executors share nothing mutable except their
-// VertexFunction's parameters (weights read in forward, diffs += in
-// backward), so executors over different VertexFunctions (different F's, or
-// replicas from VertexFunction::replica()) may run concurrently on different
-// threads. Two executors over the same VertexFunction may run forward
-// concurrently (weights are only read), but their backward passes add into
-// the same diffs and must not overlap. The executor keeps a reference to its
-// VertexFunction, which must outlive it and stay in place. Flush-to-zero is
-// the caller's (core/common/flush_to_zero.hpp).
+// VertexFunction's parameters, so executors over different VertexFunctions
+// (different F's, or replicas from VertexFunction::replica()) may run
+// concurrently on different threads. Several executors over the SAME
+// VertexFunction (the graph actor runtime's parts of one mini-batch) may run
+// every step concurrently except accumulate_weight_gradients(): with lazy
+// weight gradients (the default) it is the only step that writes parameter
+// diffs, so callers serialise it; without them backward writes diffs in
+// every round and such executors must not overlap at all. The executor keeps
+// a reference to its VertexFunction, which must outlive it and stay in place.
+// Flush-to-zero is the caller's (core/common/flush_to_zero.hpp).
 
 #include <cstdint>
 #include <memory>
@@ -90,8 +92,9 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Builds the schedule (errors name sample and vertex) and sizes buffers.
-  void set_inputs(std::span<const InputGraph> graphs);
+  // Builds the schedule (errors name sample and vertex; samples numbered
+  // from `first_sample`) and sizes buffers.
+  void set_inputs(std::span<const InputGraph> graphs, int32_t first_sample = 0);
   const Schedule& schedule() const { return schedule_; }
   int32_t num_rounds() const { return schedule_.num_rounds(); }
 
@@ -158,7 +161,10 @@ class Executor {
   void matmul_forward(int32_t group, const Range& r);
   void matmul_backward(int32_t group, const Range& r);
   void matmul_weight_gradient(int32_t group, int32_t begin, int32_t end);
-  void bias_weight_gradient(int32_t id, int32_t begin, int32_t end);
+  float* bias_scratch(int32_t id);
+  // Adds the bias gradient of rows [begin, end) to `db` (the param's diff
+  // when null).
+  void bias_weight_gradient(int32_t id, int32_t begin, int32_t end, float* db = nullptr);
   void embedding_weight_gradient(int32_t id, int32_t begin, int32_t end);
   template <class Fn>
   void for_active_rows(const MatmulGroup& g, const Range& r, int32_t begin, int32_t end, Fn&& fn) const;
@@ -200,6 +206,12 @@ class Executor {
   std::vector<Tensor> merged_weights_;   // per group (empty for one member)
   std::vector<Tensor> merged_diffs_;     // per group, lazy weight-gradient scratch
   std::vector<float> log_normalizers_;   // per loss and row, for the loss backward
+  // Per add_bias op whose output is transient (its gradient rows do not
+  // outlive the backward step): the bias gradient summed during the backward
+  // rounds, added to the shared diff in accumulate_weight_gradients, so that
+  // with lazy weight gradients only that step writes parameter diffs and
+  // executors sharing a VertexFunction may run their backward rounds at once.
+  std::vector<std::vector<float>> bias_scratch_;
   std::vector<int32_t> loss_index_;      // per op: which softmax_cross_entropy it is, or -1
   std::vector<int32_t> predictions_;
   double loss_ = 0;

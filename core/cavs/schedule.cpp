@@ -7,7 +7,8 @@
 
 namespace taihu::cavs {
 
-void Schedule::build(const Definition& f, std::span<const InputGraph> graphs, ScheduleKind kind) {
+void Schedule::build(const Definition& f, std::span<const InputGraph> graphs, ScheduleKind kind,
+                     int32_t first_sample) {
   kind_ = kind;
   const int32_t samples = static_cast<int32_t>(graphs.size());
   sample_offsets_.resize(static_cast<size_t>(samples) + 1);
@@ -35,17 +36,17 @@ void Schedule::build(const Definition& f, std::span<const InputGraph> graphs, Sc
       const auto arity = static_cast<int32_t>(ch.size());
       if (max_arity >= 0)
         require<DataError>(arity <= max_arity,
-                           "cavs schedule: sample {}, vertex {} has {} children, but F allows at most {}", s, v,
+                           "cavs schedule: sample {}, vertex {} has {} children, but F allows at most {}", first_sample + s, v,
                            arity, max_arity);
       if (slots_only)
         require<DataError>(arity <= f.num_slots,
                            "cavs schedule: sample {}, vertex {} has {} children, but F gathers only child slots "
                            "0..{} (an out-of-range gather)",
-                           s, v, arity, f.num_slots - 1);
+                           first_sample + s, v, arity, f.num_slots - 1);
       const int32_t token = g.token(v);
       if (f.vocabulary >= 0)
         require<DataError>(token == InputGraph::none || (token >= 0 && token < f.vocabulary),
-                           "cavs schedule: sample {}, vertex {}: token {} is outside the vocabulary [0, {})", s, v,
+                           "cavs schedule: sample {}, vertex {}: token {} is outside the vocabulary [0, {})", first_sample + s, v,
                            token, f.vocabulary);
       const int32_t label = g.label(v);
       if (f.num_classes >= 0)
@@ -57,7 +58,7 @@ void Schedule::build(const Definition& f, std::span<const InputGraph> graphs, Sc
         require<DataError>(c >= 0 && c < v,
                            "cavs schedule: sample {}, vertex {}: child {} is missing (children must precede "
                            "their parents; a cycle cannot be scheduled)",
-                           s, v, c);
+                           first_sample + s, v, c);
         height = std::max(height, h[c] + 1);
       }
       h[v] = height;

@@ -25,8 +25,10 @@ enum class ScheduleKind { batched, serial };
 class Schedule {
  public:
   // Checks the graphs against F (arity, tokens in the vocabulary, labels in
-  // range) and lays them out; errors are DataErrors naming sample and vertex.
-  void build(const Definition& f, std::span<const InputGraph> graphs, ScheduleKind kind);
+  // range) and lays them out; errors are DataErrors naming sample and vertex,
+  // samples numbered from `first_sample` (where these graphs start in the
+  // caller's mini-batch).
+  void build(const Definition& f, std::span<const InputGraph> graphs, ScheduleKind kind, int32_t first_sample = 0);
 
   ScheduleKind kind() const { return kind_; }
   int32_t num_samples() const { return static_cast<int32_t>(sample_offsets_.size()) - 1; }

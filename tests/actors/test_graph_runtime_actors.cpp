@@ -124,7 +124,7 @@ TEST_SUITE("graph runtime actors") {
     }
     CAPTURE(message);
     CHECK(message.find("999") != std::string::npos);
-    CHECK(message.find("sample") != std::string::npos);
+    CHECK(message.find("sample 4, vertex 0") != std::string::npos);  // numbered within the whole mini-batch
   }
 }
 
