@@ -1,0 +1,525 @@
+#include "devices/sw26010/core_group.hpp"
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/common/check.hpp"
+
+namespace taihu::sw26010 {
+
+namespace {
+constexpr std::size_t fiber_stack_bytes = 256 * 1024;
+constexpr std::size_t dma_word = 4;
+
+std::int64_t ceil_cycles(double x) { return static_cast<std::int64_t>(std::ceil(x - 1e-9)); }
+
+const char* state_name(int s) {
+  static const char* names[] = {"ready", "getr (row FIFO empty)", "getc (column FIFO empty)",
+                                "putr (row FIFO full)", "putc (column FIFO full)", "sync", "done"};
+  return names[s];
+}
+const char* scope_name(Scope s) { return s == Scope::row ? "row" : s == Scope::column ? "column" : "array"; }
+}  // namespace
+
+KernelStats& KernelStats::operator+=(const KernelStats& o) {
+  cycles += o.cycles;
+  dma_requests += o.dma_requests;
+  dma_bytes += o.dma_bytes;
+  dma_charged_bytes += o.dma_charged_bytes;
+  rlc_puts += o.rlc_puts;
+  syncs += o.syncs;
+  ldm_peak_bytes = std::max(ldm_peak_bytes, o.ldm_peak_bytes);
+  return *this;
+}
+
+struct Cpe::Context {
+  ucontext_t context;
+  std::unique_ptr<char[]> stack{new char[fiber_stack_bytes]};
+  const std::function<void(Cpe&)>* body = nullptr;
+};
+
+struct CoreGroup::SchedulerContext {
+  ucontext_t context;
+};
+
+// ------------------------------------------------------------------- Cpe
+
+const std::string& Cpe::kernel() const { return group_->kernel_; }
+const Params& Cpe::params() const { return group_->params_; }
+
+std::string Cpe::where() const {
+  return fmt::format("core group {}, CPE {} (row {}, column {}), kernel '{}'", group_->index_, id_, row(), col(),
+                     group_->kernel_);
+}
+
+Cpe& Cpe::peer(int r, int c) { return group_->cpe(r, c); }
+bool Cpe::numerics() const { return group_->numerics_; }
+
+void* Cpe::ldm_alloc(std::size_t bytes, std::size_t align) {
+  const std::size_t start = (ldm_top_ + align - 1) / align * align;
+  const auto& p = params();
+  if (start + bytes > std::size_t(p.ldm_bytes))
+    raise<SimulationError>("LDM overflow at {}: allocating {} bytes with {} in use exceeds the {}-byte local store",
+                           where(), bytes, ldm_top_, p.ldm_bytes);
+  ldm_top_ = start + bytes;
+  ldm_peak_ = std::max(ldm_peak_, ldm_top_);
+  if (ldm_top_ > std::size_t(p.ldm_budget_bytes) && !group_->warned_budget_) {
+    group_->warned_budget_ = true;
+    spdlog::warn("sw26010: {} uses {} bytes of LDM, above the {}-byte budget real codes keep", where(), ldm_top_,
+                 p.ldm_budget_bytes);
+  }
+  group_->stats_.ldm_peak_bytes = std::max<std::int64_t>(group_->stats_.ldm_peak_bytes, ldm_top_);
+  return ldm_.get() + start;
+}
+
+void Cpe::ldm_release(std::size_t mark) {
+  require<SimulationError>(mark <= ldm_top_, "ldm_release({}) above the top {} at {}", mark, ldm_top_, where());
+  ldm_top_ = mark;
+}
+
+void Cpe::order() {
+  for (const auto& other : group_->cpes_) {
+    if (&other != this && other.state_ == State::ready &&
+        (other.clock_ < clock_ || (other.clock_ == clock_ && other.id_ < id_))) {
+      group_->switch_to_scheduler(*this);
+      return;
+    }
+  }
+}
+
+void Cpe::block(State state) {
+  state_ = state;
+  group_->switch_to_scheduler(*this);
+}
+
+void Cpe::charge_issue(double p0, double p1) { clock_ += ceil_cycles(std::max(p0, p1)); }
+
+void Cpe::charge_gemm_inner(double loops, double iterations, double cycles_per_16) {
+  const auto& p = params();
+  if (cycles_per_16 <= 0) cycles_per_16 = p.gemm_cycles_per_16_vmad;
+  if (loops <= 0 || iterations <= 0) return;
+  clock_ += ceil_cycles(loops * (p.gemm_loop_prologue_cycles + (iterations - 1) * cycles_per_16 +
+                                 p.gemm_loop_epilogue_cycles));
+}
+
+void Cpe::charge_widen(double elements) { clock_ += ceil_cycles(elements / 4 * params().widen_p1_per_vector); }
+
+void Cpe::charge_elementwise(double elements, double vector_ops, double ldm_ops) {
+  const auto& p = params();
+  clock_ += ceil_cycles(elements / 4 * std::max(vector_ops * p.vector_op_cycles, ldm_ops * p.ldm_access_cycles));
+}
+
+// ------------------------------------------------------------------- DMA
+
+void Cpe::dma_get(void* ldm, const void* mem, std::size_t bytes, DmaReply& reply) {
+  dma(DmaDesc{DmaOp::get, DmaMode::pe, bytes, 0, 0, 0xff}, const_cast<void*>(mem), ldm, reply);
+}
+
+void Cpe::dma_put(void* mem, const void* ldm, std::size_t bytes, DmaReply& reply) {
+  dma(DmaDesc{DmaOp::put, DmaMode::pe, bytes, 0, 0, 0xff}, mem, const_cast<void*>(ldm), reply);
+}
+
+void Cpe::dma_get_strided(void* ldm, const void* mem, std::size_t blocks, std::size_t block, std::size_t pitch,
+                          DmaReply& reply) {
+  require<SimulationError>(pitch >= block, "strided DMA with pitch {} < block {} at {}", pitch, block, where());
+  const bool contiguous = pitch == block || blocks == 1;
+  dma(DmaDesc{DmaOp::get, DmaMode::pe, blocks * block, contiguous ? 0 : block, contiguous ? 0 : pitch - block, 0xff},
+      const_cast<void*>(mem), ldm, reply);
+}
+
+void Cpe::dma_put_strided(void* mem, const void* ldm, std::size_t blocks, std::size_t block, std::size_t pitch,
+                          DmaReply& reply) {
+  require<SimulationError>(pitch >= block, "strided DMA with pitch {} < block {} at {}", pitch, block, where());
+  const bool contiguous = pitch == block || blocks == 1;
+  dma(DmaDesc{DmaOp::put, DmaMode::pe, blocks * block, contiguous ? 0 : block, contiguous ? 0 : pitch - block, 0xff},
+      mem, const_cast<void*>(ldm), reply);
+}
+
+std::vector<int> CoreGroup::dma_targets(const Cpe& issuer, const DmaDesc& desc) const {
+  std::vector<int> out;
+  switch (desc.mode) {
+    case DmaMode::pe:
+      out.push_back(issuer.id());
+      break;
+    case DmaMode::bcast:
+      for (int r = 0; r < mesh; ++r)
+        if (desc.bcast_mask & (1u << r))
+          for (int c = 0; c < mesh; ++c) out.push_back(r * mesh + c);
+      break;
+    case DmaMode::row:
+    case DmaMode::brow:
+      for (int c = 0; c < mesh; ++c) out.push_back(issuer.row() * mesh + c);
+      break;
+  }
+  return out;
+}
+
+void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
+  auto& g = *group_;
+  const auto& p = params();
+  const bool strided = desc.block != 0;
+  const auto misaligned = [](std::size_t v) { return v % dma_word != 0; };
+  if (desc.size == 0 || misaligned(desc.size) || misaligned(reinterpret_cast<std::uintptr_t>(mem)) ||
+      misaligned(reinterpret_cast<std::uintptr_t>(ldm)) || (strided && (misaligned(desc.block) ||
+                                                                        misaligned(desc.stride) ||
+                                                                        desc.size % desc.block != 0)))
+    raise<SimulationError>(
+        "misaligned DMA descriptor at {}: size {}, block {}, stride {}, memory address {:#x}, LDM address {:#x} "
+        "(sizes and addresses must be multiples of {} bytes; size a multiple of the block)",
+        where(), desc.size, desc.block, desc.stride, reinterpret_cast<std::uintptr_t>(mem),
+        reinterpret_cast<std::uintptr_t>(ldm), dma_word);
+  if (desc.mode == DmaMode::row && (desc.op != DmaOp::get || strided || desc.size % (mesh * dma_word) != 0))
+    raise<SimulationError>("row-mode DMA at {} must be a contiguous GET of a multiple of {} bytes, got size {}",
+                           where(), mesh * dma_word, desc.size);
+  if (desc.op == DmaOp::put && desc.mode != DmaMode::pe)
+    raise<SimulationError>("DMA PUT at {} must use PE mode", where());
+  const auto* base = ldm_.get();
+  const auto* at = static_cast<const std::byte*>(ldm);
+  const std::size_t ldm_bytes = desc.mode == DmaMode::row ? desc.size / mesh : desc.size;
+  if (at < base || at + ldm_bytes > base + p.ldm_bytes)
+    raise<SimulationError>("DMA at {} addresses LDM outside the {}-byte local store (offset {}, {} bytes)", where(),
+                           p.ldm_bytes, at - base, ldm_bytes);
+
+  order();
+  clock_ += p.dma_issue_cycles;
+  // The channel buffer holds dma_queue_depth requests not yet started.
+  std::erase_if(dma_starts_, [&](double s) { return s <= double(clock_); });
+  if (int(dma_starts_.size()) >= p.dma_queue_depth) {
+    clock_ = std::max(clock_, ceil_cycles(dma_starts_.front()));
+    std::erase_if(dma_starts_, [&](double s) { return s <= double(clock_); });
+  }
+
+  // Bytes charged: whole transactions touched by each block.
+  const std::size_t tx = p.dma_transaction_bytes;
+  const auto mem_addr = reinterpret_cast<std::uintptr_t>(mem);
+  std::size_t charged = 0, blocks = 1;
+  if (!strided) {
+    charged = tx * ((mem_addr + desc.size + tx - 1) / tx - mem_addr / tx);
+  } else {
+    blocks = desc.size / desc.block;
+    const std::size_t pitch = desc.block + desc.stride;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const auto start = mem_addr + b * pitch;
+      charged += tx * ((start + desc.block + tx - 1) / tx - start / tx);
+    }
+  }
+  const double rate = std::min(desc.op == DmaOp::get ? p.dma_get_bytes_per_cycle() : p.dma_put_bytes_per_cycle(),
+                               p.dma_cap_bytes_per_cycle(g.active_cpes()));
+  const double service = double(charged) / rate + (strided ? double(blocks) * p.dma_block_overhead_cycles : 0.0);
+  const double start = std::max(double(clock_), g.dma_free_);
+  g.dma_free_ = start + service;
+  const double completion =
+      g.dma_free_ + (desc.op == DmaOp::get ? p.dma_get_latency_cycles : p.dma_put_latency_cycles);
+  dma_starts_.push_back(start);
+
+  CoreGroup::Pending pending{completion,          g.dma_seq_++, id_, desc, static_cast<std::byte*>(mem),
+                             std::size_t(at - base), g.dma_targets(*this, desc), &reply};
+  if (desc.op == DmaOp::get && g.numerics_) {
+    // Poison the destination so that a read before the wait shows as NaN.
+    for (int t : pending.targets)
+      std::memset(g.cpes_[t].ldm_.get() + pending.ldm_offset, 0xff, ldm_bytes);
+  }
+  auto pos = std::upper_bound(g.pending_.begin(), g.pending_.end(), pending, [](const auto& a, const auto& b) {
+    return a.completion < b.completion || (a.completion == b.completion && a.seq < b.seq);
+  });
+  g.pending_.insert(pos, std::move(pending));
+  g.stats_.dma_requests += 1;
+  g.stats_.dma_bytes += std::int64_t(desc.size);
+  g.stats_.dma_charged_bytes += std::int64_t(charged);
+}
+
+void Cpe::dma_wait(DmaReply& reply, int count) {
+  auto& g = *group_;
+  while (reply.value < count) {
+    const auto it = std::find_if(g.pending_.begin(), g.pending_.end(), [&](const auto& p) { return p.reply == &reply; });
+    if (it == g.pending_.end())
+      raise<SimulationError>("dma_wait at {} for {} replies, but the reply word holds {} and no DMA to it is in flight",
+                             where(), count, reply.value);
+    clock_ = std::max(clock_, ceil_cycles(it->completion));
+    order();
+    g.land_until(double(clock_));
+  }
+}
+
+void Cpe::check_ready(const void* ptr, std::size_t bytes) const {
+  const auto& g = *group_;
+  const auto* p = static_cast<const std::byte*>(ptr);
+  const std::size_t lo = p - ldm_.get(), hi = lo + bytes;
+  for (const auto& pend : g.pending_) {
+    const bool mine = std::find(pend.targets.begin(), pend.targets.end(), id_) != pend.targets.end();
+    if (!mine) continue;
+    const std::size_t len = pend.desc.mode == DmaMode::row ? pend.desc.size / mesh : pend.desc.size;
+    if (pend.ldm_offset < hi && lo < pend.ldm_offset + len)
+      raise<SimulationError>(
+          "LDM access before dma_wait at {}: bytes [{}, {}) overlap a DMA {} (LDM [{}, {}), completes at cycle {:.0f}, "
+          "now {}) that has not been waited for",
+          where(), lo, hi, pend.desc.op == DmaOp::get ? "GET" : "PUT", pend.ldm_offset, pend.ldm_offset + len,
+          pend.completion, clock_);
+  }
+}
+
+void CoreGroup::land(Pending& p) {
+  if (numerics_) {
+    const bool strided = p.desc.block != 0;
+    const std::size_t block = strided ? p.desc.block : p.desc.size;
+    const std::size_t pitch = strided ? p.desc.block + p.desc.stride : block;
+    const std::size_t blocks = p.desc.size / block;
+    if (p.desc.op == DmaOp::get) {
+      if (p.desc.mode == DmaMode::row) {
+        const std::size_t part = p.desc.size / mesh;
+        for (std::size_t c = 0; c < p.targets.size(); ++c)
+          std::memcpy(cpes_[p.targets[c]].ldm_.get() + p.ldm_offset, p.mem + c * part, part);
+      } else {
+        for (int t : p.targets) {
+          std::byte* dst = cpes_[t].ldm_.get() + p.ldm_offset;
+          for (std::size_t b = 0; b < blocks; ++b) std::memcpy(dst + b * block, p.mem + b * pitch, block);
+        }
+      }
+    } else {
+      const std::byte* src = cpes_[p.issuer].ldm_.get() + p.ldm_offset;
+      for (std::size_t b = 0; b < blocks; ++b) std::memcpy(p.mem + b * pitch, src + b * block, block);
+    }
+  }
+  p.reply->value += 1;
+}
+
+void CoreGroup::land_until(double time) {
+  while (!pending_.empty() && pending_.front().completion <= time + 1e-9) {
+    Pending p = std::move(pending_.front());
+    pending_.pop_front();
+    land(p);
+  }
+}
+
+// ------------------------------------------------------- register comms
+
+void Cpe::put(Fifo Cpe::*fifo, State blocked_state, bool along_row, int dst, const void* data) {
+  auto& g = *group_;
+  const int own = along_row ? col() : row();
+  if (dst != broadcast && (dst < 0 || dst >= mesh || dst == own))
+    raise<SimulationError>("{} to {} {} at {}: must be another CPE of the same {} or broadcast",
+                           along_row ? "putr" : "putc", along_row ? "column" : "row", dst, where(),
+                           along_row ? "row" : "column");
+  std::vector<Cpe*> targets;
+  for (int k = 0; k < mesh; ++k) {
+    if (k == own || (dst != broadcast && k != dst)) continue;
+    targets.push_back(along_row ? &g.cpe(row(), k) : &g.cpe(k, col()));
+  }
+  order();
+  const auto entries = std::size_t(params().rlc_fifo_entries);
+  while (std::any_of(targets.begin(), targets.end(), [&](Cpe* t) { return (t->*fifo).packets.size() >= entries; }))
+    block(blocked_state);
+  Packet packet;
+  std::memcpy(packet.data.data(), data, rlc_bytes);
+  packet.arrival = clock_ + params().rlc_latency_cycles;
+  const State waiting = fifo == &Cpe::row_fifo_ ? State::get_row : State::get_col;
+  for (Cpe* t : targets) {
+    (t->*fifo).packets.push_back(packet);
+    if (t->state_ == waiting) {
+      t->state_ = State::ready;
+      t->clock_ = std::max(t->clock_, packet.arrival);
+    }
+  }
+  clock_ += 1;
+  g.stats_.rlc_puts += 1;
+}
+
+void Cpe::get(Fifo Cpe::*fifo, State blocked_state, void* data) {
+  auto& g = *group_;
+  order();
+  while ((this->*fifo).packets.empty()) block(blocked_state);
+  const Packet packet = (this->*fifo).packets.front();
+  (this->*fifo).packets.pop_front();
+  std::memcpy(data, packet.data.data(), rlc_bytes);
+  clock_ = std::max(clock_ + 1, packet.arrival);
+  // Senders stalled on a full FIFO of this row (column) may go on.
+  const bool along_row = fifo == &Cpe::row_fifo_;
+  const State stalled = along_row ? State::put_row : State::put_col;
+  for (int k = 0; k < mesh; ++k) {
+    Cpe& s = along_row ? g.cpe(row(), k) : g.cpe(k, col());
+    if (s.state_ == stalled) {
+      s.state_ = State::ready;
+      s.clock_ = std::max(s.clock_, clock_);
+    }
+  }
+}
+
+void Cpe::putr(const void* data32, int dst_col) { put(&Cpe::row_fifo_, State::put_row, true, dst_col, data32); }
+void Cpe::putc(const void* data32, int dst_row) { put(&Cpe::col_fifo_, State::put_col, false, dst_row, data32); }
+void Cpe::getr(void* data32) { get(&Cpe::row_fifo_, State::get_row, data32); }
+void Cpe::getc(void* data32) { get(&Cpe::col_fifo_, State::get_col, data32); }
+
+void Cpe::sync(Scope scope) {
+  auto& g = *group_;
+  order();
+  state_ = State::sync;
+  sync_scope_ = scope;
+  std::vector<Cpe*> members;
+  for (auto& c : g.cpes_)
+    if (scope == Scope::array || (scope == Scope::row && c.row() == row()) ||
+        (scope == Scope::column && c.col() == col()))
+      members.push_back(&c);
+  const bool all_here = std::all_of(members.begin(), members.end(), [&](Cpe* c) {
+    return c->state_ == State::sync && c->sync_scope_ == scope;
+  });
+  if (all_here) {
+    std::int64_t t = 0;
+    for (Cpe* c : members) t = std::max(t, c->clock_);
+    for (Cpe* c : members) {
+      c->clock_ = t + params().sync_cycles;
+      c->state_ = State::ready;
+    }
+    g.stats_.syncs += 1;
+    order();
+  } else {
+    block(State::sync);
+  }
+}
+
+// ---------------------------------------------------------- CoreGroup
+
+CoreGroup::CoreGroup(int index, Params params)
+    : index_(index), params_(std::move(params)), cpes_(cpes_per_group), scheduler_(new SchedulerContext) {
+  for (int i = 0; i < cpes_per_group; ++i) {
+    auto& c = cpes_[i];
+    c.group_ = this;
+    c.id_ = i;
+    c.ldm_.reset(static_cast<std::byte*>(::operator new[](params_.ldm_bytes, std::align_val_t(128))));
+    std::memset(c.ldm_.get(), 0, params_.ldm_bytes);
+    c.context_ = std::make_unique<Cpe::Context>();
+  }
+}
+
+CoreGroup::~CoreGroup() = default;
+
+int CoreGroup::active_cpes() const {
+  int n = 0;
+  for (const auto& c : cpes_) n += c.state_ != Cpe::State::done;
+  return std::max(n, 1);
+}
+
+void CoreGroup::switch_to_scheduler(Cpe& cpe) { swapcontext(&cpe.context_->context, &scheduler_->context); }
+
+namespace {
+void fiber_entry(unsigned hi, unsigned lo) {
+  auto* cpe = reinterpret_cast<Cpe*>((std::uintptr_t(hi) << 32) | std::uintptr_t(lo));
+  cpe->group().enter_fiber(*cpe);
+}
+}  // namespace
+
+void CoreGroup::run_fiber(Cpe& cpe) {
+  try {
+    (*cpe.context_->body)(cpe);
+  } catch (...) {
+    if (!failure_) failure_ = std::current_exception();
+  }
+  cpe.state_ = Cpe::State::done;
+  swapcontext(&cpe.context_->context, &scheduler_->context);
+}
+
+void CoreGroup::schedule() {
+  for (;;) {
+    Cpe* next = nullptr;
+    bool any_blocked = false;
+    for (auto& c : cpes_) {
+      if (c.state_ == Cpe::State::ready) {
+        if (next == nullptr || c.clock_ < next->clock_) next = &c;
+      } else if (c.state_ != Cpe::State::done) {
+        any_blocked = true;
+      }
+    }
+    if (next == nullptr) {
+      if (any_blocked) deadlock();
+      return;
+    }
+    land_until(double(next->clock_));
+    current_ = next;
+    swapcontext(&scheduler_->context, &next->context_->context);
+    current_ = nullptr;
+    if (failure_) return;
+  }
+}
+
+void CoreGroup::deadlock() {
+  std::string who;
+  int listed = 0, blocked = 0;
+  bool rlc = false;
+  for (const auto& c : cpes_) {
+    if (c.state_ == Cpe::State::done) continue;
+    ++blocked;
+    rlc |= c.state_ != Cpe::State::sync;
+    if (listed++ < 8)
+      who += fmt::format("; CPE {} (row {}, column {}) at cycle {} in {}{}", c.id_, c.row(), c.col(), c.clock_,
+                         state_name(int(c.state_)),
+                         c.state_ == Cpe::State::sync ? std::string("(") + scope_name(c.sync_scope_) + ")" : "");
+  }
+  failure_ = std::make_exception_ptr(SimulationError(
+      fmt::format("{} deadlock in kernel '{}' on core group {}: {} CPEs blocked, none can run{}{}",
+                  rlc ? "register-communication" : "synchronisation", kernel_, index_, blocked, who,
+                  listed > 8 ? "; ..." : "")));
+}
+
+KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& body) {
+  kernel_ = std::move(kernel);
+  stats_ = KernelStats{};
+  stats_.kernel = kernel_;
+  failure_ = nullptr;
+  warned_budget_ = false;
+  const std::int64_t before = clock_;
+  const std::int64_t start = clock_ + ceil_cycles(params_.spawn_cycles);
+  for (auto& c : cpes_) {
+    c.clock_ = start;
+    c.state_ = Cpe::State::ready;
+    c.ldm_top_ = 0;
+    c.ldm_peak_ = 0;
+    c.row_fifo_.packets.clear();
+    c.col_fifo_.packets.clear();
+    c.dma_starts_.clear();
+    auto& ctx = *c.context_;
+    ctx.body = &body;
+    getcontext(&ctx.context);
+    ctx.context.uc_stack.ss_sp = ctx.stack.get();
+    ctx.context.uc_stack.ss_size = fiber_stack_bytes;
+    ctx.context.uc_link = nullptr;
+    const auto address = reinterpret_cast<std::uintptr_t>(&c);
+    makecontext(&ctx.context, reinterpret_cast<void (*)()>(&fiber_entry), 2, unsigned(address >> 32),
+                unsigned(address & 0xffffffffu));
+  }
+  schedule();
+  if (failure_) {
+    pending_.clear();
+    for (auto& c : cpes_) c.state_ = Cpe::State::done;
+    clock_ = before;
+    std::rethrow_exception(failure_);
+  }
+  // DMAs never waited for still complete (and take their time).
+  double end = 0;
+  for (const auto& c : cpes_) end = std::max(end, double(c.clock_));
+  if (!pending_.empty()) end = std::max(end, pending_.back().completion);
+  land_until(std::numeric_limits<double>::infinity());
+  clock_ = ceil_cycles(end) + ceil_cycles(params_.join_cycles);
+  stats_.cycles = clock_ - before;
+  totals_ += stats_;
+  return stats_;
+}
+
+std::int64_t CoreGroup::mpe_compute(double flops) {
+  const auto cycles = ceil_cycles(flops / (params_.mpe_gflops * 1e9) * params_.clock_hz);
+  clock_ += cycles;
+  return cycles;
+}
+
+std::int64_t CoreGroup::mpe_copy(double bytes) {
+  const auto cycles = ceil_cycles(bytes / (params_.mpe_copy_gbps * 1e9) * params_.clock_hz);
+  clock_ += cycles;
+  return cycles;
+}
+
+}  // namespace taihu::sw26010
