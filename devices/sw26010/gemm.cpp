@@ -1,0 +1,188 @@
+#include "devices/sw26010/gemm.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace taihu::sw26010 {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
+// Register blocks of the inner kernel: 4 x 16 doubles of C per loop, so a
+// tile_m x tile_n tile takes tile_m * tile_n / 64 loops of tile_k iterations
+// (16 vmads each) per register-communication step.
+double inner_loops(int tile_m, int tile_n) { return std::max(1.0, double(tile_m) * tile_n / 64.0); }
+
+}  // namespace
+
+std::size_t GemmBlocking::ldm_bytes() const {
+  const std::size_t ak = std::size_t(tile_m) * tile_k, bk = std::size_t(tile_k) * tile_n;
+  // two float buffers of A and B (double-buffered DMA), one widened double copy, double C
+  const std::size_t cc = std::size_t(tile_m) * tile_n;
+  return 2 * (ak + bk) * sizeof(float) + (ak + bk) * sizeof(double) + cc * (sizeof(double) + sizeof(float)) + 256;
+}
+
+GemmBlocking GemmBlocking::choose(std::int64_t m, std::int64_t n, std::int64_t k, const Params& params) {
+  GemmBlocking g;
+  g.tile_m = int(std::clamp<std::int64_t>(round_up(ceil_div(m, 8), 4), 4, 32));
+  g.tile_n = int(std::clamp<std::int64_t>(round_up(ceil_div(n, 8), 4), 4, 32));
+  g.tile_k = int(std::clamp<std::int64_t>(round_up(ceil_div(k, 8), 4), 4, 256));
+  while (g.tile_k > 4 && g.ldm_bytes() > std::size_t(params.ldm_budget_bytes)) g.tile_k -= 4;
+  // as few K blocks as fit, evenly sized (no padded tail block)
+  const std::int64_t k8 = ceil_div(k, 8), blocks = ceil_div(k8, g.tile_k);
+  g.tile_k = int(round_up(ceil_div(k8, blocks), 4));
+  return g;
+}
+
+KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                 float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                 std::int64_t ldc) {
+  const auto blocking = GemmBlocking::choose(m, n, k, cg.params());
+  const int tm = blocking.tile_m, tn = blocking.tile_n, tk = blocking.tile_k;
+  const std::int64_t bm = 8 * tm, bn = 8 * tn, bk = 8 * tk;
+  const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn), blocks_k = ceil_div(k, bk);
+  const bool numerics = cg.numerics();
+  const bool at = trans_a == Transpose::yes, bt = trans_b == Transpose::yes;
+
+  // Host scratch standing in for the register file: the A row panel and B
+  // column panel the 8 broadcast steps deliver to a CPE.
+  std::vector<double> panel_a(numerics ? std::size_t(tm) * bk * 64 : 0), panel_b(numerics ? std::size_t(bk) * tn * 64 : 0);
+
+  return cg.run("gemm", [&](Cpe& cpe) {
+    const int i = cpe.row(), j = cpe.col();
+    const std::size_t a_elems = std::size_t(tm) * tk, b_elems = std::size_t(tk) * tn;
+    float* fa[2] = {cpe.ldm_array<float>(a_elems), cpe.ldm_array<float>(a_elems)};
+    float* fb[2] = {cpe.ldm_array<float>(b_elems), cpe.ldm_array<float>(b_elems)};
+    double* wa = cpe.ldm_array<double>(a_elems);
+    double* wb = cpe.ldm_array<double>(b_elems);
+    double* wc = cpe.ldm_array<double>(std::size_t(tm) * tn);
+    float* fc = cpe.ldm_array<float>(std::size_t(tm) * tn);
+    DmaReply reply;
+    int expected = 0;
+    double* my_panel_a = numerics ? panel_a.data() + std::size_t(cpe.id()) * tm * bk : nullptr;
+    double* my_panel_b = numerics ? panel_b.data() + std::size_t(cpe.id()) * bk * tn : nullptr;
+
+    // This CPE's part of op(A) rows [r0, r0+tm) x cols [k0, k0+tk): valid extents.
+    struct Extent {
+      std::int64_t rows, cols;
+    };
+    auto a_extent = [&](std::int64_t r0, std::int64_t k0) {
+      return Extent{std::clamp<std::int64_t>(m - r0, 0, tm), std::clamp<std::int64_t>(k - k0, 0, tk)};
+    };
+    auto b_extent = [&](std::int64_t k0, std::int64_t c0) {
+      return Extent{std::clamp<std::int64_t>(k - k0, 0, tk), std::clamp<std::int64_t>(n - c0, 0, tn)};
+    };
+    // GET of the stored tile; returns whether a DMA was issued.
+    auto fetch = [&](float* dst, const float* base, std::int64_t ld, bool trans, std::int64_t r0, std::int64_t c0,
+                     Extent e) {
+      if (e.rows == 0 || e.cols == 0) return false;
+      // stored orientation: non-transposed rows r, transposed rows are op columns
+      const std::int64_t blocks = trans ? e.cols : e.rows, elems = trans ? e.rows : e.cols;
+      const float* origin = trans ? base + c0 * ld + r0 : base + r0 * ld + c0;
+      cpe.dma_get_strided(dst, origin, std::size_t(blocks), std::size_t(elems) * 4, std::size_t(ld) * 4, reply);
+      ++expected;
+      return true;
+    };
+    // Widen a landed tile into a row-major double tile (rows x cols) with zero padding.
+    auto widen_tile = [&](double* dst, const float* src, bool trans, Extent e, int rows, int cols) {
+      if (numerics) {
+        std::fill(dst, dst + std::size_t(rows) * cols, 0.0);
+        if (!trans) {
+          for (std::int64_t r = 0; r < e.rows; ++r)
+            for (std::int64_t q = 0; q < e.cols; ++q) dst[r * cols + q] = src[r * e.cols + q];
+        } else {
+          for (std::int64_t q = 0; q < e.cols; ++q)
+            for (std::int64_t r = 0; r < e.rows; ++r) dst[r * cols + q] = src[q * e.rows + r];
+        }
+      }
+      cpe.charge_widen(double(rows) * cols);
+    };
+
+    for (std::int64_t mb = 0; mb < blocks_m; ++mb) {
+      for (std::int64_t nb = 0; nb < blocks_n; ++nb) {
+        const std::int64_t r0 = mb * bm + i * tm, c0 = nb * bn + j * tn;
+        const Extent ce{std::clamp<std::int64_t>(m - r0, 0, tm), std::clamp<std::int64_t>(n - c0, 0, tn)};
+        // C tile: beta * C (needs the old C) or zeros
+        if (numerics) std::fill(wc, wc + std::size_t(tm) * tn, 0.0);
+        if (beta != 0.0f && ce.rows > 0 && ce.cols > 0) {
+          cpe.dma_wait(reply, expected);  // the previous C tile has left
+          cpe.dma_get_strided(fc, c + r0 * ldc + c0, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
+                              std::size_t(ldc) * 4, reply);
+          cpe.dma_wait(reply, ++expected);
+          if (numerics)
+            for (std::int64_t r = 0; r < ce.rows; ++r)
+              for (std::int64_t q = 0; q < ce.cols; ++q) wc[r * tn + q] = double(beta) * fc[r * ce.cols + q];
+          cpe.charge_widen(double(ce.rows) * ce.cols);
+        }
+        // prefetch K block 0: A tile (i, j-th K slice) and B tile (i-th K slice, j)
+        auto issue = [&](std::int64_t kb, int buf) {
+          const std::int64_t ka = kb * bk + j * tk, kbb = kb * bk + i * tk;
+          fetch(fa[buf], a, lda, at, r0, ka, a_extent(r0, ka));
+          fetch(fb[buf], b, ldb, bt, kbb, c0, b_extent(kbb, c0));
+        };
+        issue(0, 0);
+        for (std::int64_t kb = 0; kb < blocks_k; ++kb) {
+          const int cur = int(kb % 2);
+          cpe.dma_wait(reply, expected);  // (also the previous C tile's PUT)
+          cpe.check_ready(fa[cur], a_elems * 4);
+          cpe.check_ready(fb[cur], b_elems * 4);
+          // widen this block's tiles, then start the next block's DMA into the other buffers
+          const std::int64_t ka = kb * bk + j * tk, kbb = kb * bk + i * tk;
+          widen_tile(wa, fa[cur], at, a_extent(r0, ka), tm, tk);
+          widen_tile(wb, fb[cur], bt, b_extent(kbb, c0), tk, tn);
+          if (kb + 1 < blocks_k) issue(kb + 1, 1 - cur);
+          // the 8 broadcast steps need every peer's widened tiles
+          cpe.sync(Scope::row);
+          cpe.sync(Scope::column);
+          if (numerics) {
+            // A row panel: tm x bk from CPEs (i, t); B column panel: bk x tn from CPEs (t, j)
+            for (int t = 0; t < 8; ++t) {
+              Cpe& pa = cpe.peer(i, t);
+              Cpe& pb = cpe.peer(t, j);
+              const double* ta = reinterpret_cast<const double*>(pa.ldm_base() + (reinterpret_cast<std::byte*>(wa) - cpe.ldm_base()));
+              const double* tb = reinterpret_cast<const double*>(pb.ldm_base() + (reinterpret_cast<std::byte*>(wb) - cpe.ldm_base()));
+              for (int r = 0; r < tm; ++r) std::memcpy(my_panel_a + std::size_t(r) * bk + t * tk, ta + r * tk, tk * 8);
+              std::memcpy(my_panel_b + std::size_t(t) * tk * tn, tb, std::size_t(tk) * tn * 8);
+            }
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tm, tn, int(bk), double(alpha), my_panel_a, int(bk),
+                        my_panel_b, tn, 1.0, wc, tn);
+          }
+          cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk);
+          // nobody overwrites its widened tiles while a peer may still read them
+          cpe.sync(Scope::row);
+          cpe.sync(Scope::column);
+        }
+        // narrow C and write it back (the PUT overlaps the next block's start)
+        if (ce.rows > 0 && ce.cols > 0) {
+          cpe.dma_wait(reply, expected);
+          cpe.check_ready(fc, std::size_t(ce.rows * ce.cols) * 4);
+          if (numerics)
+            for (std::int64_t r = 0; r < ce.rows; ++r)
+              for (std::int64_t q = 0; q < ce.cols; ++q) fc[r * ce.cols + q] = float(wc[r * tn + q]);
+          cpe.charge_widen(double(ce.rows) * ce.cols);
+          cpe.dma_put_strided(c + r0 * ldc + c0, fc, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
+                              std::size_t(ldc) * 4, reply);
+          ++expected;
+        }
+      }
+    }
+    cpe.dma_wait(reply, expected);
+  });
+}
+
+KernelStats ldm_gemm_primitive(CoreGroup& cg, int tile_m, int tile_n, int tile_k) {
+  return cg.run("ldm_gemm", [&](Cpe& cpe) {
+    cpe.ldm_array<double>(std::size_t(tile_m) * tile_k);
+    cpe.ldm_array<double>(std::size_t(tile_k) * tile_n);
+    cpe.ldm_array<double>(std::size_t(tile_m) * tile_n);
+    cpe.sync(Scope::array);
+    cpe.charge_gemm_inner(8 * inner_loops(tile_m, tile_n), tile_k);
+    cpe.sync(Scope::array);
+  });
+}
+
+}  // namespace taihu::sw26010
