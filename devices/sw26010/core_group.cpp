@@ -187,8 +187,8 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
     raise<SimulationError>("DMA at {} addresses LDM outside the {}-byte local store (offset {}, {} bytes)", where(),
                            p.ldm_bytes, at - base, ldm_bytes);
 
-  order();
   clock_ += p.dma_issue_cycles;
+  order();
   // The channel buffer holds dma_queue_depth requests not yet started.
   std::erase_if(dma_starts_, [&](double s) { return s <= double(clock_); });
   if (int(dma_starts_.size()) >= p.dma_queue_depth) {
@@ -210,8 +210,9 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
       charged += tx * ((start + desc.block + tx - 1) / tx - start / tx);
     }
   }
-  const double rate = std::min(desc.op == DmaOp::get ? p.dma_get_bytes_per_cycle() : p.dma_put_bytes_per_cycle(),
-                               p.dma_cap_bytes_per_cycle(g.active_cpes()));
+  double rate = desc.op == DmaOp::get ? p.dma_get_bytes_per_cycle() : p.dma_put_bytes_per_cycle();
+  if (strided) rate = std::min(rate, p.dma_strided_bytes_per_cycle());
+  rate = std::min(rate, p.dma_cap_bytes_per_cycle(g.active_cpes()));
   const double service = double(charged) / rate + (strided ? double(blocks) * p.dma_block_overhead_cycles : 0.0);
   const double start = std::max(double(clock_), g.dma_free_);
   g.dma_free_ = start + service;
@@ -323,8 +324,8 @@ void Cpe::put(Fifo Cpe::*fifo, State blocked_state, bool along_row, int dst, con
   for (Cpe* t : targets) {
     (t->*fifo).packets.push_back(packet);
     if (t->state_ == waiting) {
-      t->state_ = State::ready;
-      t->clock_ = std::max(t->clock_, packet.arrival);
+      t->state_ = State::ready;  // it takes the packet at its arrival (get)
+      t->clock_ = std::max(t->clock_, clock_);
     }
   }
   clock_ += 1;

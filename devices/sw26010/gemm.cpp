@@ -118,15 +118,20 @@ KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64
               for (std::int64_t q = 0; q < ce.cols; ++q) wc[r * tn + q] = double(beta) * fc[r * ce.cols + q];
           cpe.charge_widen(double(ce.rows) * ce.cols);
         }
-        // prefetch K block 0: A tile (i, j-th K slice) and B tile (i-th K slice, j)
-        auto issue = [&](std::int64_t kb, int buf) {
+        // Steps are numbered over all (mb, nb, kb); step s uses buffer s % 2 and
+        // the next step's tiles (possibly of the next C block) are fetched during it.
+        auto issue = [&](std::int64_t step, int buf) {
+          const std::int64_t kb = step % blocks_k, nb2 = (step / blocks_k) % blocks_n, mb2 = step / blocks_k / blocks_n;
+          const std::int64_t rr = mb2 * bm + i * tm, cc = nb2 * bn + j * tn;
           const std::int64_t ka = kb * bk + j * tk, kbb = kb * bk + i * tk;
-          fetch(fa[buf], a, lda, at, r0, ka, a_extent(r0, ka));
-          fetch(fb[buf], b, ldb, bt, kbb, c0, b_extent(kbb, c0));
+          fetch(fa[buf], a, lda, at, rr, ka, a_extent(rr, ka));
+          fetch(fb[buf], b, ldb, bt, kbb, cc, b_extent(kbb, cc));
         };
-        issue(0, 0);
+        const std::int64_t first_step = (mb * blocks_n + nb) * blocks_k, last_step = blocks_m * blocks_n * blocks_k;
+        if (first_step == 0) issue(0, 0);
         for (std::int64_t kb = 0; kb < blocks_k; ++kb) {
-          const int cur = int(kb % 2);
+          const std::int64_t step = first_step + kb;
+          const int cur = int(step % 2);
           cpe.dma_wait(reply, expected);  // (also the previous C tile's PUT)
           cpe.check_ready(fa[cur], a_elems * 4);
           cpe.check_ready(fb[cur], b_elems * 4);
@@ -134,7 +139,7 @@ KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64
           const std::int64_t ka = kb * bk + j * tk, kbb = kb * bk + i * tk;
           widen_tile(wa, fa[cur], at, a_extent(r0, ka), tm, tk);
           widen_tile(wb, fb[cur], bt, b_extent(kbb, c0), tk, tn);
-          if (kb + 1 < blocks_k) issue(kb + 1, 1 - cur);
+          if (step + 1 < last_step) issue(step + 1, 1 - cur);
           // the 8 broadcast steps need every peer's widened tiles
           cpe.sync(Scope::row);
           cpe.sync(Scope::column);

@@ -35,6 +35,7 @@ Params Params::from(const config::Section& s) {
   num("dma_put_latency_cycles", p.dma_put_latency_cycles);
   num("dma_get_gbps", p.dma_get_gbps);
   num("dma_put_gbps", p.dma_put_gbps);
+  num("dma_strided_gbps", p.dma_strided_gbps);
   if (s.has("dma_cap_by_active_cpes")) {
     // "cpes:GBps" pairs in increasing order of cpes
     p.dma_cap_by_active_cpes.clear();

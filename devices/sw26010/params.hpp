@@ -20,10 +20,11 @@ struct Params {
 
   // DMA: one shared server per core group, 128-byte transactions
   int dma_transaction_bytes = 128;
-  double dma_get_latency_cycles = 320;
-  double dma_put_latency_cycles = 320;
-  double dma_get_gbps = 33.0;  // aggregate asymptote, GB/s (1e9 B/s)
-  double dma_put_gbps = 37.0;
+  double dma_get_latency_cycles = 270;
+  double dma_put_latency_cycles = 290;
+  double dma_get_gbps = 30.4;  // aggregate asymptote, GB/s (1e9 B/s)
+  double dma_put_gbps = 34.2;
+  double dma_strided_gbps = 28.0;  // asymptote of strided (multi-block) transfers
   // Aggregate-rate cap by number of CPEs running the kernel (piecewise linear).
   std::vector<std::pair<int, double>> dma_cap_by_active_cpes = {{1, 10.0}, {8, 14.0}, {16, 14.0},
                                                                  {32, 16.0}, {64, 1000.0}};
@@ -56,6 +57,7 @@ struct Params {
 
   double dma_get_bytes_per_cycle() const { return dma_get_gbps * 1e9 / clock_hz; }
   double dma_put_bytes_per_cycle() const { return dma_put_gbps * 1e9 / clock_hz; }
+  double dma_strided_bytes_per_cycle() const { return dma_strided_gbps * 1e9 / clock_hz; }
   // The cap (bytes per cycle) with `active` CPEs running.
   double dma_cap_bytes_per_cycle(int active) const;
   double seconds(double cycles) const { return cycles / clock_hz; }
