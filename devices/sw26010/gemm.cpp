@@ -41,18 +41,45 @@ GemmBlocking GemmBlocking::choose(std::int64_t m, std::int64_t n, std::int64_t k
 KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
                  std::int64_t ldc) {
-  const auto blocking = GemmBlocking::choose(m, n, k, cg.params());
+  return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}});
+}
+
+KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,
+                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems) {
+  std::int64_t max_k = 1;
+  for (const auto& p : problems)
+    for (const auto& s : p.segments) max_k = std::max(max_k, s.k);
+  const auto blocking = GemmBlocking::choose(m, n, max_k, cg.params());
   const int tm = blocking.tile_m, tn = blocking.tile_n, tk = blocking.tile_k;
   const std::int64_t bm = 8 * tm, bn = 8 * tn, bk = 8 * tk;
-  const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn), blocks_k = ceil_div(k, bk);
+  const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn);
   const bool numerics = cg.numerics();
   const bool at = trans_a == Transpose::yes, bt = trans_b == Transpose::yes;
+
+  // The schedule: one step per (problem, C block, segment, K block).
+  struct Step {
+    std::int32_t problem, segment;
+    std::int64_t mb, nb, kb;
+    bool first, last;  // of its C block
+  };
+  std::vector<Step> steps;
+  for (std::size_t p = 0; p < problems.size(); ++p)
+    for (std::int64_t mb = 0; mb < blocks_m; ++mb)
+      for (std::int64_t nb = 0; nb < blocks_n; ++nb) {
+        const std::size_t first = steps.size();
+        for (std::size_t s = 0; s < problems[p].segments.size(); ++s)
+          for (std::int64_t kb = 0; kb < ceil_div(problems[p].segments[s].k, bk); ++kb)
+            steps.push_back({std::int32_t(p), std::int32_t(s), mb, nb, kb, false, false});
+        if (steps.size() == first) steps.push_back({std::int32_t(p), -1, mb, nb, 0, false, false});  // C = beta C
+        steps[first].first = true;
+        steps.back().last = true;
+      }
 
   // Host scratch standing in for the register file: the A row panel and B
   // column panel the 8 broadcast steps deliver to a CPE.
   std::vector<double> panel_a(numerics ? std::size_t(tm) * bk * 64 : 0), panel_b(numerics ? std::size_t(bk) * tn * 64 : 0);
 
-  return cg.run("gemm", [&](Cpe& cpe) {
+  return cg.run(kernel, [&](Cpe& cpe) {
     const int i = cpe.row(), j = cpe.col();
     const std::size_t a_elems = std::size_t(tm) * tk, b_elems = std::size_t(tk) * tn;
     float* fa[2] = {cpe.ldm_array<float>(a_elems), cpe.ldm_array<float>(a_elems)};
@@ -66,26 +93,42 @@ KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64
     double* my_panel_a = numerics ? panel_a.data() + std::size_t(cpe.id()) * tm * bk : nullptr;
     double* my_panel_b = numerics ? panel_b.data() + std::size_t(cpe.id()) * bk * tn : nullptr;
 
-    // This CPE's part of op(A) rows [r0, r0+tm) x cols [k0, k0+tk): valid extents.
     struct Extent {
       std::int64_t rows, cols;
     };
-    auto a_extent = [&](std::int64_t r0, std::int64_t k0) {
-      return Extent{std::clamp<std::int64_t>(m - r0, 0, tm), std::clamp<std::int64_t>(k - k0, 0, tk)};
+    // This CPE's tiles of a step: op(A) rows [r0, r0+tm) x K [ka, ka+tk), op(B) K [kb, kb+tk) x cols [c0, c0+tn).
+    struct Tiles {
+      std::int64_t r0, c0, ka, kb;
+      Extent ea, eb;
+      const GemmSegment* seg;
     };
-    auto b_extent = [&](std::int64_t k0, std::int64_t c0) {
-      return Extent{std::clamp<std::int64_t>(k - k0, 0, tk), std::clamp<std::int64_t>(n - c0, 0, tn)};
+    auto tiles_of = [&](const Step& st) {
+      Tiles t{};
+      t.r0 = st.mb * bm + i * tm;
+      t.c0 = st.nb * bn + j * tn;
+      if (st.segment < 0) return t;
+      t.seg = &problems[st.problem].segments[st.segment];
+      const std::int64_t k = t.seg->k;
+      t.ka = st.kb * bk + j * tk;
+      t.kb = st.kb * bk + i * tk;
+      t.ea = {std::clamp<std::int64_t>(m - t.r0, 0, tm), std::clamp<std::int64_t>(k - t.ka, 0, tk)};
+      t.eb = {std::clamp<std::int64_t>(k - t.kb, 0, tk), std::clamp<std::int64_t>(n - t.c0, 0, tn)};
+      return t;
     };
-    // GET of the stored tile; returns whether a DMA was issued.
+    // GET of a stored tile (rows x cols of op(X) at r0, c0).
     auto fetch = [&](float* dst, const float* base, std::int64_t ld, bool trans, std::int64_t r0, std::int64_t c0,
                      Extent e) {
-      if (e.rows == 0 || e.cols == 0) return false;
-      // stored orientation: non-transposed rows r, transposed rows are op columns
+      if (e.rows == 0 || e.cols == 0) return;
       const std::int64_t blocks = trans ? e.cols : e.rows, elems = trans ? e.rows : e.cols;
       const float* origin = trans ? base + c0 * ld + r0 : base + r0 * ld + c0;
       cpe.dma_get_strided(dst, origin, std::size_t(blocks), std::size_t(elems) * 4, std::size_t(ld) * 4, reply);
       ++expected;
-      return true;
+    };
+    auto issue = [&](std::size_t step, int buf) {
+      const Tiles t = tiles_of(steps[step]);
+      if (!t.seg) return;
+      fetch(fa[buf], t.seg->a, t.seg->lda, at, t.r0, t.ka, t.ea);
+      fetch(fb[buf], t.seg->b, t.seg->ldb, bt, t.kb, t.c0, t.eb);
     };
     // Widen a landed tile into a row-major double tile (rows x cols) with zero padding.
     auto widen_tile = [&](double* dst, const float* src, bool trans, Extent e, int rows, int cols) {
@@ -102,77 +145,69 @@ KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64
       cpe.charge_widen(double(rows) * cols);
     };
 
-    for (std::int64_t mb = 0; mb < blocks_m; ++mb) {
-      for (std::int64_t nb = 0; nb < blocks_n; ++nb) {
-        const std::int64_t r0 = mb * bm + i * tm, c0 = nb * bn + j * tn;
-        const Extent ce{std::clamp<std::int64_t>(m - r0, 0, tm), std::clamp<std::int64_t>(n - c0, 0, tn)};
+    if (!steps.empty()) issue(0, 0);
+    for (std::size_t step = 0; step < steps.size(); ++step) {
+      const Step& st = steps[step];
+      const GemmProblem& prob = problems[st.problem];
+      const Tiles t = tiles_of(st);
+      const Extent ce{std::clamp<std::int64_t>(m - t.r0, 0, tm), std::clamp<std::int64_t>(n - t.c0, 0, tn)};
+      const int cur = int(step % 2);
+      if (st.first) {
         // C tile: beta * C (needs the old C) or zeros
         if (numerics) std::fill(wc, wc + std::size_t(tm) * tn, 0.0);
         if (beta != 0.0f && ce.rows > 0 && ce.cols > 0) {
           cpe.dma_wait(reply, expected);  // the previous C tile has left
-          cpe.dma_get_strided(fc, c + r0 * ldc + c0, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
-                              std::size_t(ldc) * 4, reply);
+          cpe.dma_get_strided(fc, prob.c + t.r0 * prob.ldc + t.c0, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
+                              std::size_t(prob.ldc) * 4, reply);
           cpe.dma_wait(reply, ++expected);
           if (numerics)
             for (std::int64_t r = 0; r < ce.rows; ++r)
               for (std::int64_t q = 0; q < ce.cols; ++q) wc[r * tn + q] = double(beta) * fc[r * ce.cols + q];
           cpe.charge_widen(double(ce.rows) * ce.cols);
         }
-        // Steps are numbered over all (mb, nb, kb); step s uses buffer s % 2 and
-        // the next step's tiles (possibly of the next C block) are fetched during it.
-        auto issue = [&](std::int64_t step, int buf) {
-          const std::int64_t kb = step % blocks_k, nb2 = (step / blocks_k) % blocks_n, mb2 = step / blocks_k / blocks_n;
-          const std::int64_t rr = mb2 * bm + i * tm, cc = nb2 * bn + j * tn;
-          const std::int64_t ka = kb * bk + j * tk, kbb = kb * bk + i * tk;
-          fetch(fa[buf], a, lda, at, rr, ka, a_extent(rr, ka));
-          fetch(fb[buf], b, ldb, bt, kbb, cc, b_extent(kbb, cc));
-        };
-        const std::int64_t first_step = (mb * blocks_n + nb) * blocks_k, last_step = blocks_m * blocks_n * blocks_k;
-        if (first_step == 0) issue(0, 0);
-        for (std::int64_t kb = 0; kb < blocks_k; ++kb) {
-          const std::int64_t step = first_step + kb;
-          const int cur = int(step % 2);
-          cpe.dma_wait(reply, expected);  // (also the previous C tile's PUT)
-          cpe.check_ready(fa[cur], a_elems * 4);
-          cpe.check_ready(fb[cur], b_elems * 4);
-          // widen this block's tiles, then start the next block's DMA into the other buffers
-          const std::int64_t ka = kb * bk + j * tk, kbb = kb * bk + i * tk;
-          widen_tile(wa, fa[cur], at, a_extent(r0, ka), tm, tk);
-          widen_tile(wb, fb[cur], bt, b_extent(kbb, c0), tk, tn);
-          if (step + 1 < last_step) issue(step + 1, 1 - cur);
-          // the 8 broadcast steps need every peer's widened tiles
-          cpe.sync(Scope::row);
-          cpe.sync(Scope::column);
-          if (numerics) {
-            // A row panel: tm x bk from CPEs (i, t); B column panel: bk x tn from CPEs (t, j)
-            for (int t = 0; t < 8; ++t) {
-              Cpe& pa = cpe.peer(i, t);
-              Cpe& pb = cpe.peer(t, j);
-              const double* ta = reinterpret_cast<const double*>(pa.ldm_base() + (reinterpret_cast<std::byte*>(wa) - cpe.ldm_base()));
-              const double* tb = reinterpret_cast<const double*>(pb.ldm_base() + (reinterpret_cast<std::byte*>(wb) - cpe.ldm_base()));
-              for (int r = 0; r < tm; ++r) std::memcpy(my_panel_a + std::size_t(r) * bk + t * tk, ta + r * tk, tk * 8);
-              std::memcpy(my_panel_b + std::size_t(t) * tk * tn, tb, std::size_t(tk) * tn * 8);
-            }
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tm, tn, int(bk), double(alpha), my_panel_a, int(bk),
-                        my_panel_b, tn, 1.0, wc, tn);
+      }
+      if (t.seg) {
+        cpe.dma_wait(reply, expected);  // this step's tiles (and any earlier PUT)
+        cpe.check_ready(fa[cur], a_elems * 4);
+        cpe.check_ready(fb[cur], b_elems * 4);
+        widen_tile(wa, fa[cur], at, t.ea, tm, tk);
+        widen_tile(wb, fb[cur], bt, t.eb, tk, tn);
+      }
+      // the next step's tiles (possibly of the next C block) arrive during this one
+      if (step + 1 < steps.size()) issue(step + 1, 1 - cur);
+      if (t.seg) {
+        // the 8 broadcast steps need every peer's widened tiles
+        cpe.sync(Scope::row);
+        cpe.sync(Scope::column);
+        if (numerics) {
+          // A row panel: tm x bk from CPEs (i, q); B column panel: bk x tn from CPEs (q, j)
+          const std::size_t wa_off = reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
+          const std::size_t wb_off = reinterpret_cast<std::byte*>(wb) - cpe.ldm_base();
+          for (int q = 0; q < 8; ++q) {
+            const auto* ta = reinterpret_cast<const double*>(cpe.peer(i, q).ldm_base() + wa_off);
+            const auto* tb = reinterpret_cast<const double*>(cpe.peer(q, j).ldm_base() + wb_off);
+            for (int r = 0; r < tm; ++r) std::memcpy(my_panel_a + std::size_t(r) * bk + q * tk, ta + r * tk, tk * 8);
+            std::memcpy(my_panel_b + std::size_t(q) * tk * tn, tb, std::size_t(tk) * tn * 8);
           }
-          cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk);
-          // nobody overwrites its widened tiles while a peer may still read them
-          cpe.sync(Scope::row);
-          cpe.sync(Scope::column);
+          cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tm, tn, int(bk), double(alpha), my_panel_a, int(bk),
+                      my_panel_b, tn, 1.0, wc, tn);
         }
+        cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk);
+        // nobody overwrites its widened tiles while a peer may still read them
+        cpe.sync(Scope::row);
+        cpe.sync(Scope::column);
+      }
+      if (st.last && ce.rows > 0 && ce.cols > 0) {
         // narrow C and write it back (the PUT overlaps the next block's start)
-        if (ce.rows > 0 && ce.cols > 0) {
-          cpe.dma_wait(reply, expected);
-          cpe.check_ready(fc, std::size_t(ce.rows * ce.cols) * 4);
-          if (numerics)
-            for (std::int64_t r = 0; r < ce.rows; ++r)
-              for (std::int64_t q = 0; q < ce.cols; ++q) fc[r * ce.cols + q] = float(wc[r * tn + q]);
-          cpe.charge_widen(double(ce.rows) * ce.cols);
-          cpe.dma_put_strided(c + r0 * ldc + c0, fc, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
-                              std::size_t(ldc) * 4, reply);
-          ++expected;
-        }
+        cpe.dma_wait(reply, expected);
+        cpe.check_ready(fc, std::size_t(ce.rows * ce.cols) * 4);
+        if (numerics)
+          for (std::int64_t r = 0; r < ce.rows; ++r)
+            for (std::int64_t q = 0; q < ce.cols; ++q) fc[r * ce.cols + q] = float(wc[r * tn + q]);
+        cpe.charge_widen(double(ce.rows) * ce.cols);
+        cpe.dma_put_strided(prob.c + t.r0 * prob.ldc + t.c0, fc, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
+                            std::size_t(prob.ldc) * 4, reply);
+        ++expected;
       }
     }
     cpe.dma_wait(reply, expected);

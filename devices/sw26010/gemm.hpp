@@ -12,6 +12,8 @@
 // deliver to it; cycles are charged per block from the inner kernel's count.
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "devices/sw26010/core_group.hpp"
 
@@ -26,6 +28,25 @@ struct GemmBlocking {
   // The largest tiles fitting the LDM budget for this problem.
   static GemmBlocking choose(std::int64_t m, std::int64_t n, std::int64_t k, const Params& params);
 };
+
+// A batch of GEMMs sharing m, n and the transposes, run in one spawn:
+// C_p = alpha * sum over segments s of op(A_s) op(B_s) + beta * C_p. The
+// implicit convolution is one problem per output pixel with one segment per
+// kernel tap that falls inside the image.
+struct GemmSegment {
+  const float* a;
+  std::int64_t lda;
+  const float* b;
+  std::int64_t ldb;
+  std::int64_t k;
+};
+struct GemmProblem {
+  float* c;
+  std::int64_t ldc;
+  std::vector<GemmSegment> segments;
+};
+KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,
+                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems);
 
 // C (m x n, row-major, ldc) = alpha * op(A) * op(B) + beta * C.
 KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
