@@ -94,7 +94,7 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
     double* my_panel_b = numerics ? panel_b.data() + std::size_t(cpe.id()) * bk * tn : nullptr;
 
     struct Extent {
-      std::int64_t rows, cols;
+      std::int64_t rows, cols, col_offset = 0;  // col_offset: first valid column within the tile
     };
     // This CPE's tiles of a step: op(A) rows [r0, r0+tm) x K [ka, ka+tk), op(B) K [kb, kb+tk) x cols [c0, c0+tn).
     struct Tiles {
@@ -112,7 +112,9 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
       t.ka = st.kb * bk + j * tk;
       t.kb = st.kb * bk + i * tk;
       t.ea = {std::clamp<std::int64_t>(m - t.r0, 0, tm), std::clamp<std::int64_t>(k - t.ka, 0, tk)};
-      t.eb = {std::clamp<std::int64_t>(k - t.kb, 0, tk), std::clamp<std::int64_t>(n - t.c0, 0, tn)};
+      const std::int64_t n_end = t.seg->n_end < 0 ? n : std::min(n, t.seg->n_end);
+      const std::int64_t lo = std::max(t.c0, t.seg->n_begin), hi = std::min(t.c0 + tn, n_end);
+      t.eb = {std::clamp<std::int64_t>(k - t.kb, 0, tk), std::max<std::int64_t>(hi - lo, 0), lo - t.c0};
       return t;
     };
     // GET of a stored tile (rows x cols of op(X) at r0, c0).
@@ -128,18 +130,19 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
       const Tiles t = tiles_of(steps[step]);
       if (!t.seg) return;
       fetch(fa[buf], t.seg->a, t.seg->lda, at, t.r0, t.ka, t.ea);
-      fetch(fb[buf], t.seg->b, t.seg->ldb, bt, t.kb, t.c0, t.eb);
+      fetch(fb[buf], t.seg->b, t.seg->ldb, bt, t.kb, t.c0 + t.eb.col_offset - t.seg->n_begin, t.eb);
     };
     // Widen a landed tile into a row-major double tile (rows x cols) with zero padding.
     auto widen_tile = [&](double* dst, const float* src, bool trans, Extent e, int rows, int cols) {
       if (numerics) {
         std::fill(dst, dst + std::size_t(rows) * cols, 0.0);
+        double* d = dst + e.col_offset;
         if (!trans) {
           for (std::int64_t r = 0; r < e.rows; ++r)
-            for (std::int64_t q = 0; q < e.cols; ++q) dst[r * cols + q] = src[r * e.cols + q];
+            for (std::int64_t q = 0; q < e.cols; ++q) d[r * cols + q] = src[r * e.cols + q];
         } else {
           for (std::int64_t q = 0; q < e.cols; ++q)
-            for (std::int64_t r = 0; r < e.rows; ++r) dst[r * cols + q] = src[q * e.rows + r];
+            for (std::int64_t r = 0; r < e.rows; ++r) d[r * cols + q] = src[q * e.rows + r];
         }
       }
       cpe.charge_widen(double(rows) * cols);

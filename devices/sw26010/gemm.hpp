@@ -36,9 +36,11 @@ struct GemmBlocking {
 struct GemmSegment {
   const float* a;
   std::int64_t lda;
-  const float* b;
+  const float* b;  // op(B)'s column n_begin
   std::int64_t ldb;
   std::int64_t k;
+  // The segment contributes to C columns [n_begin, n_end) only (n_end < 0: all).
+  std::int64_t n_begin = 0, n_end = -1;
 };
 struct GemmProblem {
   float* c;

@@ -385,3 +385,246 @@ TEST_SUITE("sw26010") {
     CHECK(gflops < 742.4);
   }
 }
+
+#include "core/kernels/im2col.hpp"
+#include "devices/sw26010/chip.hpp"
+#include "devices/sw26010/conv.hpp"
+#include "devices/sw26010/kernels.hpp"
+#include "tests/support/layer_fixture.hpp"
+
+namespace {
+void fill(Blob& b, unsigned seed) {
+  const auto v = random_vector(std::size_t(b.count()), seed);
+  std::copy(v.begin(), v.end(), b.data().ptr());
+}
+void require_close(const float* got, const float* want, std::int64_t n, double eps = 1e-5) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(eps).scale(1.0));
+  }
+}
+}  // namespace
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("ReLU and eltwise kernels match the CPU layers") {
+    CoreGroup cg(0, Params{});
+    const std::int64_t n = 5000;  // 3 chunks, some CPEs idle
+    Blob x(Shape{n}), y(Shape{n});
+    fill(x, 11);
+    auto relu = testing::make_layer("ReLU", "negative_slope = 0.1");
+    relu->setup({&x}, {&y});
+    relu->reshape({&x}, {&y});
+    relu->forward({&x}, {&y});
+    std::vector<float> got(n), dy = random_vector(n, 12), dx(n);
+    relu_forward(cg, x.data().ptr(), got.data(), n, 0.1f);
+    require_close(got.data(), y.data().ptr(), n);
+    std::copy(dy.begin(), dy.end(), y.diff().ptr());
+    relu->backward({&y}, {true}, {&x});
+    relu_backward(cg, x.data().ptr(), dy.data(), dx.data(), n, 0.1f);
+    require_close(dx.data(), x.diff().ptr(), n);
+
+    std::vector<float> sum(n);
+    const auto stats = eltwise_sum(cg, x.data().ptr(), dy.data(), sum.data(), n, 2.0f, -1.0f);
+    for (std::int64_t i = 0; i < n; ++i) REQUIRE(sum[i] == 2.0f * x.data()[i] - dy[i]);
+    CHECK(stats.dma_bytes == 3 * n * 4);
+  }
+
+  TEST_CASE("BatchNorm and Scale from channel sums and affine kernels") {
+    CoreGroup cg(0, Params{});
+    const std::int64_t b = 3, c = 5, sp = 3000;  // planes split in 2 chunks
+    const auto x = random_vector(std::size_t(b * c * sp), 21);
+    std::vector<double> sum(c), sum2(c);
+    channel_sums(cg, x.data(), nullptr, b, c, sp, sum.data(), sum2.data());
+    std::vector<float> scale(c), shift(c);
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      double s = 0, s2 = 0;
+      for (std::int64_t i = 0; i < b; ++i)
+        for (std::int64_t k = 0; k < sp; ++k) {
+          const double v = x[std::size_t((i * c + ch) * sp + k)];
+          s += v, s2 += v * v;
+        }
+      CHECK(sum[ch] == doctest::Approx(s));
+      CHECK(sum2[ch] == doctest::Approx(s2));
+      const double mean = s / (b * sp), var = s2 / (b * sp) - mean * mean;
+      scale[ch] = float(1.0 / std::sqrt(var + 1e-5));
+      shift[ch] = float(-mean / std::sqrt(var + 1e-5));
+    }
+    std::vector<float> y(x.size());
+    channel_affine(cg, x.data(), y.data(), b, c, sp, scale.data(), shift.data());
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      double m = 0, v = 0;
+      for (std::int64_t i = 0; i < b; ++i)
+        for (std::int64_t k = 0; k < sp; ++k) m += y[std::size_t((i * c + ch) * sp + k)];
+      m /= double(b * sp);
+      for (std::int64_t i = 0; i < b; ++i)
+        for (std::int64_t k = 0; k < sp; ++k) v += std::pow(y[std::size_t((i * c + ch) * sp + k)] - m, 2);
+      CHECK(m == doctest::Approx(0).scale(1.0).epsilon(1e-5));
+      CHECK(v / double(b * sp) == doctest::Approx(1).epsilon(1e-3));
+    }
+    // sum of x * y (BatchNorm's backward needs sum(dy * xhat))
+    channel_sums(cg, x.data(), y.data(), b, c, sp, sum.data(), sum2.data());
+    double dot = 0;
+    for (std::int64_t i = 0; i < b; ++i)
+      for (std::int64_t k = 0; k < sp; ++k) dot += double(x[std::size_t(i * c * sp + k)]) * y[std::size_t(i * c * sp + k)];
+    CHECK(sum2[0] == doctest::Approx(dot));
+  }
+
+  TEST_CASE("pooling kernels match the CPU Pooling layer") {
+    CoreGroup cg(0, Params{});
+    struct Case {
+      const char* options;
+      PoolGeometry g;
+    };
+    for (const auto& cs :
+         {Case{"pool = max\nkernel_size = 3\nstride = 2\npad = 1", {13, 13, 3, 3, 2, 2, 1, 1, true}},
+          Case{"pool = ave\nkernel_size = 3\nstride = 2\npad = 1", {13, 13, 3, 3, 2, 2, 1, 1, false}},
+          Case{"pool = max\nkernel_size = 2\nstride = 2", {12, 12, 2, 2, 2, 2, 0, 0, true}},
+          Case{"pool = ave\nkernel_size = 3\nstride = 1", {150, 150, 3, 3, 1, 1, 0, 0, false}},
+          Case{"pool = max\nkernel_size = 3\nstride = 2", {150, 150, 3, 3, 2, 2, 0, 0, true}}}) {
+      CAPTURE(cs.options);
+      const std::int64_t planes = 2 * 3;
+      Blob x(Shape{2, 3, cs.g.height, cs.g.width}), y;
+      fill(x, 31);
+      auto pool = testing::make_layer("Pooling", cs.options);
+      pool->setup({&x}, {&y});
+      pool->reshape({&x}, {&y});
+      pool->forward({&x}, {&y});
+      REQUIRE(y.shape()[2] == cs.g.out_height());
+      REQUIRE(y.shape()[3] == cs.g.out_width());
+      std::vector<float> got(std::size_t(y.count()));
+      pool_forward(cg, cs.g, x.data().ptr(), got.data(), planes);
+      require_close(got.data(), y.data().ptr(), y.count());
+      fill(y, 32);  // top diff
+      std::copy(y.data().ptr(), y.data().ptr() + y.count(), y.diff().ptr());
+      pool->forward({&x}, {&y});  // restore top data (argmax)
+      pool->backward({&y}, {true}, {&x});
+      std::vector<float> dx(std::size_t(x.count()));
+      pool_backward(cg, cs.g, x.data().ptr(), y.diff().ptr(), dx.data(), planes);
+      require_close(dx.data(), x.diff().ptr(), x.count());
+    }
+  }
+
+  TEST_CASE("im2col and col2im on the CPEs match the CPU kernels") {
+    CoreGroup cg(0, Params{});
+    for (const auto& s : {ConvShape{3, 9, 10, 4, 3, 3, 1, 1, 1, 1}, ConvShape{2, 11, 11, 4, 5, 3, 2, 3, 2, 0}}) {
+      ConvGeometry g;
+      g.channels = s.channels, g.height = s.height, g.width = s.width, g.kernel_h = s.kernel_h,
+      g.kernel_w = s.kernel_w, g.stride_h = s.stride_h, g.stride_w = s.stride_w, g.pad_h = s.pad_h, g.pad_w = s.pad_w;
+      const auto image = random_vector(std::size_t(s.channels * s.height * s.width), 41);
+      std::vector<float> want(std::size_t(s.col_rows() * s.out_height() * s.out_width())), got(want.size());
+      taihu::im2col(image.data(), g, want.data());
+      sw26010::im2col(cg, s, image.data(), got.data());
+      require_close(got.data(), want.data(), std::int64_t(want.size()));
+      const auto col = random_vector(want.size(), 42);
+      std::vector<float> img_want(image.size()), img_got(image.size(), 7.0f);
+      taihu::col2im(col.data(), g, img_want.data());
+      sw26010::col2im(cg, s, col.data(), img_got.data());
+      require_close(img_got.data(), img_want.data(), std::int64_t(image.size()), 1e-4);
+    }
+  }
+
+  TEST_CASE("convolution, explicit and implicit, matches the CPU Convolution layer") {
+    CoreGroup cg(0, Params{});
+    struct Case {
+      const char* options;
+      ConvShape s;
+    };
+    for (const auto& cs : {Case{"num_output = 6\nkernel_size = 3\npad = 1", {5, 9, 8, 6, 3, 3, 1, 1, 1, 1}},
+                           Case{"num_output = 4\nkernel_size = 3\nstride = 2", {3, 9, 9, 4, 3, 3, 2, 2, 0, 0}},
+                           Case{"num_output = 8\nkernel_size = 1", {6, 5, 5, 8, 1, 1, 1, 1, 0, 0}}}) {
+      CAPTURE(cs.options);
+      const auto& s = cs.s;
+      const std::int64_t batch = 2;
+      Blob x(Shape{batch, s.channels, s.height, s.width}), y;
+      fill(x, 51);
+      auto conv = testing::make_layer("Convolution", cs.options);
+      conv->setup({&x}, {&y});
+      conv->reshape({&x}, {&y});
+      fill(*conv->params()[1].blob, 52);  // a non-zero bias
+      conv->forward({&x}, {&y});
+      const float* w = conv->params()[0].blob->data().ptr();
+      const float* bias = conv->params()[1].blob->data().ptr();
+      const std::int64_t out = s.out_height() * s.out_width();
+      std::vector<float> col(std::size_t(s.col_rows() * out)), got(std::size_t(y.count()));
+      conv_forward_explicit(cg, s, batch, x.data().ptr(), w, bias, got.data(), col.data());
+      require_close(got.data(), y.data().ptr(), y.count(), 1e-4);
+
+      if (s.stride_h == 1) {
+        std::vector<float> xi(std::size_t(x.count())), wi(std::size_t(conv->params()[0].blob->count())),
+            yi(std::size_t(y.count())), back(std::size_t(y.count()));
+        to_hcwn(cg, x.data().ptr(), xi.data(), batch, s.channels, s.height, s.width);
+        filters_to_implicit(s, w, wi.data());
+        conv_forward_implicit(cg, s, batch, xi.data(), wi.data(), bias, yi.data());
+        to_nchw(cg, yi.data(), back.data(), batch, s.num_output, s.out_height(), s.out_width());
+        require_close(back.data(), y.data().ptr(), y.count(), 1e-4);
+      }
+
+      // backward: dw and db accumulate, dx overwrites
+      fill(y, 53);
+      std::copy(y.data().ptr(), y.data().ptr() + y.count(), y.diff().ptr());
+      for (auto& p : conv->params()) std::fill(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count(), 0.5f);
+      conv->backward({&y}, {true}, {&x});
+      std::vector<float> dw(std::size_t(conv->params()[0].blob->count()), 0.5f), db(std::size_t(s.num_output), 0.5f),
+          dx(std::size_t(x.count()));
+      conv_backward_explicit(cg, s, batch, x.data().ptr(), w, y.diff().ptr(), dw.data(), db.data(), dx.data(),
+                             col.data());
+      require_close(dw.data(), conv->params()[0].blob->diff().ptr(), std::int64_t(dw.size()), 1e-4);
+      require_close(db.data(), conv->params()[1].blob->diff().ptr(), std::int64_t(db.size()), 1e-4);
+      require_close(dx.data(), x.diff().ptr(), x.count(), 1e-4);
+    }
+  }
+
+  TEST_CASE("layout transform round trip; softmax on the MPE matches the Softmax layer") {
+    CoreGroup cg(0, Params{});
+    const std::int64_t n = 3, c = 4, h = 5, w = 7;
+    const auto x = random_vector(std::size_t(n * c * h * w), 61);
+    std::vector<float> t(x.size()), back(x.size());
+    to_hcwn(cg, x.data(), t.data(), n, c, h, w);
+    CHECK(t[std::size_t(((2 * c + 1) * w + 3) * n + 2)] == x[std::size_t(((2 * c + 1) * h + 2) * w + 3)]);
+    to_nchw(cg, t.data(), back.data(), n, c, h, w);
+    CHECK(back == x);
+
+    Blob s(Shape{3, 10}), p;
+    fill(s, 62);
+    auto softmax = testing::make_layer("Softmax");
+    softmax->setup({&s}, {&p});
+    softmax->reshape({&s}, {&p});
+    softmax->forward({&s}, {&p});
+    std::vector<float> got(30);
+    const auto stats = softmax_mpe(cg, s.data().ptr(), got.data(), 3, 10);
+    require_close(got.data(), p.data().ptr(), 30);
+    CHECK(stats.cycles > 0);
+  }
+
+  TEST_CASE("the chip splits a batch over 4 core groups; the layer takes the slowest group's time") {
+    const auto parts = Chip::split_batch(10);
+    CHECK(parts[0] == std::pair<std::int64_t, std::int64_t>{0, 3});
+    CHECK(parts[1] == std::pair<std::int64_t, std::int64_t>{3, 6});
+    CHECK(parts[3] == std::pair<std::int64_t, std::int64_t>{8, 10});
+    Chip chip{Params{}};
+    const std::int64_t per = 1000;
+    std::vector<float> x = random_vector(std::size_t(10 * per), 71), y(x.size());
+    const auto run = chip.run_split(10, [&](CoreGroup& cg, std::int64_t b, std::int64_t e) {
+      return relu_forward(cg, x.data() + b * per, y.data() + b * per, (e - b) * per);
+    });
+    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(y[i] == std::max(x[i], 0.0f));
+    std::int64_t slowest = 0;
+    for (const auto& g : run.per_group) slowest = std::max(slowest, g.cycles);
+    CHECK(run.per_group[0].cycles > run.per_group[3].cycles);  // 3 images against 2
+    CHECK(run.cycles == slowest + std::int64_t(Params{}.cg_sync_cycles));
+    CHECK(chip.group(0).clock() == chip.group(3).clock());
+  }
+
+  TEST_CASE("the faster convolution method is chosen by simulated time") {
+    const Params p;
+    // many channels, big batch: implicit (no im2col traffic) wins, as in swCaffe's rule
+    const auto big = choose_conv_method(p, ConvShape{128, 8, 8, 128, 3, 3, 1, 1, 1, 1}, 32);
+    CHECK(big.explicit_cycles > 0);
+    CHECK(big.implicit_cycles > 0);
+    CHECK(big.method == (big.implicit_cycles < big.explicit_cycles ? ConvMethod::implicit : ConvMethod::explicit_gemm));
+    // stride 2: explicit only
+    const auto strided = choose_conv_method(p, ConvShape{16, 9, 9, 16, 3, 3, 2, 2, 1, 1}, 4);
+    CHECK(strided.method == ConvMethod::explicit_gemm);
+    CHECK(strided.implicit_cycles == 0);
+  }
+}
