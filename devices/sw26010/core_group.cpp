@@ -1,7 +1,5 @@
 #include "devices/sw26010/core_group.hpp"
 
-#include <ucontext.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -39,14 +37,52 @@ KernelStats& KernelStats::operator+=(const KernelStats& o) {
   return *this;
 }
 
+// A minimal x86-64 context switch: saves the callee-saved registers on the
+// current stack, swaps stack pointers, restores them from the other stack.
+// (ucontext's swapcontext also saves the signal mask with a system call on
+// every switch, which dominated the simulation's host time.)
+extern "C" void taihu_sw26010_switch(void** save_sp, void* load_sp);
+extern "C" void taihu_sw26010_fiber_start();
+extern "C" [[noreturn]] void taihu_sw26010_fiber_main(void* cpe);
+asm(R"(
+  .text
+  .globl taihu_sw26010_switch
+  .type taihu_sw26010_switch,@function
+taihu_sw26010_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size taihu_sw26010_switch,.-taihu_sw26010_switch
+
+  .globl taihu_sw26010_fiber_start
+  .type taihu_sw26010_fiber_start,@function
+taihu_sw26010_fiber_start:
+  movq %rbx, %rdi
+  callq taihu_sw26010_fiber_main@PLT
+  ud2
+  .size taihu_sw26010_fiber_start,.-taihu_sw26010_fiber_start
+)");
+
 struct Cpe::Context {
-  ucontext_t context;
+  void* sp = nullptr;
   std::unique_ptr<char[]> stack{new char[fiber_stack_bytes]};
   const std::function<void(Cpe&)>* body = nullptr;
 };
 
 struct CoreGroup::SchedulerContext {
-  ucontext_t context;
+  void* sp = nullptr;
 };
 
 // ------------------------------------------------------------------- Cpe
@@ -406,14 +442,17 @@ int CoreGroup::active_cpes() const {
   return std::max(n, 1);
 }
 
-void CoreGroup::switch_to_scheduler(Cpe& cpe) { swapcontext(&cpe.context_->context, &scheduler_->context); }
+void CoreGroup::switch_to_scheduler(Cpe& cpe) { taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp); }
 
-namespace {
-void fiber_entry(unsigned hi, unsigned lo) {
-  auto* cpe = reinterpret_cast<Cpe*>((std::uintptr_t(hi) << 32) | std::uintptr_t(lo));
-  cpe->group().enter_fiber(*cpe);
+}  // namespace taihu::sw26010
+
+extern "C" void taihu_sw26010_fiber_main(void* cpe) {
+  auto* c = static_cast<taihu::sw26010::Cpe*>(cpe);
+  c->group().enter_fiber(*c);
+  __builtin_unreachable();
 }
-}  // namespace
+
+namespace taihu::sw26010 {
 
 void CoreGroup::run_fiber(Cpe& cpe) {
   try {
@@ -422,7 +461,7 @@ void CoreGroup::run_fiber(Cpe& cpe) {
     if (!failure_) failure_ = std::current_exception();
   }
   cpe.state_ = Cpe::State::done;
-  swapcontext(&cpe.context_->context, &scheduler_->context);
+  taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp);  // never resumed
 }
 
 void CoreGroup::schedule() {
@@ -442,7 +481,7 @@ void CoreGroup::schedule() {
     }
     land_until(double(next->clock_));
     current_ = next;
-    swapcontext(&scheduler_->context, &next->context_->context);
+    taihu_sw26010_switch(&scheduler_->sp, next->context_->sp);
     current_ = nullptr;
     if (failure_) return;
   }
@@ -485,13 +524,14 @@ KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& 
     c.dma_starts_.clear();
     auto& ctx = *c.context_;
     ctx.body = &body;
-    getcontext(&ctx.context);
-    ctx.context.uc_stack.ss_sp = ctx.stack.get();
-    ctx.context.uc_stack.ss_size = fiber_stack_bytes;
-    ctx.context.uc_link = nullptr;
-    const auto address = reinterpret_cast<std::uintptr_t>(&c);
-    makecontext(&ctx.context, reinterpret_cast<void (*)()>(&fiber_entry), 2, unsigned(address >> 32),
-                unsigned(address & 0xffffffffu));
+    // initial stack: the 6 registers the switch pops (rbx = the CPE), then fiber_start
+    auto top = (reinterpret_cast<std::uintptr_t>(ctx.stack.get()) + fiber_stack_bytes) & ~std::uintptr_t(15);
+    auto* words = reinterpret_cast<void**>(top) - 7;
+    words[0] = words[1] = words[2] = words[3] = nullptr;  // r15 r14 r13 r12
+    words[4] = &c;                                         // rbx
+    words[5] = nullptr;                                    // rbp
+    words[6] = reinterpret_cast<void*>(&taihu_sw26010_fiber_start);
+    ctx.sp = words;
   }
   schedule();
   if (failure_) {

@@ -179,9 +179,8 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
       // the next step's tiles (possibly of the next C block) arrive during this one
       if (step + 1 < steps.size()) issue(step + 1, 1 - cur);
       if (t.seg) {
-        // the 8 broadcast steps need every peer's widened tiles
-        cpe.sync(Scope::row);
-        cpe.sync(Scope::column);
+        // the 8 broadcast steps need every peer's widened tiles (row and column: one array sync)
+        cpe.sync(Scope::array);
         if (numerics) {
           // A row panel: tm x bk from CPEs (i, q); B column panel: bk x tn from CPEs (q, j)
           const std::size_t wa_off = reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
@@ -197,8 +196,7 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         }
         cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk);
         // nobody overwrites its widened tiles while a peer may still read them
-        cpe.sync(Scope::row);
-        cpe.sync(Scope::column);
+        cpe.sync(Scope::array);
       }
       if (st.last && ce.rows > 0 && ce.cols > 0) {
         // narrow C and write it back (the PUT overlaps the next block's start)

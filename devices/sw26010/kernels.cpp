@@ -91,6 +91,16 @@ KernelStats relu_backward(CoreGroup& cg, const float* x, const float* dy, float*
   });
 }
 
+KernelStats copy(CoreGroup& cg, const float* x, float* y, std::int64_t n) {
+  const Chunking ch(1, n);
+  return cg.run("copy", [&](Cpe& cpe) {
+    stream(cpe, ch, {x}, 1, y, [&](Cpe& c, std::int64_t, const float* const* in, float* out, std::int64_t len) {
+      if (c.numerics()) std::memcpy(out, in[0], std::size_t(len) * 4);
+      c.charge_elementwise(double(len), 0, 2);
+    });
+  });
+}
+
 KernelStats eltwise_sum(CoreGroup& cg, const float* a, const float* b, float* y, std::int64_t n, float ca, float cb) {
   const Chunking ch(1, n);
   return cg.run("eltwise_sum", [&](Cpe& cpe) {

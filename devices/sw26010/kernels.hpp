@@ -19,6 +19,8 @@ KernelStats relu_forward(CoreGroup& cg, const float* x, float* y, std::int64_t n
 // dx = x > 0 ? dy : slope * dy
 KernelStats relu_backward(CoreGroup& cg, const float* x, const float* dy, float* dx, std::int64_t n,
                           float slope = 0.0f);
+// y = x (a DMA-streamed copy: concat, split, dropout's mask pass)
+KernelStats copy(CoreGroup& cg, const float* x, float* y, std::int64_t n);
 // y = ca * a + cb * b
 KernelStats eltwise_sum(CoreGroup& cg, const float* a, const float* b, float* y, std::int64_t n, float ca = 1.0f,
                         float cb = 1.0f);
