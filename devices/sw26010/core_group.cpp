@@ -116,14 +116,15 @@ void* Cpe::ldm_alloc(std::size_t bytes, std::size_t align) {
 }
 
 void Cpe::ldm_release(std::size_t mark) {
-  require<SimulationError>(mark <= ldm_top_, "ldm_release({}) above the top {} at {}", mark, ldm_top_, where());
+  if (mark > ldm_top_) raise<SimulationError>("ldm_release({}) above the top {} at {}", mark, ldm_top_, where());
   ldm_top_ = mark;
 }
 
 void Cpe::order() {
-  for (const auto& other : group_->cpes_) {
-    if (&other != this && other.state_ == State::ready &&
-        (other.clock_ < clock_ || (other.clock_ == clock_ && other.id_ < id_))) {
+  const auto& ready = group_->ready_at_;
+  for (int k = 0; k < cpes_per_group; ++k) {
+    if (k == id_) continue;
+    if (ready[std::size_t(k)] < clock_ || (ready[std::size_t(k)] == clock_ && k < id_)) {
       group_->switch_to_scheduler(*this);
       return;
     }
@@ -164,7 +165,7 @@ void Cpe::dma_put(void* mem, const void* ldm, std::size_t bytes, DmaReply& reply
 
 void Cpe::dma_get_strided(void* ldm, const void* mem, std::size_t blocks, std::size_t block, std::size_t pitch,
                           DmaReply& reply) {
-  require<SimulationError>(pitch >= block, "strided DMA with pitch {} < block {} at {}", pitch, block, where());
+  if (pitch < block) raise<SimulationError>("strided DMA with pitch {} < block {} at {}", pitch, block, where());
   const bool contiguous = pitch == block || blocks == 1;
   dma(DmaDesc{DmaOp::get, DmaMode::pe, blocks * block, contiguous ? 0 : block, contiguous ? 0 : pitch - block, 0xff},
       const_cast<void*>(mem), ldm, reply);
@@ -172,30 +173,40 @@ void Cpe::dma_get_strided(void* ldm, const void* mem, std::size_t blocks, std::s
 
 void Cpe::dma_put_strided(void* mem, const void* ldm, std::size_t blocks, std::size_t block, std::size_t pitch,
                           DmaReply& reply) {
-  require<SimulationError>(pitch >= block, "strided DMA with pitch {} < block {} at {}", pitch, block, where());
+  if (pitch < block) raise<SimulationError>("strided DMA with pitch {} < block {} at {}", pitch, block, where());
   const bool contiguous = pitch == block || blocks == 1;
   dma(DmaDesc{DmaOp::put, DmaMode::pe, blocks * block, contiguous ? 0 : block, contiguous ? 0 : pitch - block, 0xff},
       mem, const_cast<void*>(ldm), reply);
 }
 
-std::vector<int> CoreGroup::dma_targets(const Cpe& issuer, const DmaDesc& desc) const {
-  std::vector<int> out;
+std::uint64_t CoreGroup::dma_targets(const Cpe& issuer, const DmaDesc& desc) const {
+  std::uint64_t out = 0;
   switch (desc.mode) {
     case DmaMode::pe:
-      out.push_back(issuer.id());
+      out = std::uint64_t(1) << issuer.id();
       break;
     case DmaMode::bcast:
       for (int r = 0; r < mesh; ++r)
-        if (desc.bcast_mask & (1u << r))
-          for (int c = 0; c < mesh; ++c) out.push_back(r * mesh + c);
+        if (desc.bcast_mask & (1u << r)) out |= std::uint64_t(0xff) << (r * mesh);
       break;
     case DmaMode::row:
     case DmaMode::brow:
-      for (int c = 0; c < mesh; ++c) out.push_back(issuer.row() * mesh + c);
+      out = std::uint64_t(0xff) << (issuer.row() * mesh);
       break;
   }
   return out;
 }
+
+namespace {
+// Calls f(cpe id) for each bit of mask, lowest first.
+template <class F>
+void for_each_bit(std::uint64_t mask, F&& f) {
+  while (mask) {
+    f(__builtin_ctzll(mask));
+    mask &= mask - 1;
+  }
+}
+}  // namespace
 
 void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
   auto& g = *group_;
@@ -260,8 +271,8 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
                              std::size_t(at - base), g.dma_targets(*this, desc), &reply};
   if (desc.op == DmaOp::get && g.numerics_) {
     // Poison the destination so that a read before the wait shows as NaN.
-    for (int t : pending.targets)
-      std::memset(g.cpes_[t].ldm_.get() + pending.ldm_offset, 0xff, ldm_bytes);
+    for_each_bit(pending.targets,
+                 [&](int t) { std::memset(g.cpes_[t].ldm_.get() + pending.ldm_offset, 0xff, ldm_bytes); });
   }
   auto pos = std::upper_bound(g.pending_.begin(), g.pending_.end(), pending, [](const auto& a, const auto& b) {
     return a.completion < b.completion || (a.completion == b.completion && a.seq < b.seq);
@@ -290,8 +301,7 @@ void Cpe::check_ready(const void* ptr, std::size_t bytes) const {
   const auto* p = static_cast<const std::byte*>(ptr);
   const std::size_t lo = p - ldm_.get(), hi = lo + bytes;
   for (const auto& pend : g.pending_) {
-    const bool mine = std::find(pend.targets.begin(), pend.targets.end(), id_) != pend.targets.end();
-    if (!mine) continue;
+    if (!((pend.targets >> id_) & 1)) continue;
     const std::size_t len = pend.desc.mode == DmaMode::row ? pend.desc.size / mesh : pend.desc.size;
     if (pend.ldm_offset < hi && lo < pend.ldm_offset + len)
       raise<SimulationError>(
@@ -311,13 +321,14 @@ void CoreGroup::land(Pending& p) {
     if (p.desc.op == DmaOp::get) {
       if (p.desc.mode == DmaMode::row) {
         const std::size_t part = p.desc.size / mesh;
-        for (std::size_t c = 0; c < p.targets.size(); ++c)
-          std::memcpy(cpes_[p.targets[c]].ldm_.get() + p.ldm_offset, p.mem + c * part, part);
+        std::size_t c = 0;
+        for_each_bit(p.targets,
+                     [&](int t) { std::memcpy(cpes_[t].ldm_.get() + p.ldm_offset, p.mem + c++ * part, part); });
       } else {
-        for (int t : p.targets) {
+        for_each_bit(p.targets, [&](int t) {
           std::byte* dst = cpes_[t].ldm_.get() + p.ldm_offset;
           for (std::size_t b = 0; b < blocks; ++b) std::memcpy(dst + b * block, p.mem + b * pitch, block);
-        }
+        });
       }
     } else {
       const std::byte* src = cpes_[p.issuer].ldm_.get() + p.ldm_offset;
@@ -362,6 +373,7 @@ void Cpe::put(Fifo Cpe::*fifo, State blocked_state, bool along_row, int dst, con
     if (t->state_ == waiting) {
       t->state_ = State::ready;  // it takes the packet at its arrival (get)
       t->clock_ = std::max(t->clock_, clock_);
+      g.refresh(*t);
     }
   }
   clock_ += 1;
@@ -384,6 +396,7 @@ void Cpe::get(Fifo Cpe::*fifo, State blocked_state, void* data) {
     if (s.state_ == stalled) {
       s.state_ = State::ready;
       s.clock_ = std::max(s.clock_, clock_);
+      g.refresh(s);
     }
   }
 }
@@ -412,6 +425,7 @@ void Cpe::sync(Scope scope) {
     for (Cpe* c : members) {
       c->clock_ = t + params().sync_cycles;
       c->state_ = State::ready;
+      g.refresh(*c);
     }
     g.stats_.syncs += 1;
     order();
@@ -431,18 +445,18 @@ CoreGroup::CoreGroup(int index, Params params)
     c.ldm_.reset(static_cast<std::byte*>(::operator new[](params_.ldm_bytes, std::align_val_t(128))));
     std::memset(c.ldm_.get(), 0, params_.ldm_bytes);
     c.context_ = std::make_unique<Cpe::Context>();
+    ready_at_[std::size_t(i)] = never;
   }
 }
 
 CoreGroup::~CoreGroup() = default;
 
-int CoreGroup::active_cpes() const {
-  int n = 0;
-  for (const auto& c : cpes_) n += c.state_ != Cpe::State::done;
-  return std::max(n, 1);
-}
+int CoreGroup::active_cpes() const { return std::max(live_, 1); }
 
-void CoreGroup::switch_to_scheduler(Cpe& cpe) { taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp); }
+void CoreGroup::switch_to_scheduler(Cpe& cpe) {
+  refresh(cpe);
+  taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp);
+}
 
 }  // namespace taihu::sw26010
 
@@ -461,24 +475,22 @@ void CoreGroup::run_fiber(Cpe& cpe) {
     if (!failure_) failure_ = std::current_exception();
   }
   cpe.state_ = Cpe::State::done;
+  --live_;
+  refresh(cpe);
   taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp);  // never resumed
 }
 
 void CoreGroup::schedule() {
   for (;;) {
-    Cpe* next = nullptr;
-    bool any_blocked = false;
-    for (auto& c : cpes_) {
-      if (c.state_ == Cpe::State::ready) {
-        if (next == nullptr || c.clock_ < next->clock_) next = &c;
-      } else if (c.state_ != Cpe::State::done) {
-        any_blocked = true;
-      }
-    }
-    if (next == nullptr) {
-      if (any_blocked) deadlock();
+    int best = -1;
+    std::int64_t best_at = never;
+    for (int k = 0; k < cpes_per_group; ++k)
+      if (ready_at_[std::size_t(k)] < best_at) best_at = ready_at_[std::size_t(k)], best = k;
+    if (best < 0) {
+      if (live_ > 0) deadlock();
       return;
     }
+    Cpe* next = &cpes_[std::size_t(best)];
     land_until(double(next->clock_));
     current_ = next;
     taihu_sw26010_switch(&scheduler_->sp, next->context_->sp);
@@ -517,6 +529,7 @@ KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& 
   for (auto& c : cpes_) {
     c.clock_ = start;
     c.state_ = Cpe::State::ready;
+    refresh(c);
     c.ldm_top_ = 0;
     c.ldm_peak_ = 0;
     c.row_fifo_.packets.clear();
@@ -533,10 +546,12 @@ KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& 
     words[6] = reinterpret_cast<void*>(&taihu_sw26010_fiber_start);
     ctx.sp = words;
   }
+  live_ = cpes_per_group;
   schedule();
   if (failure_) {
     pending_.clear();
-    for (auto& c : cpes_) c.state_ = Cpe::State::done;
+    for (auto& c : cpes_) c.state_ = Cpe::State::done, refresh(c);
+    live_ = 0;
     clock_ = before;
     std::rethrow_exception(failure_);
   }

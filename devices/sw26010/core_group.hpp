@@ -12,6 +12,7 @@
 // block by the kernel (Cpe::charge_*), never per element.
 
 #include <array>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -213,7 +214,7 @@ class CoreGroup {
     DmaDesc desc;
     std::byte* mem;
     std::size_t ldm_offset;
-    std::vector<int> targets;  // CPEs whose LDM is written (GET) or read (PUT)
+    std::uint64_t targets;  // bit per CPE whose LDM is written (GET) or read (PUT)
     DmaReply* reply;
   };
 
@@ -228,11 +229,18 @@ class CoreGroup {
   void land_until(double time);
   void deadlock();  // records the failure
   int active_cpes() const;
-  std::vector<int> dma_targets(const Cpe& issuer, const DmaDesc& desc) const;
+  std::uint64_t dma_targets(const Cpe& issuer, const DmaDesc& desc) const;
+  // Keeps ready_at_ in step with a CPE's state and clock.
+  void refresh(const Cpe& c) {
+    ready_at_[std::size_t(c.id_)] = c.state_ == Cpe::State::ready ? c.clock_ : never;
+  }
+  static constexpr std::int64_t never = INT64_MAX;
 
   int index_;
   Params params_;
   std::vector<Cpe> cpes_;
+  std::array<std::int64_t, cpes_per_group> ready_at_{};  // clock of each ready CPE, never otherwise
+  int live_ = 0;                                         // CPEs not done
   std::int64_t clock_ = 0;
   std::string kernel_;
   KernelStats stats_;
