@@ -274,6 +274,8 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
     for_each_bit(pending.targets,
                  [&](int t) { std::memset(g.cpes_[t].ldm_.get() + pending.ldm_offset, 0xff, ldm_bytes); });
   }
+  issued_.emplace_back(&reply, completion);
+  for_each_bit(pending.targets, [&](int t) { ++g.cpes_[std::size_t(t)].targeted_; });
   auto pos = std::upper_bound(g.pending_.begin(), g.pending_.end(), pending, [](const auto& a, const auto& b) {
     return a.completion < b.completion || (a.completion == b.completion && a.seq < b.seq);
   });
@@ -286,17 +288,20 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
 void Cpe::dma_wait(DmaReply& reply, int count) {
   auto& g = *group_;
   while (reply.value < count) {
-    const auto it = std::find_if(g.pending_.begin(), g.pending_.end(), [&](const auto& p) { return p.reply == &reply; });
-    if (it == g.pending_.end())
+    double completion = -1;
+    for (const auto& [r, c] : issued_)
+      if (r == &reply && (completion < 0 || c < completion)) completion = c;
+    if (completion < 0)
       raise<SimulationError>("dma_wait at {} for {} replies, but the reply word holds {} and no DMA to it is in flight",
                              where(), count, reply.value);
-    clock_ = std::max(clock_, ceil_cycles(it->completion));
+    clock_ = std::max(clock_, ceil_cycles(completion));
     order();
     g.land_until(double(clock_));
   }
 }
 
 void Cpe::check_ready(const void* ptr, std::size_t bytes) const {
+  if (targeted_ == 0) return;
   const auto& g = *group_;
   const auto* p = static_cast<const std::byte*>(ptr);
   const std::size_t lo = p - ldm_.get(), hi = lo + bytes;
@@ -313,6 +318,13 @@ void Cpe::check_ready(const void* ptr, std::size_t bytes) const {
 }
 
 void CoreGroup::land(Pending& p) {
+  auto& issued = cpes_[std::size_t(p.issuer)].issued_;
+  for (std::size_t k = 0; k < issued.size(); ++k)
+    if (issued[k].first == p.reply && issued[k].second == p.completion) {
+      issued.erase(issued.begin() + std::ptrdiff_t(k));
+      break;
+    }
+  for_each_bit(p.targets, [&](int t) { --cpes_[std::size_t(t)].targeted_; });
   if (numerics_) {
     const bool strided = p.desc.block != 0;
     const std::size_t block = strided ? p.desc.block : p.desc.size;
@@ -411,21 +423,24 @@ void Cpe::sync(Scope scope) {
   order();
   state_ = State::sync;
   sync_scope_ = scope;
-  std::vector<Cpe*> members;
-  for (auto& c : g.cpes_)
-    if (scope == Scope::array || (scope == Scope::row && c.row() == row()) ||
-        (scope == Scope::column && c.col() == col()))
-      members.push_back(&c);
-  const bool all_here = std::all_of(members.begin(), members.end(), [&](Cpe* c) {
-    return c->state_ == State::sync && c->sync_scope_ == scope;
-  });
+  // members: the row, the column or all 64
+  const int count = scope == Scope::array ? cpes_per_group : mesh;
+  auto member = [&](int k) -> Cpe& {
+    return scope == Scope::array ? g.cpes_[std::size_t(k)] : scope == Scope::row ? g.cpe(row(), k) : g.cpe(k, col());
+  };
+  bool all_here = true;
+  std::int64_t t = 0;
+  for (int k = 0; k < count && all_here; ++k) {
+    const Cpe& c = member(k);
+    all_here = c.state_ == State::sync && c.sync_scope_ == scope;
+    t = std::max(t, c.clock_);
+  }
   if (all_here) {
-    std::int64_t t = 0;
-    for (Cpe* c : members) t = std::max(t, c->clock_);
-    for (Cpe* c : members) {
-      c->clock_ = t + params().sync_cycles;
-      c->state_ = State::ready;
-      g.refresh(*c);
+    for (int k = 0; k < count; ++k) {
+      Cpe& c = member(k);
+      c.clock_ = t + params().sync_cycles;
+      c.state_ = State::ready;
+      g.refresh(c);
     }
     g.stats_.syncs += 1;
     order();
@@ -535,6 +550,8 @@ KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& 
     c.row_fifo_.packets.clear();
     c.col_fifo_.packets.clear();
     c.dma_starts_.clear();
+    c.issued_.clear();
+    c.targeted_ = 0;
     auto& ctx = *c.context_;
     ctx.body = &body;
     // initial stack: the 6 registers the switch pops (rbx = the CPE), then fiber_start

@@ -172,6 +172,9 @@ class Cpe {
   Fifo row_fifo_, col_fifo_;
   std::vector<double> dma_starts_;  // server start times of this CPE's requests in flight
   Scope sync_scope_ = Scope::array;
+  // this CPE's DMAs in flight (reply word, completion) and how many in-flight DMAs touch its LDM
+  std::vector<std::pair<DmaReply*, double>> issued_;
+  int targeted_ = 0;
   struct Context;
   std::unique_ptr<Context> context_;
 };
