@@ -75,9 +75,15 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         steps.back().last = true;
       }
 
-  // Host scratch standing in for the register file: the A row panel and B
-  // column panel the 8 broadcast steps deliver to a CPE.
-  std::vector<double> panel_a(numerics ? std::size_t(tm) * bk * 64 : 0), panel_b(numerics ? std::size_t(bk) * tn * 64 : 0);
+  // Host scratch standing in for the registers: after the step's array sync
+  // every CPE's widened tiles are final, so the first CPE to run gathers the
+  // whole block (A: bm x bk, B: bk x bn) and computes its product once with one
+  // large dgemm; each CPE then adds its own tile to the C tile in its LDM.
+  // (The same sums as 64 per-CPE products over the broadcast panels, done at
+  // host speed.)
+  std::vector<double> block_a(numerics ? std::size_t(bm) * bk : 0), block_b(numerics ? std::size_t(bk) * bn : 0),
+      block_c(numerics ? std::size_t(bm) * bn : 0);
+  std::int64_t computed_step = -1;
 
   return cg.run(kernel, [&](Cpe& cpe) {
     const int i = cpe.row(), j = cpe.col();
@@ -90,8 +96,6 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
     float* fc = cpe.ldm_array<float>(std::size_t(tm) * tn);
     DmaReply reply;
     int expected = 0;
-    double* my_panel_a = numerics ? panel_a.data() + std::size_t(cpe.id()) * tm * bk : nullptr;
-    double* my_panel_b = numerics ? panel_b.data() + std::size_t(cpe.id()) * bk * tn : nullptr;
 
     struct Extent {
       std::int64_t rows, cols, col_offset = 0;  // col_offset: first valid column within the tile
@@ -182,17 +186,28 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         // the 8 broadcast steps need every peer's widened tiles (row and column: one array sync)
         cpe.sync(Scope::array);
         if (numerics) {
-          // A row panel: tm x bk from CPEs (i, q); B column panel: bk x tn from CPEs (q, j)
-          const std::size_t wa_off = reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
-          const std::size_t wb_off = reinterpret_cast<std::byte*>(wb) - cpe.ldm_base();
-          for (int q = 0; q < 8; ++q) {
-            const auto* ta = reinterpret_cast<const double*>(cpe.peer(i, q).ldm_base() + wa_off);
-            const auto* tb = reinterpret_cast<const double*>(cpe.peer(q, j).ldm_base() + wb_off);
-            for (int r = 0; r < tm; ++r) std::memcpy(my_panel_a + std::size_t(r) * bk + q * tk, ta + r * tk, tk * 8);
-            std::memcpy(my_panel_b + std::size_t(q) * tk * tn, tb, std::size_t(tk) * tn * 8);
+          if (computed_step != std::int64_t(step)) {
+            const std::size_t wa_off = reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
+            const std::size_t wb_off = reinterpret_cast<std::byte*>(wb) - cpe.ldm_base();
+            for (int r = 0; r < 8; ++r)
+              for (int q = 0; q < 8; ++q) {
+                // A tile of CPE (r, q): rows r*tm.., K q*tk..; B tile of CPE (r, q): K r*tk.., cols q*tn..
+                const auto* ta = reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wa_off);
+                const auto* tb = reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wb_off);
+                for (int x = 0; x < tm; ++x)
+                  std::memcpy(block_a.data() + std::size_t(r * tm + x) * bk + q * tk, ta + x * tk, std::size_t(tk) * 8);
+                for (int x = 0; x < tk; ++x)
+                  std::memcpy(block_b.data() + std::size_t(r * tk + x) * bn + q * tn, tb + x * tn, std::size_t(tn) * 8);
+              }
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bm), int(bn), int(bk), double(alpha),
+                        block_a.data(), int(bk), block_b.data(), int(bn), 0.0, block_c.data(), int(bn));
+            computed_step = std::int64_t(step);
           }
-          cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tm, tn, int(bk), double(alpha), my_panel_a, int(bk),
-                      my_panel_b, tn, 1.0, wc, tn);
+          for (int x = 0; x < tm; ++x) {
+            const double* src = block_c.data() + std::size_t(i * tm + x) * bn + j * tn;
+            double* dst = wc + x * tn;
+            for (int y = 0; y < tn; ++y) dst[y] += src[y];
+          }
         }
         cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk);
         // nobody overwrites its widened tiles while a peer may still read them
