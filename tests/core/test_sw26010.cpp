@@ -423,6 +423,9 @@ TEST_SUITE("sw26010") {
     relu_backward(cg, x.data().ptr(), dy.data(), dx.data(), n, 0.1f);
     require_close(dx.data(), x.diff().ptr(), n);
 
+    std::vector<float> copied(n);
+    copy(cg, dy.data(), copied.data(), n);
+    CHECK(copied == dy);
     std::vector<float> sum(n);
     const auto stats = eltwise_sum(cg, x.data().ptr(), dy.data(), sum.data(), n, 2.0f, -1.0f);
     for (std::int64_t i = 0; i < n; ++i) REQUIRE(sum[i] == 2.0f * x.data()[i] - dy[i]);
