@@ -252,9 +252,18 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
   } else {
     blocks = desc.size / desc.block;
     const std::size_t pitch = desc.block + desc.stride;
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const auto start = mem_addr + b * pitch;
-      charged += tx * ((start + desc.block + tx - 1) / tx - start / tx);
+    auto touched = [&](std::uintptr_t start) { return (start + desc.block + tx - 1) / tx - start / tx; };
+    if (pitch % tx == 0) {
+      charged = tx * blocks * touched(mem_addr);  // every block has the same alignment
+    } else if ((tx & (tx - 1)) == 0) {
+      const int shift = __builtin_ctzll(tx);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const auto start = mem_addr + b * pitch;
+        charged += ((start + desc.block + tx - 1) >> shift) - (start >> shift);
+      }
+      charged *= tx;
+    } else {
+      for (std::size_t b = 0; b < blocks; ++b) charged += tx * touched(mem_addr + b * pitch);
     }
   }
   double rate = desc.op == DmaOp::get ? p.dma_get_bytes_per_cycle() : p.dma_put_bytes_per_cycle();
