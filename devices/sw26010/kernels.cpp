@@ -302,6 +302,8 @@ KernelStats pool_backward(CoreGroup& cg, const PoolGeometry& g, const float* x, 
               ++expected;
       }
       cpe.dma_wait(r, expected);
+      cpe.check_ready(din, std::size_t((o_hi - o_lo) * ow) * 4);
+      cpe.check_ready(dout, std::size_t((i1 - i0) * g.width) * 4);
       if (cpe.numerics()) {
         std::fill(dout, dout + (i1 - i0) * g.width, 0.0f);
         for (std::int64_t o = o_lo; o < o_hi; ++o) {
@@ -350,7 +352,9 @@ KernelStats im2col(CoreGroup& cg, const ConvShape& s, const float* image, float*
       if (h1 > h0) {
         cpe.dma_get(rows, image + (c * s.height + h0) * s.width, std::size_t((h1 - h0) * s.width) * 4, r);
         cpe.dma_wait(r, ++expected);
+        cpe.check_ready(rows, std::size_t((h1 - h0) * s.width) * 4);
       }
+      cpe.check_ready(segs, std::size_t(kk * wo) * 4);  // the previous PUT has read it
       if (cpe.numerics()) {
         for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
           const std::int64_t ih = top + kh;
@@ -402,6 +406,8 @@ KernelStats col2im(CoreGroup& cg, const ConvShape& s, const float* col, float* i
         used[n_used++] = kh;
       }
       cpe.dma_wait(r, expected);
+      cpe.check_ready(segs, std::size_t(kk * wo) * 4);
+      cpe.check_ready(row, std::size_t(s.width) * 4);
       if (cpe.numerics()) {
         std::fill(row, row + s.width, 0.0f);
         for (int u = 0; u < n_used; ++u) {
@@ -450,6 +456,8 @@ KernelStats transform(CoreGroup& cg, const char* name, bool to_hwcn, const float
         cpe.dma_get(a, hwcn_origin, std::size_t(len * n) * 4, r);
       }
       cpe.dma_wait(r, ++expected);
+      cpe.check_ready(a, std::size_t(n * len) * 4);
+      cpe.check_ready(b, std::size_t(n * len) * 4);
       if (cpe.numerics()) {
         if (to_hwcn) {
           for (std::int64_t i = 0; i < n; ++i)
