@@ -631,3 +631,63 @@ TEST_SUITE("sw26010") {
     CHECK(strided.implicit_cycles == 0);
   }
 }
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("a convolution layer as 4 core-group work items matches the CPU layer") {
+    // The shape of a device=sw26010 layer: each core group takes its quarter
+    // of the batch, picks its method, and returns cycles; numerics land in the
+    // shared output; the weight gradients of the 4 groups are summed.
+    const ConvShape s{16, 10, 10, 32, 3, 3, 1, 1, 1, 1};
+    const std::int64_t batch = 6;
+    Blob x(Shape{batch, s.channels, s.height, s.width}), y;
+    fill(x, 81);
+    auto conv = testing::make_layer("Convolution", "num_output = 32\nkernel_size = 3\npad = 1");
+    conv->setup({&x}, {&y});
+    conv->reshape({&x}, {&y});
+    conv->forward({&x}, {&y});
+    fill(y, 82);
+    std::copy(y.data().ptr(), y.data().ptr() + y.count(), y.diff().ptr());
+    for (auto& p : conv->params()) std::fill(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count(), 0.0f);
+    conv->backward({&y}, {true}, {&x});
+    conv->forward({&x}, {&y});
+
+    const float* w = conv->params()[0].blob->data().ptr();
+    const float* bias = conv->params()[1].blob->data().ptr();
+    const std::int64_t in = s.channels * s.height * s.width, out = s.num_output * s.out_height() * s.out_width();
+    const std::int64_t wsize = conv->params()[0].blob->count();
+    std::vector<float> got(std::size_t(y.count())), dx(std::size_t(x.count()));
+    std::vector<std::vector<float>> dw(4, std::vector<float>(std::size_t(wsize), 0.0f)),
+        db(4, std::vector<float>(std::size_t(s.num_output), 0.0f)), col(4);
+    Chip chip{Params{}};
+    const auto method = choose_conv_method(chip.params(), s, 2).method;
+    const auto fwd = chip.run_split(batch, [&](CoreGroup& cg, std::int64_t b, std::int64_t e) {
+      auto& c = col[std::size_t(cg.index())];
+      c.resize(std::size_t(s.col_rows() * s.out_height() * s.out_width()));
+      if (method == ConvMethod::explicit_gemm)
+        return conv_forward_explicit(cg, s, e - b, x.data().ptr() + b * in, w, bias, got.data() + b * out, c.data());
+      std::vector<float> xi(static_cast<std::size_t>((e - b) * in)), wi(static_cast<std::size_t>(wsize)),
+          yi(static_cast<std::size_t>((e - b) * out));
+      filters_to_implicit(s, w, wi.data());
+      KernelStats t = to_hcwn(cg, x.data().ptr() + b * in, xi.data(), e - b, s.channels, s.height, s.width);
+      t += conv_forward_implicit(cg, s, e - b, xi.data(), wi.data(), bias, yi.data());
+      t += to_nchw(cg, yi.data(), got.data() + b * out, e - b, s.num_output, s.out_height(), s.out_width());
+      return t;
+    });
+    require_close(got.data(), y.data().ptr(), y.count(), 1e-4);
+    CHECK(fwd.cycles > 0);
+    const auto bwd = chip.run_split(batch, [&](CoreGroup& cg, std::int64_t b, std::int64_t e) {
+      const auto g = std::size_t(cg.index());
+      return conv_backward_explicit(cg, s, e - b, x.data().ptr() + b * in, w, y.diff().ptr() + b * out, dw[g].data(),
+                                    db[g].data(), dx.data() + b * in, col[g].data());
+    });
+    CHECK(bwd.cycles > fwd.cycles);
+    // CG 0 sums the groups' weight gradients on its CPEs
+    for (int g = 1; g < 4; ++g) {
+      eltwise_sum(chip.group(0), dw[0].data(), dw[std::size_t(g)].data(), dw[0].data(), wsize);
+      eltwise_sum(chip.group(0), db[0].data(), db[std::size_t(g)].data(), db[0].data(), s.num_output);
+    }
+    require_close(dx.data(), x.diff().ptr(), x.count(), 1e-4);
+    require_close(dw[0].data(), conv->params()[0].blob->diff().ptr(), wsize, 1e-4);
+    require_close(db[0].data(), conv->params()[1].blob->diff().ptr(), s.num_output, 1e-4);
+  }
+}
