@@ -691,3 +691,27 @@ TEST_SUITE("sw26010") {
     require_close(db[0].data(), conv->params()[1].blob->diff().ptr(), s.num_output, 1e-4);
   }
 }
+
+#include "devices/sw26010/layer_timing.hpp"
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("time_layer maps layer types onto the kernels") {
+    CoreGroup cg(0, Params{});
+    cg.set_numerics(false);
+    Scratch scratch(false);
+    std::map<std::string, ConvChoice> cache;
+    auto doc = config::Document::parse("[layer c]\nnum_output = 8\nkernel_size = 3\npad = 1\n", "t.ini");
+    LayerShape conv{"Convolution", doc.find("layer", "c"), {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true};
+    const auto t = time_layer(cg, conv, scratch, &cache);
+    CHECK(t.simulated);
+    CHECK(t.forward > std::int64_t(Params{}.cg_sync_cycles));
+    CHECK(t.backward > t.forward / 2);
+    CHECK(cache.size() == 1);
+    CHECK((t.method == "explicit" || t.method == "implicit"));
+    LayerShape relu{"ReLU", nullptr, {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true};
+    const auto r = time_layer(cg, relu, scratch);
+    CHECK(r.forward < t.forward);
+    LayerShape acc{"Accuracy", nullptr, {Shape{4, 10}, Shape{4}}, {Shape{}}, false};
+    CHECK_FALSE(time_layer(cg, acc, scratch).simulated);
+  }
+}
