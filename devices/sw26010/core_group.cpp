@@ -34,6 +34,7 @@ KernelStats& KernelStats::operator+=(const KernelStats& o) {
   rlc_puts += o.rlc_puts;
   syncs += o.syncs;
   ldm_peak_bytes = std::max(ldm_peak_bytes, o.ldm_peak_bytes);
+  ldm_over_budget = ldm_over_budget || o.ldm_over_budget;
   return *this;
 }
 
@@ -108,6 +109,7 @@ void* Cpe::ldm_alloc(std::size_t bytes, std::size_t align) {
   ldm_peak_ = std::max(ldm_peak_, ldm_top_);
   if (ldm_top_ > std::size_t(p.ldm_budget_bytes) && !group_->warned_budget_) {
     group_->warned_budget_ = true;
+    group_->stats_.ldm_over_budget = true;
     spdlog::warn("sw26010: {} uses {} bytes of LDM, above the {}-byte budget real codes keep", where(), ldm_top_,
                  p.ldm_budget_bytes);
   }

@@ -70,6 +70,7 @@ struct KernelStats {
   std::int64_t rlc_puts = 0;
   std::int64_t syncs = 0;
   std::int64_t ldm_peak_bytes = 0;
+  bool ldm_over_budget = false;  // some CPE went above the 60 KB budget (warned once)
   double seconds(const Params& p) const { return p.seconds(double(cycles)); }
   KernelStats& operator+=(const KernelStats& o);
 };

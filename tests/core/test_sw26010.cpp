@@ -166,7 +166,10 @@ TEST_SUITE("sw26010") {
     CHECK(contains(msg, "CPE 5 (row 0, column 5)"));
     CHECK(contains(msg, "kernel 'greedy'"));
     // the group is usable afterwards
-    CHECK(cg.run("ok", [](Cpe& c) { c.ldm_alloc(62 * 1024); }).ldm_peak_bytes == 62 * 1024);
+    const auto over = cg.run("ok", [](Cpe& c) { c.ldm_alloc(62 * 1024); });  // warns: above 60 KB
+    CHECK(over.ldm_peak_bytes == 62 * 1024);
+    CHECK(over.ldm_over_budget);
+    CHECK_FALSE(cg.run("lean", [](Cpe& c) { c.ldm_alloc(60 * 1024); }).ldm_over_budget);
   }
 
   TEST_CASE("register communication: point to point, broadcast, latency and FIFO back-pressure") {
