@@ -51,7 +51,7 @@ void Schedule::build(const Definition& f, std::span<const InputGraph> graphs, Sc
       const int32_t label = g.label(v);
       if (f.num_classes >= 0)
         require<DataError>(label == InputGraph::none || (label >= 0 && label < f.num_classes),
-                           "cavs schedule: sample {}, vertex {}: label {} is outside [0, {})", s, v, label,
+                           "cavs schedule: sample {}, vertex {}: label {} is outside [0, {})", first_sample + s, v, label,
                            f.num_classes);
       int32_t height = 0;
       for (int32_t c : ch) {

@@ -1,0 +1,126 @@
+// Simulated SW26010 time per layer (forward, backward) for the swCaffe
+// networks at swCaffe's batch sizes, each core group running a quarter of the
+// batch (the slowest quarter is reported), plus the 4-CG gradient sum.
+//   bench_sw26010_nets [--nets=alexnet-bn,vgg16,resnet50,googlenet] [--batch=N]
+//                      [--numerics=0|1] [--config=FILE] [--layers=1]
+// --numerics=1 also computes every kernel's numbers on the host (on zeros),
+// which measures how long simulating an iteration takes; the simulated times
+// are the same either way.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_args.hpp"
+#include "core/net/net.hpp"
+#include "devices/sw26010/chip.hpp"
+#include "devices/sw26010/conv.hpp"
+#include "devices/sw26010/gemm.hpp"
+#include "devices/sw26010/kernels.hpp"
+#include "devices/sw26010/layer_timing.hpp"
+
+using namespace taihu;
+using namespace taihu::sw26010;
+
+namespace {
+
+struct LayerTime {
+  std::string name, type, method;
+  std::int64_t forward = 0, backward = 0;
+};
+
+Shape with_batch(const Shape& s, std::int64_t batch) {
+  if (s.rank() == 0) return s;
+  auto dims = s.dims();
+  dims[0] = batch;
+  return Shape(dims);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string config_path = bench::arg_value(argc, argv, "config", "");
+  const Params params = config_path.empty() ? Params::defaults() : Params::load(config_path);
+  const bool numerics = bench::arg_value(argc, argv, "numerics", "0") == "1";
+  const bool per_layer = bench::arg_value(argc, argv, "layers", "1") == "1";
+  const std::string nets = bench::arg_value(argc, argv, "nets", "alexnet-bn,vgg16,resnet50,googlenet");
+  const std::int64_t batch_override = std::stoll(bench::arg_value(argc, argv, "batch", "0"));
+  const std::map<std::string, std::int64_t> swcaffe_batch = {
+      {"alexnet-bn", 256}, {"vgg16", 64}, {"resnet50", 32}, {"googlenet", 128}};
+
+  std::stringstream list(nets);
+  std::string net_name;
+  while (std::getline(list, net_name, ',')) {
+    const auto path = std::string(TAIHU_SOURCE_DIR) + "/config/nets/" + net_name + ".ini";
+    auto doc = std::make_shared<config::Document>(config::Document::parse_file(path));
+    const std::int64_t batch =
+        batch_override > 0 ? batch_override : (swcaffe_batch.count(net_name) ? swcaffe_batch.at(net_name) : 64);
+    const std::int64_t q = (batch + Chip::groups - 1) / Chip::groups;  // the largest quarter
+    Net net(doc, 1, 1);  // shapes per sample
+    net.set_phase(Phase::train);
+
+    CoreGroup cg(0, params);
+    cg.set_numerics(numerics);
+    Scratch buf(numerics);
+    std::map<std::string, ConvChoice> choices;
+    std::vector<LayerTime> times;
+    std::int64_t params_total = 0;
+    const auto host_start = std::chrono::steady_clock::now();
+
+    for (std::size_t i = 0; i < net.num_layers(); ++i) {
+      Layer& layer = net.layer(i);
+      const auto& bottoms = net.layer_bottoms(i);
+      const auto& tops = net.layer_tops(i);
+      for (const auto& p : layer.params()) params_total += p.blob->count();
+      const std::string type = layer.type();
+      const config::Section* opt = doc->find("layer", layer.name());
+      LayerTime t{layer.name(), type, "", 0, 0};
+      const bool dx_needed = !net.layer_propagate_down(i).empty() && net.layer_propagate_down(i)[0];
+
+      LayerShape shape;
+      shape.type = type;
+      shape.options = opt;
+      for (const Blob* b : bottoms) shape.bottoms.push_back(with_batch(b->shape(), q));
+      for (const Blob* b : tops) shape.tops.push_back(with_batch(b->shape(), q));
+      shape.propagate_down = dx_needed;
+      const LayerTiming timing = time_layer(cg, shape, buf, &choices);
+      if (!timing.simulated) continue;
+      t.method = timing.method;
+      t.forward = timing.forward;
+      t.backward = timing.backward;
+
+      times.push_back(t);
+    }
+    // CG 0 sums the other 3 groups' weight gradients (P §V-A)
+    std::int64_t reduce = 0;
+    for (int k = 0; k < 3; ++k) reduce += eltwise_sum(cg, buf.get(0, params_total), buf.get(1, params_total),
+                                                      buf.get(0, params_total), params_total).cycles;
+    const double host_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+
+    std::int64_t fwd = 0, bwd = 0;
+    for (const auto& t : times) fwd += t.forward, bwd += t.backward;
+    const double iteration = params.seconds(double(fwd + bwd + reduce));
+    std::printf("\n%s, batch %lld (%lld per core group), %lld learnable parameters\n", net_name.c_str(),
+                (long long)batch, (long long)q, (long long)params_total);
+    if (per_layer) {
+      std::printf("  %-28s %-16s %-9s %12s %12s\n", "layer", "type", "method", "forward ms", "backward ms");
+      for (const auto& t : times)
+        std::printf("  %-28s %-16s %-9s %12.3f %12.3f\n", t.name.c_str(), t.type.c_str(), t.method.c_str(),
+                    1e3 * params.seconds(double(t.forward)), 1e3 * params.seconds(double(t.backward)));
+      std::printf("  %-28s %-16s %-9s %12s %12.3f\n", "(gradient sum on CG 0)", "", "", "",
+                  1e3 * params.seconds(double(reduce)));
+    }
+    std::printf("  simulated: forward %.1f ms, backward %.1f ms, iteration %.1f ms, %.1f images/s\n",
+                1e3 * params.seconds(double(fwd)), 1e3 * params.seconds(double(bwd + reduce)), 1e3 * iteration,
+                double(batch) / iteration);
+    std::printf("  host time for the simulated iteration: %.1f s (%s, one core group; x4 for the chip)\n",
+                host_seconds, numerics ? "with numerics" : "timing only");
+  }
+  return 0;
+}

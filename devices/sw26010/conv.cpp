@@ -1,0 +1,141 @@
+#include "devices/sw26010/conv.hpp"
+
+#include <vector>
+
+#include "core/common/check.hpp"
+#include "devices/sw26010/gemm.hpp"
+
+namespace taihu::sw26010 {
+
+namespace {
+void add(KernelStats& total, const KernelStats& s) {
+  if (total.kernel.empty()) total.kernel = s.kernel;
+  total += s;
+}
+}  // namespace
+
+const char* to_string(ConvMethod m) { return m == ConvMethod::implicit ? "implicit" : "explicit"; }
+
+KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                  const float* w, const float* bias, float* y, float* col) {
+  KernelStats total;
+  total.kernel = "conv_forward_explicit";
+  const std::int64_t out = s.out_height() * s.out_width(), in = s.channels * s.height * s.width;
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const float* cols = x + i * in;
+    if (!s.pointwise()) {
+      add(total, im2col(cg, s, x + i * in, col));
+      cols = col;
+    }
+    add(total, gemm(cg, Transpose::no, Transpose::no, s.num_output, out, s.col_rows(), 1.0f, w, s.col_rows(), cols,
+                    out, 0.0f, y + i * s.num_output * out, out));
+  }
+  if (bias) {
+    std::vector<float> ones(std::size_t(s.num_output), 1.0f);
+    add(total, channel_affine(cg, y, y, batch, s.num_output, out, ones.data(), bias));
+  }
+  total.kernel = "conv_forward_explicit";
+  return total;
+}
+
+KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                   const float* w, const float* dy, float* dw, float* db, float* dx, float* col) {
+  KernelStats total;
+  const std::int64_t out = s.out_height() * s.out_width(), in = s.channels * s.height * s.width;
+  const std::int64_t rows = s.col_rows();
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const float* dyi = dy + i * s.num_output * out;
+    const float* cols = x + i * in;
+    if (!s.pointwise()) {
+      add(total, im2col(cg, s, x + i * in, col));
+      cols = col;
+    }
+    // dW (No x rows) += dY (No x out) * col^T
+    add(total, gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dyi, out, cols, out, 1.0f, dw,
+                    rows));
+    if (dx) {
+      float* target = s.pointwise() ? dx + i * in : col;
+      add(total, gemm(cg, Transpose::yes, Transpose::no, rows, out, s.num_output, 1.0f, w, rows, dyi, out, 0.0f,
+                      target, out));
+      if (!s.pointwise()) add(total, col2im(cg, s, col, dx + i * in));
+    }
+  }
+  if (db) {
+    std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
+    add(total, channel_sums(cg, dy, nullptr, batch, s.num_output, out, sum.data(), sum2.data()));
+    if (cg.numerics())
+      for (std::int64_t c = 0; c < s.num_output; ++c) db[c] += float(sum[c]);
+  }
+  total.kernel = "conv_backward_explicit";
+  return total;
+}
+
+void filters_to_implicit(const ConvShape& s, const float* w, float* wi) {
+  for (std::int64_t o = 0; o < s.num_output; ++o)
+    for (std::int64_t c = 0; c < s.channels; ++c)
+      for (std::int64_t kh = 0; kh < s.kernel_h; ++kh)
+        for (std::int64_t kw = 0; kw < s.kernel_w; ++kw)
+          wi[((kh * s.kernel_w + kw) * s.num_output + o) * s.channels + c] =
+              w[((o * s.channels + c) * s.kernel_h + kh) * s.kernel_w + kw];
+}
+
+KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                  const float* w, const float* bias, float* y) {
+  require<SimulationError>(s.stride_h == 1 && s.stride_w == 1, "implicit convolution needs stride 1, got {}x{}",
+                           s.stride_h, s.stride_w);
+  const std::int64_t ho = s.out_height(), wo = s.out_width(), n = batch;
+  const std::int64_t row_in = s.channels * s.width * n;  // one input row (C x W x N)
+  std::vector<GemmProblem> problems(static_cast<std::size_t>(ho));
+  for (std::int64_t o = 0; o < ho; ++o) {
+    auto& p = problems[std::size_t(o)];
+    p.c = y + o * s.num_output * wo * n;
+    p.ldc = wo * n;
+    for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
+      const std::int64_t ih = o - s.pad_h + kh;
+      if (ih < 0 || ih >= s.height) continue;
+      for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
+        // output columns wo whose input column wo - pad + kw is inside the image
+        const std::int64_t lo = std::max<std::int64_t>(0, s.pad_w - kw);
+        const std::int64_t hi = std::min(wo, s.width + s.pad_w - kw);
+        if (hi <= lo) continue;
+        GemmSegment seg;
+        seg.a = w + (kh * s.kernel_w + kw) * s.num_output * s.channels;
+        seg.lda = s.channels;
+        seg.b = x + ih * row_in + (lo - s.pad_w + kw) * n;
+        seg.ldb = s.width * n;
+        seg.k = s.channels;
+        seg.n_begin = lo * n;
+        seg.n_end = hi * n;
+        p.segments.push_back(seg);
+      }
+    }
+  }
+  KernelStats total = gemm_batch(cg, "conv_forward_implicit", Transpose::no, Transpose::no, s.num_output, wo * n,
+                                 1.0f, 0.0f, problems);
+  if (bias) {
+    // y is Ho x No x (Wo*N): planes of Wo*N per (row, channel)
+    std::vector<float> ones(std::size_t(s.num_output), 1.0f);
+    total += channel_affine(cg, y, y, ho, s.num_output, wo * n, ones.data(), bias);
+  }
+  total.kernel = "conv_forward_implicit";
+  return total;
+}
+
+ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch) {
+  // Timing only: kernels move no data, so any 128-aligned address serves.
+  CoreGroup scratch(0, params);
+  scratch.set_numerics(false);
+  alignas(128) static float dummy[32];
+  float* p = dummy;
+  ConvChoice choice;
+  choice.explicit_cycles = conv_forward_explicit(scratch, s, batch, p, p, p, p, p).cycles;
+  if (s.stride_h == 1 && s.stride_w == 1) {
+    choice.implicit_cycles = to_hcwn(scratch, p, p, batch, s.channels, s.height, s.width).cycles +
+                             conv_forward_implicit(scratch, s, batch, p, p, p, p).cycles +
+                             to_nchw(scratch, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
+    if (choice.implicit_cycles < choice.explicit_cycles) choice.method = ConvMethod::implicit;
+  }
+  return choice;
+}
+
+}  // namespace taihu::sw26010

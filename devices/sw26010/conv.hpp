@@ -1,0 +1,43 @@
+#pragma once
+// Convolution on one core group, both ways swCaffe does it (P §IV-B):
+//  - explicit: per image, im2col on the CPEs, then the GEMM (W x col);
+//    backward recomputes the columns, dW += dY col^T, dcol = W^T dY, col2im;
+//  - implicit (swDNN): no column matrix; tensors in H x C x W x N layout,
+//    filters as (kh, kw, No, C); per output row one GEMM problem whose K runs
+//    over the kernel taps that fall inside the image (padding never
+//    materialised). Stride 1 only, as the layout needs contiguous input runs.
+// choose_conv_method times both (timing only, no numerics) and keeps the
+// faster, as swCaffe does in its first iterations.
+
+#include <cstdint>
+
+#include "devices/sw26010/core_group.hpp"
+#include "devices/sw26010/kernels.hpp"
+
+namespace taihu::sw26010 {
+
+// y (batch x No x Ho x Wo) = conv(x (batch x C x H x W), w (No x C x kh x kw)) + bias (may be null).
+// col: scratch of col_rows() x Ho*Wo floats.
+KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                  const float* w, const float* bias, float* y, float* col);
+// dw += .., db += .. (db may be null), dx = .. (dx may be null).
+KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                   const float* w, const float* dy, float* dw, float* db, float* dx, float* col);
+// x: H x C x W x batch; w: kh x kw x No x C; y: Ho x No x Wo x batch.
+KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                  const float* w, const float* bias, float* y);
+// Filters (No x C x kh x kw) to the implicit layout (kh x kw x No x C); host side (done once per update).
+void filters_to_implicit(const ConvShape& s, const float* w, float* w_implicit);
+
+enum class ConvMethod { explicit_gemm, implicit };
+const char* to_string(ConvMethod m);
+struct ConvChoice {
+  ConvMethod method = ConvMethod::explicit_gemm;
+  std::int64_t explicit_cycles = 0;
+  std::int64_t implicit_cycles = 0;  // 0: not applicable (stride > 1)
+};
+// Times the forward pass both ways on a scratch core group (no numerics).
+// The implicit time includes the layout transforms in and out.
+ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch);
+
+}  // namespace taihu::sw26010

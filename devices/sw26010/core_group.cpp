@@ -1,0 +1,609 @@
+#include "devices/sw26010/core_group.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/common/check.hpp"
+
+namespace taihu::sw26010 {
+
+namespace {
+constexpr std::size_t fiber_stack_bytes = 256 * 1024;
+constexpr std::size_t dma_word = 4;
+
+std::int64_t ceil_cycles(double x) { return static_cast<std::int64_t>(std::ceil(x - 1e-9)); }
+
+const char* state_name(int s) {
+  static const char* names[] = {"ready", "getr (row FIFO empty)", "getc (column FIFO empty)",
+                                "putr (row FIFO full)", "putc (column FIFO full)", "sync", "done"};
+  return names[s];
+}
+const char* scope_name(Scope s) { return s == Scope::row ? "row" : s == Scope::column ? "column" : "array"; }
+}  // namespace
+
+KernelStats& KernelStats::operator+=(const KernelStats& o) {
+  cycles += o.cycles;
+  dma_requests += o.dma_requests;
+  dma_bytes += o.dma_bytes;
+  dma_charged_bytes += o.dma_charged_bytes;
+  rlc_puts += o.rlc_puts;
+  syncs += o.syncs;
+  ldm_peak_bytes = std::max(ldm_peak_bytes, o.ldm_peak_bytes);
+  ldm_over_budget = ldm_over_budget || o.ldm_over_budget;
+  return *this;
+}
+
+// A minimal x86-64 context switch: saves the callee-saved registers on the
+// current stack, swaps stack pointers, restores them from the other stack.
+// (ucontext's swapcontext also saves the signal mask with a system call on
+// every switch, which dominated the simulation's host time.)
+extern "C" void taihu_sw26010_switch(void** save_sp, void* load_sp);
+extern "C" void taihu_sw26010_fiber_start();
+extern "C" [[noreturn]] void taihu_sw26010_fiber_main(void* cpe);
+asm(R"(
+  .text
+  .globl taihu_sw26010_switch
+  .type taihu_sw26010_switch,@function
+taihu_sw26010_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size taihu_sw26010_switch,.-taihu_sw26010_switch
+
+  .globl taihu_sw26010_fiber_start
+  .type taihu_sw26010_fiber_start,@function
+taihu_sw26010_fiber_start:
+  movq %rbx, %rdi
+  callq taihu_sw26010_fiber_main@PLT
+  ud2
+  .size taihu_sw26010_fiber_start,.-taihu_sw26010_fiber_start
+)");
+
+struct Cpe::Context {
+  void* sp = nullptr;
+  std::unique_ptr<char[]> stack{new char[fiber_stack_bytes]};
+  const std::function<void(Cpe&)>* body = nullptr;
+};
+
+struct CoreGroup::SchedulerContext {
+  void* sp = nullptr;
+};
+
+// ------------------------------------------------------------------- Cpe
+
+const std::string& Cpe::kernel() const { return group_->kernel_; }
+const Params& Cpe::params() const { return group_->params_; }
+
+std::string Cpe::where() const {
+  return fmt::format("core group {}, CPE {} (row {}, column {}), kernel '{}'", group_->index_, id_, row(), col(),
+                     group_->kernel_);
+}
+
+Cpe& Cpe::peer(int r, int c) { return group_->cpe(r, c); }
+bool Cpe::numerics() const { return group_->numerics_; }
+
+void* Cpe::ldm_alloc(std::size_t bytes, std::size_t align) {
+  const std::size_t start = (ldm_top_ + align - 1) / align * align;
+  const auto& p = params();
+  if (start + bytes > std::size_t(p.ldm_bytes))
+    raise<SimulationError>("LDM overflow at {}: allocating {} bytes with {} in use exceeds the {}-byte local store",
+                           where(), bytes, ldm_top_, p.ldm_bytes);
+  ldm_top_ = start + bytes;
+  ldm_peak_ = std::max(ldm_peak_, ldm_top_);
+  if (ldm_top_ > std::size_t(p.ldm_budget_bytes) && !group_->warned_budget_) {
+    group_->warned_budget_ = true;
+    group_->stats_.ldm_over_budget = true;
+    spdlog::warn("sw26010: {} uses {} bytes of LDM, above the {}-byte budget real codes keep", where(), ldm_top_,
+                 p.ldm_budget_bytes);
+  }
+  group_->stats_.ldm_peak_bytes = std::max<std::int64_t>(group_->stats_.ldm_peak_bytes, ldm_top_);
+  return ldm_.get() + start;
+}
+
+void Cpe::ldm_release(std::size_t mark) {
+  if (mark > ldm_top_) raise<SimulationError>("ldm_release({}) above the top {} at {}", mark, ldm_top_, where());
+  ldm_top_ = mark;
+}
+
+void Cpe::order() {
+  const auto& ready = group_->ready_at_;
+  for (int k = 0; k < cpes_per_group; ++k) {
+    if (k == id_) continue;
+    if (ready[std::size_t(k)] < clock_ || (ready[std::size_t(k)] == clock_ && k < id_)) {
+      group_->switch_to_scheduler(*this);
+      return;
+    }
+  }
+}
+
+void Cpe::block(State state) {
+  state_ = state;
+  group_->switch_to_scheduler(*this);
+}
+
+void Cpe::charge_issue(double p0, double p1) { clock_ += ceil_cycles(std::max(p0, p1)); }
+
+void Cpe::charge_gemm_inner(double loops, double iterations, double cycles_per_16) {
+  const auto& p = params();
+  if (cycles_per_16 <= 0) cycles_per_16 = p.gemm_cycles_per_16_vmad;
+  if (loops <= 0 || iterations <= 0) return;
+  clock_ += ceil_cycles(loops * (p.gemm_loop_prologue_cycles + (iterations - 1) * cycles_per_16 +
+                                 p.gemm_loop_epilogue_cycles));
+}
+
+void Cpe::charge_widen(double elements) { clock_ += ceil_cycles(elements / 4 * params().widen_p1_per_vector); }
+
+void Cpe::charge_elementwise(double elements, double vector_ops, double ldm_ops) {
+  const auto& p = params();
+  clock_ += ceil_cycles(elements / 4 * std::max(vector_ops * p.vector_op_cycles, ldm_ops * p.ldm_access_cycles));
+}
+
+// ------------------------------------------------------------------- DMA
+
+void Cpe::dma_get(void* ldm, const void* mem, std::size_t bytes, DmaReply& reply) {
+  dma(DmaDesc{DmaOp::get, DmaMode::pe, bytes, 0, 0, 0xff}, const_cast<void*>(mem), ldm, reply);
+}
+
+void Cpe::dma_put(void* mem, const void* ldm, std::size_t bytes, DmaReply& reply) {
+  dma(DmaDesc{DmaOp::put, DmaMode::pe, bytes, 0, 0, 0xff}, mem, const_cast<void*>(ldm), reply);
+}
+
+void Cpe::dma_get_strided(void* ldm, const void* mem, std::size_t blocks, std::size_t block, std::size_t pitch,
+                          DmaReply& reply) {
+  if (pitch < block) raise<SimulationError>("strided DMA with pitch {} < block {} at {}", pitch, block, where());
+  const bool contiguous = pitch == block || blocks == 1;
+  dma(DmaDesc{DmaOp::get, DmaMode::pe, blocks * block, contiguous ? 0 : block, contiguous ? 0 : pitch - block, 0xff},
+      const_cast<void*>(mem), ldm, reply);
+}
+
+void Cpe::dma_put_strided(void* mem, const void* ldm, std::size_t blocks, std::size_t block, std::size_t pitch,
+                          DmaReply& reply) {
+  if (pitch < block) raise<SimulationError>("strided DMA with pitch {} < block {} at {}", pitch, block, where());
+  const bool contiguous = pitch == block || blocks == 1;
+  dma(DmaDesc{DmaOp::put, DmaMode::pe, blocks * block, contiguous ? 0 : block, contiguous ? 0 : pitch - block, 0xff},
+      mem, const_cast<void*>(ldm), reply);
+}
+
+std::uint64_t CoreGroup::dma_targets(const Cpe& issuer, const DmaDesc& desc) const {
+  std::uint64_t out = 0;
+  switch (desc.mode) {
+    case DmaMode::pe:
+      out = std::uint64_t(1) << issuer.id();
+      break;
+    case DmaMode::bcast:
+      for (int r = 0; r < mesh; ++r)
+        if (desc.bcast_mask & (1u << r)) out |= std::uint64_t(0xff) << (r * mesh);
+      break;
+    case DmaMode::row:
+    case DmaMode::brow:
+      out = std::uint64_t(0xff) << (issuer.row() * mesh);
+      break;
+  }
+  return out;
+}
+
+namespace {
+// Calls f(cpe id) for each bit of mask, lowest first.
+template <class F>
+void for_each_bit(std::uint64_t mask, F&& f) {
+  while (mask) {
+    f(__builtin_ctzll(mask));
+    mask &= mask - 1;
+  }
+}
+}  // namespace
+
+void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
+  auto& g = *group_;
+  const auto& p = params();
+  const bool strided = desc.block != 0;
+  const auto misaligned = [](std::size_t v) { return v % dma_word != 0; };
+  if (desc.size == 0 || misaligned(desc.size) || misaligned(reinterpret_cast<std::uintptr_t>(mem)) ||
+      misaligned(reinterpret_cast<std::uintptr_t>(ldm)) || (strided && (misaligned(desc.block) ||
+                                                                        misaligned(desc.stride) ||
+                                                                        desc.size % desc.block != 0)))
+    raise<SimulationError>(
+        "misaligned DMA descriptor at {}: size {}, block {}, stride {}, memory address {:#x}, LDM address {:#x} "
+        "(sizes and addresses must be multiples of {} bytes; size a multiple of the block)",
+        where(), desc.size, desc.block, desc.stride, reinterpret_cast<std::uintptr_t>(mem),
+        reinterpret_cast<std::uintptr_t>(ldm), dma_word);
+  if (desc.mode == DmaMode::row && (desc.op != DmaOp::get || strided || desc.size % (mesh * dma_word) != 0))
+    raise<SimulationError>("row-mode DMA at {} must be a contiguous GET of a multiple of {} bytes, got size {}",
+                           where(), mesh * dma_word, desc.size);
+  if (desc.op == DmaOp::put && desc.mode != DmaMode::pe)
+    raise<SimulationError>("DMA PUT at {} must use PE mode", where());
+  const auto* base = ldm_.get();
+  const auto* at = static_cast<const std::byte*>(ldm);
+  const std::size_t ldm_bytes = desc.mode == DmaMode::row ? desc.size / mesh : desc.size;
+  if (at < base || at + ldm_bytes > base + p.ldm_bytes)
+    raise<SimulationError>("DMA at {} addresses LDM outside the {}-byte local store (offset {}, {} bytes)", where(),
+                           p.ldm_bytes, at - base, ldm_bytes);
+
+  clock_ += p.dma_issue_cycles;
+  order();
+  // The channel buffer holds dma_queue_depth requests not yet started.
+  std::erase_if(dma_starts_, [&](double s) { return s <= double(clock_); });
+  if (int(dma_starts_.size()) >= p.dma_queue_depth) {
+    clock_ = std::max(clock_, ceil_cycles(dma_starts_.front()));
+    std::erase_if(dma_starts_, [&](double s) { return s <= double(clock_); });
+  }
+
+  // Bytes charged: whole transactions touched by each block.
+  const std::size_t tx = p.dma_transaction_bytes;
+  const auto mem_addr = reinterpret_cast<std::uintptr_t>(mem);
+  std::size_t charged = 0, blocks = 1;
+  if (!strided) {
+    charged = tx * ((mem_addr + desc.size + tx - 1) / tx - mem_addr / tx);
+  } else {
+    blocks = desc.size / desc.block;
+    const std::size_t pitch = desc.block + desc.stride;
+    auto touched = [&](std::uintptr_t start) { return (start + desc.block + tx - 1) / tx - start / tx; };
+    if (pitch % tx == 0) {
+      charged = tx * blocks * touched(mem_addr);  // every block has the same alignment
+    } else if ((tx & (tx - 1)) == 0) {
+      const int shift = __builtin_ctzll(tx);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const auto start = mem_addr + b * pitch;
+        charged += ((start + desc.block + tx - 1) >> shift) - (start >> shift);
+      }
+      charged *= tx;
+    } else {
+      for (std::size_t b = 0; b < blocks; ++b) charged += tx * touched(mem_addr + b * pitch);
+    }
+  }
+  double rate = desc.op == DmaOp::get ? p.dma_get_bytes_per_cycle() : p.dma_put_bytes_per_cycle();
+  if (strided) rate = std::min(rate, p.dma_strided_bytes_per_cycle());
+  rate = std::min(rate, p.dma_cap_bytes_per_cycle(g.active_cpes()));
+  const double service = double(charged) / rate + (strided ? double(blocks) * p.dma_block_overhead_cycles : 0.0);
+  const double start = std::max(double(clock_), g.dma_free_);
+  g.dma_free_ = start + service;
+  const double completion =
+      g.dma_free_ + (desc.op == DmaOp::get ? p.dma_get_latency_cycles : p.dma_put_latency_cycles);
+  dma_starts_.push_back(start);
+
+  CoreGroup::Pending pending{completion,          g.dma_seq_++, id_, desc, static_cast<std::byte*>(mem),
+                             std::size_t(at - base), g.dma_targets(*this, desc), &reply};
+  if (desc.op == DmaOp::get && g.numerics_) {
+    // Poison the destination so that a read before the wait shows as NaN.
+    for_each_bit(pending.targets,
+                 [&](int t) { std::memset(g.cpes_[t].ldm_.get() + pending.ldm_offset, 0xff, ldm_bytes); });
+  }
+  issued_.emplace_back(&reply, completion);
+  for_each_bit(pending.targets, [&](int t) { ++g.cpes_[std::size_t(t)].targeted_; });
+  auto pos = std::upper_bound(g.pending_.begin(), g.pending_.end(), pending, [](const auto& a, const auto& b) {
+    return a.completion < b.completion || (a.completion == b.completion && a.seq < b.seq);
+  });
+  g.pending_.insert(pos, std::move(pending));
+  g.stats_.dma_requests += 1;
+  g.stats_.dma_bytes += std::int64_t(desc.size);
+  g.stats_.dma_charged_bytes += std::int64_t(charged);
+}
+
+void Cpe::dma_wait(DmaReply& reply, int count) {
+  auto& g = *group_;
+  while (reply.value < count) {
+    double completion = -1;
+    for (const auto& [r, c] : issued_)
+      if (r == &reply && (completion < 0 || c < completion)) completion = c;
+    if (completion < 0)
+      raise<SimulationError>("dma_wait at {} for {} replies, but the reply word holds {} and no DMA to it is in flight",
+                             where(), count, reply.value);
+    clock_ = std::max(clock_, ceil_cycles(completion));
+    order();
+    g.land_until(double(clock_));
+  }
+}
+
+void Cpe::check_ready(const void* ptr, std::size_t bytes) const {
+  if (targeted_ == 0) return;
+  const auto& g = *group_;
+  const auto* p = static_cast<const std::byte*>(ptr);
+  const std::size_t lo = p - ldm_.get(), hi = lo + bytes;
+  for (const auto& pend : g.pending_) {
+    if (!((pend.targets >> id_) & 1)) continue;
+    const std::size_t len = pend.desc.mode == DmaMode::row ? pend.desc.size / mesh : pend.desc.size;
+    if (pend.ldm_offset < hi && lo < pend.ldm_offset + len)
+      raise<SimulationError>(
+          "LDM access before dma_wait at {}: bytes [{}, {}) overlap a DMA {} (LDM [{}, {}), completes at cycle {:.0f}, "
+          "now {}) that has not been waited for",
+          where(), lo, hi, pend.desc.op == DmaOp::get ? "GET" : "PUT", pend.ldm_offset, pend.ldm_offset + len,
+          pend.completion, clock_);
+  }
+}
+
+void CoreGroup::land(Pending& p) {
+  auto& issued = cpes_[std::size_t(p.issuer)].issued_;
+  for (std::size_t k = 0; k < issued.size(); ++k)
+    if (issued[k].first == p.reply && issued[k].second == p.completion) {
+      issued.erase(issued.begin() + std::ptrdiff_t(k));
+      break;
+    }
+  for_each_bit(p.targets, [&](int t) { --cpes_[std::size_t(t)].targeted_; });
+  if (numerics_) {
+    const bool strided = p.desc.block != 0;
+    const std::size_t block = strided ? p.desc.block : p.desc.size;
+    const std::size_t pitch = strided ? p.desc.block + p.desc.stride : block;
+    const std::size_t blocks = p.desc.size / block;
+    if (p.desc.op == DmaOp::get) {
+      if (p.desc.mode == DmaMode::row) {
+        const std::size_t part = p.desc.size / mesh;
+        std::size_t c = 0;
+        for_each_bit(p.targets,
+                     [&](int t) { std::memcpy(cpes_[t].ldm_.get() + p.ldm_offset, p.mem + c++ * part, part); });
+      } else {
+        for_each_bit(p.targets, [&](int t) {
+          std::byte* dst = cpes_[t].ldm_.get() + p.ldm_offset;
+          for (std::size_t b = 0; b < blocks; ++b) std::memcpy(dst + b * block, p.mem + b * pitch, block);
+        });
+      }
+    } else {
+      const std::byte* src = cpes_[p.issuer].ldm_.get() + p.ldm_offset;
+      for (std::size_t b = 0; b < blocks; ++b) std::memcpy(p.mem + b * pitch, src + b * block, block);
+    }
+  }
+  p.reply->value += 1;
+}
+
+void CoreGroup::land_until(double time) {
+  while (!pending_.empty() && pending_.front().completion <= time + 1e-9) {
+    Pending p = std::move(pending_.front());
+    pending_.pop_front();
+    land(p);
+  }
+}
+
+// ------------------------------------------------------- register comms
+
+void Cpe::put(Fifo Cpe::*fifo, State blocked_state, bool along_row, int dst, const void* data) {
+  auto& g = *group_;
+  const int own = along_row ? col() : row();
+  if (dst != broadcast && (dst < 0 || dst >= mesh || dst == own))
+    raise<SimulationError>("{} to {} {} at {}: must be another CPE of the same {} or broadcast",
+                           along_row ? "putr" : "putc", along_row ? "column" : "row", dst, where(),
+                           along_row ? "row" : "column");
+  std::vector<Cpe*> targets;
+  for (int k = 0; k < mesh; ++k) {
+    if (k == own || (dst != broadcast && k != dst)) continue;
+    targets.push_back(along_row ? &g.cpe(row(), k) : &g.cpe(k, col()));
+  }
+  order();
+  const auto entries = std::size_t(params().rlc_fifo_entries);
+  while (std::any_of(targets.begin(), targets.end(), [&](Cpe* t) { return (t->*fifo).packets.size() >= entries; }))
+    block(blocked_state);
+  Packet packet;
+  std::memcpy(packet.data.data(), data, rlc_bytes);
+  packet.arrival = clock_ + params().rlc_latency_cycles;
+  const State waiting = fifo == &Cpe::row_fifo_ ? State::get_row : State::get_col;
+  for (Cpe* t : targets) {
+    (t->*fifo).packets.push_back(packet);
+    if (t->state_ == waiting) {
+      t->state_ = State::ready;  // it takes the packet at its arrival (get)
+      t->clock_ = std::max(t->clock_, clock_);
+      g.refresh(*t);
+    }
+  }
+  clock_ += 1;
+  g.stats_.rlc_puts += 1;
+}
+
+void Cpe::get(Fifo Cpe::*fifo, State blocked_state, void* data) {
+  auto& g = *group_;
+  order();
+  while ((this->*fifo).packets.empty()) block(blocked_state);
+  const Packet packet = (this->*fifo).packets.front();
+  (this->*fifo).packets.pop_front();
+  std::memcpy(data, packet.data.data(), rlc_bytes);
+  clock_ = std::max(clock_ + 1, packet.arrival);
+  // Senders stalled on a full FIFO of this row (column) may go on.
+  const bool along_row = fifo == &Cpe::row_fifo_;
+  const State stalled = along_row ? State::put_row : State::put_col;
+  for (int k = 0; k < mesh; ++k) {
+    Cpe& s = along_row ? g.cpe(row(), k) : g.cpe(k, col());
+    if (s.state_ == stalled) {
+      s.state_ = State::ready;
+      s.clock_ = std::max(s.clock_, clock_);
+      g.refresh(s);
+    }
+  }
+}
+
+void Cpe::putr(const void* data32, int dst_col) { put(&Cpe::row_fifo_, State::put_row, true, dst_col, data32); }
+void Cpe::putc(const void* data32, int dst_row) { put(&Cpe::col_fifo_, State::put_col, false, dst_row, data32); }
+void Cpe::getr(void* data32) { get(&Cpe::row_fifo_, State::get_row, data32); }
+void Cpe::getc(void* data32) { get(&Cpe::col_fifo_, State::get_col, data32); }
+
+void Cpe::sync(Scope scope) {
+  auto& g = *group_;
+  order();
+  state_ = State::sync;
+  sync_scope_ = scope;
+  // members: the row, the column or all 64
+  const int count = scope == Scope::array ? cpes_per_group : mesh;
+  auto member = [&](int k) -> Cpe& {
+    return scope == Scope::array ? g.cpes_[std::size_t(k)] : scope == Scope::row ? g.cpe(row(), k) : g.cpe(k, col());
+  };
+  bool all_here = true;
+  std::int64_t t = 0;
+  for (int k = 0; k < count && all_here; ++k) {
+    const Cpe& c = member(k);
+    all_here = c.state_ == State::sync && c.sync_scope_ == scope;
+    t = std::max(t, c.clock_);
+  }
+  if (all_here) {
+    for (int k = 0; k < count; ++k) {
+      Cpe& c = member(k);
+      c.clock_ = t + params().sync_cycles;
+      c.state_ = State::ready;
+      g.refresh(c);
+    }
+    g.stats_.syncs += 1;
+    order();
+  } else {
+    block(State::sync);
+  }
+}
+
+// ---------------------------------------------------------- CoreGroup
+
+CoreGroup::CoreGroup(int index, Params params)
+    : index_(index), params_(std::move(params)), cpes_(cpes_per_group), scheduler_(new SchedulerContext) {
+  for (int i = 0; i < cpes_per_group; ++i) {
+    auto& c = cpes_[i];
+    c.group_ = this;
+    c.id_ = i;
+    c.ldm_.reset(static_cast<std::byte*>(::operator new[](params_.ldm_bytes, std::align_val_t(128))));
+    std::memset(c.ldm_.get(), 0, params_.ldm_bytes);
+    c.context_ = std::make_unique<Cpe::Context>();
+    ready_at_[std::size_t(i)] = never;
+  }
+}
+
+CoreGroup::~CoreGroup() = default;
+
+int CoreGroup::active_cpes() const { return std::max(live_, 1); }
+
+void CoreGroup::switch_to_scheduler(Cpe& cpe) {
+  refresh(cpe);
+  taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp);
+}
+
+}  // namespace taihu::sw26010
+
+extern "C" void taihu_sw26010_fiber_main(void* cpe) {
+  auto* c = static_cast<taihu::sw26010::Cpe*>(cpe);
+  c->group().enter_fiber(*c);
+  __builtin_unreachable();
+}
+
+namespace taihu::sw26010 {
+
+void CoreGroup::run_fiber(Cpe& cpe) {
+  try {
+    (*cpe.context_->body)(cpe);
+  } catch (...) {
+    if (!failure_) failure_ = std::current_exception();
+  }
+  cpe.state_ = Cpe::State::done;
+  --live_;
+  refresh(cpe);
+  taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp);  // never resumed
+}
+
+void CoreGroup::schedule() {
+  for (;;) {
+    int best = -1;
+    std::int64_t best_at = never;
+    for (int k = 0; k < cpes_per_group; ++k)
+      if (ready_at_[std::size_t(k)] < best_at) best_at = ready_at_[std::size_t(k)], best = k;
+    if (best < 0) {
+      if (live_ > 0) deadlock();
+      return;
+    }
+    Cpe* next = &cpes_[std::size_t(best)];
+    land_until(double(next->clock_));
+    current_ = next;
+    taihu_sw26010_switch(&scheduler_->sp, next->context_->sp);
+    current_ = nullptr;
+    if (failure_) return;
+  }
+}
+
+void CoreGroup::deadlock() {
+  std::string who;
+  int listed = 0, blocked = 0;
+  bool rlc = false;
+  for (const auto& c : cpes_) {
+    if (c.state_ == Cpe::State::done) continue;
+    ++blocked;
+    rlc |= c.state_ != Cpe::State::sync;
+    if (listed++ < 8)
+      who += fmt::format("; CPE {} (row {}, column {}) at cycle {} in {}{}", c.id_, c.row(), c.col(), c.clock_,
+                         state_name(int(c.state_)),
+                         c.state_ == Cpe::State::sync ? std::string("(") + scope_name(c.sync_scope_) + ")" : "");
+  }
+  failure_ = std::make_exception_ptr(SimulationError(
+      fmt::format("{} deadlock in kernel '{}' on core group {}: {} CPEs blocked, none can run{}{}",
+                  rlc ? "register-communication" : "synchronisation", kernel_, index_, blocked, who,
+                  listed > 8 ? "; ..." : "")));
+}
+
+KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& body) {
+  kernel_ = std::move(kernel);
+  stats_ = KernelStats{};
+  stats_.kernel = kernel_;
+  failure_ = nullptr;
+  warned_budget_ = false;
+  const std::int64_t before = clock_;
+  const std::int64_t start = clock_ + ceil_cycles(params_.spawn_cycles);
+  for (auto& c : cpes_) {
+    c.clock_ = start;
+    c.state_ = Cpe::State::ready;
+    refresh(c);
+    c.ldm_top_ = 0;
+    c.ldm_peak_ = 0;
+    c.row_fifo_.packets.clear();
+    c.col_fifo_.packets.clear();
+    c.dma_starts_.clear();
+    c.issued_.clear();
+    c.targeted_ = 0;
+    auto& ctx = *c.context_;
+    ctx.body = &body;
+    // initial stack: the 6 registers the switch pops (rbx = the CPE), then fiber_start
+    auto top = (reinterpret_cast<std::uintptr_t>(ctx.stack.get()) + fiber_stack_bytes) & ~std::uintptr_t(15);
+    auto* words = reinterpret_cast<void**>(top) - 7;
+    words[0] = words[1] = words[2] = words[3] = nullptr;  // r15 r14 r13 r12
+    words[4] = &c;                                         // rbx
+    words[5] = nullptr;                                    // rbp
+    words[6] = reinterpret_cast<void*>(&taihu_sw26010_fiber_start);
+    ctx.sp = words;
+  }
+  live_ = cpes_per_group;
+  schedule();
+  if (failure_) {
+    pending_.clear();
+    for (auto& c : cpes_) c.state_ = Cpe::State::done, refresh(c);
+    live_ = 0;
+    clock_ = before;
+    std::rethrow_exception(failure_);
+  }
+  // DMAs never waited for still complete (and take their time).
+  double end = 0;
+  for (const auto& c : cpes_) end = std::max(end, double(c.clock_));
+  if (!pending_.empty()) end = std::max(end, pending_.back().completion);
+  land_until(std::numeric_limits<double>::infinity());
+  clock_ = ceil_cycles(end) + ceil_cycles(params_.join_cycles);
+  stats_.cycles = clock_ - before;
+  totals_ += stats_;
+  return stats_;
+}
+
+std::int64_t CoreGroup::mpe_compute(double flops) {
+  const auto cycles = ceil_cycles(flops / (params_.mpe_gflops * 1e9) * params_.clock_hz);
+  clock_ += cycles;
+  return cycles;
+}
+
+std::int64_t CoreGroup::mpe_copy(double bytes) {
+  const auto cycles = ceil_cycles(bytes / (params_.mpe_copy_gbps * 1e9) * params_.clock_hz);
+  clock_ += cycles;
+  return cycles;
+}
+
+}  // namespace taihu::sw26010

@@ -1,0 +1,263 @@
+#pragma once
+// The functional model of one SW26010 core group: an MPE and 8x8 CPEs, each
+// CPE a deterministic cooperative fiber with a 64 KB local store (LDM), an
+// asynchronous DMA engine shared by the group, row and column register-
+// communication FIFOs, and row/column/array synchronisation.
+//
+// Time: every CPE keeps its own cycle clock. The scheduler always resumes the
+// runnable CPE with the smallest (clock, id), and a CPE gives the scheduler a
+// chance to run an earlier one before every interaction with shared state
+// (DMA issue, put/get, sync). So shared resources see requests in simulated-
+// time order and a run is reproducible to the cycle. Compute is charged per
+// block by the kernel (Cpe::charge_*), never per element.
+
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/error.hpp"
+#include "devices/sw26010/params.hpp"
+
+namespace taihu::sw26010 {
+
+// A kernel broke a rule of the chip: LDM overflow, a read before dma_wait, a
+// deadlock, a bad descriptor. The message names the core group, CPE and kernel.
+class SimulationError : public Error {
+ public:
+  using Error::Error;
+};
+
+inline constexpr int cpes_per_group = 64;
+inline constexpr int mesh = 8;
+inline constexpr int rlc_bytes = 32;
+
+enum class DmaOp { get, put };
+// pe: one CPE. bcast: one read, lands at the same LDM offset in every CPE of
+// the rows set in bcast_mask. brow: one read, every CPE of the issuer's row.
+// row: the region is split in 8 equal consecutive parts, part c landing in
+// CPE (issuer row, c) at the same LDM offset (GET only).
+enum class DmaMode { pe, bcast, row, brow };
+
+struct DmaDesc {
+  DmaOp op = DmaOp::get;
+  DmaMode mode = DmaMode::pe;
+  std::size_t size = 0;    // bytes moved (per receiving CPE, except row mode: in total)
+  std::size_t block = 0;   // strided mode: bytes per contiguous block in memory (0: contiguous)
+  std::size_t stride = 0;  // strided mode: bytes skipped in memory between blocks
+  std::uint8_t bcast_mask = 0xff;
+};
+
+// The reply word: each completed DMA adds one.
+struct DmaReply {
+  int value = 0;
+};
+
+enum class Scope { row, column, array };
+
+struct KernelStats {
+  std::string kernel;
+  std::int64_t cycles = 0;  // spawn to join, including both overheads
+  std::int64_t dma_requests = 0;
+  std::int64_t dma_bytes = 0;          // bytes moved for the kernel
+  std::int64_t dma_charged_bytes = 0;  // whole 128-B transactions
+  std::int64_t rlc_puts = 0;
+  std::int64_t syncs = 0;
+  std::int64_t ldm_peak_bytes = 0;
+  bool ldm_over_budget = false;  // some CPE went above the 60 KB budget (warned once)
+  double seconds(const Params& p) const { return p.seconds(double(cycles)); }
+  KernelStats& operator+=(const KernelStats& o);
+};
+
+class CoreGroup;
+
+class Cpe {
+ public:
+  int id() const { return id_; }
+  int row() const { return id_ / mesh; }
+  int col() const { return id_ % mesh; }
+  const std::string& kernel() const;
+  const Params& params() const;
+  // "core group 0, CPE 9 (row 1, column 1), kernel 'gemm'"
+  std::string where() const;
+
+  // ---- local store: a bump allocator over a real 64 KB arena
+  void* ldm_alloc(std::size_t bytes, std::size_t align = 32);
+  template <class T>
+  T* ldm_array(std::size_t count) {
+    return static_cast<T*>(ldm_alloc(count * sizeof(T), alignof(T) < 32 ? 32 : alignof(T)));
+  }
+  // Frees everything allocated after `mark` (from ldm_used()).
+  void ldm_release(std::size_t mark);
+  std::size_t ldm_used() const { return ldm_top_; }
+  std::byte* ldm_base() { return ldm_.get(); }
+
+  // ---- DMA (asynchronous; the data moves at simulated completion)
+  void dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply);
+  void dma_get(void* ldm, const void* mem, std::size_t bytes, DmaReply& reply);
+  void dma_put(void* mem, const void* ldm, std::size_t bytes, DmaReply& reply);
+  // Strided: `blocks` blocks of `block` bytes, `stride` bytes apart (start to start) in memory.
+  void dma_get_strided(void* ldm, const void* mem, std::size_t blocks, std::size_t block, std::size_t pitch,
+                       DmaReply& reply);
+  void dma_put_strided(void* mem, const void* ldm, std::size_t blocks, std::size_t block, std::size_t pitch,
+                       DmaReply& reply);
+  // Blocks until reply.value >= count.
+  void dma_wait(DmaReply& reply, int count);
+  // Throws if [p, p+bytes) of this CPE's LDM is the target of a GET, or the
+  // source of a PUT, that has not been waited for. Kernels call it at the
+  // block level before they read (or overwrite) a buffer.
+  void check_ready(const void* p, std::size_t bytes) const;
+
+  // ---- register communication (32 bytes per put)
+  static constexpr int broadcast = -1;
+  void putr(const void* data32, int dst_col);  // dst_col or broadcast (the other 7 of the row)
+  void putc(const void* data32, int dst_row);
+  void getr(void* data32);
+  void getc(void* data32);
+
+  // ---- synchronisation (athread_syn)
+  void sync(Scope scope);
+
+  // ---- cycle accounting
+  std::int64_t rpcc() const { return clock_; }
+  void charge(std::int64_t cycles) { clock_ += cycles; }
+  // Dual issue: P0 (floating point) and P1 (LDM, RLC, branches) in parallel.
+  void charge_issue(double p0, double p1);
+  // `vmads` vector multiply-adds of the GEMM inner kernel, in loops of
+  // `iterations` steps of 16 vmads (prologue + (n-1) * steady + epilogue).
+  void charge_gemm_inner(double loops, double iterations, double cycles_per_16 = 0);
+  // float <-> double conversion of `elements` in LDM (P1 bound).
+  void charge_widen(double elements);
+  // Elementwise vector work: `vector_ops` P0 and `ldm_ops` P1 per 4 elements.
+  void charge_elementwise(double elements, double vector_ops, double ldm_ops);
+
+  // The 8 CPEs of this row / column, and the whole group, for block-level
+  // register-communication kernels that read peers' LDM after a sync.
+  Cpe& peer(int row, int col);
+  CoreGroup& group() { return *group_; }
+  // Whether kernels compute numerics (false: timing only).
+  bool numerics() const;
+
+ private:
+  friend class CoreGroup;
+  enum class State { ready, get_row, get_col, put_row, put_col, sync, done };
+  struct Packet {
+    std::array<std::byte, rlc_bytes> data;
+    std::int64_t arrival;
+  };
+  struct Fifo {
+    std::deque<Packet> packets;
+  };
+
+  void order();  // let an earlier CPE run first
+  void block(State state);
+  void put(Fifo Cpe::*fifo, State blocked_state, bool along_row, int dst, const void* data);
+  void get(Fifo Cpe::*fifo, State blocked_state, void* data);
+
+  CoreGroup* group_ = nullptr;
+  int id_ = 0;
+  std::int64_t clock_ = 0;
+  State state_ = State::done;
+  struct AlignedDelete {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(128)); }
+  };
+  std::unique_ptr<std::byte[], AlignedDelete> ldm_;
+  std::size_t ldm_top_ = 0;
+  std::size_t ldm_peak_ = 0;
+  Fifo row_fifo_, col_fifo_;
+  std::vector<double> dma_starts_;  // server start times of this CPE's requests in flight
+  Scope sync_scope_ = Scope::array;
+  // this CPE's DMAs in flight (reply word, completion) and how many in-flight DMAs touch its LDM
+  std::vector<std::pair<DmaReply*, double>> issued_;
+  int targeted_ = 0;
+  struct Context;
+  std::unique_ptr<Context> context_;
+};
+
+class CoreGroup {
+ public:
+  CoreGroup(int index, Params params);
+  ~CoreGroup();
+  CoreGroup(const CoreGroup&) = delete;
+  CoreGroup& operator=(const CoreGroup&) = delete;
+
+  int index() const { return index_; }
+  const Params& params() const { return params_; }
+  Cpe& cpe(int id) { return cpes_[id]; }
+  Cpe& cpe(int row, int col) { return cpes_[row * mesh + col]; }
+
+  // athread_spawn + athread_join: runs body on the 64 CPEs (body may return
+  // at once on CPEs it does not use). Throws SimulationError on a rule broken.
+  KernelStats run(std::string kernel, const std::function<void(Cpe&)>& body);
+
+  // The group's simulated clock (the MPE's), in cycles.
+  std::int64_t clock() const { return clock_; }
+  // MPE work: flops at the MPE's rate, bytes at its copy rate.
+  std::int64_t mpe_compute(double flops);
+  std::int64_t mpe_copy(double bytes);
+  void advance(std::int64_t cycles) { clock_ += cycles; }
+  void set_clock(std::int64_t cycles) { clock_ = cycles; }
+  // Totals over all kernels run so far.
+  const KernelStats& totals() const { return totals_; }
+  // Whether numerics run (false: timing only, kernels skip host arithmetic).
+  bool numerics() const { return numerics_; }
+  void set_numerics(bool on) { numerics_ = on; }
+
+ private:
+  friend class Cpe;
+  struct Pending {
+    double completion;
+    std::int64_t seq;
+    int issuer;
+    DmaDesc desc;
+    std::byte* mem;
+    std::size_t ldm_offset;
+    std::uint64_t targets;  // bit per CPE whose LDM is written (GET) or read (PUT)
+    DmaReply* reply;
+  };
+
+  void schedule();
+  void run_fiber(Cpe& cpe);
+ public:
+  // (fiber entry point; not for kernels)
+  void enter_fiber(Cpe& cpe) { run_fiber(cpe); }
+ private:
+  void switch_to_scheduler(Cpe& cpe);
+  void land(Pending& p);
+  void land_until(double time);
+  void deadlock();  // records the failure
+  int active_cpes() const;
+  std::uint64_t dma_targets(const Cpe& issuer, const DmaDesc& desc) const;
+  // Keeps ready_at_ in step with a CPE's state and clock.
+  void refresh(const Cpe& c) {
+    ready_at_[std::size_t(c.id_)] = c.state_ == Cpe::State::ready ? c.clock_ : never;
+  }
+  static constexpr std::int64_t never = INT64_MAX;
+
+  int index_;
+  Params params_;
+  std::vector<Cpe> cpes_;
+  std::array<std::int64_t, cpes_per_group> ready_at_{};  // clock of each ready CPE, never otherwise
+  int live_ = 0;                                         // CPEs not done
+  std::int64_t clock_ = 0;
+  std::string kernel_;
+  KernelStats stats_;
+  KernelStats totals_;
+  double dma_free_ = 0;  // when the DMA server is next idle (cycles)
+  std::int64_t dma_seq_ = 0;
+  std::deque<Pending> pending_;
+  Cpe* current_ = nullptr;
+  std::exception_ptr failure_;
+  bool numerics_ = true;
+  bool warned_budget_ = false;
+  struct SchedulerContext;
+  std::unique_ptr<SchedulerContext> scheduler_;
+};
+
+}  // namespace taihu::sw26010

@@ -1,0 +1,244 @@
+#include "devices/sw26010/gemm.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace taihu::sw26010 {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
+// Register blocks of the inner kernel: 4 x 16 doubles of C per loop, so a
+// tile_m x tile_n tile takes tile_m * tile_n / 64 loops of tile_k iterations
+// (16 vmads each) per register-communication step.
+double inner_loops(int tile_m, int tile_n) { return std::max(1.0, double(tile_m) * tile_n / 64.0); }
+
+}  // namespace
+
+std::size_t GemmBlocking::ldm_bytes() const {
+  const std::size_t ak = std::size_t(tile_m) * tile_k, bk = std::size_t(tile_k) * tile_n;
+  // two float buffers of A and B (double-buffered DMA), one widened double copy, double C
+  const std::size_t cc = std::size_t(tile_m) * tile_n;
+  return 2 * (ak + bk) * sizeof(float) + (ak + bk) * sizeof(double) + cc * (sizeof(double) + sizeof(float)) + 256;
+}
+
+GemmBlocking GemmBlocking::choose(std::int64_t m, std::int64_t n, std::int64_t k, const Params& params) {
+  GemmBlocking g;
+  g.tile_m = int(std::clamp<std::int64_t>(round_up(ceil_div(m, 8), 4), 4, 32));
+  g.tile_n = int(std::clamp<std::int64_t>(round_up(ceil_div(n, 8), 4), 4, 32));
+  g.tile_k = int(std::clamp<std::int64_t>(round_up(ceil_div(k, 8), 4), 4, 256));
+  while (g.tile_k > 4 && g.ldm_bytes() > std::size_t(params.ldm_budget_bytes)) g.tile_k -= 4;
+  // as few K blocks as fit, evenly sized (no padded tail block)
+  const std::int64_t k8 = ceil_div(k, 8), blocks = ceil_div(k8, g.tile_k);
+  g.tile_k = int(round_up(ceil_div(k8, blocks), 4));
+  return g;
+}
+
+KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                 float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                 std::int64_t ldc) {
+  return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}});
+}
+
+KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,
+                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems) {
+  std::int64_t max_k = 1;
+  for (const auto& p : problems)
+    for (const auto& s : p.segments) max_k = std::max(max_k, s.k);
+  const auto blocking = GemmBlocking::choose(m, n, max_k, cg.params());
+  const int tm = blocking.tile_m, tn = blocking.tile_n, tk = blocking.tile_k;
+  const std::int64_t bm = 8 * tm, bn = 8 * tn, bk = 8 * tk;
+  const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn);
+  const bool numerics = cg.numerics();
+  const bool at = trans_a == Transpose::yes, bt = trans_b == Transpose::yes;
+
+  // The schedule: one step per (problem, C block, segment, K block).
+  struct Step {
+    std::int32_t problem, segment;
+    std::int64_t mb, nb, kb;
+    bool first, last;  // of its C block
+  };
+  std::vector<Step> steps;
+  for (std::size_t p = 0; p < problems.size(); ++p)
+    for (std::int64_t mb = 0; mb < blocks_m; ++mb)
+      for (std::int64_t nb = 0; nb < blocks_n; ++nb) {
+        const std::size_t first = steps.size();
+        for (std::size_t s = 0; s < problems[p].segments.size(); ++s)
+          for (std::int64_t kb = 0; kb < ceil_div(problems[p].segments[s].k, bk); ++kb)
+            steps.push_back({std::int32_t(p), std::int32_t(s), mb, nb, kb, false, false});
+        if (steps.size() == first) steps.push_back({std::int32_t(p), -1, mb, nb, 0, false, false});  // C = beta C
+        steps[first].first = true;
+        steps.back().last = true;
+      }
+
+  // Host scratch standing in for the registers: after the step's array sync
+  // every CPE's widened tiles are final, so the first CPE to run gathers the
+  // whole block (A: bm x bk, B: bk x bn) and computes its product once with one
+  // large dgemm; each CPE then adds its own tile to the C tile in its LDM.
+  // (The same sums as 64 per-CPE products over the broadcast panels, done at
+  // host speed.)
+  std::vector<double> block_a(numerics ? std::size_t(bm) * bk : 0), block_b(numerics ? std::size_t(bk) * bn : 0),
+      block_c(numerics ? std::size_t(bm) * bn : 0);
+  std::int64_t computed_step = -1;
+
+  return cg.run(kernel, [&](Cpe& cpe) {
+    const int i = cpe.row(), j = cpe.col();
+    const std::size_t a_elems = std::size_t(tm) * tk, b_elems = std::size_t(tk) * tn;
+    float* fa[2] = {cpe.ldm_array<float>(a_elems), cpe.ldm_array<float>(a_elems)};
+    float* fb[2] = {cpe.ldm_array<float>(b_elems), cpe.ldm_array<float>(b_elems)};
+    double* wa = cpe.ldm_array<double>(a_elems);
+    double* wb = cpe.ldm_array<double>(b_elems);
+    double* wc = cpe.ldm_array<double>(std::size_t(tm) * tn);
+    float* fc = cpe.ldm_array<float>(std::size_t(tm) * tn);
+    DmaReply reply;
+    int expected = 0;
+
+    struct Extent {
+      std::int64_t rows, cols, col_offset = 0;  // col_offset: first valid column within the tile
+    };
+    // This CPE's tiles of a step: op(A) rows [r0, r0+tm) x K [ka, ka+tk), op(B) K [kb, kb+tk) x cols [c0, c0+tn).
+    struct Tiles {
+      std::int64_t r0, c0, ka, kb;
+      Extent ea, eb;
+      const GemmSegment* seg;
+    };
+    auto tiles_of = [&](const Step& st) {
+      Tiles t{};
+      t.r0 = st.mb * bm + i * tm;
+      t.c0 = st.nb * bn + j * tn;
+      if (st.segment < 0) return t;
+      t.seg = &problems[st.problem].segments[st.segment];
+      const std::int64_t k = t.seg->k;
+      t.ka = st.kb * bk + j * tk;
+      t.kb = st.kb * bk + i * tk;
+      t.ea = {std::clamp<std::int64_t>(m - t.r0, 0, tm), std::clamp<std::int64_t>(k - t.ka, 0, tk)};
+      const std::int64_t n_end = t.seg->n_end < 0 ? n : std::min(n, t.seg->n_end);
+      const std::int64_t lo = std::max(t.c0, t.seg->n_begin), hi = std::min(t.c0 + tn, n_end);
+      t.eb = {std::clamp<std::int64_t>(k - t.kb, 0, tk), std::max<std::int64_t>(hi - lo, 0), lo - t.c0};
+      return t;
+    };
+    // GET of a stored tile (rows x cols of op(X) at r0, c0).
+    auto fetch = [&](float* dst, const float* base, std::int64_t ld, bool trans, std::int64_t r0, std::int64_t c0,
+                     Extent e) {
+      if (e.rows == 0 || e.cols == 0) return;
+      const std::int64_t blocks = trans ? e.cols : e.rows, elems = trans ? e.rows : e.cols;
+      const float* origin = trans ? base + c0 * ld + r0 : base + r0 * ld + c0;
+      cpe.dma_get_strided(dst, origin, std::size_t(blocks), std::size_t(elems) * 4, std::size_t(ld) * 4, reply);
+      ++expected;
+    };
+    auto issue = [&](std::size_t step, int buf) {
+      const Tiles t = tiles_of(steps[step]);
+      if (!t.seg) return;
+      fetch(fa[buf], t.seg->a, t.seg->lda, at, t.r0, t.ka, t.ea);
+      fetch(fb[buf], t.seg->b, t.seg->ldb, bt, t.kb, t.c0 + t.eb.col_offset - t.seg->n_begin, t.eb);
+    };
+    // Widen a landed tile into a row-major double tile (rows x cols) with zero padding.
+    auto widen_tile = [&](double* dst, const float* src, bool trans, Extent e, int rows, int cols) {
+      if (numerics) {
+        std::fill(dst, dst + std::size_t(rows) * cols, 0.0);
+        double* d = dst + e.col_offset;
+        if (!trans) {
+          for (std::int64_t r = 0; r < e.rows; ++r)
+            for (std::int64_t q = 0; q < e.cols; ++q) d[r * cols + q] = src[r * e.cols + q];
+        } else {
+          for (std::int64_t q = 0; q < e.cols; ++q)
+            for (std::int64_t r = 0; r < e.rows; ++r) d[r * cols + q] = src[q * e.rows + r];
+        }
+      }
+      cpe.charge_widen(double(rows) * cols);
+    };
+
+    if (!steps.empty()) issue(0, 0);
+    for (std::size_t step = 0; step < steps.size(); ++step) {
+      const Step& st = steps[step];
+      const GemmProblem& prob = problems[st.problem];
+      const Tiles t = tiles_of(st);
+      const Extent ce{std::clamp<std::int64_t>(m - t.r0, 0, tm), std::clamp<std::int64_t>(n - t.c0, 0, tn)};
+      const int cur = int(step % 2);
+      if (st.first) {
+        // C tile: beta * C (needs the old C) or zeros
+        if (numerics) std::fill(wc, wc + std::size_t(tm) * tn, 0.0);
+        if (beta != 0.0f && ce.rows > 0 && ce.cols > 0) {
+          cpe.dma_wait(reply, expected);  // the previous C tile has left
+          cpe.dma_get_strided(fc, prob.c + t.r0 * prob.ldc + t.c0, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
+                              std::size_t(prob.ldc) * 4, reply);
+          cpe.dma_wait(reply, ++expected);
+          if (numerics)
+            for (std::int64_t r = 0; r < ce.rows; ++r)
+              for (std::int64_t q = 0; q < ce.cols; ++q) wc[r * tn + q] = double(beta) * fc[r * ce.cols + q];
+          cpe.charge_widen(double(ce.rows) * ce.cols);
+        }
+      }
+      if (t.seg) {
+        cpe.dma_wait(reply, expected);  // this step's tiles (and any earlier PUT)
+        cpe.check_ready(fa[cur], a_elems * 4);
+        cpe.check_ready(fb[cur], b_elems * 4);
+        widen_tile(wa, fa[cur], at, t.ea, tm, tk);
+        widen_tile(wb, fb[cur], bt, t.eb, tk, tn);
+      }
+      // the next step's tiles (possibly of the next C block) arrive during this one
+      if (step + 1 < steps.size()) issue(step + 1, 1 - cur);
+      if (t.seg) {
+        // the 8 broadcast steps need every peer's widened tiles (row and column: one array sync)
+        cpe.sync(Scope::array);
+        if (numerics) {
+          if (computed_step != std::int64_t(step)) {
+            const std::size_t wa_off = reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
+            const std::size_t wb_off = reinterpret_cast<std::byte*>(wb) - cpe.ldm_base();
+            for (int r = 0; r < 8; ++r)
+              for (int q = 0; q < 8; ++q) {
+                // A tile of CPE (r, q): rows r*tm.., K q*tk..; B tile of CPE (r, q): K r*tk.., cols q*tn..
+                const auto* ta = reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wa_off);
+                const auto* tb = reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wb_off);
+                for (int x = 0; x < tm; ++x)
+                  std::memcpy(block_a.data() + std::size_t(r * tm + x) * bk + q * tk, ta + x * tk, std::size_t(tk) * 8);
+                for (int x = 0; x < tk; ++x)
+                  std::memcpy(block_b.data() + std::size_t(r * tk + x) * bn + q * tn, tb + x * tn, std::size_t(tn) * 8);
+              }
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bm), int(bn), int(bk), double(alpha),
+                        block_a.data(), int(bk), block_b.data(), int(bn), 0.0, block_c.data(), int(bn));
+            computed_step = std::int64_t(step);
+          }
+          for (int x = 0; x < tm; ++x) {
+            const double* src = block_c.data() + std::size_t(i * tm + x) * bn + j * tn;
+            double* dst = wc + x * tn;
+            for (int y = 0; y < tn; ++y) dst[y] += src[y];
+          }
+        }
+        cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk);
+        // nobody overwrites its widened tiles while a peer may still read them
+        cpe.sync(Scope::array);
+      }
+      if (st.last && ce.rows > 0 && ce.cols > 0) {
+        // narrow C and write it back (the PUT overlaps the next block's start)
+        cpe.dma_wait(reply, expected);
+        cpe.check_ready(fc, std::size_t(ce.rows * ce.cols) * 4);
+        if (numerics)
+          for (std::int64_t r = 0; r < ce.rows; ++r)
+            for (std::int64_t q = 0; q < ce.cols; ++q) fc[r * ce.cols + q] = float(wc[r * tn + q]);
+        cpe.charge_widen(double(ce.rows) * ce.cols);
+        cpe.dma_put_strided(prob.c + t.r0 * prob.ldc + t.c0, fc, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
+                            std::size_t(prob.ldc) * 4, reply);
+        ++expected;
+      }
+    }
+    cpe.dma_wait(reply, expected);
+  });
+}
+
+KernelStats ldm_gemm_primitive(CoreGroup& cg, int tile_m, int tile_n, int tile_k) {
+  return cg.run("ldm_gemm", [&](Cpe& cpe) {
+    cpe.ldm_array<double>(std::size_t(tile_m) * tile_k);
+    cpe.ldm_array<double>(std::size_t(tile_k) * tile_n);
+    cpe.ldm_array<double>(std::size_t(tile_m) * tile_n);
+    cpe.sync(Scope::array);
+    cpe.charge_gemm_inner(8 * inner_loops(tile_m, tile_n), tile_k);
+    cpe.sync(Scope::array);
+  });
+}
+
+}  // namespace taihu::sw26010

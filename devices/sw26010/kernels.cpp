@@ -1,0 +1,516 @@
+#include "devices/sw26010/kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/common/check.hpp"
+
+namespace taihu::sw26010 {
+
+namespace {
+
+constexpr std::int64_t chunk_floats = 2048;
+
+// Chunks of a N x C x spatial tensor: planes cut into pieces of <= chunk_floats.
+struct Chunking {
+  std::int64_t planes, spatial, per_plane, count;
+  Chunking(std::int64_t planes_, std::int64_t spatial_)
+      : planes(planes_), spatial(spatial_), per_plane((spatial_ + chunk_floats - 1) / chunk_floats),
+        count(planes_ * per_plane) {}
+  std::int64_t plane(std::int64_t chunk) const { return chunk / per_plane; }
+  std::int64_t offset(std::int64_t chunk) const { return plane(chunk) * spatial + (chunk % per_plane) * chunk_floats; }
+  std::int64_t length(std::int64_t chunk) const {
+    return std::min(chunk_floats, spatial - (chunk % per_plane) * chunk_floats);
+  }
+};
+
+// Streams up to 3 inputs through LDM chunk by chunk (CPE k takes chunks k,
+// k+64, ...), double-buffered, and PUTs the output chunk if `out` is set.
+// body(cpe, chunk, inputs, output, length) computes in LDM.
+template <class Body>
+void stream(Cpe& cpe, const Chunking& ch, const std::array<const float*, 3>& ins, int n_in, float* out, Body&& body) {
+  float* in_buf[2][3] = {};
+  float* out_buf[2] = {};
+  for (int b = 0; b < 2; ++b) {
+    for (int k = 0; k < n_in; ++k) in_buf[b][k] = cpe.ldm_array<float>(chunk_floats);
+    if (out) out_buf[b] = cpe.ldm_array<float>(chunk_floats);
+  }
+  DmaReply gets, puts;
+  int gets_expected = 0, puts_expected = 0;
+  auto issue = [&](std::int64_t chunk, int b) {
+    for (int k = 0; k < n_in; ++k) {
+      cpe.dma_get(in_buf[b][k], ins[k] + ch.offset(chunk), std::size_t(ch.length(chunk)) * 4, gets);
+      ++gets_expected;
+    }
+  };
+  int index = 0;
+  std::int64_t first = cpe.id();
+  if (first < ch.count) issue(first, 0);
+  std::int64_t put_done_at[2] = {0, 0};
+  for (std::int64_t chunk = first; chunk < ch.count; chunk += cpes_per_group, ++index) {
+    const int b = index % 2;
+    cpe.dma_wait(gets, gets_expected);
+    if (chunk + cpes_per_group < ch.count) issue(chunk + cpes_per_group, 1 - b);
+    const auto len = ch.length(chunk);
+    if (out) cpe.dma_wait(puts, int(put_done_at[b]));  // out_buf[b]'s previous PUT has left
+    for (int k = 0; k < n_in; ++k) cpe.check_ready(in_buf[b][k], std::size_t(len) * 4);
+    const float* const in_ptrs[3] = {in_buf[b][0], in_buf[b][1], in_buf[b][2]};
+    body(cpe, chunk, in_ptrs, out_buf[b], len);
+    if (out) {
+      cpe.dma_put(out + ch.offset(chunk), out_buf[b], std::size_t(len) * 4, puts);
+      put_done_at[b] = ++puts_expected;
+    }
+  }
+  if (out) cpe.dma_wait(puts, puts_expected);
+}
+
+}  // namespace
+
+KernelStats relu_forward(CoreGroup& cg, const float* x, float* y, std::int64_t n, float slope) {
+  const Chunking ch(1, n);
+  return cg.run("relu_forward", [&](Cpe& cpe) {
+    stream(cpe, ch, {x}, 1, y, [&](Cpe& c, std::int64_t, const float* const* in, float* out, std::int64_t len) {
+      if (c.numerics())
+        for (std::int64_t i = 0; i < len; ++i) out[i] = in[0][i] > 0 ? in[0][i] : slope * in[0][i];
+      c.charge_elementwise(double(len), 2, 2);  // compare + select; load + store
+    });
+  });
+}
+
+KernelStats relu_backward(CoreGroup& cg, const float* x, const float* dy, float* dx, std::int64_t n, float slope) {
+  const Chunking ch(1, n);
+  return cg.run("relu_backward", [&](Cpe& cpe) {
+    stream(cpe, ch, {x, dy}, 2, dx, [&](Cpe& c, std::int64_t, const float* const* in, float* out, std::int64_t len) {
+      if (c.numerics())
+        for (std::int64_t i = 0; i < len; ++i) out[i] = in[0][i] > 0 ? in[1][i] : slope * in[1][i];
+      c.charge_elementwise(double(len), 2, 3);
+    });
+  });
+}
+
+KernelStats copy(CoreGroup& cg, const float* x, float* y, std::int64_t n) {
+  const Chunking ch(1, n);
+  return cg.run("copy", [&](Cpe& cpe) {
+    stream(cpe, ch, {x}, 1, y, [&](Cpe& c, std::int64_t, const float* const* in, float* out, std::int64_t len) {
+      if (c.numerics()) std::memcpy(out, in[0], std::size_t(len) * 4);
+      c.charge_elementwise(double(len), 0, 2);
+    });
+  });
+}
+
+KernelStats eltwise_sum(CoreGroup& cg, const float* a, const float* b, float* y, std::int64_t n, float ca, float cb) {
+  const Chunking ch(1, n);
+  return cg.run("eltwise_sum", [&](Cpe& cpe) {
+    stream(cpe, ch, {a, b}, 2, y, [&](Cpe& c, std::int64_t, const float* const* in, float* out, std::int64_t len) {
+      if (c.numerics())
+        for (std::int64_t i = 0; i < len; ++i) out[i] = ca * in[0][i] + cb * in[1][i];
+      c.charge_elementwise(double(len), 2, 3);
+    });
+  });
+}
+
+KernelStats channel_affine(CoreGroup& cg, const float* x, float* y, std::int64_t batch, std::int64_t channels,
+                           std::int64_t spatial, const float* scale, const float* shift) {
+  const Chunking ch(batch * channels, spatial);
+  return cg.run("channel_affine", [&](Cpe& cpe) {
+    // the per-channel coefficients come in once
+    float* sc = cpe.ldm_array<float>(std::size_t(channels));
+    float* sh = cpe.ldm_array<float>(std::size_t(channels));
+    DmaReply r;
+    int expected = 0;
+    cpe.dma_get(sc, scale, std::size_t(channels) * 4, r), ++expected;
+    if (shift) cpe.dma_get(sh, shift, std::size_t(channels) * 4, r), ++expected;
+    cpe.dma_wait(r, expected);
+    if (!shift) std::fill(sh, sh + channels, 0.0f);
+    stream(cpe, ch, {x}, 1, y, [&](Cpe& c, std::int64_t chunk, const float* const* in, float* out, std::int64_t len) {
+      const auto channel = ch.plane(chunk) % channels;
+      const float a = sc[channel], b = sh[channel];
+      if (c.numerics())
+        for (std::int64_t i = 0; i < len; ++i) out[i] = a * in[0][i] + b;
+      c.charge_elementwise(double(len), 1, 2);
+    });
+  });
+}
+
+KernelStats channel_sums(CoreGroup& cg, const float* x, const float* y, std::int64_t batch, std::int64_t channels,
+                         std::int64_t spatial, double* sum, double* sum2) {
+  const Chunking ch(batch * channels, spatial);
+  // per-chunk partial sums, written by the CPEs, added by the MPE
+  std::vector<double> partial(std::size_t(ch.count) * 2, 0.0);
+  auto stats = cg.run("channel_sums", [&](Cpe& cpe) {
+    const std::int64_t mine = (ch.count - cpe.id() + cpes_per_group - 1) / cpes_per_group;
+    double* results = cpe.ldm_array<double>(std::size_t(std::max<std::int64_t>(mine, 1)) * 2);
+    int index = 0;
+    const std::array<const float*, 3> ins{x, y ? y : x, nullptr};
+    stream(cpe, ch, ins, y ? 2 : 1, nullptr,
+           [&](Cpe& c, std::int64_t, const float* const* in, float*, std::int64_t len) {
+             double s = 0, s2 = 0;
+             if (c.numerics()) {
+               const float* other = y ? in[1] : in[0];
+               for (std::int64_t i = 0; i < len; ++i) s += in[0][i], s2 += double(in[0][i]) * other[i];
+             }
+             results[2 * index] = s, results[2 * index + 1] = s2;
+             ++index;
+             c.charge_elementwise(double(len), 4, double(y ? 2 : 1));  // widen + 2 vmad per 4 elements
+           });
+    if (mine > 0) {
+      // chunks k, k+64, ... land in partial[] at stride 64 (strided PUT of 16-B blocks)
+      DmaReply r;
+      cpe.dma_put_strided(partial.data() + 2 * cpe.id(), results, std::size_t(mine), 16,
+                          std::size_t(cpes_per_group) * 16, r);
+      cpe.dma_wait(r, 1);
+    }
+  });
+  std::fill(sum, sum + channels, 0.0);
+  std::fill(sum2, sum2 + channels, 0.0);
+  for (std::int64_t k = 0; k < ch.count; ++k) {
+    const auto channel = ch.plane(k) % channels;
+    sum[channel] += partial[2 * k];
+    sum2[channel] += partial[2 * k + 1];
+  }
+  stats.cycles += cg.mpe_compute(2.0 * double(ch.count));
+  return stats;
+}
+
+// ------------------------------------------------------------- pooling
+
+namespace {
+std::int64_t pooled(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
+  std::int64_t out = (in + 2 * pad - kernel + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= in + pad) --out;
+  return out;
+}
+struct Window {
+  std::int64_t begin, end, padded;
+};
+Window window(std::int64_t o, std::int64_t stride, std::int64_t pad, std::int64_t kernel, std::int64_t in) {
+  const std::int64_t start = o * stride - pad, padded_end = std::min(start + kernel, in + pad);
+  return {std::max<std::int64_t>(start, 0), std::min(padded_end, in), padded_end - start};
+}
+}  // namespace
+
+std::int64_t PoolGeometry::out_height() const { return pooled(height, kernel_h, stride_h, pad_h); }
+std::int64_t PoolGeometry::out_width() const { return pooled(width, kernel_w, stride_w, pad_w); }
+
+namespace {
+// Output-row bands of a plane whose input rows and output rows fit `budget` floats.
+std::int64_t band_rows(const PoolGeometry& g, std::int64_t budget, int in_copies, int out_copies) {
+  const std::int64_t ow = g.out_width(), oh = g.out_height();
+  for (std::int64_t rows = oh; rows > 1; --rows) {
+    const std::int64_t in_rows = std::min(g.height, (rows - 1) * g.stride_h + g.kernel_h);
+    if (in_copies * in_rows * g.width + out_copies * rows * ow <= budget) return rows;
+  }
+  return 1;
+}
+}  // namespace
+
+KernelStats pool_forward(CoreGroup& cg, const PoolGeometry& g, const float* x, float* y, std::int64_t planes) {
+  const std::int64_t oh = g.out_height(), ow = g.out_width();
+  const std::int64_t rows = band_rows(g, 11 * 1024, 1, 1);
+  require<SimulationError>(std::min(g.height, g.kernel_h) * g.width + ow <= 11 * 1024,
+                           "pool_forward: one pooling window row band ({} x {}) does not fit the LDM", g.kernel_h,
+                           g.width);
+  const std::int64_t bands = (oh + rows - 1) / rows, tasks = planes * bands;
+  const std::int64_t in_floats = std::min(g.height, (rows - 1) * g.stride_h + g.kernel_h) * g.width;
+  return cg.run("pool_forward", [&](Cpe& cpe) {
+    float* in = cpe.ldm_array<float>(std::size_t(in_floats));
+    float* out = cpe.ldm_array<float>(std::size_t(rows * ow));
+    DmaReply r;
+    int expected = 0;
+    for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
+      const std::int64_t p = t / bands, o0 = (t % bands) * rows, o1 = std::min(oh, o0 + rows);
+      const std::int64_t h0 = window(o0, g.stride_h, g.pad_h, g.kernel_h, g.height).begin;
+      const std::int64_t h1 = window(o1 - 1, g.stride_h, g.pad_h, g.kernel_h, g.height).end;
+      cpe.dma_wait(r, expected);  // the previous band's output has left
+      cpe.dma_get(in, x + p * g.height * g.width + h0 * g.width, std::size_t((h1 - h0) * g.width) * 4, r);
+      cpe.dma_wait(r, ++expected);
+      cpe.check_ready(in, std::size_t((h1 - h0) * g.width) * 4);
+      if (cpe.numerics()) {
+        for (std::int64_t o = o0; o < o1; ++o) {
+          const Window wh = window(o, g.stride_h, g.pad_h, g.kernel_h, g.height);
+          for (std::int64_t q = 0; q < ow; ++q) {
+            const Window ww = window(q, g.stride_w, g.pad_w, g.kernel_w, g.width);
+            float acc = g.max ? -std::numeric_limits<float>::infinity() : 0.0f;
+            for (std::int64_t ih = wh.begin; ih < wh.end; ++ih)
+              for (std::int64_t iw = ww.begin; iw < ww.end; ++iw) {
+                const float v = in[(ih - h0) * g.width + iw];
+                acc = g.max ? (v > acc ? v : acc) : acc + v;
+              }
+            out[(o - o0) * ow + q] = g.max ? acc : acc / float(wh.padded * ww.padded);
+          }
+        }
+      }
+      // per output: kernel_h * kernel_w compares or adds, vectorised 4 wide over outputs
+      cpe.charge_elementwise(double((o1 - o0) * ow), double(g.kernel_h * g.kernel_w),
+                             double(g.kernel_h * g.kernel_w) + 1);
+      cpe.dma_put(y + p * oh * ow + o0 * ow, out, std::size_t((o1 - o0) * ow) * 4, r);
+      ++expected;
+    }
+    cpe.dma_wait(r, expected);
+  });
+}
+
+KernelStats pool_backward(CoreGroup& cg, const PoolGeometry& g, const float* x, const float* dy, float* dx,
+                          std::int64_t planes) {
+  // Tasks are bands of input rows; each gathers the output rows whose windows
+  // touch the band (and, for max, the input rows of those windows).
+  const std::int64_t oh = g.out_height(), ow = g.out_width();
+  const std::int64_t budget = 13 * 1024;
+  std::int64_t band = g.height;
+  auto need = [&](std::int64_t b, std::int64_t& o_lo, std::int64_t& o_hi, std::int64_t& x_lo, std::int64_t& x_hi,
+                  std::int64_t i0) {
+    const std::int64_t i1 = std::min(g.height, i0 + b);
+    o_lo = std::max<std::int64_t>(0, (i0 + g.pad_h - g.kernel_h) / g.stride_h);
+    while (o_lo < oh && window(o_lo, g.stride_h, g.pad_h, g.kernel_h, g.height).end <= i0) ++o_lo;
+    o_hi = std::min(oh, (i1 - 1 + g.pad_h) / g.stride_h + 1);
+    x_lo = o_hi > o_lo ? window(o_lo, g.stride_h, g.pad_h, g.kernel_h, g.height).begin : i0;
+    x_hi = o_hi > o_lo ? window(o_hi - 1, g.stride_h, g.pad_h, g.kernel_h, g.height).end : i0;
+  };
+  // the largest x rows and dy rows any band of `b` input rows needs
+  std::int64_t max_x = 0, max_o = 0;
+  auto sizes = [&](std::int64_t b) {
+    max_x = max_o = 0;
+    for (std::int64_t i0 = 0; i0 < g.height; i0 += b) {
+      std::int64_t o_lo, o_hi, x_lo, x_hi;
+      need(b, o_lo, o_hi, x_lo, x_hi, i0);
+      max_x = std::max(max_x, x_hi - x_lo), max_o = std::max(max_o, o_hi - o_lo);
+    }
+    return (g.max ? max_x * g.width : 0) + max_o * ow + b * g.width;
+  };
+  while (band > 1 && sizes(band) > budget) --band;
+  require<SimulationError>(sizes(band) <= budget, "pool_backward: a band of {}-wide rows does not fit the LDM",
+                           g.width);
+  const std::int64_t bands = (g.height + band - 1) / band, tasks = planes * bands;
+  return cg.run("pool_backward", [&](Cpe& cpe) {
+    float* xin = g.max ? cpe.ldm_array<float>(std::size_t(std::max<std::int64_t>(max_x * g.width, 1))) : nullptr;
+    float* din = cpe.ldm_array<float>(std::size_t(std::max<std::int64_t>(max_o * ow, 1)));
+    float* dout = cpe.ldm_array<float>(std::size_t(band * g.width));
+    DmaReply r;
+    int expected = 0;
+    for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
+      const std::int64_t p = t / bands, i0 = (t % bands) * band, i1 = std::min(g.height, i0 + band);
+      std::int64_t o_lo, o_hi, x_lo, x_hi;
+      need(band, o_lo, o_hi, x_lo, x_hi, i0);
+      cpe.dma_wait(r, expected);
+      if (o_hi > o_lo) {
+        cpe.dma_get(din, dy + p * oh * ow + o_lo * ow, std::size_t((o_hi - o_lo) * ow) * 4, r), ++expected;
+        if (g.max)
+          cpe.dma_get(xin, x + p * g.height * g.width + x_lo * g.width, std::size_t((x_hi - x_lo) * g.width) * 4, r),
+              ++expected;
+      }
+      cpe.dma_wait(r, expected);
+      cpe.check_ready(din, std::size_t((o_hi - o_lo) * ow) * 4);
+      cpe.check_ready(dout, std::size_t((i1 - i0) * g.width) * 4);
+      if (cpe.numerics()) {
+        std::fill(dout, dout + (i1 - i0) * g.width, 0.0f);
+        for (std::int64_t o = o_lo; o < o_hi; ++o) {
+          const Window wh = window(o, g.stride_h, g.pad_h, g.kernel_h, g.height);
+          for (std::int64_t q = 0; q < ow; ++q) {
+            const Window ww = window(q, g.stride_w, g.pad_w, g.kernel_w, g.width);
+            const float grad = din[(o - o_lo) * ow + q];
+            if (g.max) {
+              float best = -std::numeric_limits<float>::infinity();
+              std::int64_t bh = wh.begin, bw = ww.begin;
+              for (std::int64_t ih = wh.begin; ih < wh.end; ++ih)
+                for (std::int64_t iw = ww.begin; iw < ww.end; ++iw)
+                  if (xin[(ih - x_lo) * g.width + iw] > best) best = xin[(ih - x_lo) * g.width + iw], bh = ih, bw = iw;
+              if (bh >= i0 && bh < i1) dout[(bh - i0) * g.width + bw] += grad;
+            } else {
+              const float share = grad / float(wh.padded * ww.padded);
+              for (std::int64_t ih = std::max(wh.begin, i0); ih < std::min(wh.end, i1); ++ih)
+                for (std::int64_t iw = ww.begin; iw < ww.end; ++iw) dout[(ih - i0) * g.width + iw] += share;
+            }
+          }
+        }
+      }
+      cpe.charge_elementwise(double((o_hi - o_lo) * ow), double(g.kernel_h * g.kernel_w) * (g.max ? 2 : 1),
+                             double(g.kernel_h * g.kernel_w) * 2);
+      cpe.dma_put(dx + p * g.height * g.width + i0 * g.width, dout, std::size_t((i1 - i0) * g.width) * 4, r);
+      cpe.dma_wait(r, ++expected);
+    }
+  });
+}
+
+// ------------------------------------------------------------ im2col
+
+KernelStats im2col(CoreGroup& cg, const ConvShape& s, const float* image, float* col) {
+  const std::int64_t ho = s.out_height(), wo = s.out_width(), kk = s.kernel_h * s.kernel_w;
+  const std::int64_t tasks = s.channels * ho;
+  return cg.run("im2col", [&](Cpe& cpe) {
+    float* rows = cpe.ldm_array<float>(std::size_t(s.kernel_h * s.width));
+    float* segs = cpe.ldm_array<float>(std::size_t(kk * wo));
+    DmaReply r;
+    int expected = 0;
+    for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
+      const std::int64_t c = t / ho, o = t % ho;
+      const std::int64_t top = o * s.stride_h - s.pad_h;
+      const std::int64_t h0 = std::max<std::int64_t>(top, 0), h1 = std::min(s.height, top + s.kernel_h);
+      cpe.dma_wait(r, expected);  // segs' previous PUT has left
+      if (h1 > h0) {
+        cpe.dma_get(rows, image + (c * s.height + h0) * s.width, std::size_t((h1 - h0) * s.width) * 4, r);
+        cpe.dma_wait(r, ++expected);
+        cpe.check_ready(rows, std::size_t((h1 - h0) * s.width) * 4);
+      }
+      cpe.check_ready(segs, std::size_t(kk * wo) * 4);  // the previous PUT has read it
+      if (cpe.numerics()) {
+        for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
+          const std::int64_t ih = top + kh;
+          for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
+            float* seg = segs + (kh * s.kernel_w + kw) * wo;
+            if (ih < 0 || ih >= s.height) {
+              std::fill(seg, seg + wo, 0.0f);
+              continue;
+            }
+            const float* row = rows + (ih - h0) * s.width;
+            for (std::int64_t q = 0; q < wo; ++q) {
+              const std::int64_t iw = q * s.stride_w - s.pad_w + kw;
+              seg[q] = iw >= 0 && iw < s.width ? row[iw] : 0.0f;
+            }
+          }
+        }
+      }
+      cpe.charge_elementwise(double(kk * wo), 1, 2);  // strided LDM copy (shuffles on P0)
+      // the kh*kw segments are rows c*kk .. c*kk+kk-1 of col, Ho*Wo apart
+      cpe.dma_put_strided(col + c * kk * ho * wo + o * wo, segs, std::size_t(kk), std::size_t(wo) * 4,
+                          std::size_t(ho * wo) * 4, r);
+      ++expected;
+    }
+    cpe.dma_wait(r, expected);
+  });
+}
+
+KernelStats col2im(CoreGroup& cg, const ConvShape& s, const float* col, float* image) {
+  const std::int64_t ho = s.out_height(), wo = s.out_width(), kk = s.kernel_h * s.kernel_w;
+  const std::int64_t tasks = s.channels * s.height;
+  return cg.run("col2im", [&](Cpe& cpe) {
+    float* segs = cpe.ldm_array<float>(std::size_t(kk * wo));
+    float* row = cpe.ldm_array<float>(std::size_t(s.width));
+    DmaReply r;
+    int expected = 0;
+    for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
+      const std::int64_t c = t / s.height, h = t % s.height;
+      cpe.dma_wait(r, expected);  // row's previous PUT has left
+      // every kernel row kh whose output row o = (h + pad - kh) / stride exists
+      std::int64_t used[64];
+      int n_used = 0;
+      for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
+        const std::int64_t num = h + s.pad_h - kh;
+        if (num < 0 || num % s.stride_h != 0 || num / s.stride_h >= ho) continue;
+        const std::int64_t o = num / s.stride_h;
+        cpe.dma_get_strided(segs + kh * s.kernel_w * wo, col + (c * kk + kh * s.kernel_w) * ho * wo + o * wo,
+                            std::size_t(s.kernel_w), std::size_t(wo) * 4, std::size_t(ho * wo) * 4, r);
+        ++expected;
+        used[n_used++] = kh;
+      }
+      cpe.dma_wait(r, expected);
+      cpe.check_ready(segs, std::size_t(kk * wo) * 4);
+      cpe.check_ready(row, std::size_t(s.width) * 4);
+      if (cpe.numerics()) {
+        std::fill(row, row + s.width, 0.0f);
+        for (int u = 0; u < n_used; ++u) {
+          const std::int64_t kh = used[u];
+          for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
+            const float* seg = segs + (kh * s.kernel_w + kw) * wo;
+            for (std::int64_t q = 0; q < wo; ++q) {
+              const std::int64_t iw = q * s.stride_w - s.pad_w + kw;
+              if (iw >= 0 && iw < s.width) row[iw] += seg[q];
+            }
+          }
+        }
+      }
+      cpe.charge_elementwise(double(n_used * s.kernel_w * wo), 1, 3);
+      cpe.dma_put(image + (c * s.height + h) * s.width, row, std::size_t(s.width) * 4, r);
+      ++expected;
+    }
+    cpe.dma_wait(r, expected);
+  });
+}
+
+// ---------------------------------------------------- layout transform
+
+namespace {
+// Moves (n, c, h, w) <-> (h, c, w, n): each task is (c, h, a run of w) and
+// holds an n x w block, transposed in LDM.
+KernelStats transform(CoreGroup& cg, const char* name, bool to_hwcn, const float* src, float* dst, std::int64_t n,
+                      std::int64_t c, std::int64_t h, std::int64_t w) {
+  const std::int64_t budget = 4096;  // floats per buffer
+  const std::int64_t run = std::max<std::int64_t>(1, std::min(w, budget / std::max<std::int64_t>(n, 1)));
+  require<SimulationError>(n <= budget, "{}: batch {} too large for one LDM block", name, n);
+  const std::int64_t runs = (w + run - 1) / run, tasks = c * h * runs;
+  return cg.run(name, [&](Cpe& cpe) {
+    float* a = cpe.ldm_array<float>(std::size_t(budget));
+    float* b = cpe.ldm_array<float>(std::size_t(budget));
+    DmaReply r;
+    int expected = 0;
+    for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
+      const std::int64_t ch = t / (h * runs), row = (t / runs) % h, w0 = (t % runs) * run, len = std::min(run, w - w0);
+      const float* nchw_origin = (to_hwcn ? src : dst) + (ch * h + row) * w + w0;  // + i*c*h*w for image i
+      const float* hwcn_origin = (to_hwcn ? dst : src) + ((row * c + ch) * w + w0) * n;  // len * n contiguous
+      cpe.dma_wait(r, expected);
+      if (to_hwcn) {
+        cpe.dma_get_strided(a, nchw_origin, std::size_t(n), std::size_t(len) * 4, std::size_t(c * h * w) * 4, r);
+      } else {
+        cpe.dma_get(a, hwcn_origin, std::size_t(len * n) * 4, r);
+      }
+      cpe.dma_wait(r, ++expected);
+      cpe.check_ready(a, std::size_t(n * len) * 4);
+      cpe.check_ready(b, std::size_t(n * len) * 4);
+      if (cpe.numerics()) {
+        if (to_hwcn) {
+          for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j < len; ++j) b[j * n + i] = a[i * len + j];
+        } else {
+          for (std::int64_t j = 0; j < len; ++j)
+            for (std::int64_t i = 0; i < n; ++i) b[i * len + j] = a[j * n + i];
+        }
+      }
+      cpe.charge_elementwise(double(n * len), 1, 2);  // 4x4 shuffles on P0, loads/stores on P1
+      if (to_hwcn) {
+        cpe.dma_put(const_cast<float*>(hwcn_origin), b, std::size_t(len * n) * 4, r);
+      } else {
+        cpe.dma_put_strided(const_cast<float*>(nchw_origin), b, std::size_t(n), std::size_t(len) * 4,
+                            std::size_t(c * h * w) * 4, r);
+      }
+      ++expected;
+    }
+    cpe.dma_wait(r, expected);
+  });
+}
+}  // namespace
+
+KernelStats to_hcwn(CoreGroup& cg, const float* nchw, float* hcwn, std::int64_t n, std::int64_t c, std::int64_t h,
+                    std::int64_t w) {
+  return transform(cg, "to_hcwn", true, nchw, hcwn, n, c, h, w);
+}
+
+KernelStats to_nchw(CoreGroup& cg, const float* hwcn, float* nchw, std::int64_t n, std::int64_t c, std::int64_t h,
+                    std::int64_t w) {
+  return transform(cg, "to_nchw", false, hwcn, nchw, n, c, h, w);
+}
+
+// ------------------------------------------------------------ softmax
+
+KernelStats softmax_mpe(CoreGroup& cg, const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+  KernelStats stats;
+  stats.kernel = "softmax_mpe";
+  if (cg.numerics()) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* in = x + r * cols;
+      float* out = y + r * cols;
+      const float top = *std::max_element(in, in + cols);
+      double total = 0;
+      for (std::int64_t j = 0; j < cols; ++j) total += out[j] = std::exp(in[j] - top);
+      const float inv = float(1.0 / total);
+      for (std::int64_t j = 0; j < cols; ++j) out[j] *= inv;
+    }
+  }
+  // max, subtract, exp (~20 flops), sum, scale per element; read and write through the caches
+  const double elements = double(rows) * double(cols);
+  stats.cycles = cg.mpe_compute(24.0 * elements) + cg.mpe_copy(8.0 * elements);
+  return stats;
+}
+
+}  // namespace taihu::sw26010

@@ -1,0 +1,147 @@
+#include "devices/sw26010/layer_timing.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "devices/sw26010/gemm.hpp"
+#include "devices/sw26010/kernels.hpp"
+
+namespace taihu::sw26010 {
+
+float* Scratch::get(int slot, std::int64_t floats) {
+  alignas(128) static float dummy[64] = {};
+  if (!real_) return dummy;
+  auto& v = slots_[slot];
+  if (std::int64_t(v.size()) < floats + 32) v.assign(std::size_t(floats + 32), 0.0f);
+  const auto p = reinterpret_cast<std::uintptr_t>(v.data());
+  return reinterpret_cast<float*>((p + 127) / 128 * 128);
+}
+
+namespace {
+std::int64_t option_hw(const config::Section* s, const char* key, const char* key_h, std::int64_t fallback) {
+  if (!s) return fallback;
+  if (s->has(key)) return s->get_list<std::int64_t>(key).front();
+  if (s->has(key_h)) return s->get<std::int64_t>(key_h);
+  return fallback;
+}
+std::int64_t per_sample(const Shape& s) { return s.rank() == 0 ? s.count() : s.count() / std::max<std::int64_t>(s[0], 1); }
+}  // namespace
+
+LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, std::map<std::string, ConvChoice>* cache) {
+  const Params& params = cg.params();
+  const std::string& type = layer.type;
+  const config::Section* opt = layer.options;
+  const auto& bottoms = layer.bottoms;
+  const auto& tops = layer.tops;
+  const std::int64_t q = bottoms.empty() || bottoms[0].rank() == 0 ? 1 : bottoms[0][0];
+  const std::int64_t in_n = bottoms.empty() ? 0 : bottoms[0].count();
+  const std::int64_t out_n = tops.empty() ? 0 : tops[0].count();
+  const bool dx_needed = layer.propagate_down;
+  LayerTiming timing;
+      if (type == "Convolution") {
+        const Shape& bs = bottoms[0];
+        const std::int64_t group = opt ? opt->get_or<std::int64_t>("group", 1) : 1;
+        ConvShape s;
+        s.channels = bs[1] / group, s.height = bs[2], s.width = bs[3];
+        s.num_output = tops[0][1] / group;
+        s.kernel_h = s.kernel_w = option_hw(opt, "kernel_size", "kernel_h", 1);
+        s.stride_h = s.stride_w = option_hw(opt, "stride", "stride_h", 1);
+        s.pad_h = s.pad_w = option_hw(opt, "pad", "pad_h", 0);
+        std::ostringstream key;
+        key << s.channels << ',' << s.height << ',' << s.width << ',' << s.num_output << ',' << s.kernel_h << ','
+            << s.stride_h << ',' << s.pad_h;
+        ConvChoice choice;
+        if (cache && cache->count(key.str())) {
+          choice = cache->at(key.str());
+        } else {
+          choice = choose_conv_method(params, s, q);
+          if (cache) (*cache)[key.str()] = choice;
+        }
+        timing.method = to_string(choice.method);
+        const std::int64_t in = q * s.channels * s.height * s.width, out = q * s.num_output * s.out_height() * s.out_width();
+        const std::int64_t wsize = s.num_output * s.col_rows();
+        for (std::int64_t g = 0; g < group; ++g) {
+          float *x = scratch.get(0, in), *y = scratch.get(1, out), *w = scratch.get(2, wsize), *bias = scratch.get(3, s.num_output);
+          float* col = scratch.get(4, s.col_rows() * s.out_height() * s.out_width());
+          if (choice.method == ConvMethod::implicit) {
+            float *xi = scratch.get(5, in), *yi = scratch.get(6, out);
+            timing.forward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
+            timing.forward += conv_forward_implicit(cg, s, q, xi, w, bias, yi).cycles;
+            timing.forward += to_nchw(cg, yi, y, q, s.num_output, s.out_height(), s.out_width()).cycles;
+          } else {
+            timing.forward += conv_forward_explicit(cg, s, q, x, w, bias, y, col).cycles;
+          }
+          float *dw = scratch.get(7, wsize), *db = scratch.get(8, s.num_output), *dx = dx_needed ? scratch.get(9, in) : nullptr;
+          timing.backward += conv_backward_explicit(cg, s, q, x, w, y, dw, db, dx, col).cycles;
+        }
+      } else if (type == "InnerProduct") {
+        const std::int64_t k = per_sample(bottoms[0]), no = per_sample(tops[0]);
+        float *x = scratch.get(0, q * k), *w = scratch.get(2, no * k), *y = scratch.get(1, q * no);
+        timing.forward += gemm(cg, Transpose::no, Transpose::yes, q, no, k, 1, x, k, w, k, 0, y, no).cycles;
+        timing.forward += eltwise_sum(cg, y, scratch.get(3, q * no), y, q * no).cycles;  // + bias
+        float *dw = scratch.get(7, no * k), *dx = scratch.get(9, q * k);
+        timing.backward += gemm(cg, Transpose::yes, Transpose::no, no, k, q, 1, y, no, x, k, 1, dw, k).cycles;
+        if (dx_needed) timing.backward += gemm(cg, Transpose::no, Transpose::no, q, k, no, 1, y, no, w, k, 0, dx, k).cycles;
+        timing.backward += eltwise_sum(cg, y, scratch.get(8, q * no), scratch.get(8, q * no), q * no).cycles;  // bias gradient
+      } else if (type == "ReLU") {
+        timing.forward += relu_forward(cg, scratch.get(0, in_n), scratch.get(1, in_n), in_n).cycles;
+        timing.backward += relu_backward(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;
+      } else if (type == "Dropout") {
+        timing.forward += eltwise_sum(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;  // x * mask
+        timing.backward += eltwise_sum(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;
+      } else if (type == "Pooling") {
+        const Shape& bs = bottoms[0];
+        PoolGeometry g;
+        g.height = bs[2], g.width = bs[3];
+        const bool global = opt && opt->get_or<bool>("global_pooling", false);
+        g.kernel_h = g.kernel_w = global ? bs[2] : option_hw(opt, "kernel_size", "kernel_h", 1);
+        if (global) g.kernel_w = bs[3];
+        g.stride_h = g.stride_w = option_hw(opt, "stride", "stride_h", 1);
+        g.pad_h = g.pad_w = option_hw(opt, "pad", "pad_h", 0);
+        g.max = !opt || opt->get_or<std::string>("pool", "max") == "max";
+        const std::int64_t planes = q * bs[1];
+        timing.forward += pool_forward(cg, g, scratch.get(0, in_n), scratch.get(1, out_n), planes).cycles;
+        timing.backward += pool_backward(cg, g, scratch.get(0, in_n), scratch.get(1, out_n), scratch.get(2, in_n), planes).cycles;
+      } else if (type == "BatchNorm" || type == "Scale") {
+        const Shape& bs = bottoms[0];
+        const std::int64_t c = bs[1], spatial = per_sample(bottoms[0]) / c;
+        std::vector<double> s1(static_cast<std::size_t>(c)), s2(static_cast<std::size_t>(c));
+        float *x = scratch.get(0, in_n), *y = scratch.get(1, in_n), *a = scratch.get(3, c), *b = scratch.get(4, c);
+        if (type == "BatchNorm") timing.forward += channel_sums(cg, x, nullptr, q, c, spatial, s1.data(), s2.data()).cycles;
+        timing.forward += channel_affine(cg, x, y, q, c, spatial, a, b).cycles;
+        timing.backward += channel_sums(cg, y, x, q, c, spatial, s1.data(), s2.data()).cycles;
+        if (type == "BatchNorm") timing.backward += eltwise_sum(cg, y, x, scratch.get(2, in_n), in_n).cycles;
+        else timing.backward += channel_affine(cg, y, scratch.get(2, in_n), q, c, spatial, a, nullptr).cycles;
+      } else if (type == "Eltwise") {
+        for (std::size_t k = 1; k < bottoms.size(); ++k)
+          timing.forward += eltwise_sum(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;
+        for (std::size_t k = 1; k < bottoms.size(); ++k)
+          timing.backward += copy(cg, scratch.get(0, in_n), scratch.get(1, in_n), in_n).cycles;
+      } else if (type == "Concat") {
+        for (const Shape& b : bottoms) {
+          const std::int64_t n = per_sample(b) * q;
+          timing.forward += copy(cg, scratch.get(0, n), scratch.get(1, n), n).cycles;
+          timing.backward += copy(cg, scratch.get(1, n), scratch.get(0, n), n).cycles;
+        }
+      } else if (type == "Split") {
+        for (std::size_t k = 1; k < tops.size(); ++k)
+          timing.backward += eltwise_sum(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;
+      } else if (type == "LRN") {
+        // cross-channel window of 5: DMA-bound like three elementwise passes
+        for (int k = 0; k < 2; ++k) timing.forward += eltwise_sum(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;
+        for (int k = 0; k < 3; ++k) timing.backward += eltwise_sum(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;
+      } else if (type == "SoftmaxWithLoss" || type == "Softmax") {
+        const std::int64_t classes = per_sample(bottoms[0]);
+        timing.method = "MPE";
+        timing.forward += softmax_mpe(cg, scratch.get(0, q * classes), scratch.get(1, q * classes), q, classes).cycles;
+        timing.backward += cg.mpe_copy(8.0 * double(q * classes));
+      } else {
+        timing.simulated = false;  // Accuracy, Flatten, Reshape: no device work
+        return timing;
+      }
+  timing.forward += std::int64_t(params.cg_sync_cycles);
+  timing.backward += std::int64_t(params.cg_sync_cycles);
+  return timing;
+}
+
+}  // namespace taihu::sw26010

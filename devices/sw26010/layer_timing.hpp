@@ -1,0 +1,51 @@
+#pragma once
+// Whole layers on one core group: maps a layer (its type, config options and
+// shapes) onto the model's kernels and returns the simulated forward and
+// backward cycles for the samples this group holds. With cg.numerics() the
+// kernels also compute, on scratch buffers (this measures host speed; the
+// layer's own numerics are the caller's, through the kernels directly).
+// Used by bench_sw26010_nets; meant for a device=sw26010 report per layer.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/tensor/shape.hpp"
+#include "devices/sw26010/conv.hpp"
+#include "devices/sw26010/core_group.hpp"
+
+namespace taihu::sw26010 {
+
+// Main-memory scratch: zeroed storage with numerics, one aligned dummy address
+// without (timing-only kernels never touch data).
+class Scratch {
+ public:
+  explicit Scratch(bool real) : real_(real) {}
+  float* get(int slot, std::int64_t floats);
+
+ private:
+  bool real_;
+  std::map<int, std::vector<float>> slots_;
+};
+
+struct LayerShape {
+  std::string type;                  // "Convolution", "ReLU", ...
+  const config::Section* options;    // the layer's section (may be null)
+  std::vector<Shape> bottoms, tops;  // batch axis = the samples on this core group
+  bool propagate_down = true;        // whether bottom 0 needs a gradient
+};
+
+struct LayerTiming {
+  std::string method;  // "explicit"/"implicit" for convolutions, "MPE" for softmax
+  std::int64_t forward = 0, backward = 0;
+  bool simulated = true;  // false: no device work (Accuracy, Flatten, ...)
+};
+
+// Each simulated layer ends with the core groups' Simple_Sync (forward and backward).
+// `cache` remembers convolution method choices by geometry.
+LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
+                       std::map<std::string, ConvChoice>* cache = nullptr);
+
+}  // namespace taihu::sw26010

@@ -1,0 +1,94 @@
+#include "devices/sw26010/params.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace taihu::sw26010 {
+
+double Params::dma_cap_bytes_per_cycle(int active) const {
+  const auto& table = dma_cap_by_active_cpes;
+  double gbps = table.back().second;
+  if (active <= table.front().first) {
+    gbps = table.front().second;
+  } else {
+    for (std::size_t i = 1; i < table.size(); ++i) {
+      if (active <= table[i].first) {
+        const auto [n0, b0] = table[i - 1];
+        const auto [n1, b1] = table[i];
+        gbps = b0 + (b1 - b0) * double(active - n0) / double(n1 - n0);
+        break;
+      }
+    }
+  }
+  return gbps * 1e9 / clock_hz;
+}
+
+Params Params::from(const config::Section& s) {
+  Params p;
+  auto num = [&](const char* key, double& v) { v = s.get_or<double>(key, v); };
+  auto integer = [&](const char* key, int& v) { v = s.get_or<int>(key, v); };
+  num("clock_hz", p.clock_hz);
+  integer("ldm_bytes", p.ldm_bytes);
+  integer("ldm_budget_bytes", p.ldm_budget_bytes);
+  integer("dma_transaction_bytes", p.dma_transaction_bytes);
+  num("dma_get_latency_cycles", p.dma_get_latency_cycles);
+  num("dma_put_latency_cycles", p.dma_put_latency_cycles);
+  num("dma_get_gbps", p.dma_get_gbps);
+  num("dma_put_gbps", p.dma_put_gbps);
+  num("dma_strided_gbps", p.dma_strided_gbps);
+  if (s.has("dma_cap_by_active_cpes")) {
+    // "cpes:GBps" pairs in increasing order of cpes
+    p.dma_cap_by_active_cpes.clear();
+    for (const auto& item : s.get_list<std::string>("dma_cap_by_active_cpes")) {
+      const auto colon = item.find(':');
+      auto n = colon == std::string::npos ? std::nullopt : config::parse_value<int>(item.substr(0, colon));
+      auto b = colon == std::string::npos ? std::nullopt : config::parse_value<double>(item.substr(colon + 1));
+      if (!n || !b || *n < 1 || *b <= 0 ||
+          (!p.dma_cap_by_active_cpes.empty() && *n <= p.dma_cap_by_active_cpes.back().first))
+        throw s.error("dma_cap_by_active_cpes", "expected increasing 'cpes:GBps' pairs, got '" + item + "'");
+      p.dma_cap_by_active_cpes.emplace_back(*n, *b);
+    }
+    if (p.dma_cap_by_active_cpes.empty()) throw s.error("dma_cap_by_active_cpes", "empty list");
+  }
+  num("dma_block_overhead_cycles", p.dma_block_overhead_cycles);
+  integer("dma_queue_depth", p.dma_queue_depth);
+  integer("dma_issue_cycles", p.dma_issue_cycles);
+  integer("rlc_latency_cycles", p.rlc_latency_cycles);
+  integer("rlc_fifo_entries", p.rlc_fifo_entries);
+  integer("sync_cycles", p.sync_cycles);
+  num("gemm_cycles_per_16_vmad", p.gemm_cycles_per_16_vmad);
+  num("gemm_loop_prologue_cycles", p.gemm_loop_prologue_cycles);
+  num("gemm_loop_epilogue_cycles", p.gemm_loop_epilogue_cycles);
+  num("gemm_o3_cycles_per_16_vmad", p.gemm_o3_cycles_per_16_vmad);
+  num("gemm_naive_cycles_per_16_vmad", p.gemm_naive_cycles_per_16_vmad);
+  num("widen_p1_per_vector", p.widen_p1_per_vector);
+  num("vector_op_cycles", p.vector_op_cycles);
+  num("ldm_access_cycles", p.ldm_access_cycles);
+  num("fp_latency_cycles", p.fp_latency_cycles);
+  num("spawn_cycles", p.spawn_cycles);
+  num("join_cycles", p.join_cycles);
+  num("mpe_gflops", p.mpe_gflops);
+  num("mpe_copy_gbps", p.mpe_copy_gbps);
+  num("cg_sync_cycles", p.cg_sync_cycles);
+  if (p.ldm_bytes <= 0 || p.ldm_budget_bytes > p.ldm_bytes) throw s.error("ldm_budget_bytes", "must be <= ldm_bytes");
+  if (p.rlc_fifo_entries < 1) throw s.error("rlc_fifo_entries", "must be >= 1");
+  if (p.dma_queue_depth < 1) throw s.error("dma_queue_depth", "must be >= 1");
+  if (p.dma_transaction_bytes < 1) throw s.error("dma_transaction_bytes", "must be >= 1");
+  s.reject_unused();
+  return p;
+}
+
+Params Params::load(const std::filesystem::path& path) {
+  const auto doc = config::Document::parse_file(path);
+  return from(doc.section("sw26010"));
+}
+
+Params Params::defaults() {
+#ifdef TAIHU_SOURCE_DIR
+  const std::filesystem::path file = std::filesystem::path(TAIHU_SOURCE_DIR) / "config/devices/sw26010.ini";
+  if (std::filesystem::exists(file)) return load(file);
+#endif
+  return Params{};
+}
+
+}  // namespace taihu::sw26010

@@ -1,0 +1,72 @@
+#pragma once
+// The SW26010 cost model's parameters. Every value is read from
+// config/devices/sw26010.ini, which names the source of each one; the
+// defaults here are the same numbers so that tests can build a model without
+// the file.
+
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "core/config/config.hpp"
+
+namespace taihu::sw26010 {
+
+struct Params {
+  // chip
+  double clock_hz = 1.45e9;
+  int ldm_bytes = 64 * 1024;
+  int ldm_budget_bytes = 60 * 1024;  // above this a kernel is warned
+
+  // DMA: one shared server per core group, 128-byte transactions
+  int dma_transaction_bytes = 128;
+  double dma_get_latency_cycles = 270;
+  double dma_put_latency_cycles = 290;
+  double dma_get_gbps = 30.4;  // aggregate asymptote, GB/s (1e9 B/s)
+  double dma_put_gbps = 34.2;
+  double dma_strided_gbps = 28.0;  // asymptote of strided (multi-block) transfers
+  // Aggregate-rate cap by number of CPEs running the kernel (piecewise linear).
+  std::vector<std::pair<int, double>> dma_cap_by_active_cpes = {{1, 10.0}, {8, 14.0}, {16, 14.0},
+                                                                 {32, 16.0}, {64, 1000.0}};
+  double dma_block_overhead_cycles = 0;  // per strided block, serialised in the server
+  int dma_queue_depth = 3;               // requests a CPE may have waiting before issue stalls
+  int dma_issue_cycles = 1;
+
+  // register communication
+  int rlc_latency_cycles = 11;
+  int rlc_fifo_entries = 4;
+  int sync_cycles = 14;
+
+  // compute
+  double gemm_cycles_per_16_vmad = 17;  // hand-scheduled inner loop
+  double gemm_loop_prologue_cycles = 5;
+  double gemm_loop_epilogue_cycles = 16;
+  double gemm_o3_cycles_per_16_vmad = 25;
+  double gemm_naive_cycles_per_16_vmad = 26;
+  double widen_p1_per_vector = 3;  // load + convert + store per 4 elements (float<->double)
+  double vector_op_cycles = 1;     // one P0 vector op issued per cycle
+  double ldm_access_cycles = 1;    // one P1 load/store issued per cycle
+  double fp_latency_cycles = 7;
+
+  // launch and MPE
+  double spawn_cycles = 7250;  // athread_spawn, 5 us
+  double join_cycles = 1450;   // athread_join, 1 us
+  double mpe_gflops = 11.6;
+  double mpe_copy_gbps = 9.9;
+  double cg_sync_cycles = 2900;  // Simple_Sync between the 4 core groups, 2 us
+
+  double dma_get_bytes_per_cycle() const { return dma_get_gbps * 1e9 / clock_hz; }
+  double dma_put_bytes_per_cycle() const { return dma_put_gbps * 1e9 / clock_hz; }
+  double dma_strided_bytes_per_cycle() const { return dma_strided_gbps * 1e9 / clock_hz; }
+  // The cap (bytes per cycle) with `active` CPEs running.
+  double dma_cap_bytes_per_cycle(int active) const;
+  double seconds(double cycles) const { return cycles / clock_hz; }
+
+  // Reads [sw26010] keys (every key optional; unknown keys are errors).
+  static Params from(const config::Section& section);
+  static Params load(const std::filesystem::path& path);
+  // config/devices/sw26010.ini of the source tree (TAIHU_SOURCE_DIR) if present.
+  static Params defaults();
+};
+
+}  // namespace taihu::sw26010
