@@ -15,6 +15,8 @@ import statistics
 p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 p.add_argument("dir", nargs="?", default="bench/results/cavs")
 p.add_argument("--markdown", action="store_true")
+p.add_argument("--max-load", type=float, help="only runs whose 1-minute load average was at most this")
+p.add_argument("--output", help="summary file (default DIR/summary.json)")
 args = p.parse_args()
 
 groups = {}
@@ -22,6 +24,8 @@ for path in sorted(glob.glob(os.path.join(args.dir, "*.jsonl"))):
     for line in open(path):
         if line.strip():
             r = json.loads(line)
+            if args.max_load is not None and r.get("loadavg", [0])[0] > args.max_load:
+                continue
             key = (r["system"], r["workload"], r["bs"], r["threads"], r["mode"])
             groups.setdefault(key, []).append(r)
 
@@ -36,9 +40,9 @@ for key in sorted(groups):
                      vertices_per_s=statistics.median(vrate),
                      ms_p50=statistics.median(r["ms_p50"] for r in rs),
                      ms_p90=statistics.median(r["ms_p90"] for r in rs),
-                     load_median=statistics.median(loads) if loads else None, loads=loads,
+                     load_median=round(statistics.median(loads), 2) if loads else None, loads=loads,
                      corename=(rs[0].get("openblas") or {}).get("corename")))
-with open(os.path.join(args.dir, "summary.json"), "w") as f:
+with open(args.output or os.path.join(args.dir, "summary.json"), "w") as f:
     json.dump(rows, f, indent=1)
 
 if args.markdown:
