@@ -4,7 +4,8 @@
 # alternating so that machine noise hits every system alike.
 #
 #   bash bench/compare_cavs.sh [BUILD_DIR] [ROUNDS] [PART...]
-#     PART: tree (Tree-LSTM), lm (LSTM/GRU language model); default both
+#     PART: tree (Tree-LSTM matrix), lm (LSTM/GRU language models), quick (the
+#           headline configurations only, for a busy machine); default tree lm
 #
 # Writes one JSON object per run to bench/results/cavs/<system>_<model>.jsonl
 # (CSV rows next to them) and prints medians over rounds per configuration
@@ -80,6 +81,24 @@ for ((r = 0; r < rounds; r++)); do
     tree_lstm --workload "$wl/sst-like.txt" --impl p1 --batch 25 --untuned
     tree_lstm --workload "$wl/sst-like.txt" --impl p0 --batch 25 --untuned --warmup 2 --batches 8
   fi
+  if [[ " $parts " == *" quick "* ]]; then
+    for t in $threads_list; do
+      for bs in 25 64; do
+        tree_lstm --workload "$wl/sst-like.txt" --impl p1 --batch $bs --threads $t
+        taihu_tree_lstm "$wl/sst-like.txt" $bs $t train batched
+      done
+    done
+    tree_lstm --workload "$wl/sst-like.txt" --impl p1 --batch 25 --threads "$(nproc)" --mode infer
+    tree_lstm --workload "$wl/sst-like.txt" --impl p0 --batch 25 --threads 1 --warmup 1 --batches 5
+    taihu_tree_lstm "$wl/sst-like.txt" 25 1 train serial
+    tree_lstm --workload "$wl/sst-like.txt" --impl p1 --batch 25 --untuned
+    for t in $threads_list; do
+      lm --lengths fixed --bptt 35 --threads $t --warmup 1 --steps 3
+      taihu_lm fixed35 $t lstm
+    done
+    lm --lengths variable --workload "$wl/ptb-valid.txt" --threads "$(nproc)" --warmup 1 --steps 3
+    taihu_lm "$wl/ptb-valid.txt" "$(nproc)" lstm
+  fi
   if [[ " $parts " == *" lm "* ]]; then
     t=$(nproc)
     lm --lengths fixed --bptt 35 --threads $t --warmup 1 --steps 4
@@ -94,24 +113,4 @@ for ((r = 0; r < rounds; r++)); do
 done
 echo "# done $(date -u +%FT%TZ) $(uptime)" | tee -a "$out/load.log"
 
-$py - "$out" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-groups = {}
-for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
-    for line in open(path):
-        if line.strip():
-            r = json.loads(line)
-            key = (r["system"], r["workload"], r["bs"], r["threads"], r["mode"])
-            groups.setdefault(key, []).append(r)
-rows = []
-print(f"{'system':24} {'workload':22} {'bs':>3} {'thr':>3} {'mode':5} {'runs':>4} {'trees/s':>9} {'vertices/s':>11} {'ms p50':>8}")
-for key in sorted(groups):
-    rs = groups[key]
-    med = {k: statistics.median(r[k] for r in rs) for k in ("trees_per_s", "vertices_per_s", "ms_p50", "ms_p90")}
-    rows.append(dict(zip(("system", "workload", "bs", "threads", "mode"), key), runs=len(rs), **med,
-                     loadavg=[r.get("loadavg", [None])[0] for r in rs]))
-    print(f"{key[0]:24} {key[1]:22} {key[2]:3} {key[3]:3} {key[4]:5} {len(rs):4} {med['trees_per_s']:9.1f} "
-          f"{med['vertices_per_s']:11.0f} {med['ms_p50']:8.1f}")
-json.dump(rows, open(os.path.join(out, "summary.json"), "w"), indent=1)
-PY
+$py bench/pytorch/summarize_cavs.py "$out"

@@ -417,6 +417,12 @@ def main():
     torch.manual_seed(args.seed)
 
     workload = read_workload(args.workload)
+    for i, t in enumerate(workload.trees):
+        internal = t.left >= 0
+        if t.max_arity > 2 or (internal & (t.right < 0)).any():
+            sys.exit(f"{args.workload}: tree {i} is not a full binary tree (every internal vertex needs 2 children)")
+        if (t.tokens[internal] >= 0).any() or (t.tokens[~internal] < 0).any():
+            sys.exit(f"{args.workload}: tree {i}: this model needs a token at every leaf and none elsewhere")
     V, C, E, H = workload.vocabulary_size, workload.num_classes, args.embed, args.hidden
     weights = (load_weights(args.init_weights, V, E, H, C) if args.init_weights
                else init_weights(V, E, H, C, args.seed))
