@@ -2,9 +2,9 @@
 // real runtime — the graph actor runtime (actors/graph) or one inline
 // executor — on a tree workload file shared with the PyTorch baselines
 // (bench/pytorch/, bench/compare_cavs.sh). A timed training step is what the
-// trainer does per mini-batch: zero the diffs, schedule + forward + backward +
-// weight gradients, and a plain SGD update; like PyTorch's zero_grad,
-// forward, backward and step.
+// trainer does per mini-batch: schedule + forward + backward + weight
+// gradients, a plain SGD update, and zeroing what the batch added to the
+// diffs; like PyTorch's forward, backward, step and zero_grad.
 //
 //   bench_graph_train_actors --workload=build/workloads/sst-like.txt [--model=tree_lstm]
 //       [--batch=25] [--embed=300] [--hidden=150] [--executors=2] [--threads=1 (BLAS)]
@@ -131,10 +131,11 @@ int main(int argc, char** argv) {
         runner->evaluate(batch_span(b));
         return;
       }
-      f.zero_diffs();
       runner->train(batch_span(b), 1.0f);
       solver->step();
+      runner->zero_gradients();
     };
+    f.zero_diffs();
     for (int b = 0; b < warmup; ++b) step(b);
     runner->reset_stats();
 

@@ -50,6 +50,12 @@ class ActorGraphRunner final : public cavs::BatchRunner {
   }
   cavs::GraphMetrics evaluate(std::span<const InputGraph> graphs) override { return run(graphs, 1.0f, false); }
 
+  // Between batches the executors are idle, and the reply to the last batch
+  // ordered their writes before this thread's reads.
+  void zero_gradients() override {
+    for (auto& p : parts_) p->executor.zero_gradients();
+  }
+
   cavs::ExecutorStats stats() const override {
     cavs::ExecutorStats total;
     for (const auto& p : parts_) {

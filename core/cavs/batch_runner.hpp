@@ -21,6 +21,12 @@ class BatchRunner {
   virtual GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) = 0;
   // Forward only (loss and predictions).
   virtual GraphMetrics evaluate(std::span<const InputGraph> graphs) = 0;
+  // Zeroes what train() added to the parameter diffs since the last call:
+  // every dense diff, but of an embedding table only the rows those batches
+  // touched (the table can be 100x the rest of the model). Call it after the
+  // solver step; the diffs must have been zero before (zero_diffs() once at
+  // the start).
+  virtual void zero_gradients() = 0;
   // Executor counters summed over every executor since the last reset.
   virtual ExecutorStats stats() const = 0;
   virtual void reset_stats() = 0;
@@ -32,6 +38,7 @@ class InlineRunner final : public BatchRunner {
 
   GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) override;
   GraphMetrics evaluate(std::span<const InputGraph> graphs) override;
+  void zero_gradients() override { executor_.zero_gradients(); }
   ExecutorStats stats() const override { return executor_.stats(); }
   void reset_stats() override { executor_.stats().reset(); }
 

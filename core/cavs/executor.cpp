@@ -142,6 +142,8 @@ void Executor::forward_lazy() {
 
 void Executor::backward_lazy() {
   const auto start = Clock::now();
+  const auto tokens = schedule_.tokens();
+  gradient_tokens_.insert(gradient_tokens_.end(), tokens.begin(), tokens.end());
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
@@ -203,7 +205,6 @@ void Executor::zero_gradients() {
   std::vector<uint8_t> table(d.params.size(), 0);
   for (const Op& op : d.ops)
     if (op.kind == OpKind::embedding) table[static_cast<size_t>(op.param)] = 1;
-  const auto tokens = schedule_.tokens();
   for (size_t p = 0; p < d.params.size(); ++p) {
     Tensor& diff = f_.params()[p].blob->diff();
     if (!table[p]) {
@@ -211,9 +212,10 @@ void Executor::zero_gradients() {
       continue;
     }
     const auto width = static_cast<size_t>(d.params[p].shape[1]);
-    for (int32_t t : tokens)
+    for (int32_t t : gradient_tokens_)
       if (t >= 0) std::memset(diff.ptr() + static_cast<size_t>(t) * width, 0, sizeof(float) * width);
   }
+  gradient_tokens_.clear();
 }
 
 void Executor::run_forward() {

@@ -114,9 +114,10 @@ class Executor {
   }
 
   // Zeroes what backward added to the parameter diffs: every dense parameter,
-  // but only the embedding rows of this batch's tokens (a 20k-row table is
-  // not swept per batch). Valid when the diffs were zero before this batch's
-  // backward, e.g. called right after the solver step.
+  // but only the embedding rows of the tokens of the batches run backward
+  // since the last call (a 20k-row table is not swept per batch; forward-only
+  // batches in between do not matter). Valid when the diffs were zero before
+  // those batches, e.g. called right after the solver step.
   void zero_gradients();
 
   // Gradients are loss_scale * d(sum of per-vertex losses); default 1. Read
@@ -212,6 +213,7 @@ class Executor {
   // with lazy weight gradients only that step writes parameter diffs and
   // executors sharing a VertexFunction may run their backward rounds at once.
   std::vector<std::vector<float>> bias_scratch_;
+  std::vector<int32_t> gradient_tokens_;  // tokens whose embedding rows backward touched
   std::vector<int32_t> loss_index_;      // per op: which softmax_cross_entropy it is, or -1
   std::vector<int32_t> predictions_;
   double loss_ = 0;

@@ -29,6 +29,10 @@ void SgdSolver::update(Slot& slot, float lr, float weight_decay, float grad_scal
       v[i] = mu * v[i] + g;
       w[i] -= lr * (g + mu * v[i]);
     }
+  } else if (mu == 0.0f) {
+    // Plain SGD: the history stays zero, so it is neither read nor written
+    // (a third less memory traffic on a large embedding table).
+    for (int64_t i = 0; i < n; ++i) w[i] -= lr * (grad_scale * d[i] + weight_decay * w[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const float g = grad_scale * d[i] + weight_decay * w[i];

@@ -193,6 +193,7 @@ GraphTrainReport GraphTrainer::run() {
   double train_seconds = 0.0;
   int64_t trained_samples = 0, trained_vertices = 0;
   runner_->reset_stats();
+  model_->zero_diffs();  // from here on the runner zeroes only what each batch touched
 
   while (epoch_ < epochs_) {
     GraphEpochResult result;
@@ -209,7 +210,6 @@ GraphTrainReport GraphTrainer::run() {
       const int64_t labelled = cavs::count_labelled(batch);
       const float scale = per_vertex_loss_ ? 1.0f / static_cast<float>(std::max<int64_t>(labelled, 1))
                                            : 1.0f / static_cast<float>(batch.size());
-      model_->zero_diffs();
       const cavs::GraphMetrics m = runner_->train(batch, scale);
       if (!std::isfinite(m.loss)) {
         progress.finish("stopped");
@@ -223,6 +223,7 @@ GraphTrainReport GraphTrainer::run() {
       }
       const float lr = solver_->learning_rate();
       solver_->step();
+      runner_->zero_gradients();
       epoch_metrics.merge(m);
       progress.update(b + 1, fmt::format("loss {:.4f}", epoch_metrics.mean_loss()));
       if (display_ > 0 && solver_->iteration() % display_ == 0)

@@ -91,6 +91,12 @@ TEST_SUITE("graph runtime actors") {
       CHECK(eb.loss == doctest::Approx(ea.loss).epsilon(1e-5));
       CHECK(eb.correct == ea.correct);
       CHECK(runner->stats().batches >= 3);
+
+      // zero_gradients clears exactly what the two training batches added,
+      // although an evaluation ran in between.
+      runner->zero_gradients();
+      for (const auto& d : diffs(actors))
+        for (float x : d) REQUIRE(x == 0.0f);
     }
   }
 
