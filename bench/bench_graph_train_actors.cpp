@@ -10,6 +10,7 @@
 //       [--batch=25] [--embed=300] [--hidden=150] [--executors=2] [--threads=1 (BLAS)]
 //       [--runner=actors|inline] [--mode=batched|serial] [--phase=train|infer]
 //       [--warmup=5] [--batches=20] [--repeats=3] [--lr=0.001] [--system=NAME]
+//       [--chunk=N (chains: re-cut the label stream into equal chains of N)]
 //       [--json=FILE] [--csv=FILE]
 //
 // Prints trees/s and vertices/s (median over repeats), ms per batch (p50, p90
@@ -33,6 +34,7 @@
 #include "core/cavs/model_config.hpp"
 #include "core/common/flush_to_zero.hpp"
 #include "core/config/config.hpp"
+#include "core/graph/graph_dataset.hpp"
 #include "core/graph/tree_workload_io.hpp"
 #include "core/solver/solver.hpp"
 #include "core/tensor/tensor.hpp"
@@ -94,7 +96,15 @@ int main(int argc, char** argv) {
     blas::set_threads(threads);
     enable_flush_to_zero();
 
-    const TreeWorkload workload = read_tree_workload(workload_path);
+    TreeWorkload workload = read_tree_workload(workload_path);
+    if (const int chunk = std::stoi(arg("chunk", "0")); chunk > 0) {
+      // The chains' labels back to back are the token stream (w1..wn <eos> per
+      // sentence); fixed-length language-model batches cut it into equal chains.
+      std::vector<int32_t> stream;
+      for (const auto& g : workload.trees) stream.insert(stream.end(), g.labels().begin(), g.labels().end());
+      workload.trees = chunk_chains(stream, chunk);
+      workload.name += fmt::format("-fixed{}", chunk);
+    }
     GraphDataset data;
     data.vocabulary_size = workload.vocabulary_size;
     data.num_classes = workload.num_classes;

@@ -35,23 +35,26 @@ tree_lstm() {  # extra arguments go to treelstm_baseline.py
 }
 
 taihu_tree_lstm() {  # workload batch threads mode(train|infer) serial|batched
-  # ---- SLOT for taihu's Cavs Tree-LSTM (core/cavs, actors/graph): runs once the binary exists.
-  local bin=$build/bench/bench_cavs
+  # taihu's binary Tree-LSTM through the graph actor runtime: `threads` vertex
+  # executors with one BLAS thread each (taihu-train's default).
+  local bin=$build/bench/bench_graph_train_actors
   [[ -x $bin ]] || return 0
-  "$bin" --model=treelstm --workload="$1" --batch="$2" --threads="$3" --phase="$4" --mode="$5" \
-    --embed=300 --hidden=150 --json="$out/taihu_treelstm.jsonl" --csv="$out/taihu_treelstm.csv"
+  "$bin" --model=tree_lstm --workload="$1" --batch="$2" --executors="$3" --threads=1 --phase="$4" --mode="$5" \
+    --embed=300 --hidden=150 --system="taihu-$5" --json="$out/taihu_treelstm.jsonl" --csv="$out/taihu_treelstm.csv"
 }
 
 lm() {
   $py bench/pytorch/lstm_lm_baseline.py --json "$out/pytorch_lm.jsonl" --csv "$out/pytorch_lm.csv" "$@"
 }
 
-taihu_lm() {  # workload-or-lengths threads cell
-  # ---- SLOT for taihu's Cavs LSTM/GRU language model: runs once the binary exists.
-  local bin=$build/bench/bench_cavs
+taihu_lm() {  # workload-or-fixedN threads cell
+  # taihu's LSTM/GRU language model: `threads` vertex executors x 1 BLAS thread.
+  local bin=$build/bench/bench_graph_train_actors
   [[ -x $bin ]] || return 0
-  "$bin" --model="$3"-lm --workload="$1" --batch=64 --embed=512 --hidden=512 --threads="$2" --mode=batched \
-    --json="$out/taihu_lm.jsonl" --csv="$out/taihu_lm.csv"
+  local source=$1 chunk=0
+  if [[ $source == fixed* ]]; then chunk=${source#fixed}; source=$wl/ptb-valid.txt; fi
+  "$bin" --model="$3" --workload="$source" --chunk="$chunk" --batch=64 --embed=512 --hidden=512 --executors="$2" \
+    --threads=1 --warmup=2 --batches=4 --lr=1.0 --system="taihu-$3" --json="$out/taihu_lm.jsonl" --csv="$out/taihu_lm.csv"
 }
 
 for ((r = 0; r < rounds; r++)); do
