@@ -175,18 +175,7 @@ int main(int argc, char** argv) {
       cpu_ms.push_back(1e3 * (cpu_seconds() - cpu_start - zero_cpu) / static_cast<double>(units));
       if (rep == 0 || rates.back() >= *std::max_element(rates.begin(), rates.end())) {
         stats = ExecutorStats{};
-        for (auto& ex : executors) {
-          const ExecutorStats& s = ex->stats();
-          stats.schedule_seconds += s.schedule_seconds;
-          stats.forward_seconds += s.forward_seconds;
-          stats.backward_seconds += s.backward_seconds;
-          stats.weight_gradient_seconds += s.weight_gradient_seconds;
-          stats.batches += s.batches;
-          stats.rounds += s.rounds;
-          stats.gemm_calls += s.gemm_calls;
-          stats.gemm_flops += s.gemm_flops;
-          stats.gemm_seconds += s.gemm_seconds;
-        }
+        for (auto& ex : executors) stats += ex->stats();
       }
     }
     std::sort(rates.begin(), rates.end());

@@ -58,18 +58,7 @@ class ActorGraphRunner final : public cavs::BatchRunner {
 
   cavs::ExecutorStats stats() const override {
     cavs::ExecutorStats total;
-    for (const auto& p : parts_) {
-      const auto& s = p->executor.stats();
-      total.schedule_seconds += s.schedule_seconds;
-      total.forward_seconds += s.forward_seconds;
-      total.backward_seconds += s.backward_seconds;
-      total.weight_gradient_seconds += s.weight_gradient_seconds;
-      total.batches += s.batches;
-      total.rounds += s.rounds;
-      total.vertices += s.vertices;
-      total.gemm_calls += s.gemm_calls;
-      total.gemm_flops += s.gemm_flops;
-    }
+    for (const auto& p : parts_) total += p->executor.stats();
     return total;
   }
   void reset_stats() override {

@@ -75,6 +75,20 @@ struct ExecutorStats {
   double gemm_flops = 0;    // 2 m n k summed over GEMM calls
   double gemm_seconds = 0;  // inside those calls (part of the phases above)
   void reset() { *this = ExecutorStats{}; }
+  // Sums another executor's counters into these.
+  ExecutorStats& operator+=(const ExecutorStats& o) {
+    schedule_seconds += o.schedule_seconds;
+    forward_seconds += o.forward_seconds;
+    backward_seconds += o.backward_seconds;
+    weight_gradient_seconds += o.weight_gradient_seconds;
+    batches += o.batches;
+    rounds += o.rounds;
+    vertices += o.vertices;
+    gemm_calls += o.gemm_calls;
+    gemm_flops += o.gemm_flops;
+    gemm_seconds += o.gemm_seconds;
+    return *this;
+  }
 };
 
 // A row-major view: row i at data + i * ld.
