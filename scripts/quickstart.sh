@@ -22,6 +22,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libasio-dev libcereal-dev libopenblas-dev libspdlog-dev libfmt-dev
   doctest-dev zlib1g-dev dataset-fashion-mnist
+  python3  # the multi-process cluster test checks JSON reports and timings with it
 )
 # OpenMPI only for the allreduce comparison (bench/allreduce_vs_mpi.sh), never for tests.
 if [[ "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin libopenmpi-dev); fi
