@@ -7,6 +7,7 @@
 #include "core/common/error.hpp"
 #include "core/common/random.hpp"
 #include "core/graph/bracket_tree_reader.hpp"
+#include "core/graph/dag_generator.hpp"
 #include "core/graph/expression_tree.hpp"
 #include "core/graph/text_reader.hpp"
 #include "core/graph/tree_generators.hpp"
@@ -167,6 +168,33 @@ void load_sst_like(GraphDataset& out, const config::Section& data, uint64_t seed
   out.num_classes = options.num_classes;
 }
 
+void load_dag(GraphDataset& out, const config::Section& data, uint64_t seed) {
+  const auto sizes = generated_sizes(data, 4000, 500, 1000);
+  RandomDagOptions options;
+  options.classes = data.get_or<int32_t>("classes", options.classes);
+  options.vocabulary = data.get_or<int32_t>("vocabulary", options.vocabulary);
+  options.min_vertices = data.get_or<int32_t>("min_vertices", options.min_vertices);
+  options.max_vertices = data.get_or<int32_t>("max_vertices", options.max_vertices);
+  options.max_children = data.get_or<int32_t>("max_children", options.max_children);
+  if (options.classes < 2) throw data.error("classes", "must be at least 2");
+  if (options.vocabulary < 1) throw data.error("vocabulary", "must be at least 1");
+  if (options.min_vertices < 1 || options.max_vertices < options.min_vertices)
+    throw data.error("max_vertices", "needs 1 <= min_vertices <= max_vertices");
+  if (options.max_children < 0) throw data.error("max_children", "must be >= 0");
+  auto generate = [&](int64_t n, std::string_view stream) {
+    Rng rng(derive_seed(seed, stream));
+    std::vector<InputGraph> graphs;
+    graphs.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) graphs.push_back(random_dag(rng, options));
+    return graphs;
+  };
+  out.train = generate(sizes.train, "dag/train");
+  out.dev = generate(sizes.dev, "dag/dev");
+  out.test = generate(sizes.test, "dag/test");
+  out.vocabulary_size = options.vocabulary;
+  out.num_classes = options.classes;
+}
+
 }  // namespace
 
 int64_t GraphDataset::train_vertices() const {
@@ -207,14 +235,16 @@ std::vector<InputGraph> chunk_chains(std::span<const int32_t> stream, int32_t le
 
 GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed) {
   GraphDataset out;
-  if (!data.has("source")) throw data.error("source", "required: sst, ptb, expression or sst-like");
-  out.source = data.get_choice("source", {"sst", "ptb", "expression", "sst-like"}, "sst");
+  if (!data.has("source")) throw data.error("source", "required: sst, ptb, expression, sst-like or dag");
+  out.source = data.get_choice("source", {"sst", "ptb", "expression", "sst-like", "dag"}, "sst");
   if (out.source == "sst")
     load_sst(out, doc, data);
   else if (out.source == "ptb")
     load_ptb(out, doc, data);
   else if (out.source == "expression")
     load_expression(out, data, seed);
+  else if (out.source == "dag")
+    load_dag(out, data, seed);
   else
     load_sst_like(out, data, seed);
   apply_limit(out.train, data, "limit_train");

@@ -3,7 +3,7 @@
 // section: one graph per sample, labels on its vertices.
 //
 //   [data]
-//   source = sst | ptb | expression | sst-like
+//   source = sst | ptb | expression | sst-like | dag
 //   # sst: PTB-bracket trees with a 0-4 label on every node (../shared/data/sst)
 //   dir = ../../shared/data/sst     # relative to the config file
 //   train = train.txt  dev = dev.txt  test = test.txt
@@ -17,6 +17,9 @@
 //   # sst-like (SST-shaped random trees with random tokens and labels):
 //   train_size = 8544  dev_size = 1101  test_size = 2210  classes = 5
 //   vocabulary = 20000              # sst-like only
+//   # dag (random DAGs, label = (token + children's labels) mod classes; see
+//   # dag_generator.hpp): classes = 4  vocabulary = 8  min_vertices = 4
+//   # max_vertices = 24  max_children = 3
 //   limit_train = 0  limit_dev = 0  limit_test = 0       # first N only; 0 = all
 //
 // Language-model chains: vertex t reads token w_t and is labelled with the

@@ -4,6 +4,7 @@
 
 #include "core/common/error.hpp"
 #include "core/config/config.hpp"
+#include "core/graph/dag_generator.hpp"
 #include "core/graph/expression_tree.hpp"
 #include "core/graph/graph_dataset.hpp"
 #include "tests/support/shared_data.hpp"
@@ -70,6 +71,24 @@ TEST_SUITE("graph data") {
       const auto values = evaluate_expression(g, 7);
       CHECK(std::equal(values.begin(), values.end(), g.labels().begin()));
     }
+  }
+
+  TEST_CASE("dag source: DAGs with shared children, labels follow the recurrence") {
+    const auto d = load("[data]\nsource = dag\ntrain_size = 200\ndev_size = 0\ntest_size = 10\nclasses = 5\n");
+    REQUIRE(d.train.size() == 200);
+    CHECK(d.dev.empty());
+    CHECK(d.num_classes == 5);
+    int64_t shared = 0, roots = 0;
+    for (const auto& g : d.train) {
+      const auto labels = dag_labels(g, 5);
+      CHECK(std::equal(labels.begin(), labels.end(), g.labels().begin()));
+      for (int32_t c : g.parent_counts()) shared += c > 1;
+      roots += static_cast<int64_t>(g.roots().size());
+      for (int32_t v = 0; v < g.num_vertices(); ++v)
+        for (int32_t c : g.children(v)) CHECK(c < v);
+    }
+    CHECK(shared > 100);  // vertices read by several parents: not trees
+    CHECK(roots > 200);   // several sinks per graph on average
   }
 
   TEST_CASE("bad [data] keys name file, line and key; missing files say where the data is") {
