@@ -80,8 +80,9 @@ int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine
     spdlog::info("finished: test perplexity {:.2f} (best dev epoch {}), {:.0f} tokens/s", report.test.perplexity,
                  report.best_epoch, report.vertices_per_second);
   else
-    spdlog::info("finished: test root accuracy {:.2f}% (best dev epoch {}), {:.0f} trees/s",
-                 100.0 * report.test.root_accuracy, report.best_epoch, report.samples_per_second);
+    spdlog::info("finished: test root accuracy {:.2f}% (best dev epoch {}), {:.0f} {}/s",
+                 100.0 * report.test.root_accuracy, report.best_epoch, report.samples_per_second,
+                 report.data == "dag" ? "graphs" : "trees");
   write_report(cl, report.to_json());
   return 0;
 }

@@ -127,6 +127,11 @@ GraphTrainer::GraphTrainer(config::Document doc, Progress::Mode progress, Runner
 
 GraphTrainer::~GraphTrainer() = default;
 
+const char* GraphTrainer::sample_unit() const {
+  if (data_.language_model) return "sentences";
+  return data_.source == "dag" ? "graphs" : "trees";
+}
+
 GraphEvaluation GraphTrainer::evaluate(const std::vector<InputGraph>& graphs) {
   cavs::GraphMetrics total;
   for (size_t begin = 0; begin < graphs.size(); begin += static_cast<size_t>(test_batch_size_)) {
@@ -200,7 +205,7 @@ GraphTrainReport GraphTrainer::run() {
     result.epoch = epoch_ + 1;
     const auto order = epoch_order(n, seed_, epoch_);
     Progress progress(fmt::format("epoch {}/{}", epoch_ + 1, epochs_), per_epoch, batch_size_, progress_mode_,
-                      display_, data_.language_model ? "sentences" : "trees");
+                      display_, sample_unit());
     cavs::GraphMetrics epoch_metrics;
     const auto start = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < per_epoch; ++b) {
@@ -252,10 +257,11 @@ GraphTrainReport GraphTrainer::run() {
                    result.test.perplexity, result.vertices_per_second);
     else
       spdlog::info("epoch {}/{}: train loss {:.4f}, root accuracy {}test {:.2f}% (all vertices {:.2f}%), "
-                   "{:.0f} trees/s",
+                   "{:.0f} {}/s",
                    result.epoch, epochs_, result.train_loss,
                    dev ? fmt::format("dev {:.2f}% ", 100.0 * result.dev.root_accuracy) : "",
-                   100.0 * result.test.root_accuracy, 100.0 * result.test.accuracy, result.samples_per_second);
+                   100.0 * result.test.root_accuracy, 100.0 * result.test.accuracy, result.samples_per_second,
+                   sample_unit());
     metrics_.write({{"type", std::string("eval")},
                     {"epoch", result.epoch},
                     {"iteration", solver_->iteration()},

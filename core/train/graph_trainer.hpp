@@ -111,6 +111,8 @@ class GraphTrainer {
 
  private:
   Checkpoint make_checkpoint() const;
+  // What a sample is called in progress lines: trees, sentences, graphs.
+  const char* sample_unit() const;
   void write_checkpoint();
 
   config::Document doc_;
