@@ -128,6 +128,9 @@ if [[ -f $ptb/test.txt ]]; then
 else
   echo "SKIP: lstm on PTB (no PTB data at $ptb)"
 fi
+expect "gated graph network on random DAGs (no data set needed)" 0 "finished: test root accuracy.*graphs/s" -- "$train" \
+  --config-file="$src/config/ggnn-dag.ini" epochs=1 data.train_size=200 data.dev_size=50 data.test_size=50 \
+  output.dir="$work/gg" --progress=quiet
 expect "missing SST says where the data is" 2 "SST folder .*nowhere.*shared/data" -- "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/nowhere"
 expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
 
