@@ -12,6 +12,8 @@
 //       [--warmup=5] [--batches=20] [--repeats=3] [--lr=0.001] [--system=NAME]
 //       [--chunk=N (chains: re-cut the label stream into equal chains of N)]
 //       [--json=FILE] [--csv=FILE]
+//       [--dump-weights=DIR (tree_lstm: initial weights in the PyTorch baseline's --init-weights layout)]
+//       [--loss-trace=N (print the summed loss of the first N training steps, loss_scale 1)]
 //
 // Prints trees/s and vertices/s (median over repeats), ms per batch (p50, p90
 // over every timed batch), and where the executors' time went: scheduling,
@@ -22,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -67,6 +70,54 @@ double sgemm_gflops(int64_t m, int64_t n, int64_t k) {
     best = std::max(best, 2.0 * double(m) * double(n) * double(k) * reps / (now() - t0) * 1e-9);
   }
   return best;
+}
+
+// Writes a binary Tree-LSTM's weights in the layout of
+// bench/pytorch/treelstm_baseline.py --init-weights: raw little-endian float32,
+// row-major, x @ W convention (taihu stores [out, in], so matrices transpose),
+// gates i | o | u, forget gates f_l | f_r, one b_f shared by both children.
+// taihu's W_f (x into the forget gates) has no PyTorch counterpart and no
+// effect: a leaf's children are zero rows, an internal vertex's x is a zero row.
+void dump_tree_lstm_weights(cavs::VertexFunction& f, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  auto data = [&](const char* name) -> const Tensor& { return f.param(name).blob->data(); };
+  auto write = [&](const char* name, const std::vector<float>& v) {
+    std::ofstream out(std::filesystem::path(dir) / (std::string(name) + ".f32"), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+    if (!out) throw Error(fmt::format("--dump-weights: cannot write {}/{}.f32", dir, name));
+  };
+  // Columns [offset, offset + out) of a [in x cols] matrix from w [out, in]: dst[k, offset + j] = w[j, k].
+  auto put_transposed = [](const Tensor& w, std::vector<float>& dst, int64_t cols, int64_t offset) {
+    const int64_t rows_out = w.shape()[0], in = w.shape()[1];
+    const float* p = w.ptr();
+    for (int64_t j = 0; j < rows_out; ++j)
+      for (int64_t k = 0; k < in; ++k) dst[static_cast<size_t>(k * cols + offset + j)] = p[j * in + k];
+  };
+  auto copy = [](const Tensor& t) { return std::vector<float>(t.ptr(), t.ptr() + t.shape().count()); };
+  auto concat = [](std::initializer_list<std::vector<float>> parts) {
+    std::vector<float> v;
+    for (const auto& p : parts) v.insert(v.end(), p.begin(), p.end());
+    return v;
+  };
+  const int64_t H = data("b_i").shape()[0], X = data("W_i").shape()[1], C = data("b_out").shape()[0];
+  write("embedding", copy(data("embedding")));
+  std::vector<float> w_iou(static_cast<size_t>(X * 3 * H)), u_iou(static_cast<size_t>(2 * H * 3 * H));
+  std::vector<float> u_f(static_cast<size_t>(2 * H * 2 * H)), w_out(static_cast<size_t>(H * C));
+  const char* gates[] = {"i", "o", "u"};
+  for (int g = 0; g < 3; ++g) {
+    put_transposed(data(fmt::format("W_{}", gates[g]).c_str()), w_iou, 3 * H, g * H);
+    put_transposed(data(fmt::format("U_{}", gates[g]).c_str()), u_iou, 3 * H, g * H);
+  }
+  put_transposed(data("U_fl"), u_f, 2 * H, 0);
+  put_transposed(data("U_fr"), u_f, 2 * H, H);
+  put_transposed(data("W_out"), w_out, C, 0);
+  write("W_iou", w_iou);
+  write("b_iou", concat({copy(data("b_i")), copy(data("b_o")), copy(data("b_u"))}));
+  write("U_iou", u_iou);
+  write("U_f", u_f);
+  write("b_f", copy(data("b_f")));
+  write("W_out", w_out);
+  write("b_out", copy(data("b_out")));
 }
 
 }  // namespace
@@ -117,6 +168,12 @@ int main(int argc, char** argv) {
     cavs::VertexFunction f = cavs::build_model(doc.section("model"), data, 1);
     if (model == "tree_fc") doc.section("model").mark_all_used();
     auto solver = Solver::create(doc.section("solver"), f.param_pointers());
+    if (auto dir = arg("dump-weights", ""); !dir.empty()) {
+      if (model != "tree_lstm") throw Error("--dump-weights supports --model=tree_lstm only");
+      dump_tree_lstm_weights(f, dir);
+    }
+    const int loss_trace = std::stoi(arg("loss-trace", "0"));
+    std::vector<double> losses;
 
     cavs::ExecutorOptions options = mode == "serial" ? cavs::ExecutorOptions::serial() : cavs::ExecutorOptions{};
     std::unique_ptr<cavs::BatchRunner> runner;
@@ -141,7 +198,9 @@ int main(int argc, char** argv) {
         runner->evaluate(batch_span(b));
         return;
       }
-      runner->train(batch_span(b), 1.0f);
+      // loss_scale 1: gradients of the summed loss, as the PyTorch baseline's reduction="sum".
+      const cavs::GraphMetrics m = runner->train(batch_span(b), 1.0f);
+      if (static_cast<int>(losses.size()) < loss_trace) losses.push_back(m.loss);
       solver->step();
       runner->zero_gradients();
     };
@@ -193,6 +252,11 @@ int main(int argc, char** argv) {
         system, model, workload.name, batch, embed, hidden, threads * (runner_kind == "inline" ? 1 : executors),
         runner_kind == "inline" ? 1 : executors, phase, trees_per_s, vertices_per_s, percentile(batch_ms, 0.5),
         percentile(batch_ms, 0.9), rounds_per_batch, gemm_calls_per_batch, schedule_share, gemm_share, peak);
+    if (!losses.empty()) {
+      std::string line = "losses:";
+      for (double l : losses) line += fmt::format(" {:.6f}", l);
+      fmt::print("{}\n", line);
+    }
     if (auto path = arg("json", ""); !path.empty()) std::ofstream(path, std::ios::app) << row << "\n";
     if (auto path = arg("csv", ""); !path.empty()) {
       const bool fresh = !std::ifstream(path).good();
