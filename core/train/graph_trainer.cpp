@@ -79,6 +79,10 @@ std::string GraphTrainReport::to_json() const {
 GraphTrainer::GraphTrainer(config::Document doc, Progress::Mode progress, RunnerFactory runner)
     : doc_(std::move(doc)), progress_mode_(progress) {
   const config::Section& root = doc_.root();
+  for (const char* key : {"workers", "nodes"})
+    if (root.has(key) && root.get<int64_t>(key) > (std::string_view(key) == "workers" ? 1 : 0))
+      throw root.error(key, "data-parallel replicas and remote nodes do not take dynamic models ([model]) yet; "
+                            "`executors = N` runs N parts of every mini-batch concurrently in this process");
   epochs_ = root.get_or<int64_t>("epochs", 10);
   batch_size_ = root.get_or<int64_t>("batch_size", 25);
   test_batch_size_ = root.get_or<int64_t>("test_batch_size", 256);

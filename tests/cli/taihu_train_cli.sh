@@ -131,6 +131,8 @@ fi
 expect "gated graph network on random DAGs (no data set needed)" 0 "finished: test root accuracy.*graphs/s" -- "$train" \
   --config-file="$src/config/ggnn-dag.ini" epochs=1 data.train_size=200 data.dev_size=50 data.test_size=50 \
   output.dir="$work/gg" --progress=quiet
+expect "workers=2 with a dynamic model says what runs instead" 2 "workers.*dynamic models.*executors" -- "$train" \
+  --config-file="$src/config/ggnn-dag.ini" workers=2
 expect "missing SST says where the data is" 2 "SST folder .*nowhere.*shared/data" -- "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/nowhere"
 expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
 
