@@ -133,6 +133,9 @@ expect "gated graph network on random DAGs (no data set needed)" 0 "finished: te
   output.dir="$work/gg" --progress=quiet
 expect "workers=2 with a dynamic model says what runs instead" 2 "workers.*dynamic models.*executors" -- "$train" \
   --config-file="$src/config/ggnn-dag.ini" workers=2
+expect "a diverging dynamic model stops with code 3" 3 "loss became (NaN|infinite)" -- "$train" \
+  --config-file="$src/config/ggnn-dag.ini" epochs=1 data.train_size=500 data.dev_size=10 data.test_size=10 \
+  solver.type=sgd solver.base_lr=1e30 solver.lr_policy=fixed output.dir="$work/nan" --progress=quiet
 expect "missing SST says where the data is" 2 "SST folder .*nowhere.*shared/data" -- "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/nowhere"
 expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
 
