@@ -60,6 +60,12 @@ void write_report(const taihu::app::CommandLine& cl, const std::string& json) {
   }
 }
 
+// Which epoch the reported test figures come from.
+std::string selected_epoch(const taihu::GraphTrainReport& report) {
+  return report.has_dev ? fmt::format("best dev epoch {}", report.best_epoch)
+                        : fmt::format("epoch {}, no dev set", report.best_epoch);
+}
+
 // A dynamic network on the graph actor runtime. Its GEMMs are small (a round
 // of vertices), so by default every core runs an executor with one BLAS
 // thread; executors x BLAS threads stay within the cores unless [blas]
@@ -77,11 +83,11 @@ int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine
   if (auto resume = cl.flag("resume")) trainer.resume(*resume);
   const GraphTrainReport report = trainer.run();
   if (report.language_model)
-    spdlog::info("finished: test perplexity {:.2f} (best dev epoch {}), {:.0f} tokens/s", report.test.perplexity,
-                 report.best_epoch, report.vertices_per_second);
+    spdlog::info("finished: test perplexity {:.2f} ({}), {:.0f} tokens/s", report.test.perplexity,
+                 selected_epoch(report), report.vertices_per_second);
   else
-    spdlog::info("finished: test root accuracy {:.2f}% (best dev epoch {}), {:.0f} {}/s",
-                 100.0 * report.test.root_accuracy, report.best_epoch, report.samples_per_second,
+    spdlog::info("finished: test root accuracy {:.2f}% ({}), {:.0f} {}/s",
+                 100.0 * report.test.root_accuracy, selected_epoch(report), report.samples_per_second,
                  report.data == "dag" ? "graphs" : "trees");
   write_report(cl, report.to_json());
   return 0;
