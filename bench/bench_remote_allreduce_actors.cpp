@@ -34,13 +34,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 using taihu::bench::arg_value;
+using taihu::bench::number_list;
 
-std::vector<double> numbers(const std::string& list) {
-  std::vector<double> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stod(item));
-  return out;
-}
 
 void write_all(int fd, const void* data, std::size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -200,7 +195,7 @@ double measure(int ranks, std::size_t elements, int runs, sync::Algorithm algori
 
 int main(int argc, char** argv) {
   const int ranks = std::stoi(arg_value(argc, argv, "ranks", "4"));
-  const auto sizes = numbers(arg_value(argc, argv, "mb", "1,16,100"));
+  const auto sizes = number_list(arg_value(argc, argv, "mb", "1,16,100"));
   const int runs = std::stoi(arg_value(argc, argv, "runs", "7"));
   const auto algorithms_text = arg_value(argc, argv, "algorithm", "ring,rabenseifner");
   std::vector<sync::Algorithm> algorithms;

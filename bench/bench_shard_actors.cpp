@@ -28,13 +28,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 using taihu::bench::arg_value;
+using taihu::bench::number_list;
 
-std::vector<double> numbers(const std::string& list) {
-  std::vector<double> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stod(item));
-  return out;
-}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -106,8 +101,8 @@ double hop_microseconds(caf::actor_system& system, std::size_t floats, int hops)
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto ranks = numbers(arg_value(argc, argv, "ranks", "4,8"));
-  const auto mbs = numbers(arg_value(argc, argv, "mb", "1,16,100"));
+  const auto ranks = number_list(arg_value(argc, argv, "ranks", "4,8"));
+  const auto mbs = number_list(arg_value(argc, argv, "mb", "1,16,100"));
   const int runs = std::stoi(arg_value(argc, argv, "runs", "5"));
   const int threads = std::stoi(arg_value(argc, argv, "threads", "2"));
 

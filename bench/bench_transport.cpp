@@ -37,13 +37,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 using taihu::bench::arg_value;
+using taihu::bench::number_list;
 
-std::vector<double> numbers(const std::string& list) {
-  std::vector<double> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stod(item));
-  return out;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -199,7 +194,7 @@ double data_plane(std::size_t bytes, std::size_t count, bool fresh) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto sizes = numbers(arg_value(argc, argv, "mb", "1,16,64"));
+  const auto sizes = number_list(arg_value(argc, argv, "mb", "1,16,64"));
   const double total_mb = std::stod(arg_value(argc, argv, "total-mb", "1024"));
   const int runs = std::stoi(arg_value(argc, argv, "runs", "5"));
   const bool fresh = arg_value(argc, argv, "fresh", "0") == "1";

@@ -124,6 +124,23 @@ GeneratedSizes generated_sizes(const config::Section& data, int64_t train, int64
   return sizes;
 }
 
+// Fills the train/dev/test splits of a generated source, each drawn from its
+// own seeded stream ("<name>/train", ...), with `one(rng)` graphs.
+template <class Generate>
+void generate_splits(GraphDataset& out, const GeneratedSizes& sizes, uint64_t seed, std::string_view name,
+                     Generate&& one) {
+  auto split = [&](int64_t n, std::string_view part) {
+    Rng rng(derive_seed(seed, fmt::format("{}/{}", name, part)));
+    std::vector<InputGraph> graphs;
+    graphs.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) graphs.push_back(one(rng));
+    return graphs;
+  };
+  out.train = split(sizes.train, "train");
+  out.dev = split(sizes.dev, "dev");
+  out.test = split(sizes.test, "test");
+}
+
 void load_expression(GraphDataset& out, const config::Section& data, uint64_t seed) {
   const auto sizes = generated_sizes(data, 4000, 500, 1000);
   ExpressionTreeOptions options;
@@ -133,16 +150,7 @@ void load_expression(GraphDataset& out, const config::Section& data, uint64_t se
   if (options.modulus < 2) throw data.error("classes", "must be at least 2");
   if (options.min_leaves < 1 || options.max_leaves < options.min_leaves)
     throw data.error("max_leaves", "needs 1 <= min_leaves <= max_leaves");
-  auto generate = [&](int64_t n, std::string_view stream) {
-    Rng rng(derive_seed(seed, stream));
-    std::vector<InputGraph> graphs;
-    graphs.reserve(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) graphs.push_back(random_expression_tree(rng, options).graph);
-    return graphs;
-  };
-  out.train = generate(sizes.train, "expression/train");
-  out.dev = generate(sizes.dev, "expression/dev");
-  out.test = generate(sizes.test, "expression/test");
+  generate_splits(out, sizes, seed, "expression", [&](Rng& rng) { return random_expression_tree(rng, options).graph; });
   out.vocabulary_size = expression_vocabulary_size;
   out.num_classes = options.modulus;
 }
@@ -154,16 +162,7 @@ void load_sst_like(GraphDataset& out, const config::Section& data, uint64_t seed
   options.num_classes = data.get_or<int32_t>("classes", 5);
   if (options.vocabulary_size < 1) throw data.error("vocabulary", "must be at least 1");
   if (options.num_classes < 2) throw data.error("classes", "must be at least 2");
-  auto generate = [&](int64_t n, std::string_view stream) {
-    Rng rng(derive_seed(seed, stream));
-    std::vector<InputGraph> graphs;
-    graphs.reserve(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) graphs.push_back(sst_like_tree(rng, options));
-    return graphs;
-  };
-  out.train = generate(sizes.train, "sst-like/train");
-  out.dev = generate(sizes.dev, "sst-like/dev");
-  out.test = generate(sizes.test, "sst-like/test");
+  generate_splits(out, sizes, seed, "sst-like", [&](Rng& rng) { return sst_like_tree(rng, options); });
   out.vocabulary_size = options.vocabulary_size;
   out.num_classes = options.num_classes;
 }
@@ -181,16 +180,7 @@ void load_dag(GraphDataset& out, const config::Section& data, uint64_t seed) {
   if (options.min_vertices < 1 || options.max_vertices < options.min_vertices)
     throw data.error("max_vertices", "needs 1 <= min_vertices <= max_vertices");
   if (options.max_children < 0) throw data.error("max_children", "must be >= 0");
-  auto generate = [&](int64_t n, std::string_view stream) {
-    Rng rng(derive_seed(seed, stream));
-    std::vector<InputGraph> graphs;
-    graphs.reserve(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) graphs.push_back(random_dag(rng, options));
-    return graphs;
-  };
-  out.train = generate(sizes.train, "dag/train");
-  out.dev = generate(sizes.dev, "dag/dev");
-  out.test = generate(sizes.test, "dag/test");
+  generate_splits(out, sizes, seed, "dag", [&](Rng& rng) { return random_dag(rng, options); });
   out.vocabulary_size = options.vocabulary;
   out.num_classes = options.classes;
 }

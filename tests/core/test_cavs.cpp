@@ -18,20 +18,14 @@
 #include <fmt/format.h>
 #include "core/graph/expression_tree.hpp"
 #include "core/graph/tree_generators.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 using namespace taihu::cavs;
 
 namespace {
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<Error>(f); }
 
 std::vector<InputGraph> random_trees(uint64_t seed, int count, int32_t vocabulary, int32_t classes,
                                      int32_t max_leaves = 9) {

@@ -3,19 +3,13 @@
 #include <string>
 
 #include "core/config/config.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 using namespace taihu::config;
 
 namespace {
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<ConfigError>(f); }
 }  // namespace
 
 TEST_CASE("config parses root keys, sections, named sections, lists and comments") {

@@ -17,6 +17,7 @@
 #include "core/layers/convolution.hpp"
 #include "tests/support/gradient_check.hpp"
 #include "tests/support/layer_fixture.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 using namespace taihu::testing;
@@ -67,14 +68,7 @@ ConvCase make_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out, int6
   return cc;
 }
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<Error>(f); }
 
 GradientCheckOptions tolerance(float step, float threshold) {
   GradientCheckOptions options;

@@ -19,19 +19,13 @@
 #include "core/graph/tree_generators.hpp"
 #include "core/graph/vocabulary.hpp"
 #include "tests/support/shared_data.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 
 namespace {
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<DataError>(f); }
 
 std::filesystem::path data_dir() { return testing::shared_data_dir(); }
 

@@ -8,6 +8,7 @@
 #include "core/graph/expression_tree.hpp"
 #include "core/graph/graph_dataset.hpp"
 #include "tests/support/shared_data.hpp"
+#include "tests/support/error_message.hpp"
 
 namespace taihu {
 namespace {
@@ -17,14 +18,7 @@ GraphDataset load(const std::string& text, uint64_t seed = 1) {
   return load_graph_dataset(doc, doc.section("data"), seed);
 }
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<Error>(f); }
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "support/gradient_check.hpp"
 #include "support/layer_fixture.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 using namespace taihu::testing;
@@ -44,14 +45,7 @@ void check_normalised(const Blob& x, const Blob& y, const std::vector<double>& m
       }
 }
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<std::exception>(f); }
 
 // Naive LRN: scale over the window by direct summation.
 std::vector<double> naive_lrn(const Blob& x, int size, double alpha, double beta, double k, bool across) {

@@ -15,6 +15,7 @@
 #include "core/net/net.hpp"
 #include "support/gradient_check.hpp"
 #include "support/layer_fixture.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 using taihu::testing::check_gradients;
@@ -24,14 +25,7 @@ using taihu::testing::make_layer;
 
 namespace {
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<std::exception>(f); }
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -11,6 +11,7 @@
 #include "core/solver/lr_policy.hpp"
 #include "core/solver/solver.hpp"
 #include "support/layer_fixture.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 
@@ -54,14 +55,7 @@ std::unique_ptr<Solver> make_solver(const config::Document& doc, ParamSet& param
   return solver;
 }
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<std::exception>(f); }
 
 LrPolicy policy(const std::string& text, int64_t fallback = 0) {
   auto doc = solver_doc(text);

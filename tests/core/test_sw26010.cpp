@@ -6,20 +6,15 @@
 #include <vector>
 
 #include "devices/sw26010/core_group.hpp"
+#include "devices/sw26010/layer_timing.hpp"
 #include "devices/sw26010/vector.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 using namespace taihu::sw26010;
 
 namespace {
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const SimulationError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<SimulationError>(f); }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 }  // namespace
 
@@ -698,8 +693,6 @@ TEST_SUITE("sw26010") {
     require_close(db[0].data(), conv->params()[1].blob->diff().ptr(), s.num_output, 1e-4);
   }
 }
-
-#include "devices/sw26010/layer_timing.hpp"
 
 TEST_SUITE("sw26010") {
   TEST_CASE("time_layer maps layer types onto the kernels") {

@@ -12,19 +12,14 @@
 #include "core/graph/text_reader.hpp"
 #include "core/graph/tree_workload_io.hpp"
 #include "core/graph/tree_workloads.hpp"
+#include "tests/support/error_message.hpp"
+#include "tests/support/shared_data.hpp"
 
 using namespace taihu;
 
 namespace {
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(auto&& f) { return taihu::testing::error_message<DataError>(f); }
 
 std::string to_text(const TreeWorkload& w) {
   std::ostringstream out;
@@ -58,13 +53,6 @@ std::string with_header(const std::string& body, int trees = 1, int vertices = 3
          "\nvertices " + std::to_string(vertices) + "\n" + body;
 }
 
-std::filesystem::path data_dir() {
-  if (const char* env = std::getenv("TAIHU_DATA_DIR")) return env;
-  const std::filesystem::path root(TAIHU_SOURCE_DIR);
-  for (const auto& candidate : {root / ".." / "shared" / "data", root / ".." / ".." / "shared" / "data"})
-    if (std::filesystem::exists(candidate)) return candidate;
-  return root / ".." / "shared" / "data";
-}
 
 }  // namespace
 
@@ -223,7 +211,7 @@ TEST_SUITE("tree workload") {
   }
 
   TEST_CASE("real SST train as a workload") {
-    const auto path = data_dir() / "sst" / "train.txt";
+    const auto path = testing::shared_data_dir() / "sst" / "train.txt";
     if (!std::filesystem::exists(path)) {
       MESSAGE("SST data not found at " << path.string() << "; skipped (set TAIHU_DATA_DIR)");
       return;
