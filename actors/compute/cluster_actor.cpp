@@ -22,9 +22,6 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
-#include "core/data/batch_source.hpp"
-#include "core/net/net.hpp"
-#include "core/solver/solver.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -327,7 +324,7 @@ int run_node(const NodeOptions& o) {
         self->monitor(coordinator);
         try {
           doc.emplace(config::Document::parse(setup.config, "config from the coordinator"));
-          settings = TrainSettings::read(doc->root());
+          settings = read_replica_settings(*doc);
           rank_node.assign(setup.rank_node.begin(), setup.rank_node.end());
           algorithms = setup.algorithms;
           const int ranks = static_cast<int>(rank_node.size());
@@ -339,7 +336,7 @@ int run_node(const NodeOptions& o) {
           blas::set_threads(blas_threads > 0 ? blas_threads
                                              : std::max(1, blas::available_cores() /
                                                                std::max(1, static_cast<int>(local_ranks.size()))));
-          const ReplicaData data = ReplicaData::read(*doc);
+          const ReplicaData data = ReplicaData::read(*doc, settings);
           for (int r : local_ranks)
             models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes));
           net::DataPlaneOptions options;

@@ -22,11 +22,9 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
-#include "core/data/batch_source.hpp"
-#include "core/data/dataset.hpp"
-#include "core/net/net.hpp"
-#include "core/solver/solver.hpp"
+#include "core/train/graph_trainer.hpp"
 #include "core/train/metrics_log.hpp"
+#include "core/train/replica.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -44,7 +42,8 @@ sync::Topology in_process_topology(int ranks) { return sync::Topology::uniform(r
 std::string cluster_config(const config::Document& doc) {
   config::Document copy = doc;
   config::Section& root = copy.root();
-  root.set("net", std::filesystem::absolute(doc.resolve(root.get<std::string>("net"))).string(), root.where());
+  if (root.has("net"))
+    root.set("net", std::filesystem::absolute(doc.resolve(root.get<std::string>("net"))).string(), root.where());
   if (config::Section* data = copy.find("data"); data != nullptr) {
     const auto dir = data->get_or<std::string>("dir", "");
     if (!dir.empty()) data->set("dir", std::filesystem::absolute(doc.resolve(dir)).string(), data->where());
@@ -70,51 +69,15 @@ sync::Topology training_topology(const config::Document& doc, int ranks) {
   return in_process_topology(ranks);
 }
 
-ReplicaData ReplicaData::read(const config::Document& doc) {
-  ReplicaData data;
-  data.config = DataConfig::read(doc, doc.section("data"));
-  data.train = make_dataset(data.config, Split::train);
-  data.test = make_dataset(data.config, Split::test);
-  return data;
-}
-
 std::shared_ptr<WorkerModel> build_worker_model(const config::Document& d, const TrainSettings& settings,
                                                 const ReplicaData& data, int r, int ranks, std::size_t bucket_bytes,
                                                 WorkerFault fault) {
-  const config::Section& root = d.root();
-  const int64_t global_batch = settings.batch_size * ranks;
   auto m = std::make_shared<WorkerModel>();
   m->rank = r;
   m->ranks = ranks;
-  m->settings = settings;
   m->fault = fault;
-  // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
-  m->net = build_net(d, settings, settings.batch_size, settings.seed + static_cast<uint64_t>(r));
-  if (r == 0) check_sample_shape(d, *m->net, *data.train, settings);
-  BatchOptions train_options;
-  train_options.batch_size = global_batch;
-  train_options.seed = settings.seed;
-  train_options.shuffle = data.config.shuffle;
-  train_options.drop_last = true;
-  train_options.prefetch = data.config.prefetch;
-  train_options.shard_count = ranks;
-  train_options.shard_index = r;
-  require<ConfigError>(data.train->size() >= global_batch,
-                       "{}: the training set has {} samples, fewer than workers x batch_size = {}",
-                       root.where().str(), data.train->size(), global_batch);
-  m->train = std::make_unique<BatchSource>(data.train, train_options);
-  if (r == 0) {
-    BatchOptions test_options = train_options;
-    test_options.batch_size = settings.test_batch_size;
-    test_options.shuffle = false;
-    test_options.drop_last = false;
-    test_options.shard_count = 1;
-    test_options.shard_index = 0;
-    m->test = std::make_unique<BatchSource>(data.test, test_options);
-  }
-  const int64_t per_epoch = m->train->batches_per_epoch();
-  m->solver = Solver::create(d.section("solver"), m->net->learnable_params(), settings.epochs * per_epoch);
-  m->buckets = std::make_unique<sync::Buckets>(*m->net, bucket_bytes);
+  m->replica = build_replica(d, settings, data, r, ranks);
+  m->buckets = std::make_unique<sync::Buckets>(m->replica->gradient_stages(), bucket_bytes);
   return m;
 }
 
@@ -196,6 +159,25 @@ struct StatusSettings {
   std::string port_file;
 };
 
+// What a run measured, before it becomes a net's or a dynamic model's report.
+struct EpochRecord {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0.0;  // mean of the iterations' losses (each the ranks' mean)
+  double seconds = 0.0;
+  uint64_t samples = 0;
+  uint64_t vertices = 0;
+  ReplicaEvaluation evaluation;
+};
+
+struct RunRecord {
+  std::vector<EpochRecord> epochs;
+  double seconds = 0.0;  // training time, all epochs
+  uint64_t samples = 0;
+  uint64_t vertices = 0;
+  double exposed_comm_seconds = 0.0;
+  double comm_hidden_fraction = 0.0;
+};
+
 struct DataParallelTrainer::Impl {
   config::Document doc;
   Progress::Mode progress_mode;
@@ -216,7 +198,15 @@ struct DataParallelTrainer::Impl {
   std::vector<sync::Algorithm> bucket_algorithms;
   std::vector<BucketReport> bucket_reports;
   int64_t per_epoch = 0;
-  std::string net_name;
+  std::string net_name;  // or the dynamic model's type
+  std::string sample_unit;
+  // Set for a dynamic model ([model]).
+  struct GraphRun {
+    std::string source;
+    bool language_model = false;
+    bool has_dev = false;
+  };
+  std::optional<GraphRun> graphs;
   int64_t parameters = 0;
   MetricsLog metrics;
   std::filesystem::path checkpoint_path;
@@ -224,6 +214,9 @@ struct DataParallelTrainer::Impl {
   bool keep_all = false;
   TrainPosition start;
   std::vector<std::vector<float>> final_parameters;
+
+  RunRecord train();
+  void log_epoch(const EpochRecord& e);
 };
 
 DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode progress, WorkerFault fault)
@@ -234,7 +227,7 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   im.fault = fault;
   const config::Document& d = im.doc;
   const config::Section& root = d.root();
-  im.settings = TrainSettings::read(root);
+  im.settings = read_replica_settings(d);
   im.cluster = ClusterSettings::read(d);
   // With nodes = K, workers defaults to K (one replica per node).
   if (im.cluster.nodes > 0 && root.get_or<int64_t>("workers", 0) == 0) im.settings.workers = im.cluster.nodes;
@@ -260,16 +253,21 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   // Data: one data set, shared read-only by all replicas. With nodes = K the
   // replicas live in the nodes; this process builds rank 0's only, for the
   // bucket layout and the epoch length.
-  const ReplicaData data = ReplicaData::read(d);
+  const ReplicaData data = ReplicaData::read(d, im.settings);
   const int built = im.cluster.nodes > 0 ? 1 : im.ranks;
   for (int r = 0; r < built; ++r) {
     auto m = build_worker_model(d, im.settings, data, r, im.ranks, im.bucket_bytes, fault);
-    im.per_epoch = m->train->batches_per_epoch();
+    im.per_epoch = m->replica->batches_per_epoch();
     im.models.push_back(std::move(m));
   }
-  const Net& net0 = *im.models[0]->net;
-  im.net_name = net0.name();
-  im.parameters = net0.num_learnable_parameters();
+  Replica& replica0 = *im.models[0]->replica;
+  im.net_name = replica0.name();
+  im.parameters = replica0.learnable_parameters();
+  im.sample_unit = replica0.sample_unit();
+  if (data.graphs) {
+    im.graphs.emplace(Impl::GraphRun{data.graphs->source, data.graphs->language_model, !data.graphs->dev.empty()});
+  }
+  const auto stages = replica0.gradient_stages();
 
   // One collective per bucket.
   const sync::Buckets& buckets = *im.models[0]->buckets;
@@ -290,7 +288,7 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
     im.bucket_algorithms.push_back(a);
     im.bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(sync::name(a)), predicted});
     spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
-                 bytes / (1024.0 * 1024.0), net0.layer(buckets[b].first_layer).name(), sync::name(a),
+                 bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, sync::name(a),
                  im.algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
   }
 
@@ -320,8 +318,8 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
 
   d.section("blas").mark_all_used();
   d.reject_unused();
-  spdlog::info("net '{}': {} learnable parameters; {} workers x batch {} = global batch {}; {} buckets",
-               im.net_name, im.parameters, im.ranks, im.settings.batch_size, global_batch, buckets.size());
+  spdlog::info("{} '{}': {} learnable parameters; {} workers x batch {} = global batch {}; {} buckets",
+               im.graphs ? "model" : "net", im.net_name, im.parameters, im.ranks, im.settings.batch_size, global_batch, buckets.size());
 }
 
 DataParallelTrainer::~DataParallelTrainer() = default;
@@ -333,8 +331,8 @@ void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
   require(!im.models.empty(), "DataParallelTrainer::resume() must come before run()");
   const Checkpoint c = load_checkpoint(checkpoint);
   for (auto& m : im.models) {
-    im.start = restore_checkpoint(c, *m->net, *m->solver, im.settings.seed, m->rank == 0);
-    m->train->seek(im.start.epoch, im.start.batch);
+    im.start = m->replica->restore(c, m->rank == 0);
+    m->replica->seek(im.start.epoch, im.start.batch);
   }
   spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
                im.start.batch, c.iteration);
@@ -344,8 +342,8 @@ const std::vector<std::vector<float>>& DataParallelTrainer::final_parameters() c
   return impl_->final_parameters;
 }
 
-TrainReport DataParallelTrainer::run() {
-  Impl& im = *impl_;
+RunRecord DataParallelTrainer::Impl::train() {
+  Impl& im = *this;
   require(!im.models.empty(), "DataParallelTrainer::run() runs once");
   const int cores = blas::available_cores();
   const int blas_threads = std::max(1, blas::threads());
@@ -366,13 +364,8 @@ TrainReport DataParallelTrainer::run() {
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(im.step_timeout));
   auto compute_slots = std::make_shared<ComputeSlots>(slots);
-  TrainReport report;
-  report.net = im.net_name;
-  report.parameters = im.parameters;
-  report.batch_size = im.settings.batch_size * im.ranks;
-  report.blas_kernel = blas::kernel_name();
-  report.workers = im.ranks;
-  report.buckets = im.bucket_reports;
+  RunRecord record;
+  const int64_t global_batch = im.settings.batch_size * im.ranks;
   std::optional<WorkerFailure> failure;
   std::exception_ptr other;
 
@@ -528,9 +521,7 @@ TrainReport DataParallelTrainer::run() {
       ask(0, "the parameter request", [&](msg::Parameters& p) { p0 = std::move(p); }, caf::get_atom_v);
       for (int r = 1; r < im.ranks; ++r) self->send(workers[static_cast<std::size_t>(r)], p0);
 
-      std::vector<EpochResult> history;
-      double train_seconds = 0.0, exposed = 0.0, comm = 0.0, hidden = 0.0;
-      int64_t trained = 0;
+      double exposed = 0.0, comm = 0.0, hidden = 0.0;
       // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
       auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
         if (im.checkpoint_path.empty()) return;
@@ -539,10 +530,10 @@ TrainReport DataParallelTrainer::run() {
       };
       double elapsed = im.start.elapsed_seconds;
       for (int64_t epoch = im.start.epoch; epoch < im.settings.epochs; ++epoch) {
-        EpochResult result;
+        EpochRecord result;
         result.epoch = epoch + 1;
-        Progress progress(fmt::format("epoch {}/{}", epoch + 1, im.settings.epochs), im.per_epoch, report.batch_size,
-                          im.progress_mode, im.settings.display);
+        Progress progress(fmt::format("epoch {}/{}", epoch + 1, im.settings.epochs), im.per_epoch, global_batch,
+                          im.progress_mode, im.settings.display, im.sample_unit);
         const auto start = Clock::now();
         const int64_t first_batch = epoch == im.start.epoch ? im.start.batch : 0;
         double loss_sum = epoch == im.start.epoch ? im.start.epoch_loss_sum : 0.0;
@@ -565,6 +556,8 @@ TrainReport DataParallelTrainer::run() {
                     done[static_cast<std::size_t>(d.rank)] = true;
                     ++got;
                     loss += d.loss;
+                    result.samples += d.stats.samples;
+                    result.vertices += d.stats.vertices;
                     exposed += d.stats.exposed_comm_seconds / im.ranks;
                     comm += d.stats.comm_seconds;
                     hidden += d.stats.hidden_comm_seconds;
@@ -617,47 +610,22 @@ TrainReport DataParallelTrainer::run() {
         }
         result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         result.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(im.per_epoch, 1));
-        result.images_per_second =
-            static_cast<double>((im.per_epoch - first_batch) * report.batch_size) / std::max(result.seconds, 1e-9);
-        train_seconds += result.seconds;
-        trained += im.per_epoch - first_batch;
+        record.seconds += result.seconds;
+        record.samples += result.samples;
+        record.vertices += result.vertices;
         elapsed += result.seconds;
         progress.finish(fmt::format("train loss {:.4f}", result.train_loss));
-        ask(0, "the evaluation request",
-            [&](double loss, double accuracy) {
-              result.test_loss = loss;
-              result.test_accuracy = accuracy;
-            },
-            msg::eval_atom_v);
-        spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%", result.epoch,
-                     im.settings.epochs, result.train_loss, result.test_loss, 100.0 * result.test_accuracy);
-        im.metrics.write({{"type", std::string("test")},
-                          {"epoch", result.epoch},
-                          {"iteration", static_cast<int64_t>((epoch + 1) * im.per_epoch)},
-                          {"loss", result.test_loss},
-                          {"accuracy", result.test_accuracy},
-                          {"train_loss", result.train_loss},
-                          {"images_per_second", result.images_per_second}});
-        history.push_back(result);
+        ask(0, "the evaluation request", [&](ReplicaEvaluation& e) { result.evaluation = e; }, msg::eval_atom_v);
+        im.log_epoch(result);
+        record.epochs.push_back(result);
         save(epoch + 1, 0, elapsed, 0.0);
       }
       for (int r = 0; r < im.ranks; ++r) {
         ask(r, "the parameter request",
             [&](msg::Parameters& p) { im.final_parameters.push_back(p.values.to_vector()); }, caf::get_atom_v);
       }
-      report.epochs = im.settings.epochs;
-      report.iterations = im.settings.epochs * im.per_epoch;
-      report.history = history;
-      if (!history.empty()) {
-        report.train_loss = history.back().train_loss;
-        report.test_loss = history.back().test_loss;
-        report.test_accuracy = history.back().test_accuracy;
-      }
-      report.seconds = train_seconds;
-      report.images_per_second =
-          train_seconds > 0 ? static_cast<double>(trained * report.batch_size) / train_seconds : 0.0;
-      report.exposed_comm_seconds = exposed;
-      report.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
+      record.exposed_comm_seconds = exposed;
+      record.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
       set_state("finished");
     } catch (const WorkerFailure& f) {
       set_state(std::string("failed: ") + f.what());
@@ -685,6 +653,88 @@ TrainReport DataParallelTrainer::run() {
     throw *failure;
   }
   if (other) std::rethrow_exception(other);
+  return record;
+}
+
+void DataParallelTrainer::Impl::log_epoch(const EpochRecord& e) {
+  const int64_t iteration = e.epoch * per_epoch;
+  const double rate = static_cast<double>(e.samples) / std::max(e.seconds, 1e-9);
+  if (graphs) {
+    GraphEpochResult g{e.epoch, e.train_loss, e.evaluation.dev, e.evaluation.test, e.seconds, rate,
+                       static_cast<double>(e.vertices) / std::max(e.seconds, 1e-9)};
+    log_graph_epoch(g, settings.epochs, graphs->has_dev, graphs->language_model, sample_unit.c_str(), iteration,
+                    metrics);
+    return;
+  }
+  spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%", e.epoch, settings.epochs,
+               e.train_loss, e.evaluation.test.loss, 100.0 * e.evaluation.test.accuracy);
+  metrics.write({{"type", std::string("test")},
+                 {"epoch", e.epoch},
+                 {"iteration", iteration},
+                 {"loss", e.evaluation.test.loss},
+                 {"accuracy", e.evaluation.test.accuracy},
+                 {"train_loss", e.train_loss},
+                 {"images_per_second", rate}});
+}
+
+bool DataParallelTrainer::dynamic_model() const { return impl_->graphs.has_value(); }
+
+TrainReport DataParallelTrainer::run() {
+  Impl& im = *impl_;
+  require(!im.graphs, "DataParallelTrainer::run() trains nets; a dynamic model ([model]) trains with run_graph()");
+  const RunRecord record = im.train();
+  TrainReport report;
+  report.net = im.net_name;
+  report.parameters = im.parameters;
+  report.batch_size = im.settings.batch_size * im.ranks;
+  report.blas_kernel = blas::kernel_name();
+  report.workers = im.ranks;
+  report.buckets = im.bucket_reports;
+  report.epochs = im.settings.epochs;
+  report.iterations = im.settings.epochs * im.per_epoch;
+  for (const EpochRecord& e : record.epochs)
+    report.history.push_back(EpochResult{e.epoch, e.train_loss, e.evaluation.test.loss, e.evaluation.test.accuracy,
+                                         e.seconds, static_cast<double>(e.samples) / std::max(e.seconds, 1e-9)});
+  if (!report.history.empty()) {
+    report.train_loss = report.history.back().train_loss;
+    report.test_loss = report.history.back().test_loss;
+    report.test_accuracy = report.history.back().test_accuracy;
+  }
+  report.seconds = record.seconds;
+  report.images_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
+  report.exposed_comm_seconds = record.exposed_comm_seconds;
+  report.comm_hidden_fraction = record.comm_hidden_fraction;
+  return report;
+}
+
+GraphTrainReport DataParallelTrainer::run_graph() {
+  Impl& im = *impl_;
+  require(im.graphs.has_value(), "DataParallelTrainer::run_graph() trains dynamic models ([model]); a net trains "
+          "with run()");
+  const RunRecord record = im.train();
+  GraphTrainReport report;
+  report.model = im.net_name;
+  report.data = im.graphs->source;
+  report.language_model = im.graphs->language_model;
+  report.has_dev = im.graphs->has_dev;
+  report.parameters = im.parameters;
+  report.epochs = im.settings.epochs;
+  report.iterations = im.settings.epochs * im.per_epoch;
+  report.batch_size = im.settings.batch_size * im.ranks;
+  report.runner = "data-parallel";
+  std::vector<GraphEpochResult> history;
+  for (const EpochRecord& e : record.epochs)
+    history.push_back(GraphEpochResult{e.epoch, e.train_loss, e.evaluation.dev, e.evaluation.test, e.seconds,
+                                       static_cast<double>(e.samples) / std::max(e.seconds, 1e-9),
+                                       static_cast<double>(e.vertices) / std::max(e.seconds, 1e-9)});
+  report.set_history(std::move(history));
+  report.seconds = record.seconds;
+  report.samples_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
+  report.vertices_per_second = record.seconds > 0 ? static_cast<double>(record.vertices) / record.seconds : 0.0;
+  report.workers = im.ranks;
+  report.buckets = im.bucket_reports;
+  report.exposed_comm_seconds = record.exposed_comm_seconds;
+  report.comm_hidden_fraction = record.comm_hidden_fraction;
   return report;
 }
 

@@ -6,6 +6,7 @@
 #   4. a node killed with SIGKILL mid-training: detected within seconds, the
 #      report names it, the last checkpoint is intact
 #   5. a stopped node (SIGSTOP): treated as dead after dead_after
+#   6. a dynamic model (gated graph network) on 2 nodes trains to the in-process (workers=2) result
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -13,7 +14,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -146,6 +147,34 @@ print("cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or
 sys.exit(1 if diff else 0)
 PY
     check "3 nodes train to the in-process result" $?
+    ;;
+  graph)
+    # A dynamic model's replicas on 2 nodes: the same trajectory as 2 in-process workers.
+    saved=("${common[@]}")
+    common=(--config-file="$src/config/ggnn-dag.ini" cluster.secret_file="$work/secret" cluster.port=0 epochs=1
+            batch_size=16 data.train_size=640 data.dev_size=64 data.test_size=128 output.dir="$work/gout"
+            --progress=lines)
+    start_coordinator graph nodes=2 --report="$work/graph-cluster.json"
+    node_pids=()
+    for n in g1 g2; do
+      start_node "$n"
+      node_pids+=("$last")
+    done
+    wait "$coordinator"
+    check "graph: coordinator + 2 nodes finish (exit $?)" $? "$work/graph.log"
+    for p in "${node_pids[@]}"; do wait "$p"; done
+    "$train" "${common[@]}" workers=2 --report="$work/graph-inproc.json" >"$work/graph-inproc.log" 2>&1
+    check "graph: in-process workers=2 run" $? "$work/graph-inproc.log"
+    python3 - "$work/graph-cluster.json" "$work/graph-inproc.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+keys = ["train_loss", "test_loss", "test_accuracy", "dev_accuracy", "iterations", "workers"]
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print("graph model, cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or "none")
+sys.exit(1 if diff else 0)
+PY
+    check "graph: 2 nodes train a dynamic model to the in-process result" $?
+    common=("${saved[@]}")
     ;;
   timeout)
     start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2
