@@ -56,6 +56,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   // Evaluation of any replica (messages/evaluation.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::Scores))
   CAF_ADD_TYPE_ID(taihu, (taihu::ReplicaEvaluation))
+
+  // Elastic clusters (actors/compute/cluster.hpp).
+  CAF_ADD_ATOM(taihu, taihu::msg, reform_atom, "reform")   // a node drops its replicas for a new cluster
+  CAF_ADD_ATOM(taihu, taihu::msg, leave_atom, "leave")     // the gate: a node is gone, its place is free
+  CAF_ADD_ATOM(taihu, taihu::msg, restore_atom, "restore") // a worker loads a checkpoint file
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -55,7 +55,12 @@ struct Participant {
   int rank = 0;
   std::string role;   // "worker", "shard of bucket 3" or "node"
   std::string where;  // " on node 2 'name'" with nodes = K, else empty
+  int node = -1;      // with nodes = K: the node it lives on
 };
+
+// Elastic clusters: the cluster re-forms at the next epoch boundary to take
+// in nodes that joined (thrown and caught inside the coordinator's loop).
+struct Regroup {};
 
 }  // namespace
 
@@ -215,9 +220,52 @@ struct DataParallelTrainer::Impl {
   TrainPosition start;
   std::vector<std::vector<float>> final_parameters;
 
+  ReplicaData data;  // shared by the in-process replicas, kept to re-plan
+
   RunRecord train();
   void log_epoch(const EpochRecord& e);
+  // Each bucket's collective for the current ranks (rank 0's model's buckets).
+  void plan_buckets();
+  // Elastic: rank 0's model, the topology and the buckets for `ranks` ranks.
+  void replan(int new_ranks);
 };
+
+void DataParallelTrainer::Impl::plan_buckets() {
+  const auto stages = models[0]->replica->gradient_stages();
+  const sync::Buckets& buckets = *models[0]->buckets;
+  bucket_elements.clear();
+  bucket_algorithms.clear();
+  bucket_reports.clear();
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::size_t n = buckets[b].elements;
+    const double bytes = static_cast<double>(n) * sizeof(float);
+    sync::Algorithm a;
+    double predicted;
+    if (algorithm == "auto") {
+      const auto choice = sync::choose_algorithm(*topology, bytes);
+      a = choice.algorithm;
+      predicted = choice.seconds;
+    } else {
+      a = sync::parse_algorithm(algorithm);
+      predicted = sync::predict(sync::make_allreduce(a, *topology, n), *topology).seconds;
+    }
+    bucket_elements.push_back(n);
+    bucket_algorithms.push_back(a);
+    bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(sync::name(a)), predicted});
+    spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
+                 bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, sync::name(a),
+                 algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
+  }
+}
+
+void DataParallelTrainer::Impl::replan(int new_ranks) {
+  ranks = new_ranks;
+  topology.emplace(training_topology(doc, ranks));
+  models.clear();
+  models.push_back(build_worker_model(doc, settings, data, 0, ranks, bucket_bytes));
+  per_epoch = models[0]->replica->batches_per_epoch();
+  plan_buckets();
+}
 
 DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode progress, WorkerFault fault)
     : impl_(std::make_unique<Impl>()) {
@@ -249,6 +297,9 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   if (im.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
   im.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
   im.topology.emplace(training_topology(d, im.ranks));
+  if (im.cluster.elastic && d.find("topology") != nullptr)
+    throw d.section("topology").error("ranks", "elastic = true re-forms over any number of nodes; a fixed [topology] "
+                                               "does not apply (leave it out)");
 
   // Data: one data set, shared read-only by all replicas. With nodes = K the
   // replicas live in the nodes; this process builds rank 0's only, for the
@@ -267,30 +318,8 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   if (data.graphs) {
     im.graphs.emplace(Impl::GraphRun{data.graphs->source, data.graphs->language_model, !data.graphs->dev.empty()});
   }
-  const auto stages = replica0.gradient_stages();
-
-  // One collective per bucket.
-  const sync::Buckets& buckets = *im.models[0]->buckets;
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    const std::size_t n = buckets[b].elements;
-    const double bytes = static_cast<double>(n) * sizeof(float);
-    sync::Algorithm a;
-    double predicted;
-    if (im.algorithm == "auto") {
-      const auto choice = sync::choose_algorithm(*im.topology, bytes);
-      a = choice.algorithm;
-      predicted = choice.seconds;
-    } else {
-      a = sync::parse_algorithm(im.algorithm);
-      predicted = sync::predict(sync::make_allreduce(a, *im.topology, n), *im.topology).seconds;
-    }
-    im.bucket_elements.push_back(n);
-    im.bucket_algorithms.push_back(a);
-    im.bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(sync::name(a)), predicted});
-    spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
-                 bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, sync::name(a),
-                 im.algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
-  }
+  im.data = data;
+  im.plan_buckets();
 
   const int64_t global_batch = im.settings.batch_size * im.ranks;
 
@@ -305,6 +334,9 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   if (im.cluster.nodes > 0 && !im.checkpoint_path.empty()) im.checkpoint_path = std::filesystem::absolute(im.checkpoint_path);
   im.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
   im.keep_all = output.get_or<bool>("keep_all", false);
+  if (im.cluster.elastic && im.checkpoint_path.empty())
+    throw output.error("checkpoint", "elastic = true continues from the last checkpoint after a node is lost: "
+                                     "give a checkpoint file");
 
   // [status] port = N (0: any free port) serves /metrics and /status over HTTP.
   if (const config::Section* st = d.find("status")) {
@@ -319,7 +351,7 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   d.section("blas").mark_all_used();
   d.reject_unused();
   spdlog::info("{} '{}': {} learnable parameters; {} workers x batch {} = global batch {}; {} buckets",
-               im.graphs ? "model" : "net", im.net_name, im.parameters, im.ranks, im.settings.batch_size, global_batch, buckets.size());
+               im.graphs ? "model" : "net", im.net_name, im.parameters, im.ranks, im.settings.batch_size, global_batch, im.bucket_elements.size());
 }
 
 DataParallelTrainer::~DataParallelTrainer() = default;
@@ -365,7 +397,6 @@ RunRecord DataParallelTrainer::Impl::train() {
       std::chrono::duration<double>(im.step_timeout));
   auto compute_slots = std::make_shared<ComputeSlots>(slots);
   RunRecord record;
-  const int64_t global_batch = im.settings.batch_size * im.ranks;
   std::optional<WorkerFailure> failure;
   std::exception_ptr other;
 
@@ -408,35 +439,50 @@ RunRecord DataParallelTrainer::Impl::train() {
     std::vector<std::vector<caf::actor>> shards(im.bucket_elements.size());
     std::map<caf::actor_addr, Participant> who;
     Cluster cluster;
-    if (clustered) {
-      std::vector<std::string> algorithms;
-      for (auto a : im.bucket_algorithms) algorithms.emplace_back(sync::name(a));
-      try {
-        launch_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithms, cluster);
-      } catch (...) {
-        stop_cluster(system, self, cluster);
-        throw;
-      }
-      im.models.clear();
+    auto algorithm_names = [&] {
+      std::vector<std::string> names;
+      for (auto a : im.bucket_algorithms) names.emplace_back(sync::name(a));
+      return names;
+    };
+    // Wires the coordinator to the cluster's current generation.
+    auto attach_cluster = [&] {
       workers = cluster.workers;
+      who.clear();
       {
         std::lock_guard lock(status->mutex);
         status->state = "training";
+        status->ranks = im.ranks;
         status->rank_node = cluster.rank_node;
+        status->members.clear();
         for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
-          RunStatus::Member m{fmt::format("node {} '{}'", i, cluster.nodes[i].name), "training", {}};
+          RunStatus::Member m{fmt::format("node {} '{}'", i, cluster.nodes[i].name),
+                              cluster.nodes[i].agent ? "training" : "lost", {}};
           for (int r = 0; r < im.ranks; ++r)
             if (cluster.rank_node[static_cast<std::size_t>(r)] == static_cast<int>(i)) m.ranks.push_back(r);
           status->members.push_back(std::move(m));
         }
       }
-      for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
-        who[cluster.nodes[i].agent.address()] = {-1, "node", fmt::format("node {} '{}'", i, cluster.nodes[i].name)};
-      for (int r = 0; r < im.ranks; ++r) {
-        const auto node = static_cast<std::size_t>(cluster.rank_node[static_cast<std::size_t>(r)]);
-        who[workers[static_cast<std::size_t>(r)].address()] = {
-            r, "worker", fmt::format(" on node {} '{}'", node, cluster.nodes[node].name)};
+      for (int i : live_nodes(cluster)) {
+        const auto& n = cluster.nodes[static_cast<std::size_t>(i)];
+        who[n.agent.address()] = {-1, "node", fmt::format("node {} '{}'", i, n.name), i};
       }
+      for (int r = 0; r < im.ranks; ++r) {
+        const int node = cluster.rank_node[static_cast<std::size_t>(r)];
+        who[workers[static_cast<std::size_t>(r)].address()] = {
+            r, "worker", fmt::format(" on node {} '{}'", node, cluster.nodes[static_cast<std::size_t>(node)].name),
+            node};
+      }
+      for (auto& w : workers) self->monitor(w);
+    };
+    if (clustered) {
+      try {
+        launch_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithm_names(), cluster);
+      } catch (...) {
+        stop_cluster(system, self, cluster);
+        throw;
+      }
+      im.models.clear();
+      attach_cluster();
     } else {
       for (std::size_t b = 0; b < shards.size(); ++b) {
         const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
@@ -460,14 +506,20 @@ RunRecord DataParallelTrainer::Impl::train() {
         for (int r = 0; r < im.ranks; ++r)
           self->send(shards[b][static_cast<std::size_t>(r)],
                      msg::ShardInit{static_cast<std::uint32_t>(b), shards[b], workers[static_cast<std::size_t>(r)]});
-
+      for (auto& w : workers) self->monitor(w);
     }
-    for (auto& w : workers) self->monitor(w);
 
     std::uint64_t iteration = 0;  // the step being waited for, for messages
+    int lost_node = -1;           // the node a failure was traced to (clusters)
+    bool stale = false;           // a handler consumed a message of an earlier cluster generation
     auto on_down = [&](const caf::down_msg& dm) {
       auto it = who.find(dm.source);
+      if (it == who.end() && im.cluster.elastic) {
+        stale = true;  // an actor of an earlier generation
+        return;
+      }
       const Participant p = it != who.end() ? it->second : Participant{-1, "an actor", ""};
+      lost_node = p.node;
       if (p.role == "node") {
         std::lock_guard lock(status->mutex);
         for (auto& m : status->members)
@@ -486,6 +538,11 @@ RunRecord DataParallelTrainer::Impl::train() {
     };
     // A node reports a failure it saw: a local actor, or a lost data-plane peer.
     auto on_node_failure = [&](msg::NodeFailure& f) {
+      if (f.generation != cluster.generation) {
+        stale = true;
+        return;
+      }
+      lost_node = f.node;  // the failing node, or the peer whose connection was lost
       const std::string node =
           f.node >= 0 && static_cast<std::size_t>(f.node) < cluster.nodes.size()
               ? fmt::format("node {} '{}'", f.node, cluster.nodes[static_cast<std::size_t>(f.node)].name)
@@ -499,11 +556,14 @@ RunRecord DataParallelTrainer::Impl::train() {
         // that a lost node (down_msg, NodeFailure) ends the wait at once; a
         // request to a dead node would only time out (CAF 0.17).
         self->send(workers[static_cast<std::size_t>(rank)], args...);
-        self->receive(on_reply, on_down, on_node_failure, caf::after(timeout) >> [&] {
-          throw WorkerFailure(rank, fmt::format("worker {}{} did not answer {} within {} s", rank,
-                                                who[workers[static_cast<std::size_t>(rank)].address()].where, what,
-                                                im.step_timeout));
-        });
+        do {
+          stale = false;
+          self->receive(on_reply, on_down, on_node_failure, caf::after(timeout) >> [&] {
+            throw WorkerFailure(rank, fmt::format("worker {}{} did not answer {} within {} s", rank,
+                                                  who[workers[static_cast<std::size_t>(rank)].address()].where, what,
+                                                  im.step_timeout));
+          });
+        } while (stale);
         return;
       }
       self->request(workers[static_cast<std::size_t>(rank)], timeout, args...)
@@ -515,19 +575,76 @@ RunRecord DataParallelTrainer::Impl::train() {
           });
     };
 
-    try {
+    double exposed = 0.0, comm = 0.0, hidden = 0.0;
+    // The global batch the checkpoint on disk was written at (elastic runs
+    // map its position to the next one).
+    int64_t checkpoint_global_batch = im.settings.batch_size * im.ranks;
+    // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
+    auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
+      if (im.checkpoint_path.empty()) return;
+      ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
+          epoch, batch, elapsed, loss_sum);
+      checkpoint_global_batch = im.settings.batch_size * im.ranks;
+    };
+    // Elastic: a new cluster generation over the live nodes (without those
+    // that failed, with those that joined), continuing from the checkpoint.
+    auto reform = [&](const std::string& why) {
+      if (lost_node >= 0) node_lost(self, cluster, lost_node);
+      for (auto& w : workers) self->demonitor(w);
+      // A node that cannot drop its replicas within a step's time is as good
+      // as lost (a hung one fails the request after dead_after already).
+      const auto drop_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::duration<double>(std::max(im.step_timeout, im.cluster.dead_after + 2.0)));
+      for (int i : live_nodes(cluster)) {
+        auto& node = cluster.nodes[static_cast<std::size_t>(i)];
+        self->request(node.agent, drop_timeout, msg::reform_atom_v)
+            .receive([](bool) {},
+                     [&](caf::error& e) {
+                       spdlog::warn("elastic: node {} '{}' is gone too ({})", i, node.name, reason_text(system, e));
+                       node_lost(self, cluster, i);
+                     });
+      }
+      // Drop what the old generation still had in flight.
+      for (bool more = true; more;) {
+        more = false;
+        self->receive([&](const caf::down_msg&) { more = true; }, [&](msg::NodeFailure&) { more = true; },
+                      [&](msg::StepDone&) { more = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
+      }
+      const auto live = live_nodes(cluster);
+      const int per_node = static_cast<int>(im.settings.workers) / im.cluster.nodes;
+      if (live.empty()) throw WorkerFailure(-1, fmt::format("{}; no node is left to continue with", why));
+      const int64_t old_global = checkpoint_global_batch;
+      im.replan(per_node * static_cast<int>(live.size()));
+      form_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithm_names(), cluster);
+      attach_cluster();
+      const int64_t new_global = im.settings.batch_size * im.ranks;
+      if (std::filesystem::exists(im.checkpoint_path)) {
+        const Checkpoint c = load_checkpoint(im.checkpoint_path);
+        // The same sample offset in the epoch's order, at the new global batch.
+        TrainPosition position{c.epoch, c.batch * old_global / new_global, c.elapsed_seconds, 0.0};
+        if (c.batch > 0) position.epoch_loss_sum = c.epoch_loss_sum * static_cast<double>(position.batch) /
+                                                   static_cast<double>(c.batch);
+        if (position.batch >= im.per_epoch) position = {position.epoch + 1, 0, position.elapsed_seconds, 0.0};
+        for (int r = 0; r < im.ranks; ++r)
+          ask(r, "the restore request", [](bool) {}, msg::restore_atom_v, im.checkpoint_path.string(), position.epoch,
+              position.batch);
+        im.start = position;
+        checkpoint_global_batch = new_global;
+      } else {
+        im.start = {};
+      }
+      spdlog::warn("elastic: {}; continuing on {} nodes with {} ranks from epoch {} batch {} of {}", why, live.size(),
+                   im.ranks, im.start.epoch + 1, im.start.batch, im.per_epoch);
+      lost_node = -1;
+    };
+
+    for (bool training = true; training;) try {
       // Every replica starts from rank 0's weights.
       msg::Parameters p0;
       ask(0, "the parameter request", [&](msg::Parameters& p) { p0 = std::move(p); }, caf::get_atom_v);
       for (int r = 1; r < im.ranks; ++r) self->send(workers[static_cast<std::size_t>(r)], p0);
 
-      double exposed = 0.0, comm = 0.0, hidden = 0.0;
-      // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
-      auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
-        if (im.checkpoint_path.empty()) return;
-        ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
-            epoch, batch, elapsed, loss_sum);
-      };
+      const int64_t global_batch = im.settings.batch_size * im.ranks;
       double elapsed = im.start.elapsed_seconds;
       for (int64_t epoch = im.start.epoch; epoch < im.settings.epochs; ++epoch) {
         EpochRecord result;
@@ -550,6 +667,7 @@ RunRecord DataParallelTrainer::Impl::train() {
             if (!timed_out) {
               self->receive(
                   [&](msg::StepDone& d) {
+                    if (d.iteration != iteration && im.cluster.elastic) return;  // an earlier generation's
                     require(d.iteration == iteration && d.rank >= 0 && d.rank < im.ranks &&
                                 !done[static_cast<std::size_t>(d.rank)],
                             "unexpected StepDone of iteration {} from rank {}", d.iteration, d.rank);
@@ -619,6 +737,13 @@ RunRecord DataParallelTrainer::Impl::train() {
         im.log_epoch(result);
         record.epochs.push_back(result);
         save(epoch + 1, 0, elapsed, 0.0);
+        if (im.cluster.elastic && epoch + 1 < im.settings.epochs && admit_waiting_nodes(self, cluster) > 0) {
+          for (int i : live_nodes(cluster))
+            if (std::find(cluster.rank_node.begin(), cluster.rank_node.end(), i) == cluster.rank_node.end())
+              who[cluster.nodes[static_cast<std::size_t>(i)].agent.address()] = {
+                  -1, "node", fmt::format("node {} '{}'", i, cluster.nodes[static_cast<std::size_t>(i)].name), i};
+          throw Regroup{};
+        }
       }
       for (int r = 0; r < im.ranks; ++r) {
         ask(r, "the parameter request",
@@ -627,11 +752,35 @@ RunRecord DataParallelTrainer::Impl::train() {
       record.exposed_comm_seconds = exposed;
       record.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
       set_state("finished");
+      training = false;
+    } catch (const Regroup&) {
+      try {
+        reform("nodes joined");
+      } catch (...) {
+        other = std::current_exception();
+        training = false;
+      }
     } catch (const WorkerFailure& f) {
-      set_state(std::string("failed: ") + f.what());
-      failure.emplace(f);
+      if (clustered && im.cluster.elastic) {
+        spdlog::warn("elastic: {}", f.what());
+        try {
+          reform(fmt::format("lost {}", lost_node >= 0 ? fmt::format("node {} '{}'", lost_node,
+                                                                     cluster.nodes[static_cast<std::size_t>(lost_node)].name)
+                                                       : std::string("a node")));
+          continue;
+        } catch (const WorkerFailure& g) {
+          failure.emplace(g);
+        } catch (const std::exception& e) {
+          failure.emplace(f.rank(), fmt::format("{}; re-forming the cluster failed: {}", f.what(), e.what()));
+        }
+      } else {
+        failure.emplace(f);
+      }
+      set_state(std::string("failed: ") + failure->what());
+      training = false;
     } catch (...) {
       other = std::current_exception();
+      training = false;
     }
     // Stop everything; the system's destructor waits for the actors to finish.
     for (auto& w : workers) {

@@ -178,6 +178,12 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
         return true;
       },
       [=](msg::eval_atom) { return self->state.model->replica->evaluate(); },
+      [=](msg::restore_atom, const std::string& path, std::int64_t epoch, std::int64_t batch) {
+        auto& m = *self->state.model;
+        m.replica->restore(load_checkpoint(path), m.rank == 0);
+        m.replica->seek(epoch, batch);
+        return true;
+      },
   };
 }
 

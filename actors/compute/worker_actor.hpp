@@ -15,6 +15,9 @@
 //                            all buckets are back, solver step, then StepDone to
 //                            the sender of Step
 //   eval_atom                -> ReplicaEvaluation on the held-out data (rank 0)
+//   (restore_atom, path, epoch, batch)
+//                            -> true once the checkpoint at `path` is loaded and the
+//                            data positioned at (epoch, batch) (elastic clusters)
 //   stats_atom               -> (uint64 iteration, bool in_step, uint64 buckets pending)
 //   (save_atom, path, keep_all, epoch, batch, elapsed, epoch_loss_sum)
 //                            -> true once this replica's checkpoint is on disk

@@ -7,6 +7,8 @@
 #      report names it, the last checkpoint is intact
 #   5. a stopped node (SIGSTOP): treated as dead after dead_after
 #   6. a dynamic model (gated graph network) on 2 nodes trains to the in-process (workers=2) result
+#   7. elastic = true: a node killed mid-epoch, training goes on over 2 nodes; a restarted node
+#      joins at the next epoch boundary and the run finishes on 3
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -14,7 +16,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph elastic)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -26,7 +28,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$work"
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 passed=0
@@ -175,6 +177,35 @@ sys.exit(1 if diff else 0)
 PY
     check "graph: 2 nodes train a dynamic model to the in-process result" $?
     common=("${saved[@]}")
+    ;;
+  elastic)
+    start_coordinator elastic epochs=2 data.limit_train=9600 elastic=true output.checkpoint_every=20 \
+      cluster.dead_after=3 sync.step_timeout=60 --report="$work/elastic.json"
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-elastic" --dead-after=3
+      node_pids+=("$last")
+    done
+    wait_for_line "$work/elastic.log" "epoch 1/2 100/" 90
+    check "elastic: 100 iterations on 3 nodes" $? "$work/elastic.log"
+    kill -KILL "${node_pids[1]}"
+    wait_for_line "$work/elastic.log" "elastic: lost node [0-9] 'b-elastic'; continuing on 2 nodes with 2 ranks" 20
+    check "elastic: the run goes on over the 2 remaining nodes" $? "$work/elastic.log"
+    start_node d-elastic --dead-after=3  # the restarted node
+    node_pids+=("$last")
+    wait "$coordinator"
+    rc=$?
+    check "elastic: training finishes (exit $rc)" $rc "$work/elastic.log"
+    grep -q "elastic: nodes joined; continuing on 3 nodes with 3 ranks from epoch 2 batch 0" "$work/elastic.log"
+    check "elastic: the restarted node joins at the epoch boundary" $? "$work/elastic.log"
+    python3 - "$work/elastic.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("elastic run:", {k: r[k] for k in ["workers", "test_accuracy", "iterations"]})
+sys.exit(0 if r["workers"] == 3 and r["test_accuracy"] > 0.6 else 1)
+PY
+    check "elastic: 3 workers at the end, a trained model" $?
+    for p in "${node_pids[0]}" "${node_pids[2]}" "${node_pids[3]}"; do wait "$p"; done
     ;;
   timeout)
     start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2
