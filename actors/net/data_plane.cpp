@@ -386,9 +386,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
                        stats.bytes_received += f.total_bytes;
                        ++stats.messages_received;
                        ++stats.messages_read_remotely;
+                       sink->deliver(in->node, f.chunk, std::move(landing));  // first: it is on the critical path
                        ++in->acks_due;
                        write_acks(in);
-                       sink->deliver(in->node, f.chunk, std::move(landing));
                        read_header(in);
                      });
   }
