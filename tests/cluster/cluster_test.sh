@@ -9,6 +9,7 @@
 #   6. a dynamic model (gated graph network) on 2 nodes trains to the in-process (workers=2) result
 #   7. elastic = true: a node killed mid-epoch, training goes on over 2 nodes; a restarted node
 #      joins at the next epoch boundary and the run finishes on 3
+#   8. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -16,7 +17,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph elastic)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph elastic elastic-stop)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -206,6 +207,25 @@ sys.exit(0 if r["workers"] == 3 and r["test_accuracy"] > 0.6 else 1)
 PY
     check "elastic: 3 workers at the end, a trained model" $?
     for p in "${node_pids[0]}" "${node_pids[2]}" "${node_pids[3]}"; do wait "$p"; done
+    ;;
+  elastic-stop)
+    start_coordinator estop epochs=1 data.limit_train=9600 elastic=true output.checkpoint_every=20 \
+      cluster.dead_after=3 sync.step_timeout=60 --report="$work/estop.json"
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-estop" --dead-after=3
+      node_pids+=("$last")
+    done
+    wait_for_line "$work/estop.log" "epoch 1/1 100/" 90
+    check "elastic-stop: 100 iterations on 3 nodes" $? "$work/estop.log"
+    kill -STOP "${node_pids[1]}"
+    wait "$coordinator"
+    rc=$?
+    check "elastic-stop: training finishes without the stopped node (exit $rc)" $rc "$work/estop.log"
+    grep -q "elastic: lost node [0-9] 'b-estop'; continuing on 2 nodes with 2 ranks" "$work/estop.log"
+    check "elastic-stop: the stopped node is dropped" $? "$work/estop.log"
+    kill -CONT "${node_pids[1]}"
+    for p in "${node_pids[@]}"; do wait "$p"; done
     ;;
   timeout)
     start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2
