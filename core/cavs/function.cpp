@@ -96,6 +96,12 @@ std::vector<Param*> VertexFunction::param_pointers() {
   return out;
 }
 
+std::vector<const Param*> VertexFunction::param_pointers() const {
+  std::vector<const Param*> out;
+  for (const auto& p : params_) out.push_back(&p);
+  return out;
+}
+
 Param& VertexFunction::param(std::string_view name) {
   for (auto& p : params_)
     if (p.name == name) return p;

@@ -108,6 +108,7 @@ class VertexFunction {
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }
   std::vector<Param*> param_pointers();
+  std::vector<const Param*> param_pointers() const;
   Param& param(std::string_view name);
   // Zeroes every parameter diff (diffs accumulate across backward passes).
   void zero_diffs();

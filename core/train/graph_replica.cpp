@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 #include <numeric>
 
 #include "core/cavs/model_config.hpp"
@@ -31,41 +32,6 @@ Scores evaluate_graphs(cavs::BatchRunner& runner, std::span<const InputGraph> gr
     total.merge(runner.evaluate(graphs.subspan(begin, end - begin)));
   }
   return Scores{total.mean_loss(), total.accuracy(), total.root_accuracy(), total.perplexity()};
-}
-
-Checkpoint capture_graph_checkpoint(cavs::VertexFunction& model, Solver& solver, const std::string& model_type,
-                                    uint64_t seed, const TrainPosition& position) {
-  Checkpoint c;
-  c.net_name = model_type;
-  c.iteration = solver.iteration();
-  c.epoch = position.epoch;
-  c.batch = position.batch;
-  c.seed = seed;
-  c.elapsed_seconds = position.elapsed_seconds;
-  c.epoch_loss_sum = position.epoch_loss_sum;
-  for (const auto& p : model.params()) c.params.push_back(NamedTensor::from(p.name, p.blob->data()));
-  for (auto& [name, tensor] : solver.state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
-  return c;
-}
-
-TrainPosition restore_graph_checkpoint(const Checkpoint& c, cavs::VertexFunction& model, Solver& solver,
-                                       const std::string& model_type, uint64_t seed) {
-  require(c.net_name == model_type, "checkpoint is for model '{}', not '{}'", c.net_name, model_type);
-  require(c.seed == seed, "checkpoint was made with seed {}, the config says {}", c.seed, seed);
-  auto& params = model.params();
-  require(params.size() == c.params.size(), "checkpoint has {} parameters, the model has {}", c.params.size(),
-          params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    require(params[i].name == c.params[i].name, "checkpoint parameter {} is '{}', the model has '{}'", i,
-            c.params[i].name, params[i].name);
-    c.params[i].restore_into(params[i].blob->data());
-  }
-  auto state = solver.state();
-  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
-          c.solver_state.size(), state.size());
-  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
-  solver.set_iteration(c.iteration);
-  return TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
 }
 
 GraphReplica::GraphReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data,
@@ -164,11 +130,11 @@ ReplicaEvaluation GraphReplica::evaluate() {
 }
 
 Checkpoint GraphReplica::checkpoint(const TrainPosition& position) {
-  return capture_graph_checkpoint(*model_, *solver_, model_type_, settings_.seed, position);
+  return capture_checkpoint(model_type_, std::as_const(*model_).param_pointers(), *solver_, settings_.seed, position);
 }
 
 TrainPosition GraphReplica::restore(const Checkpoint& checkpoint, bool) {
-  return restore_graph_checkpoint(checkpoint, *model_, *solver_, model_type_, settings_.seed);
+  return restore_checkpoint(checkpoint, model_type_, model_->param_pointers(), *solver_, settings_.seed);
 }
 
 }  // namespace taihu

@@ -1,8 +1,8 @@
 #pragma once
 // A dynamic network (a Cavs vertex function over input graphs) as a
 // data-parallel replica (core/train/replica.hpp), and the pieces it shares
-// with the single-process GraphTrainer: the epoch order, evaluation over a
-// list of graphs, and checkpoints of a model and its solver.
+// with the single-process GraphTrainer: the epoch order and evaluation over a
+// list of graphs.
 //
 // Global batch b of epoch e is graphs [b·G, (b+1)·G) of that epoch's seeded
 // permutation, G = ranks × batch_size; rank r trains on its r-th slice of
@@ -35,12 +35,6 @@ std::vector<int64_t> graph_epoch_order(int64_t n, uint64_t seed, int64_t epoch);
 // Forward passes over `graphs`, `batch` graphs at a time.
 Scores evaluate_graphs(cavs::BatchRunner& runner, std::span<const InputGraph> graphs, int64_t batch);
 
-// A checkpoint of a vertex function's parameters and its solver's state;
-// `model_type` is stored as the checkpoint's name.
-Checkpoint capture_graph_checkpoint(cavs::VertexFunction& model, Solver& solver, const std::string& model_type,
-                                    uint64_t seed, const TrainPosition& position);
-TrainPosition restore_graph_checkpoint(const Checkpoint& checkpoint, cavs::VertexFunction& model, Solver& solver,
-                                       const std::string& model_type, uint64_t seed);
 
 class GraphReplica final : public Replica {
  public:

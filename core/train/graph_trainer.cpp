@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -178,7 +179,8 @@ GraphEvaluation GraphTrainer::evaluate(const std::vector<InputGraph>& graphs) {
 }
 
 Checkpoint GraphTrainer::make_checkpoint() const {
-  return capture_graph_checkpoint(*model_, *solver_, model_type_, seed_, TrainPosition{epoch_, 0, elapsed_, 0.0});
+  return capture_checkpoint(model_type_, std::as_const(*model_).param_pointers(), *solver_, seed_,
+                            TrainPosition{epoch_, 0, elapsed_, 0.0});
 }
 
 void GraphTrainer::write_checkpoint() {
@@ -187,7 +189,7 @@ void GraphTrainer::write_checkpoint() {
 
 void GraphTrainer::resume(const std::filesystem::path& path) {
   const Checkpoint c = load_checkpoint(path);
-  const TrainPosition position = restore_graph_checkpoint(c, *model_, *solver_, model_type_, seed_);
+  const TrainPosition position = restore_checkpoint(c, model_type_, model_->param_pointers(), *solver_, seed_);
   require(position.batch == 0, "checkpoint '{}' was written in the middle of epoch {}; this trainer resumes from "
           "epoch checkpoints", path.string(), position.epoch + 1);
   epoch_ = position.epoch;

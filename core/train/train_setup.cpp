@@ -82,43 +82,54 @@ Evaluation evaluate(Net& net, BatchSource& test, const TrainSettings& settings, 
   return out;
 }
 
-Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position) {
+Checkpoint capture_checkpoint(const std::string& name, const std::vector<const Param*>& params, Solver& solver,
+                              uint64_t seed, const TrainPosition& position) {
   Checkpoint c;
-  c.net_name = net.name();
+  c.net_name = name;
   c.iteration = solver.iteration();
   c.epoch = position.epoch;
   c.batch = position.batch;
   c.seed = seed;
   c.elapsed_seconds = position.elapsed_seconds;
   c.epoch_loss_sum = position.epoch_loss_sum;
-  for (const Param* p : net.params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
-  for (auto& [name, tensor] : solver.state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
-  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+  for (const Param* p : params) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
+  for (auto& [state_name, tensor] : solver.state()) c.solver_state.push_back(NamedTensor::from(state_name, *tensor));
   return c;
 }
 
-TrainPosition restore_checkpoint(const Checkpoint& c, Net& net, Solver& solver, uint64_t seed, bool rngs) {
-  require(c.net_name == net.name(), "checkpoint is for net '{}', not '{}'", c.net_name, net.name());
+TrainPosition restore_checkpoint(const Checkpoint& c, const std::string& name, const std::vector<Param*>& params,
+                                 Solver& solver, uint64_t seed) {
+  require(c.net_name == name, "checkpoint is for '{}', not '{}'", c.net_name, name);
   require(c.seed == seed, "checkpoint was made with seed {}, the config says {}", c.seed, seed);
-  auto params = net.params();
-  require(params.size() == c.params.size(), "checkpoint has {} parameter blobs, the net has {}", c.params.size(),
+  require(params.size() == c.params.size(), "checkpoint has {} parameter blobs, '{}' has {}", c.params.size(), name,
           params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    require(params[i]->name == c.params[i].name, "checkpoint parameter {} is '{}', the net has '{}'", i,
-            c.params[i].name, params[i]->name);
+    require(params[i]->name == c.params[i].name, "checkpoint parameter {} is '{}', '{}' has '{}'", i, c.params[i].name,
+            name, params[i]->name);
     c.params[i].restore_into(params[i]->blob->data());
   }
   auto state = solver.state();
   require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
           c.solver_state.size(), state.size());
   for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
+  solver.set_iteration(c.iteration);
+  return TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
+}
+
+Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position) {
+  Checkpoint c = capture_checkpoint(net.name(), net.params(), solver, seed, position);
+  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+  return c;
+}
+
+TrainPosition restore_checkpoint(const Checkpoint& c, Net& net, Solver& solver, uint64_t seed, bool rngs) {
+  const TrainPosition position = restore_checkpoint(c, net.name(), net.params(), solver, seed);
   for (size_t i = 0; rngs && i < net.num_layers() && i < c.rngs.size(); ++i) {
     require(c.rngs[i].first == net.layer(i).name(), "checkpoint layer {} is '{}', the net has '{}'", i,
             c.rngs[i].first, net.layer(i).name());
     net.layer(i).rng().set_state(c.rngs[i].second);
   }
-  solver.set_iteration(c.iteration);
-  return TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
+  return position;
 }
 
 void save_checkpoint_files(const Checkpoint& c, const std::filesystem::path& path, bool keep_all) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config/config.hpp"
 #include "core/train/checkpoint.hpp"
@@ -19,6 +20,7 @@ class Net;
 class Dataset;
 class BatchSource;
 class Solver;
+struct Param;
 
 struct TrainSettings {
   int64_t epochs = 1;
@@ -63,7 +65,14 @@ struct TrainPosition {
   double epoch_loss_sum = 0.0;
 };
 
-// A checkpoint of a net, its solver and a position.
+// A checkpoint of named parameters (a model called `name`), their solver's
+// state and a position; restore checks that it fits (name, seed, parameter
+// names) and returns the position.
+Checkpoint capture_checkpoint(const std::string& name, const std::vector<const Param*>& params, Solver& solver,
+                              uint64_t seed, const TrainPosition& position);
+TrainPosition restore_checkpoint(const Checkpoint& checkpoint, const std::string& name,
+                                 const std::vector<Param*>& params, Solver& solver, uint64_t seed);
+// The same for a net, with every layer's random generator.
 Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position);
 // Restores params and solver state (and, if `rngs`, every layer's random
 // generator) after checking that the checkpoint fits; returns its position.
