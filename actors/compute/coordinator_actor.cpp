@@ -16,6 +16,7 @@
 #include "actors/compute/cluster.hpp"
 #include "actors/net/status_server.hpp"
 #include "actors/sync/algorithms.hpp"
+#include "actors/sync/bucket_shards.hpp"
 #include "actors/sync/buckets.hpp"
 #include "actors/sync/cost_model.hpp"
 #include "actors/sync/shard_actor.hpp"
@@ -215,6 +216,8 @@ struct DataParallelTrainer::Impl {
   std::vector<std::size_t> bucket_elements;
   std::vector<sync::Algorithm> bucket_algorithms;
   std::vector<BucketReport> bucket_reports;
+  std::vector<sync::BucketCompression> bucket_compression;  // [compress]; empty segments: allreduce
+  double dense_bytes = 0;  // all ranks, per iteration, with dense ring allreduce
   int64_t per_epoch = 0;
   std::string net_name;
   int64_t parameters = 0;
@@ -292,6 +295,15 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
     spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
                  bytes / (1024.0 * 1024.0), net0.layer(buckets[b].first_layer).name(), sync::name(a),
                  im.algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
+  }
+
+  // RedSync's compression per bucket ([compress], actors/sync/compression_plan.hpp).
+  im.bucket_compression = sync::plan_compression(d, buckets, im.ranks);
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    im.dense_bytes += sync::dense_ring_bytes_all_ranks(buckets[b].elements, im.ranks);
+    if (!im.bucket_compression[b].compressed()) continue;
+    im.bucket_reports[b].algorithm = "compressed ring allgather";
+    spdlog::info("bucket {}: compressed: {}", b, im.bucket_compression[b].describe());
   }
 
   const int64_t global_batch = im.settings.batch_size * im.ranks;
@@ -446,12 +458,11 @@ TrainReport DataParallelTrainer::run() {
       }
     } else {
       for (std::size_t b = 0; b < shards.size(); ++b) {
-        const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
-        for (auto& spec : sync::shard_specs(schedule, static_cast<std::uint32_t>(b))) {
-          const int r = spec.rank;
-          shards[b].push_back(sync::spawn_shard(system, std::move(spec)));
-          who[shards[b].back().address()] = {r, fmt::format("shard of bucket {}", b), ""};
-        }
+        shards[b] = sync::spawn_bucket_shards(system, *im.topology,
+                                              {static_cast<std::uint32_t>(b), im.bucket_elements[b],
+                                               im.bucket_algorithms[b], im.bucket_compression[b]});
+        for (int r = 0; r < im.ranks; ++r)
+          who[shards[b][static_cast<std::size_t>(r)].address()] = {r, fmt::format("shard of bucket {}", b), ""};
       }
       for (int r = 0; r < im.ranks; ++r) {
         auto& m = im.models[static_cast<std::size_t>(r)];
@@ -529,7 +540,7 @@ TrainReport DataParallelTrainer::run() {
       for (int r = 1; r < im.ranks; ++r) self->send(workers[static_cast<std::size_t>(r)], p0);
 
       std::vector<EpochResult> history;
-      double train_seconds = 0.0, exposed = 0.0, comm = 0.0, hidden = 0.0;
+      double train_seconds = 0.0, exposed = 0.0, comm = 0.0, hidden = 0.0, bytes_sent = 0.0;
       int64_t trained = 0;
       // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
       auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
@@ -568,6 +579,7 @@ TrainReport DataParallelTrainer::run() {
                     exposed += d.stats.exposed_comm_seconds / im.ranks;
                     comm += d.stats.comm_seconds;
                     hidden += d.stats.hidden_comm_seconds;
+                    bytes_sent += static_cast<double>(d.stats.bytes_sent);
                   },
                   on_down, on_node_failure, caf::after(left) >> [&] { timed_out = true; });
             }
@@ -658,6 +670,8 @@ TrainReport DataParallelTrainer::run() {
           train_seconds > 0 ? static_cast<double>(trained * report.batch_size) / train_seconds : 0.0;
       report.exposed_comm_seconds = exposed;
       report.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
+      report.bytes_sent_per_iteration = trained > 0 ? bytes_sent / static_cast<double>(trained) : 0.0;
+      report.dense_bytes_per_iteration = im.dense_bytes;
       set_state("finished");
     } catch (const WorkerFailure& f) {
       set_state(std::string("failed: ") + f.what());

@@ -34,6 +34,7 @@ struct ShardState {
   std::size_t next_step = 0;
   bool step_sent = false;  // the current step's send went out
   std::optional<std::uint64_t> last_completed;
+  std::uint64_t iteration_bytes = 0;  // payload this rank sent in the running iteration
 
   std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
   std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
@@ -63,6 +64,7 @@ void advance(Self* self) {
                          ? s.buffer.slice(step.send.offset, step.send.length)
                          : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length);
       s.copied_floats += s.spec.send_view[s.next_step] ? 0 : step.send.length;
+      s.iteration_bytes += step.send.length * sizeof(float);
       msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload)};
       if (s.router && s.router->remote(step.send_to)) {
         s.router->send(step.send_to, std::move(chunk));
@@ -97,7 +99,7 @@ void advance(Self* self) {
   s.last_completed = s.iteration;
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   self->send(s.owner, msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer),
-                                   std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
+                                   std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes});
   s.buffer = {};
   start_next(self);
 }
@@ -114,6 +116,7 @@ void start_next(Self* self) {
   s.data = s.buffer.mutable_data();
   s.next_step = 0;
   s.step_sent = false;
+  s.iteration_bytes = 0;
   advance(self);
 }
 
