@@ -302,7 +302,7 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     im.dense_bytes += sync::dense_ring_bytes_all_ranks(buckets[b].elements, im.ranks);
     if (!im.bucket_compression[b].compressed()) continue;
-    im.bucket_reports[b].algorithm = "compressed ring allgather";
+    if (im.bucket_compression[b].allgather()) im.bucket_reports[b].algorithm = "compressed ring allgather";
     spdlog::info("bucket {}: compressed: {}", b, im.bucket_compression[b].describe());
   }
 

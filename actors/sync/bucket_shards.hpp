@@ -2,7 +2,9 @@
 // One call that spawns a fusion bucket's shard actors, whatever carries the
 // bucket: a plain allreduce shard (actors/sync/shard_actor.hpp) with the
 // bucket's algorithm, or RedSync's compressed shard
-// (actors/sync/compressed_shard_actor.hpp) when the plan compresses it. Used
+// (actors/sync/compressed_shard_actor.hpp) when the plan compresses it (a
+// bucket the plan sends all dense keeps its allreduce, behind the
+// compressor's momentum correction when there is one). Used
 // by the coordinator (every rank in-process) and by the nodes (their local
 // ranks, with the data plane as router).
 

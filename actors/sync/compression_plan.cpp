@@ -15,6 +15,18 @@ double BucketCompression::expected_entries() const {
   return entries;
 }
 
+bool BucketCompression::dense_only() const {
+  for (const auto& s : segments)
+    if (s.options.method != compress::Method::dense) return false;
+  return true;
+}
+
+bool BucketCompression::needs_precompress() const {
+  for (const auto& s : segments)
+    if (s.options.momentum > 0 || s.options.clip_norm > 0) return true;
+  return false;
+}
+
 std::string BucketCompression::describe() const {
   if (segments.empty()) return "allreduce";
   std::string out;

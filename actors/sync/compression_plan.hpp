@@ -6,9 +6,11 @@
 //
 // [compress] (core/compress/policy.hpp) chooses the method per parameter;
 // method = none (or no [compress] section) keeps plain allreduce everywhere.
-// A bucket whose parameters all come out dense still goes through the
-// compressed flow when compression is on, so that the compressor's momentum
-// correction (if any) covers every parameter the same way.
+// A bucket with a sparse (or fp16) segment goes through the compressed
+// shard's packed allgather, its dense segments included. A bucket whose
+// parameters all come out dense keeps its allreduce; when the compressor
+// corrects momentum (or clips), each rank's gradient passes through its own
+// compressor first, so momentum covers every parameter the same way.
 //
 // Scaling: the compressed shard compresses the worker's raw gradient
 // (scale 1) and returns the dense SUM of every rank's decompressed message;
@@ -40,6 +42,13 @@ struct BucketCompression {
   // Empty: plain allreduce. Else the segments tile the bucket in bucket order.
   std::vector<compress::Segment> segments;
   bool compressed() const { return !segments.empty(); }
+  // Every segment dense fp32: the bucket keeps its allreduce (2(P-1)/P·4n
+  // bytes a rank, not the allgather's (P-1)·4n); the compressor only applies
+  // momentum correction / clipping first, and only when one asks for it.
+  bool dense_only() const;
+  bool needs_precompress() const;
+  // The packed allgather (actors/sync/compressed_shard_actor.hpp) carries it.
+  bool allgather() const { return compressed() && !dense_only(); }
   // Entries a message carries per iteration after warm-up (density applied
   // to sparse segments, dense ones count whole), and a short description.
   double expected_entries() const;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/common/check.hpp"
+#include "core/compress/packed.hpp"
 #include "actors/sync/zero_copy.hpp"
 #include "core/kernels/elementwise.hpp"
 #include "actors/exception_reason.hpp"
@@ -35,6 +36,7 @@ struct ShardState {
   bool step_sent = false;  // the current step's send went out
   std::optional<std::uint64_t> last_completed;
   std::uint64_t iteration_bytes = 0;  // payload this rank sent in the running iteration
+  std::vector<std::uint32_t> words;   // precompress's message
 
   std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
   std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
@@ -114,6 +116,13 @@ void start_next(Self* self) {
   s.buffer = std::move(ready.buffer);
   if (!s.buffer.unique()) ++s.buffer_copies;
   s.data = s.buffer.mutable_data();
+  if (s.spec.precompress) {
+    // Dense segments only: the message is the corrected gradient; write it back in place.
+    const std::span<float> dense(s.data, s.spec.elements);
+    s.spec.precompress->compress(dense, 1.0f, s.words);
+    std::fill(dense.begin(), dense.end(), 0.0f);
+    compress::decompress_add(s.words, dense);
+  }
   s.next_step = 0;
   s.step_sent = false;
   s.iteration_bytes = 0;

@@ -327,34 +327,41 @@ TEST_SUITE("data_parallel") {
     compute::DataParallelTrainer dense(load(dir, train_config(dir, "0.9", "")), Progress::Mode::quiet);
     const TrainReport dense_report = dense.run();
     const auto reference = dense.final_parameters();
-    // Every parameter through the compressor (min_elements = 0), at density 1;
-    // without masking (which at density 1 would zero the velocity every step).
-    compute::DataParallelTrainer sparse(
-        load(dir, train_config(dir, "0",
-                               "[compress]\nmethod = topk\ndensity = 1\nmin_elements = 0\nmomentum = 0.9\n"
-                               "momentum_masking = false\n")),
-        Progress::Mode::quiet);
-    const TrainReport report = sparse.run();
-    const auto& params = sparse.final_parameters();
-    REQUIRE(params.size() == 3);
-    double worst = 0;
-    for (std::size_t i = 0; i < params[0].size(); ++i) {
-      worst = std::max(worst, std::abs(double(params[0][i]) - reference[0][i]) / (1e-3 + std::abs(reference[0][i])));
-    }
-    CHECK(worst < 1e-4);
-    for (const auto& p : params) CHECK(p == params[0]);  // replicas agree bit for bit
-    // Bytes: dense ring allreduce per iteration vs full messages allgathered.
     const double n = 864 + 24 + 96 + 4;
     CHECK(dense_report.bytes_sent_per_iteration == doctest::Approx(2 * 2 * 4 * n));  // ring: 2(P-1)·4n, all ranks
     CHECK(dense_report.dense_bytes_per_iteration == doctest::Approx(2 * 2 * 4 * n));
-    CHECK(report.dense_bytes_per_iteration == doctest::Approx(2 * 2 * 4 * n));
-    // P(P-1) messages of (nearly) every entry, top-k at density 1 sending index and value.
-    CHECK(report.bytes_sent_per_iteration > 3 * 2 * 6 * n);
-    CHECK(report.bytes_sent_per_iteration < 3 * 2 * 8 * (n + 64));
-    const std::string json = report.to_json();
-    CHECK(json.find("\"bytes_sent_per_iteration\"") != std::string::npos);
-    CHECK(json.find("\"dense_bytes_per_iteration\"") != std::string::npos);
-    CHECK(json.find("compressed ring allgather") != std::string::npos);
+    // Every parameter through the compressor (min_elements = 0): top-k at
+    // density 1 (the packed allgather; without masking, which at density 1
+    // would zero the velocity every step), or method = dense (the buckets keep
+    // their allreduce, behind each rank's momentum correction).
+    for (const char* method : {"topk\ndensity = 1\nmomentum_masking = false", "dense"}) {
+      CAPTURE(method);
+      compute::DataParallelTrainer sparse(
+          load(dir, train_config(dir, "0", std::string("[compress]\nmin_elements = 0\nmomentum = 0.9\nmethod = ") +
+                                               method + "\n")),
+          Progress::Mode::quiet);
+      const TrainReport report = sparse.run();
+      const auto& params = sparse.final_parameters();
+      REQUIRE(params.size() == 3);
+      double worst = 0;
+      for (std::size_t i = 0; i < params[0].size(); ++i)
+        worst = std::max(worst, std::abs(double(params[0][i]) - reference[0][i]) / (1e-3 + std::abs(reference[0][i])));
+      CHECK(worst < 1e-4);
+      for (const auto& p : params) CHECK(p == params[0]);  // replicas agree bit for bit
+      CHECK(report.dense_bytes_per_iteration == doctest::Approx(2 * 2 * 4 * n));
+      const std::string json = report.to_json();
+      CHECK(json.find("\"bytes_sent_per_iteration\"") != std::string::npos);
+      CHECK(json.find("\"dense_bytes_per_iteration\"") != std::string::npos);
+      if (std::string(method) == "dense") {
+        CHECK(report.bytes_sent_per_iteration == doctest::Approx(2 * 2 * 4 * n));
+        CHECK(json.find("compressed ring allgather") == std::string::npos);
+      } else {
+        // P(P-1) messages of (nearly) every entry, index and value, and their headers.
+        CHECK(report.bytes_sent_per_iteration > 3 * 2 * 6 * n);
+        CHECK(report.bytes_sent_per_iteration < 3 * 2 * 8 * (n + 64));
+        CHECK(json.find("compressed ring allgather") != std::string::npos);
+      }
+    }
   }
 
   TEST_CASE("sparse compression sends fewer bytes and still trains; method = none keeps allreduce") {
