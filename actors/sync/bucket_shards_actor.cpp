@@ -13,10 +13,19 @@ std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const Top
   std::vector<caf::actor> shards(static_cast<std::size_t>(ranks));
   auto is_local = [&](int r) { return !local || local(r); };
   if (config.compression.allgather()) {
+    // Dense segments next to sparse ones go by allreduce (fewer bytes than in every message).
+    std::size_t dense = 0;
+    for (const auto& s : config.compression.segments)
+      if (s.options.method == compress::Method::dense) dense += s.count;
+    const bool split = ranks > 1 && dense > 0;
+    Schedule schedule;
+    if (split) schedule = make_allreduce(config.algorithm, topology, dense);
     for (int r = 0; r < ranks; ++r) {
       if (!is_local(r)) continue;
-      shards[static_cast<std::size_t>(r)] = spawn_compressed_shard(
-          system, CompressedShardSpec{config.bucket, r, ranks, config.elements, config.compression.segments}, router);
+      CompressedShardSpec spec{config.bucket, r, ranks, config.elements, config.compression.segments};
+      spec.split_dense = split;
+      if (split) spec.dense_steps = schedule.steps[static_cast<std::size_t>(r)];
+      shards[static_cast<std::size_t>(r)] = spawn_compressed_shard(system, std::move(spec), router);
     }
     return shards;
   }

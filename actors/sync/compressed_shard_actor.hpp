@@ -22,6 +22,10 @@
 // forwarded message is a reference count, across processes the data plane
 // carries the Chunk unchanged (ChunkRouter), so one code path serves both.
 //
+// A bucket that mixes sparse and dense segments can send the dense ones by
+// allreduce instead (CompressedShardSpec::dense_steps), concurrently with
+// the allgather; the result is the same sum.
+//
 // A malformed message (wrong origin, garbage words) makes the shard throw:
 // it terminates with an error naming the bucket, the ranks and the problem.
 
@@ -43,7 +47,17 @@ struct CompressedShardSpec {
   int ranks = 1;
   std::size_t elements = 0;
   std::vector<compress::Segment> segments;  // tile [0, elements); options.workers is set to ranks
+  // Optional: this rank's steps of an allreduce over the bucket's dense fp32
+  // segments, concatenated in bucket order (make_allreduce over their total
+  // length). Then those segments skip the allgather (2(P-1)/P·4n bytes a
+  // rank instead of (P-1)·4n), behind their compressor's momentum
+  // correction; their chunks use seq dense_seq_base + the schedule's seq.
+  // Without split_dense every segment goes in the packed message.
+  bool split_dense = false;
+  std::vector<Step> dense_steps;
 };
+
+inline constexpr std::uint32_t dense_seq_base = 1u << 24;
 
 // stats_atom answers (uint64 chunks sent, uint64 early chunks, uint64 bytes
 // sent, uint64 entries this rank sent in its own messages), all iterations.

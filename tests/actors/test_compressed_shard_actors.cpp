@@ -18,6 +18,7 @@
 
 #include "actors/compute/coordinator.hpp"
 #include "actors/net/chunk_link.hpp"
+#include "actors/sync/algorithms.hpp"
 #include "actors/sync/compressed_shard_actor.hpp"
 #include "core/common/random.hpp"
 #include "core/compress/packed.hpp"
@@ -182,6 +183,58 @@ TEST_SUITE("compressed shard actors") {
     }
   }
 
+  TEST_CASE_FIXTURE(testing::ActorFixture, "dense segments of a mixed bucket go by allreduce beside the allgather") {
+    const std::size_t n = 1000;
+    // Sparse [0, 400) and [450, 1000); dense [400, 450), allreduced.
+    const std::vector<compress::Segment> sparse_only{segment(0, 400, compress::Method::topk, 0.02),
+                                                     segment(400, 550, compress::Method::bsearch, 0.01)};
+    for (int p : {2, 3, 5}) {
+      CAPTURE(p);
+      const Schedule dense_schedule = make_allreduce(Algorithm::ring, Topology::uniform(p, Link{1e-6, 1e9}, 1e9), 50);
+      caf::scoped_actor owner{system};
+      std::vector<caf::actor> shards;
+      for (int r = 0; r < p; ++r) {
+        CompressedShardSpec spec{7, r, p, n, mixed_segments()};
+        spec.split_dense = true;
+        spec.dense_steps = dense_schedule.steps[static_cast<std::size_t>(r)];
+        shards.push_back(spawn_compressed_shard(system, std::move(spec)));
+      }
+      for (auto& shard : shards) owner->send(shard, msg::ShardInit{7, shards, owner});
+      Reference reference(p, 950, sparse_only);  // the sparse part, compacted
+      for (std::uint64_t it = 0; it < 3; ++it) {
+        const Buffers inputs = random_gradients(p, n, 50 + it);
+        for (int r = 0; r < p; ++r)
+          owner->send(shards[static_cast<std::size_t>(r)],
+                      msg::GradientReady{7, it, msg::TensorPayload::copy_of(inputs[static_cast<std::size_t>(r)])});
+        Buffers compact(static_cast<std::size_t>(p));
+        std::vector<double> dense_sum(50, 0.0);
+        for (int r = 0; r < p; ++r) {
+          const auto& in = inputs[static_cast<std::size_t>(r)];
+          auto& c = compact[static_cast<std::size_t>(r)];
+          c.assign(in.begin(), in.begin() + 400);
+          c.insert(c.end(), in.begin() + 450, in.end());
+          for (std::size_t i = 0; i < 50; ++i) dense_sum[i] += in[400 + i];
+        }
+        const auto sparse_sum = reference.step(compact);
+        std::uint64_t message_bytes = 0;
+        for (const auto& m : reference.messages) message_bytes += compress::packed_bytes(m);
+        std::uint64_t bytes = 0;
+        int got = 0;
+        owner->receive_for(got, p)([&](msg::Reduced& red) {
+          REQUIRE(red.iteration == it);
+          const auto out = red.buffer.to_vector();
+          for (std::size_t i = 0; i < 400; ++i) REQUIRE(out[i] == sparse_sum[i]);
+          for (std::size_t i = 450; i < n; ++i) REQUIRE(out[i] == sparse_sum[i - 50]);
+          for (std::size_t i = 0; i < 50; ++i) REQUIRE(out[400 + i] == doctest::Approx(dense_sum[i]).epsilon(1e-5));
+          bytes += red.bytes_sent;
+        });
+        // Every message to P-1 ranks, plus the ring allreduce of 50 floats.
+        CHECK(bytes == (p - 1) * message_bytes + 2 * (p - 1) * 50 * 4);
+      }
+      for (auto& shard : shards) owner->send_exit(shard, caf::exit_reason::user_shutdown);
+    }
+  }
+
   TEST_CASE_FIXTURE(testing::ActorFixture, "the same index from several ranks is summed, not overwritten") {
     // k = 2 of 8 per rank; all ranks send index 5, and one other index each.
     const std::vector<compress::Segment> segments{segment(0, 8, compress::Method::topk, 0.25)};
@@ -334,7 +387,10 @@ TEST_SUITE("data_parallel") {
     // density 1 (the packed allgather; without masking, which at density 1
     // would zero the velocity every step), or method = dense (the buckets keep
     // their allreduce, behind each rank's momentum correction).
-    for (const char* method : {"topk\ndensity = 1\nmomentum_masking = false", "dense"}) {
+    // Third: ip1's bias dense next to its top-k weights, so that bucket's
+    // dense segment goes by allreduce beside the allgather.
+    for (const char* method : {"topk\ndensity = 1\nmomentum_masking = false", "dense",
+                               "topk\ndensity = 1\nmomentum_masking = false\n[compress ip1/bias]\nmethod = dense"}) {
       CAPTURE(method);
       compute::DataParallelTrainer sparse(
           load(dir, train_config(dir, "0", std::string("[compress]\nmin_elements = 0\nmomentum = 0.9\nmethod = ") +
@@ -355,7 +411,7 @@ TEST_SUITE("data_parallel") {
       if (std::string(method) == "dense") {
         CHECK(report.bytes_sent_per_iteration == doctest::Approx(2 * 2 * 4 * n));
         CHECK(json.find("compressed ring allgather") == std::string::npos);
-      } else {
+      } else if (std::string(method).find("ip1/bias") == std::string::npos) {
         // P(P-1) messages of (nearly) every entry, index and value, and their headers.
         CHECK(report.bytes_sent_per_iteration > 3 * 2 * 6 * n);
         CHECK(report.bytes_sent_per_iteration < 3 * 2 * 8 * (n + 64));
