@@ -6,9 +6,8 @@
 // LAYERS.txt is `scripts/net_params.py -v config/nets/NET.ini` output (one
 // row per layer; its params count is taken as one tensor). The last column
 // is what taihu's shard actors send with those fusion buckets
-// (actors/sync/bucket_shards.hpp): a bucket holding a sparse layer goes by
-// the packed ring allgather, its dense layers included, a bucket of dense
-// layers only by ring allreduce.
+// (actors/sync/bucket_shards.hpp): a bucket's sparse layers go by the packed
+// ring allgather, its dense layers by ring allreduce.
 
 #include <algorithm>
 #include <chrono>
@@ -248,17 +247,24 @@ void wire(int argc, char** argv) {
   // params together, a bucket closed when the next layer would overflow bucket_mb.
   const double bucket_bytes = std::stod(bench::arg_value(argc, argv, "bucket_mb", "25")) * 1024 * 1024;
   struct BucketRow {
-    double elements = 0, message = 16;  // the message header
+    double dense = 0, message = 16;  // dense floats; the sparse layers' packed message, header included
     bool sparse = false;
   };
   std::vector<BucketRow> buckets(1);
+  std::vector<double> elements(1, 0.0);
   for (std::size_t i = layers.size(); i-- > 0;) {
     const double n = static_cast<double>(layers[i].params);
-    if (buckets.back().elements > 0 && bucket_bytes > 0 && (buckets.back().elements + n) * 4 > bucket_bytes)
+    if (elements.back() > 0 && bucket_bytes > 0 && (elements.back() + n) * 4 > bucket_bytes) {
       buckets.emplace_back();
-    buckets.back().elements += n;
-    buckets.back().message += layer_bytes[i];
-    buckets.back().sparse = buckets.back().sparse || layer_sparse[i];
+      elements.push_back(0);
+    }
+    elements.back() += n;
+    if (layer_sparse[i]) {
+      buckets.back().message += layer_bytes[i];
+      buckets.back().sparse = true;
+    } else {
+      buckets.back().dense += n;
+    }
   }
   int allgathered = 0;
   for (const auto& b : buckets) allgathered += b.sparse;
@@ -274,7 +280,7 @@ void wire(int argc, char** argv) {
     const double rgc = measured + ring_allreduce_bytes(dense_n, p);
     double shards = 0;
     for (const auto& b : buckets)
-      shards += b.sparse ? (p - 1) * b.message : ring_allreduce_bytes(b.elements, p);
+      shards += (b.sparse ? (p - 1) * b.message : 0.0) + ring_allreduce_bytes(b.dense, p);
     std::printf("%3d %14.2f %16.3f %16.3f %16.3f %16.3f %8.2f%% %16.3f %8.2f%%\n", p, dense / 1e6, formula / 1e6,
                 measured / 1e6, measured_asq / 1e6, rgc / 1e6, 100 * rgc / dense, shards / 1e6, 100 * shards / dense);
   }
