@@ -6,6 +6,8 @@
 #   4. a node killed with SIGKILL mid-training: detected within seconds, the
 #      report names it, the last checkpoint is intact
 #   5. a stopped node (SIGSTOP): treated as dead after dead_after
+#   6. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
+#      the packed messages crossing the data plane
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -13,7 +15,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval compress)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -146,6 +148,33 @@ print("cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or
 sys.exit(1 if diff else 0)
 PY
     check "3 nodes train to the in-process result" $?
+    ;;
+  compress)
+    sparse=(compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0)
+    start_coordinator compress "${small[@]}" "${sparse[@]}" --report="$work/compress.json"
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-compress"
+      node_pids+=("$last")
+    done
+    wait "$coordinator"
+    check "compress: coordinator + 3 nodes finish (exit $?)" $? "$work/compress.log"
+    for p in "${node_pids[@]}"; do wait "$p"; done
+    "$train" "${common[@]}" "${small[@]}" "${sparse[@]}" nodes=0 --report="$work/compress-inproc.json" \
+      >"$work/compress-inproc.log" 2>&1
+    check "compress: in-process workers=3 run" $? "$work/compress-inproc.log"
+    python3 - "$work/compress.json" "$work/compress-inproc.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+keys = ["train_loss", "test_loss", "test_accuracy", "iterations", "workers", "bytes_sent_per_iteration"]
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print("compressed, cluster vs in-process:", {k: a[k] for k in keys + ["dense_bytes_per_iteration"]},
+      "differences:", diff or "none")
+ok = not diff and any(x["algorithm"] == "compressed ring allgather" for x in a["buckets"]) and \
+    a["bytes_sent_per_iteration"] < 0.5 * a["dense_bytes_per_iteration"]
+sys.exit(0 if ok else 1)
+PY
+    check "compress: 3 nodes train to the in-process result, sending fewer bytes" $?
     ;;
   timeout)
     start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2
