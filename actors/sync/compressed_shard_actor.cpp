@@ -210,7 +210,9 @@ void start_next(Self* self) {
     for (const Part& p : set.sparse_parts)
       std::memcpy(s.sparse_scratch.data() + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
     set.compressor->compress(s.sparse_scratch, 1.0f, s.words);
-    s.dense = msg::TensorPayload::allocate(set.dense_elements);
+    // Sends copy their ranges, so the buffer is ours again after each iteration.
+    if (s.dense.size() != set.dense_elements || !s.dense.unique())
+      s.dense = msg::TensorPayload::allocate(set.dense_elements);
     float* dense = s.dense.mutable_data();
     for (const Part& p : set.dense_parts)
       std::memcpy(dense + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
