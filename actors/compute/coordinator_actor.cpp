@@ -350,6 +350,12 @@ void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
   }
   spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
                im.start.batch, c.iteration);
+  for (const auto& b : im.bucket_compression)
+    if (b.compressed()) {
+      spdlog::warn("[compress]: checkpoints hold no compressor state; residuals and compressor momentum restart "
+                   "from zero");
+      break;
+    }
 }
 
 const std::vector<std::vector<float>>& DataParallelTrainer::final_parameters() const {
