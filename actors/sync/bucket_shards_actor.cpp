@@ -22,7 +22,12 @@ std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const Top
     if (split) schedule = make_allreduce(config.algorithm, topology, dense);
     for (int r = 0; r < ranks; ++r) {
       if (!is_local(r)) continue;
-      CompressedShardSpec spec{config.bucket, r, ranks, config.elements, config.compression.segments};
+      CompressedShardSpec spec;
+      spec.bucket = config.bucket;
+      spec.rank = r;
+      spec.ranks = ranks;
+      spec.elements = config.elements;
+      spec.segments = config.compression.segments;
       spec.split_dense = split;
       if (split) spec.dense_steps = schedule.steps[static_cast<std::size_t>(r)];
       shards[static_cast<std::size_t>(r)] = spawn_compressed_shard(system, std::move(spec), router);

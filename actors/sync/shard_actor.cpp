@@ -193,7 +193,7 @@ std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucke
   for (int r = 0; r < schedule.ranks; ++r) {
     const auto& steps = schedule.steps[static_cast<std::size_t>(r)];
     specs.push_back(ShardSpec{bucket, r, schedule.ranks, schedule.elements, steps,
-                              std::vector<std::uint8_t>(steps.size(), mode == SendMode::view_where_safe)});
+                              std::vector<std::uint8_t>(steps.size(), mode == SendMode::view_where_safe), nullptr});
   }
   if (mode == SendMode::view_where_safe) {
     for (const SendRef& unsafe : analyse_zero_copy(schedule).overwritten) {

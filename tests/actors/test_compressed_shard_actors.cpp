@@ -39,13 +39,26 @@ namespace {
 
 using Buffers = std::vector<std::vector<float>>;
 
+CompressedShardSpec shard_spec(std::uint32_t bucket, int rank, int ranks, std::size_t elements,
+                               std::vector<compress::Segment> segments) {
+  CompressedShardSpec spec;
+  spec.bucket = bucket;
+  spec.rank = rank;
+  spec.ranks = ranks;
+  spec.elements = elements;
+  spec.segments = std::move(segments);
+  return spec;
+}
+
 compress::Segment segment(std::size_t offset, std::size_t count, compress::Method method, double density,
                           float momentum = 0.0f) {
   compress::Options o;
   o.method = method;
   o.schedule.density = density;
   o.momentum = momentum;
-  return compress::Segment{"s" + std::to_string(offset), offset, count, o};
+  std::string name = "s";
+  name += std::to_string(offset);
+  return compress::Segment{name, offset, count, o};
 }
 
 // A sparse top-k range, a dense range, a binary-search range.
@@ -76,7 +89,7 @@ struct CompressedGroup {
 
   CompressedGroup(caf::actor_system& sys, int p, std::size_t n, const std::vector<compress::Segment>& segments)
       : system(sys), elements(n) {
-    for (int r = 0; r < p; ++r) shards.push_back(spawn_compressed_shard(system, {bucket, r, p, n, segments}));
+    for (int r = 0; r < p; ++r) shards.push_back(spawn_compressed_shard(system, shard_spec(bucket, r, p, n, segments)));
     for (auto& shard : shards) owner->send(shard, msg::ShardInit{bucket, shards, owner});
   }
   ~CompressedGroup() {
@@ -187,7 +200,7 @@ void run_interleaved(int p, int iterations, std::uint64_t seed) {
   const Schedule dense_schedule = make_allreduce(Algorithm::ring, Topology::uniform(p, Link{1e-6, 1e9}, 1e9), 50);
   std::vector<caf::actor> shards;
   for (int r = 0; r < p; ++r) {
-    CompressedShardSpec spec{0, r, p, n, mixed_segments()};
+    CompressedShardSpec spec = shard_spec(0, r, p, n, mixed_segments());
     spec.split_dense = true;
     spec.dense_steps = dense_schedule.steps[static_cast<std::size_t>(r)];
     shards.push_back(spawn_compressed_shard(system, std::move(spec)));
@@ -277,7 +290,7 @@ TEST_SUITE("compressed shard actors") {
       caf::scoped_actor owner{system};
       std::vector<caf::actor> shards;
       for (int r = 0; r < p; ++r) {
-        CompressedShardSpec spec{7, r, p, n, mixed_segments()};
+        CompressedShardSpec spec = shard_spec(7, r, p, n, mixed_segments());
         spec.split_dense = true;
         spec.dense_steps = dense_schedule.steps[static_cast<std::size_t>(r)];
         shards.push_back(spawn_compressed_shard(system, std::move(spec)));
@@ -417,7 +430,7 @@ TEST_SUITE("compressed shard actors") {
     std::vector<caf::actor> shards;
     for (int r = 0; r < p; ++r) {
       auto& link = links[static_cast<std::size_t>(rank_node[static_cast<std::size_t>(r)])];
-      shards.push_back(spawn_compressed_shard(system, {3, r, p, n, mixed_segments()}, link));
+      shards.push_back(spawn_compressed_shard(system, shard_spec(3, r, p, n, mixed_segments()), link));
       link->attach(3, r, shards.back());
     }
     for (int r = 0; r < p; ++r) {
