@@ -2,9 +2,12 @@
 // the wire per iteration, sparse vs dense.
 //
 //   bench_selection [--n=16777216] [--density=0.001] [--runs=7] [--dist=normal|laplace]
-//   bench_selection --wire=LAYERS.txt [--density=0.001]
+//   bench_selection --wire=LAYERS.txt [--density=0.001] [--bucket_mb=25]
 // LAYERS.txt is `scripts/net_params.py -v config/nets/NET.ini` output (one
-// row per layer; its params count is taken as one tensor).
+// row per layer; its params count is taken as one tensor). The last column
+// is what taihu's shard actors send with those fusion buckets
+// (actors/sync/bucket_shards.hpp): a bucket's sparse layers go by the packed
+// ring allgather, its dense layers by ring allreduce.
 
 #include <algorithm>
 #include <chrono>
@@ -214,11 +217,15 @@ void wire(int argc, char** argv) {
   double total = 0, sparse_n = 0, dense_n = 0, msg_bytes = 0, asq_bytes = 0, sent_entries = 0;
   std::vector<float> g;
   std::vector<std::uint32_t> msg;
+  std::vector<double> layer_bytes;  // packed bytes of each layer's block
+  std::vector<bool> layer_sparse;
   for (const auto& l : layers) {
     total += static_cast<double>(l.params);
     const Options o = policy.choose({l.name, l.params, 2, false}, 8);
+    layer_sparse.push_back(o.method != Method::dense);
     if (o.method == Method::dense) {
       dense_n += static_cast<double>(l.params);
+      layer_bytes.push_back(16.0 + 4.0 * static_cast<double>(l.params));
       continue;
     }
     sparse_n += static_cast<double>(l.params);
@@ -228,6 +235,7 @@ void wire(int argc, char** argv) {
     PackedWriter w(msg, l.params);
     c.emit(w, 0);
     msg_bytes += static_cast<double>(packed_bytes(msg));
+    layer_bytes.push_back(static_cast<double>(packed_bytes(msg)) - 16.0);  // less the message header
     sent_entries += static_cast<double>(c.last_sent_entries());
     asq_bytes += 4.0 * (4 + 4 + c.last_sent_entries() + 1);
   }
@@ -235,16 +243,46 @@ void wire(int argc, char** argv) {
               path.c_str(), layers.size(), total, policy.min_elements(), density, sparse_n, "layers", dense_n);
   std::printf("bsearch sent %.0f entries for k = %.0f (x%.3f); packed message %.3f MB\n", sent_entries,
               density * sparse_n, sent_entries / (density * sparse_n), msg_bytes / 1e6);
-  std::printf("%3s %14s %16s %16s %16s %16s %9s\n", "P", "dense ring MB", "formula s=8 MB", "measured MB",
-              "ASQ idx+mean MB", "RGC total MB", "RGC/dense");
+  // Fusion buckets as actors/sync/buckets.cpp makes them: backward order (last layer first), a layer's
+  // params together, a bucket closed when the next layer would overflow bucket_mb.
+  const double bucket_bytes = std::stod(bench::arg_value(argc, argv, "bucket_mb", "25")) * 1024 * 1024;
+  struct BucketRow {
+    double dense = 0, message = 16;  // dense floats; the sparse layers' packed message, header included
+    bool sparse = false;
+  };
+  std::vector<BucketRow> buckets(1);
+  std::vector<double> elements(1, 0.0);
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    const double n = static_cast<double>(layers[i].params);
+    if (elements.back() > 0 && bucket_bytes > 0 && (elements.back() + n) * 4 > bucket_bytes) {
+      buckets.emplace_back();
+      elements.push_back(0);
+    }
+    elements.back() += n;
+    if (layer_sparse[i]) {
+      buckets.back().message += layer_bytes[i];
+      buckets.back().sparse = true;
+    } else {
+      buckets.back().dense += n;
+    }
+  }
+  int allgathered = 0;
+  for (const auto& b : buckets) allgathered += b.sparse;
+  std::printf("%zu fusion buckets of <= %g MB, %d of them with a sparse layer (packed allgather)\n", buckets.size(),
+              bucket_bytes / 1024 / 1024, allgathered);
+  std::printf("%3s %14s %16s %16s %16s %16s %9s %16s %9s\n", "P", "dense ring MB", "formula s=8 MB", "measured MB",
+              "ASQ idx+mean MB", "RGC total MB", "RGC/dense", "taihu shards MB", "/dense");
   for (int p : {4, 8, 16}) {
     const double dense = ring_allreduce_bytes(total, p);
     const double formula = sparse_allgather_bytes(density * sparse_n, 8, p);
     const double measured = (p - 1) * msg_bytes;
     const double measured_asq = (p - 1) * asq_bytes;
     const double rgc = measured + ring_allreduce_bytes(dense_n, p);
-    std::printf("%3d %14.2f %16.3f %16.3f %16.3f %16.3f %8.2f%%\n", p, dense / 1e6, formula / 1e6, measured / 1e6,
-                measured_asq / 1e6, rgc / 1e6, 100 * rgc / dense);
+    double shards = 0;
+    for (const auto& b : buckets)
+      shards += (b.sparse ? (p - 1) * b.message : 0.0) + ring_allreduce_bytes(b.dense, p);
+    std::printf("%3d %14.2f %16.3f %16.3f %16.3f %16.3f %8.2f%% %16.3f %8.2f%%\n", p, dense / 1e6, formula / 1e6,
+                measured / 1e6, measured_asq / 1e6, rgc / 1e6, 100 * rgc / dense, shards / 1e6, 100 * shards / dense);
   }
 }
 

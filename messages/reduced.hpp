@@ -17,12 +17,15 @@ struct Reduced {
   // When the shard finished, in ns of the sender's steady clock: timing of
   // communication inside one process only (meaningless across hosts).
   std::int64_t finished_ns = 0;
+  // Bytes of payload this rank's shard sent for this bucket and iteration
+  // (dense chunks, or packed compressed messages).
+  std::uint64_t bytes_sent = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Reduced& x) {
   return f(caf::meta::type_name("taihu::msg::Reduced"), x.bucket, x.iteration, x.rank, x.buffer,
-           x.finished_ns);
+           x.finished_ns, x.bytes_sent);
 }
 
 }  // namespace taihu::msg

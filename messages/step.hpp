@@ -32,12 +32,14 @@ struct StepStats {
   // part of that which ran while backward was still computing.
   double comm_seconds = 0;
   double hidden_comm_seconds = 0;
+  // Payload bytes this rank's shards sent for all buckets (Reduced::bytes_sent).
+  std::uint64_t bytes_sent = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StepStats& x) {
   return f(caf::meta::type_name("taihu::msg::StepStats"), x.forward_seconds, x.backward_seconds, x.update_seconds,
-           x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds);
+           x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds, x.bytes_sent);
 }
 
 struct StepDone {

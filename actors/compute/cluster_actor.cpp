@@ -18,6 +18,7 @@
 #include "actors/net/sha256.hpp"
 #include "actors/sync/algorithms.hpp"
 #include "actors/sync/buckets.hpp"
+#include "actors/sync/bucket_shards.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -450,15 +451,17 @@ int run_node(const NodeOptions& o) {
           require(algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
                   algorithms.size(), buckets.size());
           std::vector<std::vector<caf::actor>> bucket_shards(buckets.size(), std::vector<caf::actor>(ranks));
+          const auto compression = sync::plan_compression(*doc, buckets, ranks);
           for (std::size_t b = 0; b < buckets.size(); ++b) {
-            const auto schedule =
-                sync::make_allreduce(sync::parse_algorithm(algorithms[b]), topology, buckets[b].elements);
-            for (auto& spec : sync::shard_specs(schedule, static_cast<std::uint32_t>(b))) {
-              if (rank_node[static_cast<std::size_t>(spec.rank)] != index) continue;
-              const int r = spec.rank;
-              auto shard = sync::spawn_shard(system, std::move(spec), link);
+            bucket_shards[b] = sync::spawn_bucket_shards(
+                system, topology,
+                {static_cast<std::uint32_t>(b), buckets[b].elements, sync::parse_algorithm(algorithms[b]),
+                 compression[b]},
+                link, [&](int r) { return rank_node[static_cast<std::size_t>(r)] == index; });
+            for (int r = 0; r < ranks; ++r) {
+              if (rank_node[static_cast<std::size_t>(r)] != index) continue;
+              const caf::actor& shard = bucket_shards[b][static_cast<std::size_t>(r)];
               link->attach(static_cast<std::uint32_t>(b), r, shard);
-              bucket_shards[b][static_cast<std::size_t>(r)] = shard;
               who[shard.address()] = fmt::format("rank {}'s shard of bucket {}", r, b);
               shards.push_back(shard);
             }

@@ -20,6 +20,9 @@
 //                              # variable) or stealing (idle threads poll, #737)
 //   [topology]                 # optional, see actors/sync/topology.hpp; ranks = workers.
 //                              # Default: one group, in-process link costs.
+//   [compress]                 # optional: RedSync's gradient compression per layer
+//                              # (core/compress/policy.hpp, actors/sync/compression_plan.hpp);
+//                              # method = none keeps plain allreduce
 // `auto` picks each bucket's algorithm with the α-β-γ cost model and logs the
 // choice and the predicted time.
 //
@@ -38,7 +41,9 @@
 // slower peers) and `comm_hidden_fraction` (of all buckets' collective wall
 // time, GradientReady sent -> reduced, the share that passed before the
 // sending worker's backward ended; on 2 busy cores that overlap is time
-// sharing, not free parallelism).
+// sharing, not free parallelism), `bytes_sent_per_iteration` (payload the
+// shards sent, all ranks, measured) and `dense_bytes_per_iteration` (dense
+// ring allreduce of the same buckets).
 //
 // Failures: a worker that throws, stalls past step_timeout or sends a
 // wrong-sized gradient (its shard actor rejects it) makes run() stop all

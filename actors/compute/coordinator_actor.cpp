@@ -16,6 +16,7 @@
 #include "actors/compute/cluster.hpp"
 #include "actors/net/status_server.hpp"
 #include "actors/sync/algorithms.hpp"
+#include "actors/sync/bucket_shards.hpp"
 #include "actors/sync/buckets.hpp"
 #include "actors/sync/cost_model.hpp"
 #include "actors/sync/shard_actor.hpp"
@@ -181,6 +182,8 @@ struct RunRecord {
   uint64_t vertices = 0;
   double exposed_comm_seconds = 0.0;
   double comm_hidden_fraction = 0.0;
+  double bytes_sent = 0.0;  // payload all ranks' shards sent
+  uint64_t iterations = 0;  // trained
 };
 
 struct DataParallelTrainer::Impl {
@@ -202,6 +205,8 @@ struct DataParallelTrainer::Impl {
   std::vector<std::size_t> bucket_elements;
   std::vector<sync::Algorithm> bucket_algorithms;
   std::vector<BucketReport> bucket_reports;
+  std::vector<sync::BucketCompression> bucket_compression;  // [compress]; empty segments: allreduce
+  double dense_bytes = 0;  // all ranks, per iteration, with dense ring allreduce
   int64_t per_epoch = 0;
   std::string net_name;  // or the dynamic model's type
   std::string sample_unit;
@@ -255,6 +260,15 @@ void DataParallelTrainer::Impl::plan_buckets() {
     spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
                  bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, sync::name(a),
                  algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
+  }
+  // RedSync's compression per bucket ([compress], actors/sync/compression_plan.hpp).
+  bucket_compression = sync::plan_compression(doc, buckets, ranks);
+  dense_bytes = 0;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    dense_bytes += sync::dense_ring_bytes_all_ranks(buckets[b].elements, ranks);
+    if (!bucket_compression[b].compressed()) continue;
+    if (bucket_compression[b].allgather()) bucket_reports[b].algorithm = "compressed ring allgather";
+    spdlog::info("bucket {}: compressed: {}", b, bucket_compression[b].describe());
   }
 }
 
@@ -368,6 +382,12 @@ void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
   }
   spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
                im.start.batch, c.iteration);
+  for (const auto& b : im.bucket_compression)
+    if (b.compressed()) {
+      spdlog::warn("[compress]: checkpoints hold no compressor state; residuals and compressor momentum restart "
+                   "from zero");
+      break;
+    }
 }
 
 const std::vector<std::vector<float>>& DataParallelTrainer::final_parameters() const {
@@ -485,12 +505,11 @@ RunRecord DataParallelTrainer::Impl::train() {
       attach_cluster();
     } else {
       for (std::size_t b = 0; b < shards.size(); ++b) {
-        const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
-        for (auto& spec : sync::shard_specs(schedule, static_cast<std::uint32_t>(b))) {
-          const int r = spec.rank;
-          shards[b].push_back(sync::spawn_shard(system, std::move(spec)));
-          who[shards[b].back().address()] = {r, fmt::format("shard of bucket {}", b), ""};
-        }
+        shards[b] = sync::spawn_bucket_shards(system, *im.topology,
+                                              {static_cast<std::uint32_t>(b), im.bucket_elements[b],
+                                               im.bucket_algorithms[b], im.bucket_compression[b]});
+        for (int r = 0; r < im.ranks; ++r)
+          who[shards[b][static_cast<std::size_t>(r)].address()] = {r, fmt::format("shard of bucket {}", b), ""};
       }
       for (int r = 0; r < im.ranks; ++r) {
         auto& m = im.models[static_cast<std::size_t>(r)];
@@ -679,6 +698,7 @@ RunRecord DataParallelTrainer::Impl::train() {
                     exposed += d.stats.exposed_comm_seconds / im.ranks;
                     comm += d.stats.comm_seconds;
                     hidden += d.stats.hidden_comm_seconds;
+                    record.bytes_sent += static_cast<double>(d.stats.bytes_sent);
                   },
                   on_down, on_node_failure, caf::after(left) >> [&] { timed_out = true; });
             }
@@ -703,6 +723,7 @@ RunRecord DataParallelTrainer::Impl::train() {
             }
           }
           loss /= im.ranks;
+          ++record.iterations;
           if (!std::isfinite(loss))
             throw NumericError(fmt::format("loss became {} at iteration {} (epoch {}, batch {}); training stopped. "
                                            "Lower solver.base_lr or set solver.clip_gradients.",
@@ -853,6 +874,9 @@ TrainReport DataParallelTrainer::run() {
   report.images_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
   report.exposed_comm_seconds = record.exposed_comm_seconds;
   report.comm_hidden_fraction = record.comm_hidden_fraction;
+  report.bytes_sent_per_iteration =
+      record.iterations > 0 ? record.bytes_sent / static_cast<double>(record.iterations) : 0.0;
+  report.dense_bytes_per_iteration = im.dense_bytes;
   return report;
 }
 

@@ -161,6 +161,7 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
           s.stats.comm_seconds += seconds_between(sent, finished);
           s.stats.hidden_comm_seconds += seconds_between(sent, std::min(finished, s.backward_end));
         }
+        s.stats.bytes_sent += r.bytes_sent;
         m.buckets->unpack(r.bucket, r.buffer.data(), 1.0f / static_cast<float>(m.ranks));
         s.buffers[r.bucket] = std::move(r.buffer);
         if (--s.pending == 0) finish_step(self);

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/common/check.hpp"
+#include "core/compress/packed.hpp"
 #include "actors/sync/zero_copy.hpp"
 #include "core/kernels/elementwise.hpp"
 #include "actors/exception_reason.hpp"
@@ -34,6 +35,8 @@ struct ShardState {
   std::size_t next_step = 0;
   bool step_sent = false;  // the current step's send went out
   std::optional<std::uint64_t> last_completed;
+  std::uint64_t iteration_bytes = 0;  // payload this rank sent in the running iteration
+  std::vector<std::uint32_t> words;   // precompress's message
 
   std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
   std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
@@ -63,6 +66,7 @@ void advance(Self* self) {
                          ? s.buffer.slice(step.send.offset, step.send.length)
                          : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length);
       s.copied_floats += s.spec.send_view[s.next_step] ? 0 : step.send.length;
+      s.iteration_bytes += step.send.length * sizeof(float);
       msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload)};
       if (s.router && s.router->remote(step.send_to)) {
         s.router->send(step.send_to, std::move(chunk));
@@ -97,7 +101,7 @@ void advance(Self* self) {
   s.last_completed = s.iteration;
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   self->send(s.owner, msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer),
-                                   std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
+                                   std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes});
   s.buffer = {};
   start_next(self);
 }
@@ -112,8 +116,16 @@ void start_next(Self* self) {
   s.buffer = std::move(ready.buffer);
   if (!s.buffer.unique()) ++s.buffer_copies;
   s.data = s.buffer.mutable_data();
+  if (s.spec.precompress) {
+    // Dense segments only: the message is the corrected gradient; write it back in place.
+    const std::span<float> dense(s.data, s.spec.elements);
+    s.spec.precompress->compress(dense, 1.0f, s.words);
+    std::fill(dense.begin(), dense.end(), 0.0f);
+    compress::decompress_add(s.words, dense);
+  }
   s.next_step = 0;
   s.step_sent = false;
+  s.iteration_bytes = 0;
   advance(self);
 }
 
@@ -181,7 +193,7 @@ std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucke
   for (int r = 0; r < schedule.ranks; ++r) {
     const auto& steps = schedule.steps[static_cast<std::size_t>(r)];
     specs.push_back(ShardSpec{bucket, r, schedule.ranks, schedule.elements, steps,
-                              std::vector<std::uint8_t>(steps.size(), mode == SendMode::view_where_safe)});
+                              std::vector<std::uint8_t>(steps.size(), mode == SendMode::view_where_safe), nullptr});
   }
   if (mode == SendMode::view_where_safe) {
     for (const SendRef& unsafe : analyse_zero_copy(schedule).overwritten) {

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "actors/sync/schedule.hpp"
+#include "core/compress/compressor.hpp"
 
 namespace taihu::msg {
 struct Chunk;
@@ -56,6 +57,10 @@ struct ShardSpec {
   std::size_t elements = 0;            // bucket length in floats
   std::vector<Step> steps;             // this rank's steps of a finalized schedule
   std::vector<std::uint8_t> send_view;  // per step: 1 = send a view, 0 = send a copy
+  // Compression that sends every segment dense (actors/sync/compression_plan.hpp):
+  // the rank's gradient goes through it (momentum correction, clipping)
+  // before the allreduce; this rank's own compressor, or null.
+  std::shared_ptr<compress::BucketCompressor> precompress;
 };
 
 // Every rank's part of `schedule` for bucket `bucket` (one zero-copy analysis).

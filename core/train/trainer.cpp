@@ -44,8 +44,10 @@ std::string TrainReport::to_json() const {
                                       {"algorithm", buckets[i].algorithm},
                                       {"predicted_seconds", buckets[i].predicted_seconds}});
     }
-    buckets_json += fmt::format("\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},",
-                                exposed_comm_seconds, comm_hidden_fraction);
+    buckets_json += fmt::format(
+        "\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},\n"
+        "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},",
+        exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration);
   }
   return fmt::format(
       "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"

@@ -73,6 +73,10 @@ struct TrainReport {
   // backward ended, and the share of communication hidden behind backward.
   double exposed_comm_seconds = 0.0;
   double comm_hidden_fraction = 0.0;  // of the buckets' collective time
+  // Payload bytes all ranks' shards sent per iteration (measured; packed
+  // messages when compressed), and what dense ring allreduce would send.
+  double bytes_sent_per_iteration = 0.0;
+  double dense_bytes_per_iteration = 0.0;
 
   std::string to_json() const;
 };

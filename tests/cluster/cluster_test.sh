@@ -10,6 +10,8 @@
 #   7. elastic = true: a node killed mid-epoch, training goes on over 2 nodes; a restarted node
 #      joins at the next epoch boundary and the run finishes on 3
 #   8. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2
+#   9. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
+#      the packed messages crossing the data plane
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -17,7 +19,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph elastic elastic-stop)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph elastic elastic-stop compress)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -226,6 +228,33 @@ PY
     check "elastic-stop: the stopped node is dropped" $? "$work/estop.log"
     kill -CONT "${node_pids[1]}"
     for p in "${node_pids[@]}"; do wait "$p"; done
+    ;;
+  compress)
+    sparse=(compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0)
+    start_coordinator compress "${small[@]}" "${sparse[@]}" --report="$work/compress.json"
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-compress"
+      node_pids+=("$last")
+    done
+    wait "$coordinator"
+    check "compress: coordinator + 3 nodes finish (exit $?)" $? "$work/compress.log"
+    for p in "${node_pids[@]}"; do wait "$p"; done
+    "$train" "${common[@]}" "${small[@]}" "${sparse[@]}" nodes=0 --report="$work/compress-inproc.json" \
+      >"$work/compress-inproc.log" 2>&1
+    check "compress: in-process workers=3 run" $? "$work/compress-inproc.log"
+    python3 - "$work/compress.json" "$work/compress-inproc.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+keys = ["train_loss", "test_loss", "test_accuracy", "iterations", "workers", "bytes_sent_per_iteration"]
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print("compressed, cluster vs in-process:", {k: a[k] for k in keys + ["dense_bytes_per_iteration"]},
+      "differences:", diff or "none")
+ok = not diff and any(x["algorithm"] == "compressed ring allgather" for x in a["buckets"]) and \
+    a["bytes_sent_per_iteration"] < 0.5 * a["dense_bytes_per_iteration"]
+sys.exit(0 if ok else 1)
+PY
+    check "compress: 3 nodes train to the in-process result, sending fewer bytes" $?
     ;;
   timeout)
     start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2

@@ -134,6 +134,8 @@ TEST_SUITE("messages") {
     CHECK(r.iteration == 8);
     CHECK(r.rank == 3);
     CHECK(r.buffer == iota_payload(5));
+    Reduced with_bytes{2, 8, 3, iota_payload(5), 77, 123456789012ull};
+    CHECK(round_trip(system, with_bytes).bytes_sent == 123456789012ull);
 
     CHECK(round_trip(system, Step{123456789012ull}).iteration == 123456789012ull);
 
@@ -149,6 +151,9 @@ TEST_SUITE("messages") {
     CHECK(d.stats.samples == 64);
     CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5, 6}).samples == 5);
     CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5, 6}).vertices == 6);
+    StepStats with_bytes_stats;
+    with_bytes_stats.bytes_sent = 987654321;
+    CHECK(round_trip(system, with_bytes_stats).bytes_sent == 987654321u);
     // A replica's evaluation answers eval_atom as the core type.
     const auto evaluation = round_trip(system, ReplicaEvaluation{true, {1, 0.5, 0.25, 2.7}, {2, 0.75, 0.5, 7.4}});
     CHECK(evaluation.has_dev);

@@ -1,0 +1,350 @@
+#include "actors/sync/compressed_shard_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "actors/exception_reason.hpp"
+#include "core/common/check.hpp"
+#include "core/compress/packed.hpp"
+#include "core/kernels/elementwise.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::sync {
+namespace {
+
+// A bucket range and where it sits in the compact sparse or dense buffer.
+struct Part {
+  std::size_t bucket_offset = 0;
+  std::size_t compact_offset = 0;
+  std::size_t count = 0;
+};
+
+// What the actor is given: the split of the bucket and the compressors.
+struct Setup {
+  CompressedShardSpec spec;
+  std::vector<Part> sparse_parts, dense_parts;  // dense_parts empty: no split
+  std::size_t sparse_elements = 0, dense_elements = 0;
+  std::unique_ptr<compress::BucketCompressor> compressor;        // over the sparse part (or all)
+  std::unique_ptr<compress::BucketCompressor> dense_compressor;  // momentum / clipping of the dense part, or null
+};
+
+struct CompressedShardState {
+  static inline const char* name = "taihu.compressed_shard";
+
+  std::shared_ptr<Setup> setup;  // owned by this actor only
+  std::shared_ptr<ChunkRouter> router;  // null in-process
+  std::vector<std::uint32_t> words, dense_words;
+  std::vector<float> sparse_scratch;  // gather of the sparse part, then its sum (split buckets only)
+  std::vector<caf::actor> peers;
+  caf::actor owner;
+  bool wired = false;
+
+  // The running iteration, if any.
+  bool running = false;
+  std::uint64_t iteration = 0;
+  msg::TensorPayload buffer;                 // the gradient in, the sum out
+  std::vector<msg::TensorPayload> messages;  // by origin rank
+  int next_step = 0;
+  bool step_sent = false;
+  msg::TensorPayload dense;  // the dense part, reduced in place (split buckets only)
+  std::size_t dense_next = 0;
+  bool dense_sent = false;
+  std::uint64_t iteration_bytes = 0;
+  std::optional<std::uint64_t> last_completed;
+
+  std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
+  std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
+
+  std::uint64_t chunks_sent = 0;
+  std::uint64_t early_chunks = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t entries_sent = 0;
+
+  const CompressedShardSpec& spec() const { return setup->spec; }
+  int left() const { return (spec().rank + spec().ranks - 1) % spec().ranks; }
+  int right() const { return (spec().rank + 1) % spec().ranks; }
+  // The origin whose message this rank sends in ring step s (it receives origin(s + 1)).
+  int origin(int s) const { return ((spec().rank - s) % spec().ranks + spec().ranks) % spec().ranks; }
+};
+
+using Self = caf::stateful_actor<CompressedShardState>;
+
+void start_next(Self* self);
+
+void send_chunk(Self* self, int to, msg::Chunk chunk) {
+  auto& s = self->state;
+  s.iteration_bytes += chunk.payload.size() * sizeof(float);
+  s.bytes_sent += chunk.payload.size() * sizeof(float);
+  ++s.chunks_sent;
+  if (s.router && s.router->remote(to)) {
+    s.router->send(to, std::move(chunk));
+  } else {
+    self->send(s.peers[static_cast<std::size_t>(to)], std::move(chunk));
+  }
+}
+
+// Adds every message, in rank order, into the sparse part; hands the bucket back.
+void finish(Self* self) {
+  auto& s = self->state;
+  const Setup& set = *s.setup;
+  const bool split = !set.dense_parts.empty();
+  float* out = s.buffer.mutable_data();
+  const std::span<float> sum = split ? std::span<float>(s.sparse_scratch) : std::span<float>(out, set.spec.elements);
+  std::fill(sum.begin(), sum.end(), 0.0f);
+  for (int r = 0; r < set.spec.ranks; ++r) {
+    try {
+      compress::decompress_add(s.messages[static_cast<std::size_t>(r)].span(), sum);
+    } catch (const std::exception& e) {
+      raise("compressed shard {}/{}: the packed message of rank {} in iteration {} is malformed: {}", set.spec.bucket,
+            set.spec.rank, r, s.iteration, e.what());
+    }
+  }
+  if (split) {
+    for (const Part& p : set.sparse_parts)
+      std::memcpy(out + p.bucket_offset, sum.data() + p.compact_offset, p.count * sizeof(float));
+    for (const Part& p : set.dense_parts)
+      std::memcpy(out + p.bucket_offset, s.dense.data() + p.compact_offset, p.count * sizeof(float));
+  }
+  s.running = false;
+  s.last_completed = s.iteration;
+  s.messages.assign(s.messages.size(), msg::TensorPayload{});
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  msg::Reduced reduced{set.spec.bucket, s.iteration, set.spec.rank, std::move(s.buffer),
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes};
+  s.buffer = {};
+  self->send(s.owner, std::move(reduced));
+  start_next(self);
+}
+
+// The ring allgather of the packed messages, up to the first missing one.
+bool advance_allgather(Self* self) {
+  auto& s = self->state;
+  const int steps = s.spec().ranks - 1;
+  while (s.next_step < steps) {
+    if (!s.step_sent) {
+      const int origin = s.origin(s.next_step);
+      send_chunk(self, s.right(),
+                 msg::Chunk{s.spec().bucket, s.iteration, s.spec().rank, static_cast<std::uint32_t>(s.next_step),
+                            static_cast<std::uint64_t>(origin), s.messages[static_cast<std::size_t>(origin)]});
+      s.step_sent = true;
+    }
+    auto it = s.arrived.find({s.iteration, s.left(), static_cast<std::uint32_t>(s.next_step)});
+    if (it == s.arrived.end()) return false;
+    const msg::Chunk& chunk = it->second;
+    const int expected = s.origin(s.next_step + 1);
+    require(chunk.offset == static_cast<std::uint64_t>(expected) && !chunk.payload.empty(),
+            "compressed shard {}/{}: ring step {} from rank {} carries the message of rank {} ({} words), expected "
+            "rank {}'s",
+            s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, chunk.payload.size(), expected);
+    s.messages[static_cast<std::size_t>(expected)] = chunk.payload;
+    s.arrived.erase(it);
+    s.step_sent = false;
+    ++s.next_step;
+  }
+  return true;
+}
+
+// The dense part's allreduce (split buckets), up to the first missing chunk.
+// Sends copy their range: the buffer is small and this keeps the steps free
+// of the zero-copy analysis.
+bool advance_dense(Self* self) {
+  auto& s = self->state;
+  const auto& steps = s.spec().dense_steps;
+  float* data = s.dense.mutable_data();
+  while (s.dense_next < steps.size()) {
+    const Step& step = steps[s.dense_next];
+    if (step.sends() && !s.dense_sent) {
+      send_chunk(self, step.send_to,
+                 msg::Chunk{s.spec().bucket, s.iteration, s.spec().rank, dense_seq_base + step.send_seq,
+                            step.send.offset, msg::TensorPayload::copy_of(data + step.send.offset, step.send.length)});
+      s.dense_sent = true;
+    }
+    if (step.receives()) {
+      auto it = s.arrived.find({s.iteration, step.recv_from, dense_seq_base + step.recv_seq});
+      if (it == s.arrived.end()) return false;
+      const msg::Chunk& chunk = it->second;
+      require(chunk.offset == step.recv.offset && chunk.payload.size() == step.recv.length,
+              "compressed shard {}/{}: dense chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})",
+              s.spec().bucket, s.spec().rank, chunk.seq - dense_seq_base, chunk.sender, chunk.offset,
+              chunk.payload.size(), step.recv.offset, step.recv.length);
+      float* out = data + step.recv.offset;
+      if (step.combine == Combine::reduce) {
+        kernels::add(static_cast<std::int64_t>(step.recv.length), out, chunk.payload.data(), out);
+      } else {
+        std::memcpy(out, chunk.payload.data(), step.recv.length * sizeof(float));
+      }
+      s.arrived.erase(it);
+    }
+    s.dense_sent = false;
+    ++s.dense_next;
+  }
+  return true;
+}
+
+void advance(Self* self) {
+  const bool gathered = advance_allgather(self);
+  const bool reduced = self->state.setup->dense_parts.empty() || advance_dense(self);
+  if (gathered && reduced) finish(self);
+}
+
+void start_next(Self* self) {
+  auto& s = self->state;
+  if (!s.wired || s.running || s.queued.empty()) return;
+  Setup& set = *s.setup;
+  auto node = s.queued.extract(s.queued.begin());
+  msg::GradientReady& ready = node.mapped();
+  s.running = true;
+  s.iteration = ready.iteration;
+  s.buffer = std::move(ready.buffer);
+  s.iteration_bytes = 0;
+  if (set.dense_parts.empty()) {
+    set.compressor->compress(s.buffer.span(), 1.0f, s.words);
+  } else {
+    const float* in = s.buffer.data();
+    for (const Part& p : set.sparse_parts)
+      std::memcpy(s.sparse_scratch.data() + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
+    set.compressor->compress(s.sparse_scratch, 1.0f, s.words);
+    // Sends copy their ranges, so the buffer is ours again after each iteration.
+    if (s.dense.size() != set.dense_elements || !s.dense.unique())
+      s.dense = msg::TensorPayload::allocate(set.dense_elements);
+    float* dense = s.dense.mutable_data();
+    for (const Part& p : set.dense_parts)
+      std::memcpy(dense + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
+    if (set.dense_compressor) {
+      const std::span<float> d(dense, set.dense_elements);
+      set.dense_compressor->compress(d, 1.0f, s.dense_words);
+      std::fill(d.begin(), d.end(), 0.0f);
+      compress::decompress_add(s.dense_words, d);
+    }
+    s.dense_next = 0;
+    s.dense_sent = false;
+  }
+  s.entries_sent += set.compressor->last_sent_entries();
+  auto own = msg::TensorPayload::allocate(s.words.size());
+  std::memcpy(own.mutable_data(), s.words.data(), s.words.size() * sizeof(std::uint32_t));
+  s.messages[static_cast<std::size_t>(set.spec.rank)] = std::move(own);
+  s.next_step = 0;
+  s.step_sent = false;
+  advance(self);
+}
+
+caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::shared_ptr<ChunkRouter> router) {
+  auto& st = self->state;
+  st.messages.resize(static_cast<std::size_t>(setup->spec.ranks));
+  if (!setup->dense_parts.empty()) st.sparse_scratch.resize(setup->sparse_elements);
+  st.setup = std::move(setup);
+  st.router = std::move(router);
+  self->set_exception_handler(exception_reason);
+  return {
+      [=](msg::ShardInit& init) {
+        auto& s = self->state;
+        require(!s.wired, "compressed shard {}/{}: wired twice", s.spec().bucket, s.spec().rank);
+        require(init.bucket == s.spec().bucket && static_cast<int>(init.peers.size()) == s.spec().ranks,
+                "compressed shard {}/{}: init for bucket {} with {} peers, expected {} peers", s.spec().bucket,
+                s.spec().rank, init.bucket, init.peers.size(), s.spec().ranks);
+        s.peers = std::move(init.peers);
+        s.owner = std::move(init.owner);
+        s.wired = true;
+        start_next(self);
+      },
+      [=](msg::GradientReady& ready) {
+        auto& s = self->state;
+        require(ready.bucket == s.spec().bucket && ready.buffer.size() == s.spec().elements,
+                "compressed shard {}/{}: gradients of bucket {} with {} floats, expected {}", s.spec().bucket,
+                s.spec().rank, ready.bucket, ready.buffer.size(), s.spec().elements);
+        require(!s.last_completed || ready.iteration > *s.last_completed,
+                "compressed shard {}/{}: iteration {} is not after the completed {}", s.spec().bucket, s.spec().rank,
+                ready.iteration, *s.last_completed);
+        require(!(s.running && ready.iteration == s.iteration) && !s.queued.contains(ready.iteration),
+                "compressed shard {}/{}: iteration {} started twice", s.spec().bucket, s.spec().rank, ready.iteration);
+        s.queued.emplace(ready.iteration, std::move(ready));
+        start_next(self);
+      },
+      [=](msg::Chunk& chunk) {
+        auto& s = self->state;
+        const bool dense = chunk.seq >= dense_seq_base;
+        require(chunk.bucket == s.spec().bucket && s.spec().ranks > 1 && chunk.sender >= 0 &&
+                    chunk.sender < s.spec().ranks && (dense || chunk.sender == s.left()),
+                "compressed shard {}/{}: chunk of bucket {} from rank {}; the ring's left neighbour is rank {}",
+                s.spec().bucket, s.spec().rank, chunk.bucket, chunk.sender, s.left());
+        require(dense ? !s.setup->dense_parts.empty()
+                      : chunk.seq + 1 < static_cast<std::uint32_t>(s.spec().ranks) &&
+                            chunk.offset < static_cast<std::uint64_t>(s.spec().ranks),
+                "compressed shard {}/{}: chunk {} from rank {} names origin rank {}; the ring has {} ranks",
+                s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, s.spec().ranks);
+        require(!s.last_completed || chunk.iteration > *s.last_completed,
+                "compressed shard {}/{}: chunk {} from rank {} of iteration {}, already completed {}", s.spec().bucket,
+                s.spec().rank, chunk.seq, chunk.sender, chunk.iteration, *s.last_completed);
+        const bool current = s.running && chunk.iteration == s.iteration;
+        if (!current) ++s.early_chunks;
+        const auto key = std::tuple{chunk.iteration, static_cast<int>(chunk.sender), chunk.seq};
+        const bool fresh = s.arrived.emplace(key, std::move(chunk)).second;
+        require(fresh, "compressed shard {}/{}: chunk {} from rank {} of iteration {} arrived twice", s.spec().bucket,
+                s.spec().rank, std::get<2>(key), std::get<1>(key), std::get<0>(key));
+        if (current) advance(self);
+      },
+      [=](msg::stats_atom) {
+        const auto& s = self->state;
+        return caf::make_message(s.chunks_sent, s.early_chunks, s.bytes_sent, s.entries_sent);
+      },
+  };
+}
+
+// Splits the segments into the packed part and, with dense_steps, the allreduced dense part.
+std::shared_ptr<Setup> make_setup(CompressedShardSpec spec) {
+  auto set = std::make_shared<Setup>();
+  for (auto& segment : spec.segments) segment.options.workers = spec.ranks;
+  std::vector<compress::Segment> sparse, dense;
+  if (spec.split_dense) {
+    for (const auto& segment : spec.segments) {
+      const bool is_dense = segment.options.method == compress::Method::dense;
+      auto& parts = is_dense ? set->dense_parts : set->sparse_parts;
+      auto& compact = is_dense ? dense : sparse;
+      std::size_t& at = is_dense ? set->dense_elements : set->sparse_elements;
+      parts.push_back(Part{segment.offset, at, segment.count});
+      compress::Segment rebased = segment;
+      rebased.offset = at;
+      compact.push_back(rebased);
+      at += segment.count;
+    }
+    require(!sparse.empty() && !dense.empty(),
+            "spawn_compressed_shard: splitting bucket {} needs both sparse and dense segments", spec.bucket);
+    for (const Step& step : spec.dense_steps)
+      require(step.send.end() <= set->dense_elements && step.recv.end() <= set->dense_elements,
+              "spawn_compressed_shard: a dense step of bucket {} reaches past its {} dense floats", spec.bucket,
+              set->dense_elements);
+    bool corrected = false;
+    for (const auto& segment : dense) corrected = corrected || segment.options.momentum > 0 || segment.options.clip_norm > 0;
+    if (corrected) set->dense_compressor = std::make_unique<compress::BucketCompressor>(set->dense_elements, dense);
+  } else {
+    sparse = spec.segments;
+    set->sparse_elements = spec.elements;
+  }
+  // The BucketCompressors check that the segments tile their range.
+  set->compressor = std::make_unique<compress::BucketCompressor>(set->sparse_elements, sparse);
+  if (spec.split_dense) {
+    std::size_t total = set->sparse_elements + set->dense_elements;
+    require(total == spec.elements, "spawn_compressed_shard: segments cover {} of bucket {}'s {} floats", total,
+            spec.bucket, spec.elements);
+  }
+  set->spec = std::move(spec);
+  return set;
+}
+
+}  // namespace
+
+caf::actor spawn_compressed_shard(caf::actor_system& system, CompressedShardSpec spec,
+                                  std::shared_ptr<ChunkRouter> router) {
+  require(spec.ranks >= 1 && spec.rank >= 0 && spec.rank < spec.ranks,
+          "spawn_compressed_shard: rank {} of {} ranks", spec.rank, spec.ranks);
+  // Built here, so that a bad split or segments that do not tile the bucket throw to the caller.
+  return system.spawn(compressed_shard, make_setup(std::move(spec)), std::move(router));
+}
+
+}  // namespace taihu::sync
