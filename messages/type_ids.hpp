@@ -13,6 +13,7 @@
 
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
+#include "messages/core_group_work.hpp"
 #include "messages/gradient_ready.hpp"
 #include "messages/parameters.hpp"
 #include "messages/reduced.hpp"
@@ -51,6 +52,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWorkDone))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunGraphBatch))
+  // Simulated devices (messages/core_group_work.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupWork))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupDone))
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {
