@@ -624,6 +624,7 @@ NetPlan::NetPlan(Net& net, const Params& params) : net_(net), params_(params) {
     }
     work->plan = this;
     work->index = i;
+    if (work->method.empty()) work->method = "CPEs";  // kernels on the CPE clusters
     layers_.push_back(std::move(work));
   }
 }

@@ -14,8 +14,10 @@
 #include "actors/device/sw26010_executor.hpp"
 #include "core/common/random.hpp"
 #include "core/net/net.hpp"
+#include "core/train/trainer.hpp"
 #include "devices/sw26010/net_plan.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace taihu;
 
@@ -271,5 +273,49 @@ TEST_SUITE("sw26010_device") {
     CHECK(std::isfinite(dev.forward()));
     dev.set_phase(Phase::train);
     CHECK(std::isfinite(dev.forward()));
+  }
+
+  TEST_CASE("sw26010 device: taihu's Trainer with device = sw26010 follows device = cpu; iterations stops it") {
+    testing::ActorFixture fx;
+    testing::TempDir dir;
+    dir.write("net.ini", net_text);
+    const std::string app = "net = net.ini\nepochs = 2\nbatch_size = 6\ntest_batch_size = 12\nseed = 2\ndisplay = 0\n"
+                            "iterations = 3\n"
+                            "[data]\nsource = synthetic\nshape = 2 14 14\nclasses = 5\ntrain_size = 24\ntest_size = 12\n"
+                            "prefetch = 0\n[solver]\ntype = sgd\nbase_lr = 0.05\nmomentum = 0.9\n"
+                            "[output]\ndir = " + dir.path().string() + "/out\nmetrics = \ncheckpoint = \n";
+    const auto path = dir.write("app.ini", app);
+    LayerExecutorFactory devices = [&](const std::string& device, Net& net, const config::Document&) {
+      CHECK(device == "sw26010");
+      return std::unique_ptr<LayerExecutor>(std::make_unique<device::Sw26010Executor>(fx.system, net));
+    };
+    auto run = [&](const std::string& device, std::vector<std::vector<float>>& params) {
+      config::Document doc = config::Document::parse_file(path);
+      doc.root().set("device", device, config::Location{"test", 0});
+      Trainer trainer(std::move(doc), Progress::Mode::quiet, devices);
+      const TrainReport report = trainer.run();
+      for (const Param* p : trainer.net().params())
+        params.emplace_back(p->blob->data().ptr(), p->blob->data().ptr() + p->blob->count());
+      return report;
+    };
+    std::vector<std::vector<float>> cpu_params, dev_params;
+    const TrainReport cpu = run("cpu", cpu_params);
+    const TrainReport dev = run("sw26010", dev_params);
+    CHECK(cpu.iterations == 3);  // stopped inside the first epoch
+    CHECK(dev.iterations == 3);
+    CHECK(dev.train_loss == doctest::Approx(cpu.train_loss).epsilon(1e-4));
+    CHECK(dev.test_loss == doctest::Approx(cpu.test_loss).epsilon(1e-4));
+    REQUIRE(cpu_params.size() == dev_params.size());
+    for (size_t k = 0; k < cpu_params.size(); ++k)
+      for (size_t e = 0; e < cpu_params[k].size(); ++e)
+        REQUIRE(dev_params[k][e] == doctest::Approx(cpu_params[k][e]).epsilon(1e-3).scale(1.0));
+    CHECK(cpu.device == "cpu");
+    CHECK(dev.device == "sw26010");
+    CHECK(dev.device_report.iterations == 3);
+    CHECK(dev.device_report.simulated_images_per_second() > 0);
+    const std::string json = dev.to_json();
+    CHECK(json.find("\"simulated_images_per_second\": ") != std::string::npos);
+    CHECK(json.find("\"name\": \"conv1\", \"type\": \"Convolution\", \"method\": \"") != std::string::npos);
+    CHECK(cpu.to_json().find("simulated") == std::string::npos);
   }
 }
