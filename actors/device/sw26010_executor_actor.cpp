@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <optional>
 
@@ -67,8 +68,9 @@ struct Sw26010Executor::Impl {
   std::vector<LayerCycles> cycles;  // summed over timed iterations
   bool timing = false;
   int64_t iterations = 0, images = 0, batch = 0;
-  double host_seconds = 0.0;
+  double host_seconds = 0.0, host_cpu_seconds = 0.0;
   std::chrono::steady_clock::time_point started;
+  std::clock_t cpu_started = 0;
 
   Impl(caf::actor_system& s, Net& n, const sw26010::Params& params)
       : system(s), net(n), plan(std::make_shared<NetPlan>(n, params)), cycles(n.num_layers()) {
@@ -146,6 +148,7 @@ void Sw26010Executor::begin_iteration(int64_t batch) {
   impl_->timing = true;
   impl_->batch = batch;
   impl_->started = std::chrono::steady_clock::now();
+  impl_->cpu_started = std::clock();
 }
 
 void Sw26010Executor::end_iteration() {
@@ -155,6 +158,7 @@ void Sw26010Executor::end_iteration() {
   ++m.iterations;
   m.images += m.batch;
   m.host_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - m.started).count();
+  m.host_cpu_seconds += double(std::clock() - m.cpu_started) / CLOCKS_PER_SEC;
 }
 
 DeviceReport Sw26010Executor::report() const {
@@ -165,6 +169,7 @@ DeviceReport Sw26010Executor::report() const {
   r.iterations = m.iterations;
   r.images = m.images;
   r.host_seconds = m.host_seconds;
+  r.host_cpu_seconds = m.host_cpu_seconds;
   const double per = m.iterations > 0 ? 1.0 / double(m.iterations) : 0.0;
   for (std::size_t i = 0; i < m.net.num_layers(); ++i) {
     const LayerCycles& c = m.cycles[i];

@@ -31,7 +31,8 @@ struct DeviceReport {
   int64_t iterations = 0;           // training iterations timed
   double simulated_seconds = 0.0;   // all of them
   int64_t images = 0;               // samples trained in them
-  double host_seconds = 0.0;        // host time spent simulating them
+  double host_seconds = 0.0;        // host (wall) time spent simulating them
+  double host_cpu_seconds = 0.0;    // process CPU time spent on them (all threads)
   std::vector<DeviceLayerTime> layers;  // per iteration (averaged)
   double simulated_iteration_seconds() const { return iterations ? simulated_seconds / double(iterations) : 0.0; }
   double simulated_images_per_second() const { return simulated_seconds > 0 ? double(images) / simulated_seconds : 0.0; }
