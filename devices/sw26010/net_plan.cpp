@@ -160,11 +160,14 @@ struct ConvWork final : WeightedWork {
     // swCaffe times both methods in its first iterations and keeps the faster
     // (timed once per geometry and batch share)
     const ConvChoice choice = plan->conv_choice(s, largest_share());
-    conv_method = conv_groups == 1 ? choice.method : ConvMethod::explicit_gemm;
+    conv_method = choice.method;
     method = to_string(conv_method);
     if (conv_method == ConvMethod::implicit) {
+      // per convolution group: kh x kw x No/g x C/g
       implicit_filters.resize(std::size_t(weight().count()));
-      filters_to_implicit(s, weight().data().ptr(), implicit_filters.data());
+      for (std::int64_t k = 0; k < conv_groups; ++k)
+        filters_to_implicit(s, weight().data().ptr() + k * weights_per_group,
+                            implicit_filters.data() + k * weights_per_group);
     }
   }
 
@@ -180,9 +183,21 @@ struct ConvWork final : WeightedWork {
       if (conv_method == ConvMethod::implicit) {
         float* xi = scratch(g).get(hcwn_in_slot, count * in_size);
         float* yi = scratch(g).get(hcwn_out_slot, count * out_size);
-        add_to(total, to_hcwn(c, x, xi, count, s.channels, s.height, s.width));
-        add_to(total, conv_forward_implicit(c, s, count, xi, implicit_filters.data(), b, yi));
-        add_to(total, to_nchw(c, yi, y, count, s.num_output, s.out_height(), s.out_width()));
+        const std::int64_t channels = s.channels * conv_groups, outputs = s.num_output * conv_groups;
+        add_to(total, to_hcwn(c, x, xi, count, channels, s.height, s.width));
+        if (conv_groups == 1) {
+          add_to(total, conv_forward_implicit(c, s, count, xi, implicit_filters.data(), b, yi));
+        } else {
+          // each group on its channel slice of the H x C x W x N tensors, then one bias pass
+          const std::int64_t x_pitch = channels * s.width * count, y_pitch = outputs * s.out_width() * count;
+          for (std::int64_t k = 0; k < conv_groups; ++k)
+            add_to(total, conv_forward_implicit(c, s, count, xi + k * s.channels * s.width * count,
+                                                implicit_filters.data() + k * weights_per_group, nullptr,
+                                                yi + k * s.num_output * s.out_width() * count, x_pitch, y_pitch));
+          if (b)
+            add_to(total, channel_affine(c, yi, yi, s.out_height(), outputs, s.out_width() * count, ones.data(), b));
+        }
+        add_to(total, to_nchw(c, yi, y, count, outputs, s.out_height(), s.out_width()));
         return total;
       }
       float* col = scratch(g).get(col_slot, s.col_rows() * out_plane);

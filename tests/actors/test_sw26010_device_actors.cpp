@@ -184,7 +184,7 @@ void compare_training(int64_t batch, int iterations, std::optional<sw26010::Conv
   }
   if (method) {
     for (size_t i = 0; i < dev.num_layers(); ++i)
-      if (dev.layer(i).name() == "conv1" || dev.layer(i).name() == "branch") CHECK(executor.plan().method(i) == "implicit");
+      if (dev.layer(i).name() == "conv1" || dev.layer(i).name() == "branch" || dev.layer(i).name() == "conv2") CHECK(executor.plan().method(i) == "implicit");
   }
   // the data gradient reached the input layer's successors
   CHECK(relative_difference(dev.blob("pool1").diff(), cpu.blob("pool1").diff()) < 2e-3);
@@ -197,7 +197,7 @@ TEST_SUITE("sw26010_device") {
     compare_training(6, 3, std::nullopt);  // shares 2, 2, 1, 1
   }
 
-  TEST_CASE("sw26010 device: implicit convolutions match the CPU too") {
+  TEST_CASE("sw26010 device: implicit convolutions (grouped too) match the CPU") {
     compare_training(8, 2, sw26010::ConvMethod::implicit);
   }
 
