@@ -7,10 +7,12 @@
 // device=sw26010 runs the layers on the simulated SW26010 (actors/device:
 // one actor per core group) and reports the simulated time per layer.
 // workers=N (N > 1) trains N in-process replicas with the actor runtime
-// (actors/compute/coordinator.hpp); batch_size is then per worker.
+// (actors/compute/coordinator.hpp), nodes=K spreads them over taihu-node
+// processes; batch_size is then per worker.
 // A config with a [model] section trains a dynamic network (a Cavs vertex
-// function over input graphs, core/train/graph_trainer.hpp) on the graph
-// actor runtime (actors/graph/graph_runner.hpp).
+// function over input graphs, core/train/graph_trainer.hpp): one replica on
+// the graph actor runtime (actors/graph/graph_runner.hpp), or with workers /
+// nodes as data-parallel replicas like a net.
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -82,12 +84,41 @@ std::string selected_epoch(const taihu::GraphTrainReport& report) {
                         : fmt::format("epoch {}, no dev set", report.best_epoch);
 }
 
-// A dynamic network on the graph actor runtime. Its GEMMs are small (a round
+void log_graph_report(const taihu::GraphTrainReport& report) {
+  if (report.language_model)
+    spdlog::info("finished: test perplexity {:.2f} ({}), {:.0f} tokens/s", report.test.perplexity,
+                 selected_epoch(report), report.vertices_per_second);
+  else
+    spdlog::info("finished: test root accuracy {:.2f}% ({}), {:.0f} {}/s", 100.0 * report.test.root_accuracy,
+                 selected_epoch(report), report.samples_per_second, report.data == "dag" ? "graphs" : "trees");
+}
+
+// Replicas (workers = N > 1, or remote nodes) train with the data-parallel
+// runtime. By default workers x BLAS threads stays within the cores.
+bool data_parallel(taihu::config::Document& doc) {
+  using namespace taihu;
+  const int64_t workers = doc.root().get_or<int64_t>("workers", 1);
+  const int64_t nodes = doc.root().get_or<int64_t>("nodes", 0);
+  if (workers <= 1 && nodes <= 0) return false;
+  if (doc.section("blas").get_or<int>("threads", 0) == 0)
+    blas::set_threads(std::max(1, blas::available_cores() / static_cast<int>(std::max<int64_t>(workers, 1))));
+  return true;
+}
+
+// A dynamic network: one replica on the graph actor runtime, or replicas. Its GEMMs are small (a round
 // of vertices), so by default every core runs an executor with one BLAS
 // thread; executors x BLAS threads stay within the cores unless [blas]
 // threads says otherwise.
 int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine& cl, taihu::Progress::Mode progress) {
   using namespace taihu;
+  if (data_parallel(doc)) {
+    compute::DataParallelTrainer trainer(std::move(doc), progress);
+    if (auto resume = cl.flag("resume")) trainer.resume(*resume);
+    const GraphTrainReport report = trainer.run_graph();
+    log_graph_report(report);
+    write_report(cl, report.to_json());
+    return 0;
+  }
   const int executors = doc.root().get_or<int>("executors", 0);
   if (doc.section("blas").get_or<int>("threads", 0) == 0)
     blas::set_threads(executors > 0 ? std::max(1, blas::available_cores() / executors) : 1);
@@ -98,13 +129,7 @@ int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine
   });
   if (auto resume = cl.flag("resume")) trainer.resume(*resume);
   const GraphTrainReport report = trainer.run();
-  if (report.language_model)
-    spdlog::info("finished: test perplexity {:.2f} ({}), {:.0f} tokens/s", report.test.perplexity,
-                 selected_epoch(report), report.vertices_per_second);
-  else
-    spdlog::info("finished: test root accuracy {:.2f}% ({}), {:.0f} {}/s",
-                 100.0 * report.test.root_accuracy, selected_epoch(report), report.samples_per_second,
-                 report.data == "dag" ? "graphs" : "trees");
+  log_graph_report(report);
   write_report(cl, report.to_json());
   return 0;
 }
@@ -132,12 +157,7 @@ int main(int argc, char** argv) {
     const auto progress = progress_mode(cl.flag("progress").value_or("auto"));
     if (doc.find("model") != nullptr) return train_graph_model(std::move(doc), cl, progress);
     TrainReport report;
-    const int64_t workers = doc.root().get_or<int64_t>("workers", 1);
-    if (workers > 1) {
-      // N replicas in this process: the actor runtime (actors/compute). By
-      // default workers x BLAS threads stays within the cores.
-      if (doc.section("blas").get_or<int>("threads", 0) == 0)
-        blas::set_threads(std::max(1, blas::available_cores() / static_cast<int>(workers)));
+    if (data_parallel(doc)) {
       compute::DataParallelTrainer trainer(std::move(doc), progress);
       if (auto resume = cl.flag("resume")) trainer.resume(*resume);
       report = trainer.run();

@@ -35,6 +35,7 @@ typename Inspector::result_type inspect(Inspector& f, JoinRequest& x) {
 }
 
 struct ClusterSetup {
+  std::int32_t generation = 0;  // counts re-formations (elastic); failures name theirs
   std::int32_t node = 0;
   std::int32_t nodes = 1;
   std::string config;                    // the merged config (paths made absolute)
@@ -44,7 +45,7 @@ struct ClusterSetup {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ClusterSetup& x) {
-  return f(caf::meta::type_name("taihu::msg::ClusterSetup"), x.node, x.nodes, x.config, x.rank_node, x.algorithms);
+  return f(caf::meta::type_name("taihu::msg::ClusterSetup"), x.generation, x.node, x.nodes, x.config, x.rank_node, x.algorithms);
 }
 
 struct NodeReady {
@@ -80,6 +81,7 @@ typename Inspector::result_type inspect(Inspector& f, NodeStarted& x) {
 }
 
 struct NodeFailure {
+  std::int32_t generation = 0;  // of the cluster the failure happened in
   std::int32_t node = 0;   // the node that failed (or was lost)
   std::int32_t rank = -1;  // the rank concerned, if any
   std::string reason;
@@ -87,7 +89,7 @@ struct NodeFailure {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeFailure& x) {
-  return f(caf::meta::type_name("taihu::msg::NodeFailure"), x.node, x.rank, x.reason);
+  return f(caf::meta::type_name("taihu::msg::NodeFailure"), x.generation, x.node, x.rank, x.reason);
 }
 
 }  // namespace taihu::msg

@@ -27,6 +27,7 @@ struct StepStats {
   // Backward finished -> last bucket reduced: communication not hidden.
   double exposed_comm_seconds = 0;
   std::uint64_t samples = 0;
+  std::uint64_t vertices = 0;  // of the input graphs (dynamic models)
   // Buckets' collectives, from GradientReady sent to reduced, summed; and the
   // part of that which ran while backward was still computing.
   double comm_seconds = 0;
@@ -36,7 +37,7 @@ struct StepStats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StepStats& x) {
   return f(caf::meta::type_name("taihu::msg::StepStats"), x.forward_seconds, x.backward_seconds, x.update_seconds,
-           x.exposed_comm_seconds, x.samples, x.comm_seconds, x.hidden_comm_seconds);
+           x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds);
 }
 
 struct StepDone {

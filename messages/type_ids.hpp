@@ -14,6 +14,7 @@
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
 #include "messages/core_group_work.hpp"
+#include "messages/evaluation.hpp"
 #include "messages/gradient_ready.hpp"
 #include "messages/parameters.hpp"
 #include "messages/reduced.hpp"
@@ -36,7 +37,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, stats_atom, "stats")     // ask an actor for its counters
   CAF_ADD_ATOM(taihu, taihu::msg, stop_atom, "stop")       // finish the current step, then quit
   CAF_ADD_ATOM(taihu, taihu::msg, ready_atom, "ready")     // a worker or shard is wired up
-  CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on the test set: (loss, accuracy)
+  CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on held-out data: ReplicaEvaluation
   CAF_ADD_ATOM(taihu, taihu::msg, save_atom, "save")       // write a checkpoint
 
   // Remote nodes (messages/cluster.hpp).
@@ -52,6 +53,16 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWorkDone))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunGraphBatch))
+
+  // Evaluation of any replica (messages/evaluation.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::Scores))
+  CAF_ADD_TYPE_ID(taihu, (taihu::ReplicaEvaluation))
+
+  // Elastic clusters (actors/compute/cluster.hpp).
+  CAF_ADD_ATOM(taihu, taihu::msg, reform_atom, "reform")   // a node drops its replicas for a new cluster
+  CAF_ADD_ATOM(taihu, taihu::msg, leave_atom, "leave")     // the gate: a node is gone, its place is free
+  CAF_ADD_ATOM(taihu, taihu::msg, restore_atom, "restore") // a worker loads a checkpoint file
+
   // Simulated devices (messages/core_group_work.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupWork))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupDone))

@@ -30,9 +30,21 @@
 // peer), stops training with a WorkerFailure that names the node, and the
 // last checkpoint (written atomically by rank 0's node) stays intact.
 //
+// Elastic (`elastic = true`): instead of stopping, the coordinator drops the
+// lost node, tells the others to drop their replicas (reform), places
+// workers-per-node ranks on each remaining node (a new cluster generation:
+// failures of older generations are ignored), and every new replica loads the
+// last checkpoint; training goes on from its position, mapped to the new
+// global batch (same sample offset in the epoch's order). The gate keeps
+// admitting authenticated nodes up to `nodes`: a restarted node joins and
+// takes part from the next epoch boundary, where the cluster re-forms again.
+// Needs [output] checkpoint on storage the nodes share with the coordinator
+// (one machine, or a shared file system), and no fixed [topology].
+//
 // Config (taihu-train):
 //   nodes = 3                 # 0 (default): in-process
 //   workers = 3               # default: nodes; must be a multiple of nodes
+//   elastic = false           # true: go on without a lost node (see above)
 //   [cluster]
 //   listen = 127.0.0.1        # the coordinator's control port address
 //   port = 4750               # 0: any free port (logged, and see port_file)
@@ -63,6 +75,7 @@ class ClusterError : public Error {
 
 struct ClusterSettings {
   int nodes = 0;
+  bool elastic = false;
   std::string listen = "127.0.0.1";
   std::uint16_t port = 0;
   std::string port_file;
@@ -83,11 +96,12 @@ std::string control_proof(const std::string& secret, const std::string& challeng
 
 struct ClusterNode {
   std::string name;
-  caf::actor agent;
+  caf::actor agent;  // null once the node is lost
 };
 
 struct Cluster {
-  std::vector<ClusterNode> nodes;
+  std::vector<ClusterNode> nodes;    // by node index (the order of admission)
+  std::int32_t generation = 0;       // formations so far
   std::vector<int> rank_node;        // rank -> node
   std::vector<caf::actor> workers;   // by rank (proxies)
   caf::actor gate;
@@ -101,6 +115,16 @@ struct Cluster {
 void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
                     const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
                     Cluster& cluster);
+// Places `ranks` ranks on the live nodes in contiguous blocks, sets them up
+// and starts them: a new generation of the cluster.
+void form_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
+                  const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
+                  Cluster& cluster);
+// Forgets a lost node and frees its place at the gate.
+void node_lost(caf::scoped_actor& self, Cluster& cluster, int node);
+// Takes in the nodes the gate admitted since (without waiting); their count.
+int admit_waiting_nodes(caf::scoped_actor& self, Cluster& cluster);
+std::vector<int> live_nodes(const Cluster& cluster);
 // Tells every node to shut down and closes the gate.
 void stop_cluster(caf::actor_system& system, caf::scoped_actor& self, Cluster& cluster);
 

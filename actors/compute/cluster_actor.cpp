@@ -22,9 +22,6 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
-#include "core/data/batch_source.hpp"
-#include "core/net/net.hpp"
-#include "core/solver/solver.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -55,7 +52,8 @@ struct GateState {
   int capacity = 0;
   caf::actor coordinator;  // gets (join_atom, index, name, agent) per admitted node
   std::set<std::string> challenges;
-  std::vector<std::string> admitted;
+  std::vector<std::string> admitted;  // by node index, ever
+  int live = 0;                       // admitted and not reported gone
 };
 
 caf::behavior gate(caf::stateful_actor<GateState>* self, std::string secret, int capacity, caf::actor coordinator) {
@@ -89,15 +87,18 @@ caf::behavior gate(caf::stateful_actor<GateState>* self, std::string secret, int
           spdlog::warn("coordinator: refused node '{}': it does not hold the cluster secret", r.name);
           return caf::make_error(caf::sec::runtime_error, std::string("refused: wrong cluster secret"));
         }
-        if (static_cast<int>(s.admitted.size()) >= s.capacity) {
+        if (s.live >= s.capacity) {
           spdlog::warn("coordinator: refused node '{}': all {} nodes have joined", r.name, s.capacity);
           return caf::make_error(caf::sec::runtime_error, fmt::format("refused: the cluster is full ({} nodes)", s.capacity));
         }
         const auto index = static_cast<std::int32_t>(s.admitted.size());
         s.admitted.push_back(r.name);
+        ++s.live;
         self->send(s.coordinator, msg::join_atom_v, index, r.name, r.agent);
         return index;
       },
+      // An elastic cluster lost a node: a restarted one may take its place.
+      [=](msg::leave_atom) { --self->state.live; },
   };
 }
 
@@ -108,6 +109,8 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   const config::Section& root = doc.root();
   s.nodes = root.get_or<int>("nodes", 0);
   if (s.nodes < 0) throw root.error("nodes", "must not be negative");
+  s.elastic = root.get_or<bool>("elastic", false);
+  if (s.elastic && s.nodes == 0) throw root.error("elastic", "applies to remote nodes (nodes > 0) only");
   if (s.nodes == 0) {
     doc.section("cluster").mark_all_used();  // the same config also runs in one process
     return s;
@@ -205,8 +208,27 @@ void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const Cl
     }
   }
 
-  // Placement: contiguous blocks of ranks per node.
-  for (int r = 0; r < ranks; ++r) cluster.rank_node.push_back(r * settings.nodes / ranks);
+  form_cluster(system, self, settings, config_text, ranks, algorithms, cluster);
+}
+
+std::vector<int> live_nodes(const Cluster& cluster) {
+  std::vector<int> live;
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
+    if (cluster.nodes[i].agent) live.push_back(static_cast<int>(i));
+  return live;
+}
+
+void form_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
+                  const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
+                  Cluster& cluster) {
+  const std::vector<int> live = live_nodes(cluster);
+  require<ClusterError>(!live.empty() && ranks % static_cast<int>(live.size()) == 0,
+                        "{} ranks cannot be placed on {} nodes", ranks, live.size());
+  ++cluster.generation;
+  // Placement: contiguous blocks of ranks per live node.
+  cluster.rank_node.clear();
+  for (int r = 0; r < ranks; ++r)
+    cluster.rank_node.push_back(live[static_cast<std::size_t>(r * static_cast<int>(live.size()) / ranks)]);
   const auto timeout = millis(std::max(60.0, settings.join_timeout));
   auto fail = [&](int node, const char* what, const caf::error& e) {
     raise<ClusterError>("node {} '{}' failed to {}: {}", node, cluster.nodes[static_cast<std::size_t>(node)].name, what,
@@ -215,31 +237,60 @@ void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const Cl
   msg::ClusterPeers peers;
   peers.hosts.resize(cluster.nodes.size());
   peers.ports.resize(cluster.nodes.size());
-  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
-    msg::ClusterSetup setup{static_cast<std::int32_t>(i), settings.nodes, config_text,
+  for (int i : live) {
+    const auto n = static_cast<std::size_t>(i);
+    msg::ClusterSetup setup{cluster.generation, i, static_cast<std::int32_t>(cluster.nodes.size()), config_text,
                             std::vector<std::int32_t>(cluster.rank_node.begin(), cluster.rank_node.end()), algorithms};
-    self->request(cluster.nodes[i].agent, timeout, std::move(setup))
+    self->request(cluster.nodes[n].agent, timeout, std::move(setup))
         .receive(
             [&](msg::NodeReady& ready) {
-              peers.hosts[i] = ready.data_host;
-              peers.ports[i] = ready.data_port;
+              peers.hosts[n] = ready.data_host;
+              peers.ports[n] = ready.data_port;
             },
-            [&](caf::error& e) { fail(static_cast<int>(i), "set up its replicas", e); });
+            [&](caf::error& e) { fail(i, "set up its replicas", e); });
   }
-  cluster.workers.resize(static_cast<std::size_t>(ranks));
-  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
-    self->request(cluster.nodes[i].agent, timeout, peers)
+  cluster.workers.assign(static_cast<std::size_t>(ranks), caf::actor{});
+  for (int i : live) {
+    self->request(cluster.nodes[static_cast<std::size_t>(i)].agent, timeout, peers)
         .receive(
             [&](msg::NodeStarted& started) {
               for (std::size_t k = 0; k < started.ranks.size(); ++k)
                 cluster.workers[static_cast<std::size_t>(started.ranks[k])] = started.workers[k];
             },
-            [&](caf::error& e) { fail(static_cast<int>(i), "start its workers", e); });
+            [&](caf::error& e) { fail(i, "start its workers", e); });
   }
   for (int r = 0; r < ranks; ++r)
     require<ClusterError>(static_cast<bool>(cluster.workers[static_cast<std::size_t>(r)]),
                           "no node started rank {}", r);
-  spdlog::info("coordinator: {} nodes, {} ranks placed; training starts", settings.nodes, ranks);
+  spdlog::info("coordinator: {} nodes, {} ranks placed; training starts{}", live.size(), ranks,
+               cluster.generation > 1 ? fmt::format(" (cluster generation {})", cluster.generation) : "");
+}
+
+void node_lost(caf::scoped_actor& self, Cluster& cluster, int node) {
+  auto& n = cluster.nodes[static_cast<std::size_t>(node)];
+  if (!n.agent) return;
+  self->demonitor(n.agent);
+  n.agent = nullptr;
+  self->send(cluster.gate, msg::leave_atom_v);
+}
+
+int admit_waiting_nodes(caf::scoped_actor& self, Cluster& cluster) {
+  int admitted = 0;
+  for (bool more = true; more;) {
+    more = false;
+    self->receive(
+        [&](msg::join_atom, std::int32_t index, const std::string& name, const caf::actor& agent) {
+          if (cluster.nodes.size() <= static_cast<std::size_t>(index))
+            cluster.nodes.resize(static_cast<std::size_t>(index) + 1);
+          cluster.nodes[static_cast<std::size_t>(index)] = {name, agent};
+          self->monitor(agent);
+          spdlog::info("coordinator: node {} '{}' joined; it takes part from the next epoch", index, name);
+          ++admitted;
+          more = true;
+        },
+        caf::after(std::chrono::milliseconds(0)) >> [] {});
+  }
+  return admitted;
 }
 
 void stop_cluster(caf::actor_system& system, caf::scoped_actor& self, Cluster& cluster) {
@@ -315,19 +366,45 @@ int run_node(const NodeOptions& o) {
   std::map<caf::actor_addr, std::string> who;
   int exit_code = 0;
   bool running = true;
+  std::int32_t generation = 0;
 
   auto report = [&](int node, int rank, std::string reason) {
     spdlog::error("node {} '{}': {}", index, name, reason);
-    if (coordinator) self->send(coordinator, msg::NodeFailure{node, rank, std::move(reason)});
+    if (coordinator) self->send(coordinator, msg::NodeFailure{generation, node, rank, std::move(reason)});
+  };
+  // Drops this node's replicas, shard actors and data plane (at the end, and
+  // before an elastic cluster re-forms).
+  auto teardown = [&] {
+    if (link) link->detach_all();
+    for (auto& a : workers) {
+      self->demonitor(a);
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+    }
+    for (auto& a : shards) {
+      self->demonitor(a);
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+    }
+    for (auto& a : workers) self->wait_for(a);
+    for (auto& a : shards) self->wait_for(a);
+    link.reset();
+    workers.clear();
+    shards.clear();
+    who.clear();
+    models.clear();
+    local_ranks.clear();
   };
 
   self->receive_while([&] { return running; })(
       [&](msg::ClusterSetup& setup) -> caf::result<msg::NodeReady> {
-        coordinator = caf::actor_cast<caf::actor>(self->current_sender());
-        self->monitor(coordinator);
+        if (!coordinator) {
+          coordinator = caf::actor_cast<caf::actor>(self->current_sender());
+          self->monitor(coordinator);
+        }
         try {
+          teardown();  // a re-formed cluster: nothing of the last one stays
+          generation = setup.generation;
           doc.emplace(config::Document::parse(setup.config, "config from the coordinator"));
-          settings = TrainSettings::read(doc->root());
+          settings = read_replica_settings(*doc);
           rank_node.assign(setup.rank_node.begin(), setup.rank_node.end());
           algorithms = setup.algorithms;
           const int ranks = static_cast<int>(rank_node.size());
@@ -339,7 +416,7 @@ int run_node(const NodeOptions& o) {
           blas::set_threads(blas_threads > 0 ? blas_threads
                                              : std::max(1, blas::available_cores() /
                                                                std::max(1, static_cast<int>(local_ranks.size()))));
-          const ReplicaData data = ReplicaData::read(*doc);
+          const ReplicaData data = ReplicaData::read(*doc, settings);
           for (int r : local_ranks)
             models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes));
           net::DataPlaneOptions options;
@@ -347,11 +424,10 @@ int run_node(const NodeOptions& o) {
           options.secret = o.secret;
           options.listen_address = o.data_listen;
           link = std::make_shared<net::ChunkLink>(
-              options, rank_node, [&](int node, const std::string& why) {
+              options, rank_node, [coordinator, generation, index](int node, const std::string& why) {
                 // On the I/O thread: tell the coordinator (by message; it names the node).
-                if (coordinator)
-                  caf::anon_send(coordinator, msg::NodeFailure{node, -1, fmt::format(
-                      "node {} lost its data-plane connection to node {}: {}", index, node, why)});
+                caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
+                    "node {} lost its data-plane connection to node {}: {}", index, node, why)});
               });
           spdlog::info("node {} '{}': ranks {}..{} built; data plane on {}:{}", index, name, local_ranks.front(),
                        local_ranks.back(), o.data_listen, link->port());
@@ -365,8 +441,9 @@ int run_node(const NodeOptions& o) {
       },
       [&](msg::ClusterPeers& peers) -> caf::result<msg::NodeStarted> {
         try {
-          for (std::size_t j = 0; j < peers.hosts.size(); ++j)
-            if (static_cast<int>(j) != index) link->plane().connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
+          for (std::size_t j = 0; j < peers.hosts.size(); ++j)  // nodes without ranks have no port
+            if (static_cast<int>(j) != index && peers.ports[j] != 0)
+              link->plane().connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
           const int ranks = static_cast<int>(rank_node.size());
           const auto topology = training_topology(*doc, ranks);
           const sync::Buckets& buckets = *models.front()->buckets;
@@ -416,6 +493,11 @@ int run_node(const NodeOptions& o) {
           return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
         }
       },
+      [&](msg::reform_atom) {
+        spdlog::info("node {} '{}': the cluster re-forms; dropping ranks of generation {}", index, name, generation);
+        teardown();
+        return true;
+      },
       [&](msg::stop_atom) { running = false; },
       [&](const caf::down_msg& dm) {
         if (dm.source == gate.address() || (coordinator && dm.source == coordinator.address())) {
@@ -432,18 +514,7 @@ int run_node(const NodeOptions& o) {
         report(index, rank, fmt::format("{} on node {} failed: {}", what, index, render(system, dm.reason)));
       });
 
-  if (link) link->detach_all();
-  for (auto& a : workers) {
-    self->demonitor(a);
-    self->send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  for (auto& a : shards) {
-    self->demonitor(a);
-    self->send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  for (auto& a : workers) self->wait_for(a);
-  for (auto& a : shards) self->wait_for(a);
-  link.reset();
+  teardown();
   if (exit_code == 0) spdlog::info("node {} '{}': training over, shutting down", index, name);
   return exit_code;
 }

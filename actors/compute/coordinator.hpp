@@ -5,7 +5,9 @@
 // rank 0's parameters, then per iteration sends Step to every worker and waits
 // for every StepDone; rank 0 evaluates after each epoch.
 //
-// The config is taihu-train's (see core/train/trainer.hpp) plus:
+// The replicas are nets or dynamic networks (core/train/replica.hpp): the
+// config is taihu-train's for either (core/train/trainer.hpp, or
+// core/train/graph_trainer.hpp for a config with [model]) plus:
 //   workers = 4                # replicas; batch_size is per worker, so the
 //                              # global batch is workers * batch_size
 //   [sync]
@@ -60,6 +62,8 @@
 #include "core/data/dataset.hpp"
 #include "core/config/config.hpp"
 #include "core/train/progress.hpp"
+#include "core/train/graph_trainer.hpp"
+#include "core/train/replica.hpp"
 #include "core/train/trainer.hpp"
 
 namespace taihu::compute {
@@ -79,14 +83,9 @@ class WorkerFailure : public Error {
 // The [topology] section, or (without one) uniform in-process links.
 sync::Topology training_topology(const config::Document& doc, int ranks);
 
-struct ReplicaData {
-  DataConfig config;
-  std::shared_ptr<const Dataset> train, test;
-  static ReplicaData read(const config::Document& doc);
-};
-
-// Rank `rank`'s replica: its net, solver, shard of every global batch (and
-// the test set on rank 0) and its view of the fusion buckets.
+// Rank `rank`'s worker model: its replica (core/train/replica.hpp: a net or a
+// dynamic model, its solver, its shard of every global batch and, on rank 0,
+// the held-out data) and its view of the fusion buckets.
 std::shared_ptr<WorkerModel> build_worker_model(const config::Document& doc, const TrainSettings& settings,
                                                 const ReplicaData& data, int rank, int ranks,
                                                 std::size_t bucket_bytes, WorkerFault fault = {});
@@ -99,7 +98,11 @@ class DataParallelTrainer {
 
   // Continues from a checkpoint of the same configuration (call before run()).
   void resume(const std::filesystem::path& checkpoint);
+  // Trains a net (a config with `net`).
   TrainReport run();
+  // Trains a dynamic model (a config with [model]).
+  GraphTrainReport run_graph();
+  bool dynamic_model() const;
 
   int workers() const;
   // Every rank's parameter values (all params, net order) after run().

@@ -22,11 +22,9 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
-#include "core/data/batch_source.hpp"
-#include "core/data/dataset.hpp"
-#include "core/net/net.hpp"
-#include "core/solver/solver.hpp"
+#include "core/train/graph_trainer.hpp"
 #include "core/train/metrics_log.hpp"
+#include "core/train/replica.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -44,7 +42,8 @@ sync::Topology in_process_topology(int ranks) { return sync::Topology::uniform(r
 std::string cluster_config(const config::Document& doc) {
   config::Document copy = doc;
   config::Section& root = copy.root();
-  root.set("net", std::filesystem::absolute(doc.resolve(root.get<std::string>("net"))).string(), root.where());
+  if (root.has("net"))
+    root.set("net", std::filesystem::absolute(doc.resolve(root.get<std::string>("net"))).string(), root.where());
   if (config::Section* data = copy.find("data"); data != nullptr) {
     const auto dir = data->get_or<std::string>("dir", "");
     if (!dir.empty()) data->set("dir", std::filesystem::absolute(doc.resolve(dir)).string(), data->where());
@@ -56,7 +55,12 @@ struct Participant {
   int rank = 0;
   std::string role;   // "worker", "shard of bucket 3" or "node"
   std::string where;  // " on node 2 'name'" with nodes = K, else empty
+  int node = -1;      // with nodes = K: the node it lives on
 };
+
+// Elastic clusters: the cluster re-forms at the next epoch boundary to take
+// in nodes that joined (thrown and caught inside the coordinator's loop).
+struct Regroup {};
 
 }  // namespace
 
@@ -70,51 +74,15 @@ sync::Topology training_topology(const config::Document& doc, int ranks) {
   return in_process_topology(ranks);
 }
 
-ReplicaData ReplicaData::read(const config::Document& doc) {
-  ReplicaData data;
-  data.config = DataConfig::read(doc, doc.section("data"));
-  data.train = make_dataset(data.config, Split::train);
-  data.test = make_dataset(data.config, Split::test);
-  return data;
-}
-
 std::shared_ptr<WorkerModel> build_worker_model(const config::Document& d, const TrainSettings& settings,
                                                 const ReplicaData& data, int r, int ranks, std::size_t bucket_bytes,
                                                 WorkerFault fault) {
-  const config::Section& root = d.root();
-  const int64_t global_batch = settings.batch_size * ranks;
   auto m = std::make_shared<WorkerModel>();
   m->rank = r;
   m->ranks = ranks;
-  m->settings = settings;
   m->fault = fault;
-  // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
-  m->net = build_net(d, settings, settings.batch_size, settings.seed + static_cast<uint64_t>(r));
-  if (r == 0) check_sample_shape(d, *m->net, *data.train, settings);
-  BatchOptions train_options;
-  train_options.batch_size = global_batch;
-  train_options.seed = settings.seed;
-  train_options.shuffle = data.config.shuffle;
-  train_options.drop_last = true;
-  train_options.prefetch = data.config.prefetch;
-  train_options.shard_count = ranks;
-  train_options.shard_index = r;
-  require<ConfigError>(data.train->size() >= global_batch,
-                       "{}: the training set has {} samples, fewer than workers x batch_size = {}",
-                       root.where().str(), data.train->size(), global_batch);
-  m->train = std::make_unique<BatchSource>(data.train, train_options);
-  if (r == 0) {
-    BatchOptions test_options = train_options;
-    test_options.batch_size = settings.test_batch_size;
-    test_options.shuffle = false;
-    test_options.drop_last = false;
-    test_options.shard_count = 1;
-    test_options.shard_index = 0;
-    m->test = std::make_unique<BatchSource>(data.test, test_options);
-  }
-  const int64_t per_epoch = m->train->batches_per_epoch();
-  m->solver = Solver::create(d.section("solver"), m->net->learnable_params(), settings.epochs * per_epoch);
-  m->buckets = std::make_unique<sync::Buckets>(*m->net, bucket_bytes);
+  m->replica = build_replica(d, settings, data, r, ranks);
+  m->buckets = std::make_unique<sync::Buckets>(m->replica->gradient_stages(), bucket_bytes);
   return m;
 }
 
@@ -196,6 +164,25 @@ struct StatusSettings {
   std::string port_file;
 };
 
+// What a run measured, before it becomes a net's or a dynamic model's report.
+struct EpochRecord {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0.0;  // mean of the iterations' losses (each the ranks' mean)
+  double seconds = 0.0;
+  uint64_t samples = 0;
+  uint64_t vertices = 0;
+  ReplicaEvaluation evaluation;
+};
+
+struct RunRecord {
+  std::vector<EpochRecord> epochs;
+  double seconds = 0.0;  // training time, all epochs
+  uint64_t samples = 0;
+  uint64_t vertices = 0;
+  double exposed_comm_seconds = 0.0;
+  double comm_hidden_fraction = 0.0;
+};
+
 struct DataParallelTrainer::Impl {
   config::Document doc;
   Progress::Mode progress_mode;
@@ -216,7 +203,15 @@ struct DataParallelTrainer::Impl {
   std::vector<sync::Algorithm> bucket_algorithms;
   std::vector<BucketReport> bucket_reports;
   int64_t per_epoch = 0;
-  std::string net_name;
+  std::string net_name;  // or the dynamic model's type
+  std::string sample_unit;
+  // Set for a dynamic model ([model]).
+  struct GraphRun {
+    std::string source;
+    bool language_model = false;
+    bool has_dev = false;
+  };
+  std::optional<GraphRun> graphs;
   int64_t parameters = 0;
   MetricsLog metrics;
   std::filesystem::path checkpoint_path;
@@ -224,7 +219,53 @@ struct DataParallelTrainer::Impl {
   bool keep_all = false;
   TrainPosition start;
   std::vector<std::vector<float>> final_parameters;
+
+  ReplicaData data;  // shared by the in-process replicas, kept to re-plan
+
+  RunRecord train();
+  void log_epoch(const EpochRecord& e);
+  // Each bucket's collective for the current ranks (rank 0's model's buckets).
+  void plan_buckets();
+  // Elastic: rank 0's model, the topology and the buckets for `ranks` ranks.
+  void replan(int new_ranks);
 };
+
+void DataParallelTrainer::Impl::plan_buckets() {
+  const auto stages = models[0]->replica->gradient_stages();
+  const sync::Buckets& buckets = *models[0]->buckets;
+  bucket_elements.clear();
+  bucket_algorithms.clear();
+  bucket_reports.clear();
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::size_t n = buckets[b].elements;
+    const double bytes = static_cast<double>(n) * sizeof(float);
+    sync::Algorithm a;
+    double predicted;
+    if (algorithm == "auto") {
+      const auto choice = sync::choose_algorithm(*topology, bytes);
+      a = choice.algorithm;
+      predicted = choice.seconds;
+    } else {
+      a = sync::parse_algorithm(algorithm);
+      predicted = sync::predict(sync::make_allreduce(a, *topology, n), *topology).seconds;
+    }
+    bucket_elements.push_back(n);
+    bucket_algorithms.push_back(a);
+    bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(sync::name(a)), predicted});
+    spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
+                 bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, sync::name(a),
+                 algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
+  }
+}
+
+void DataParallelTrainer::Impl::replan(int new_ranks) {
+  ranks = new_ranks;
+  topology.emplace(training_topology(doc, ranks));
+  models.clear();
+  models.push_back(build_worker_model(doc, settings, data, 0, ranks, bucket_bytes));
+  per_epoch = models[0]->replica->batches_per_epoch();
+  plan_buckets();
+}
 
 DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode progress, WorkerFault fault)
     : impl_(std::make_unique<Impl>()) {
@@ -234,7 +275,7 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   im.fault = fault;
   const config::Document& d = im.doc;
   const config::Section& root = d.root();
-  im.settings = TrainSettings::read(root);
+  im.settings = read_replica_settings(d);
   im.cluster = ClusterSettings::read(d);
   // With nodes = K, workers defaults to K (one replica per node).
   if (im.cluster.nodes > 0 && root.get_or<int64_t>("workers", 0) == 0) im.settings.workers = im.cluster.nodes;
@@ -256,43 +297,29 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   if (im.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
   im.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
   im.topology.emplace(training_topology(d, im.ranks));
+  if (im.cluster.elastic && d.find("topology") != nullptr)
+    throw d.section("topology").error("ranks", "elastic = true re-forms over any number of nodes; a fixed [topology] "
+                                               "does not apply (leave it out)");
 
   // Data: one data set, shared read-only by all replicas. With nodes = K the
   // replicas live in the nodes; this process builds rank 0's only, for the
   // bucket layout and the epoch length.
-  const ReplicaData data = ReplicaData::read(d);
+  const ReplicaData data = ReplicaData::read(d, im.settings);
   const int built = im.cluster.nodes > 0 ? 1 : im.ranks;
   for (int r = 0; r < built; ++r) {
     auto m = build_worker_model(d, im.settings, data, r, im.ranks, im.bucket_bytes, fault);
-    im.per_epoch = m->train->batches_per_epoch();
+    im.per_epoch = m->replica->batches_per_epoch();
     im.models.push_back(std::move(m));
   }
-  const Net& net0 = *im.models[0]->net;
-  im.net_name = net0.name();
-  im.parameters = net0.num_learnable_parameters();
-
-  // One collective per bucket.
-  const sync::Buckets& buckets = *im.models[0]->buckets;
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    const std::size_t n = buckets[b].elements;
-    const double bytes = static_cast<double>(n) * sizeof(float);
-    sync::Algorithm a;
-    double predicted;
-    if (im.algorithm == "auto") {
-      const auto choice = sync::choose_algorithm(*im.topology, bytes);
-      a = choice.algorithm;
-      predicted = choice.seconds;
-    } else {
-      a = sync::parse_algorithm(im.algorithm);
-      predicted = sync::predict(sync::make_allreduce(a, *im.topology, n), *im.topology).seconds;
-    }
-    im.bucket_elements.push_back(n);
-    im.bucket_algorithms.push_back(a);
-    im.bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(sync::name(a)), predicted});
-    spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
-                 bytes / (1024.0 * 1024.0), net0.layer(buckets[b].first_layer).name(), sync::name(a),
-                 im.algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
+  Replica& replica0 = *im.models[0]->replica;
+  im.net_name = replica0.name();
+  im.parameters = replica0.learnable_parameters();
+  im.sample_unit = replica0.sample_unit();
+  if (data.graphs) {
+    im.graphs.emplace(Impl::GraphRun{data.graphs->source, data.graphs->language_model, !data.graphs->dev.empty()});
   }
+  im.data = data;
+  im.plan_buckets();
 
   const int64_t global_batch = im.settings.batch_size * im.ranks;
 
@@ -307,6 +334,9 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   if (im.cluster.nodes > 0 && !im.checkpoint_path.empty()) im.checkpoint_path = std::filesystem::absolute(im.checkpoint_path);
   im.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
   im.keep_all = output.get_or<bool>("keep_all", false);
+  if (im.cluster.elastic && im.checkpoint_path.empty())
+    throw output.error("checkpoint", "elastic = true continues from the last checkpoint after a node is lost: "
+                                     "give a checkpoint file");
 
   // [status] port = N (0: any free port) serves /metrics and /status over HTTP.
   if (const config::Section* st = d.find("status")) {
@@ -320,8 +350,8 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
 
   d.section("blas").mark_all_used();
   d.reject_unused();
-  spdlog::info("net '{}': {} learnable parameters; {} workers x batch {} = global batch {}; {} buckets",
-               im.net_name, im.parameters, im.ranks, im.settings.batch_size, global_batch, buckets.size());
+  spdlog::info("{} '{}': {} learnable parameters; {} workers x batch {} = global batch {}; {} buckets",
+               im.graphs ? "model" : "net", im.net_name, im.parameters, im.ranks, im.settings.batch_size, global_batch, im.bucket_elements.size());
 }
 
 DataParallelTrainer::~DataParallelTrainer() = default;
@@ -333,8 +363,8 @@ void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
   require(!im.models.empty(), "DataParallelTrainer::resume() must come before run()");
   const Checkpoint c = load_checkpoint(checkpoint);
   for (auto& m : im.models) {
-    im.start = restore_checkpoint(c, *m->net, *m->solver, im.settings.seed, m->rank == 0);
-    m->train->seek(im.start.epoch, im.start.batch);
+    im.start = m->replica->restore(c, m->rank == 0);
+    m->replica->seek(im.start.epoch, im.start.batch);
   }
   spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
                im.start.batch, c.iteration);
@@ -344,8 +374,8 @@ const std::vector<std::vector<float>>& DataParallelTrainer::final_parameters() c
   return impl_->final_parameters;
 }
 
-TrainReport DataParallelTrainer::run() {
-  Impl& im = *impl_;
+RunRecord DataParallelTrainer::Impl::train() {
+  Impl& im = *this;
   require(!im.models.empty(), "DataParallelTrainer::run() runs once");
   const int cores = blas::available_cores();
   const int blas_threads = std::max(1, blas::threads());
@@ -366,13 +396,7 @@ TrainReport DataParallelTrainer::run() {
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(im.step_timeout));
   auto compute_slots = std::make_shared<ComputeSlots>(slots);
-  TrainReport report;
-  report.net = im.net_name;
-  report.parameters = im.parameters;
-  report.batch_size = im.settings.batch_size * im.ranks;
-  report.blas_kernel = blas::kernel_name();
-  report.workers = im.ranks;
-  report.buckets = im.bucket_reports;
+  RunRecord record;
   std::optional<WorkerFailure> failure;
   std::exception_ptr other;
 
@@ -415,35 +439,50 @@ TrainReport DataParallelTrainer::run() {
     std::vector<std::vector<caf::actor>> shards(im.bucket_elements.size());
     std::map<caf::actor_addr, Participant> who;
     Cluster cluster;
-    if (clustered) {
-      std::vector<std::string> algorithms;
-      for (auto a : im.bucket_algorithms) algorithms.emplace_back(sync::name(a));
-      try {
-        launch_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithms, cluster);
-      } catch (...) {
-        stop_cluster(system, self, cluster);
-        throw;
-      }
-      im.models.clear();
+    auto algorithm_names = [&] {
+      std::vector<std::string> names;
+      for (auto a : im.bucket_algorithms) names.emplace_back(sync::name(a));
+      return names;
+    };
+    // Wires the coordinator to the cluster's current generation.
+    auto attach_cluster = [&] {
       workers = cluster.workers;
+      who.clear();
       {
         std::lock_guard lock(status->mutex);
         status->state = "training";
+        status->ranks = im.ranks;
         status->rank_node = cluster.rank_node;
+        status->members.clear();
         for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
-          RunStatus::Member m{fmt::format("node {} '{}'", i, cluster.nodes[i].name), "training", {}};
+          RunStatus::Member m{fmt::format("node {} '{}'", i, cluster.nodes[i].name),
+                              cluster.nodes[i].agent ? "training" : "lost", {}};
           for (int r = 0; r < im.ranks; ++r)
             if (cluster.rank_node[static_cast<std::size_t>(r)] == static_cast<int>(i)) m.ranks.push_back(r);
           status->members.push_back(std::move(m));
         }
       }
-      for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
-        who[cluster.nodes[i].agent.address()] = {-1, "node", fmt::format("node {} '{}'", i, cluster.nodes[i].name)};
-      for (int r = 0; r < im.ranks; ++r) {
-        const auto node = static_cast<std::size_t>(cluster.rank_node[static_cast<std::size_t>(r)]);
-        who[workers[static_cast<std::size_t>(r)].address()] = {
-            r, "worker", fmt::format(" on node {} '{}'", node, cluster.nodes[node].name)};
+      for (int i : live_nodes(cluster)) {
+        const auto& n = cluster.nodes[static_cast<std::size_t>(i)];
+        who[n.agent.address()] = {-1, "node", fmt::format("node {} '{}'", i, n.name), i};
       }
+      for (int r = 0; r < im.ranks; ++r) {
+        const int node = cluster.rank_node[static_cast<std::size_t>(r)];
+        who[workers[static_cast<std::size_t>(r)].address()] = {
+            r, "worker", fmt::format(" on node {} '{}'", node, cluster.nodes[static_cast<std::size_t>(node)].name),
+            node};
+      }
+      for (auto& w : workers) self->monitor(w);
+    };
+    if (clustered) {
+      try {
+        launch_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithm_names(), cluster);
+      } catch (...) {
+        stop_cluster(system, self, cluster);
+        throw;
+      }
+      im.models.clear();
+      attach_cluster();
     } else {
       for (std::size_t b = 0; b < shards.size(); ++b) {
         const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
@@ -467,14 +506,20 @@ TrainReport DataParallelTrainer::run() {
         for (int r = 0; r < im.ranks; ++r)
           self->send(shards[b][static_cast<std::size_t>(r)],
                      msg::ShardInit{static_cast<std::uint32_t>(b), shards[b], workers[static_cast<std::size_t>(r)]});
-
+      for (auto& w : workers) self->monitor(w);
     }
-    for (auto& w : workers) self->monitor(w);
 
     std::uint64_t iteration = 0;  // the step being waited for, for messages
+    int lost_node = -1;           // the node a failure was traced to (clusters)
+    bool stale = false;           // a handler consumed a message of an earlier cluster generation
     auto on_down = [&](const caf::down_msg& dm) {
       auto it = who.find(dm.source);
+      if (it == who.end() && im.cluster.elastic) {
+        stale = true;  // an actor of an earlier generation
+        return;
+      }
       const Participant p = it != who.end() ? it->second : Participant{-1, "an actor", ""};
+      lost_node = p.node;
       if (p.role == "node") {
         std::lock_guard lock(status->mutex);
         for (auto& m : status->members)
@@ -493,6 +538,11 @@ TrainReport DataParallelTrainer::run() {
     };
     // A node reports a failure it saw: a local actor, or a lost data-plane peer.
     auto on_node_failure = [&](msg::NodeFailure& f) {
+      if (f.generation != cluster.generation) {
+        stale = true;
+        return;
+      }
+      lost_node = f.node;  // the failing node, or the peer whose connection was lost
       const std::string node =
           f.node >= 0 && static_cast<std::size_t>(f.node) < cluster.nodes.size()
               ? fmt::format("node {} '{}'", f.node, cluster.nodes[static_cast<std::size_t>(f.node)].name)
@@ -506,11 +556,14 @@ TrainReport DataParallelTrainer::run() {
         // that a lost node (down_msg, NodeFailure) ends the wait at once; a
         // request to a dead node would only time out (CAF 0.17).
         self->send(workers[static_cast<std::size_t>(rank)], args...);
-        self->receive(on_reply, on_down, on_node_failure, caf::after(timeout) >> [&] {
-          throw WorkerFailure(rank, fmt::format("worker {}{} did not answer {} within {} s", rank,
-                                                who[workers[static_cast<std::size_t>(rank)].address()].where, what,
-                                                im.step_timeout));
-        });
+        do {
+          stale = false;
+          self->receive(on_reply, on_down, on_node_failure, caf::after(timeout) >> [&] {
+            throw WorkerFailure(rank, fmt::format("worker {}{} did not answer {} within {} s", rank,
+                                                  who[workers[static_cast<std::size_t>(rank)].address()].where, what,
+                                                  im.step_timeout));
+          });
+        } while (stale);
         return;
       }
       self->request(workers[static_cast<std::size_t>(rank)], timeout, args...)
@@ -522,27 +575,82 @@ TrainReport DataParallelTrainer::run() {
           });
     };
 
-    try {
+    double exposed = 0.0, comm = 0.0, hidden = 0.0;
+    // The global batch the checkpoint on disk was written at (elastic runs
+    // map its position to the next one).
+    int64_t checkpoint_global_batch = im.settings.batch_size * im.ranks;
+    // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
+    auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
+      if (im.checkpoint_path.empty()) return;
+      ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
+          epoch, batch, elapsed, loss_sum);
+      checkpoint_global_batch = im.settings.batch_size * im.ranks;
+    };
+    // Elastic: a new cluster generation over the live nodes (without those
+    // that failed, with those that joined), continuing from the checkpoint.
+    auto reform = [&](const std::string& why) {
+      if (lost_node >= 0) node_lost(self, cluster, lost_node);
+      for (auto& w : workers) self->demonitor(w);
+      // A node that cannot drop its replicas within a step's time is as good
+      // as lost (a hung one fails the request after dead_after already).
+      const auto drop_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::duration<double>(std::max(im.step_timeout, im.cluster.dead_after + 2.0)));
+      for (int i : live_nodes(cluster)) {
+        auto& node = cluster.nodes[static_cast<std::size_t>(i)];
+        self->request(node.agent, drop_timeout, msg::reform_atom_v)
+            .receive([](bool) {},
+                     [&](caf::error& e) {
+                       spdlog::warn("elastic: node {} '{}' is gone too ({})", i, node.name, reason_text(system, e));
+                       node_lost(self, cluster, i);
+                     });
+      }
+      // Drop what the old generation still had in flight.
+      for (bool more = true; more;) {
+        more = false;
+        self->receive([&](const caf::down_msg&) { more = true; }, [&](msg::NodeFailure&) { more = true; },
+                      [&](msg::StepDone&) { more = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
+      }
+      const auto live = live_nodes(cluster);
+      const int per_node = static_cast<int>(im.settings.workers) / im.cluster.nodes;
+      if (live.empty()) throw WorkerFailure(-1, fmt::format("{}; no node is left to continue with", why));
+      const int64_t old_global = checkpoint_global_batch;
+      im.replan(per_node * static_cast<int>(live.size()));
+      form_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithm_names(), cluster);
+      attach_cluster();
+      const int64_t new_global = im.settings.batch_size * im.ranks;
+      if (std::filesystem::exists(im.checkpoint_path)) {
+        const Checkpoint c = load_checkpoint(im.checkpoint_path);
+        // The same sample offset in the epoch's order, at the new global batch.
+        TrainPosition position{c.epoch, c.batch * old_global / new_global, c.elapsed_seconds, 0.0};
+        if (c.batch > 0) position.epoch_loss_sum = c.epoch_loss_sum * static_cast<double>(position.batch) /
+                                                   static_cast<double>(c.batch);
+        if (position.batch >= im.per_epoch) position = {position.epoch + 1, 0, position.elapsed_seconds, 0.0};
+        for (int r = 0; r < im.ranks; ++r)
+          ask(r, "the restore request", [](bool) {}, msg::restore_atom_v, im.checkpoint_path.string(), position.epoch,
+              position.batch);
+        im.start = position;
+        checkpoint_global_batch = new_global;
+      } else {
+        im.start = {};
+      }
+      spdlog::warn("elastic: {}; continuing on {} nodes with {} ranks from epoch {} batch {} of {}", why, live.size(),
+                   im.ranks, im.start.epoch + 1, im.start.batch, im.per_epoch);
+      lost_node = -1;
+    };
+
+    for (bool training = true; training;) try {
       // Every replica starts from rank 0's weights.
       msg::Parameters p0;
       ask(0, "the parameter request", [&](msg::Parameters& p) { p0 = std::move(p); }, caf::get_atom_v);
       for (int r = 1; r < im.ranks; ++r) self->send(workers[static_cast<std::size_t>(r)], p0);
 
-      std::vector<EpochResult> history;
-      double train_seconds = 0.0, exposed = 0.0, comm = 0.0, hidden = 0.0;
-      int64_t trained = 0;
-      // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
-      auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
-        if (im.checkpoint_path.empty()) return;
-        ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
-            epoch, batch, elapsed, loss_sum);
-      };
+      const int64_t global_batch = im.settings.batch_size * im.ranks;
       double elapsed = im.start.elapsed_seconds;
       for (int64_t epoch = im.start.epoch; epoch < im.settings.epochs; ++epoch) {
-        EpochResult result;
+        EpochRecord result;
         result.epoch = epoch + 1;
-        Progress progress(fmt::format("epoch {}/{}", epoch + 1, im.settings.epochs), im.per_epoch, report.batch_size,
-                          im.progress_mode, im.settings.display);
+        Progress progress(fmt::format("epoch {}/{}", epoch + 1, im.settings.epochs), im.per_epoch, global_batch,
+                          im.progress_mode, im.settings.display, im.sample_unit);
         const auto start = Clock::now();
         const int64_t first_batch = epoch == im.start.epoch ? im.start.batch : 0;
         double loss_sum = epoch == im.start.epoch ? im.start.epoch_loss_sum : 0.0;
@@ -559,12 +667,15 @@ TrainReport DataParallelTrainer::run() {
             if (!timed_out) {
               self->receive(
                   [&](msg::StepDone& d) {
+                    if (d.iteration != iteration && im.cluster.elastic) return;  // an earlier generation's
                     require(d.iteration == iteration && d.rank >= 0 && d.rank < im.ranks &&
                                 !done[static_cast<std::size_t>(d.rank)],
                             "unexpected StepDone of iteration {} from rank {}", d.iteration, d.rank);
                     done[static_cast<std::size_t>(d.rank)] = true;
                     ++got;
                     loss += d.loss;
+                    result.samples += d.stats.samples;
+                    result.vertices += d.stats.vertices;
                     exposed += d.stats.exposed_comm_seconds / im.ranks;
                     comm += d.stats.comm_seconds;
                     hidden += d.stats.hidden_comm_seconds;
@@ -617,53 +728,59 @@ TrainReport DataParallelTrainer::run() {
         }
         result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         result.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(im.per_epoch, 1));
-        result.images_per_second =
-            static_cast<double>((im.per_epoch - first_batch) * report.batch_size) / std::max(result.seconds, 1e-9);
-        train_seconds += result.seconds;
-        trained += im.per_epoch - first_batch;
+        record.seconds += result.seconds;
+        record.samples += result.samples;
+        record.vertices += result.vertices;
         elapsed += result.seconds;
         progress.finish(fmt::format("train loss {:.4f}", result.train_loss));
-        ask(0, "the evaluation request",
-            [&](double loss, double accuracy) {
-              result.test_loss = loss;
-              result.test_accuracy = accuracy;
-            },
-            msg::eval_atom_v);
-        spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%", result.epoch,
-                     im.settings.epochs, result.train_loss, result.test_loss, 100.0 * result.test_accuracy);
-        im.metrics.write({{"type", std::string("test")},
-                          {"epoch", result.epoch},
-                          {"iteration", static_cast<int64_t>((epoch + 1) * im.per_epoch)},
-                          {"loss", result.test_loss},
-                          {"accuracy", result.test_accuracy},
-                          {"train_loss", result.train_loss},
-                          {"images_per_second", result.images_per_second}});
-        history.push_back(result);
+        ask(0, "the evaluation request", [&](ReplicaEvaluation& e) { result.evaluation = e; }, msg::eval_atom_v);
+        im.log_epoch(result);
+        record.epochs.push_back(result);
         save(epoch + 1, 0, elapsed, 0.0);
+        if (im.cluster.elastic && epoch + 1 < im.settings.epochs && admit_waiting_nodes(self, cluster) > 0) {
+          for (int i : live_nodes(cluster))
+            if (std::find(cluster.rank_node.begin(), cluster.rank_node.end(), i) == cluster.rank_node.end())
+              who[cluster.nodes[static_cast<std::size_t>(i)].agent.address()] = {
+                  -1, "node", fmt::format("node {} '{}'", i, cluster.nodes[static_cast<std::size_t>(i)].name), i};
+          throw Regroup{};
+        }
       }
       for (int r = 0; r < im.ranks; ++r) {
         ask(r, "the parameter request",
             [&](msg::Parameters& p) { im.final_parameters.push_back(p.values.to_vector()); }, caf::get_atom_v);
       }
-      report.epochs = im.settings.epochs;
-      report.iterations = im.settings.epochs * im.per_epoch;
-      report.history = history;
-      if (!history.empty()) {
-        report.train_loss = history.back().train_loss;
-        report.test_loss = history.back().test_loss;
-        report.test_accuracy = history.back().test_accuracy;
-      }
-      report.seconds = train_seconds;
-      report.images_per_second =
-          train_seconds > 0 ? static_cast<double>(trained * report.batch_size) / train_seconds : 0.0;
-      report.exposed_comm_seconds = exposed;
-      report.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
+      record.exposed_comm_seconds = exposed;
+      record.comm_hidden_fraction = comm > 0 ? hidden / comm : 0.0;
       set_state("finished");
+      training = false;
+    } catch (const Regroup&) {
+      try {
+        reform("nodes joined");
+      } catch (...) {
+        other = std::current_exception();
+        training = false;
+      }
     } catch (const WorkerFailure& f) {
-      set_state(std::string("failed: ") + f.what());
-      failure.emplace(f);
+      if (clustered && im.cluster.elastic) {
+        spdlog::warn("elastic: {}", f.what());
+        try {
+          reform(fmt::format("lost {}", lost_node >= 0 ? fmt::format("node {} '{}'", lost_node,
+                                                                     cluster.nodes[static_cast<std::size_t>(lost_node)].name)
+                                                       : std::string("a node")));
+          continue;
+        } catch (const WorkerFailure& g) {
+          failure.emplace(g);
+        } catch (const std::exception& e) {
+          failure.emplace(f.rank(), fmt::format("{}; re-forming the cluster failed: {}", f.what(), e.what()));
+        }
+      } else {
+        failure.emplace(f);
+      }
+      set_state(std::string("failed: ") + failure->what());
+      training = false;
     } catch (...) {
       other = std::current_exception();
+      training = false;
     }
     // Stop everything; the system's destructor waits for the actors to finish.
     for (auto& w : workers) {
@@ -685,6 +802,88 @@ TrainReport DataParallelTrainer::run() {
     throw *failure;
   }
   if (other) std::rethrow_exception(other);
+  return record;
+}
+
+void DataParallelTrainer::Impl::log_epoch(const EpochRecord& e) {
+  const int64_t iteration = e.epoch * per_epoch;
+  const double rate = static_cast<double>(e.samples) / std::max(e.seconds, 1e-9);
+  if (graphs) {
+    GraphEpochResult g{e.epoch, e.train_loss, e.evaluation.dev, e.evaluation.test, e.seconds, rate,
+                       static_cast<double>(e.vertices) / std::max(e.seconds, 1e-9)};
+    log_graph_epoch(g, settings.epochs, graphs->has_dev, graphs->language_model, sample_unit.c_str(), iteration,
+                    metrics);
+    return;
+  }
+  spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%", e.epoch, settings.epochs,
+               e.train_loss, e.evaluation.test.loss, 100.0 * e.evaluation.test.accuracy);
+  metrics.write({{"type", std::string("test")},
+                 {"epoch", e.epoch},
+                 {"iteration", iteration},
+                 {"loss", e.evaluation.test.loss},
+                 {"accuracy", e.evaluation.test.accuracy},
+                 {"train_loss", e.train_loss},
+                 {"images_per_second", rate}});
+}
+
+bool DataParallelTrainer::dynamic_model() const { return impl_->graphs.has_value(); }
+
+TrainReport DataParallelTrainer::run() {
+  Impl& im = *impl_;
+  require(!im.graphs, "DataParallelTrainer::run() trains nets; a dynamic model ([model]) trains with run_graph()");
+  const RunRecord record = im.train();
+  TrainReport report;
+  report.net = im.net_name;
+  report.parameters = im.parameters;
+  report.batch_size = im.settings.batch_size * im.ranks;
+  report.blas_kernel = blas::kernel_name();
+  report.workers = im.ranks;
+  report.buckets = im.bucket_reports;
+  report.epochs = im.settings.epochs;
+  report.iterations = im.settings.epochs * im.per_epoch;
+  for (const EpochRecord& e : record.epochs)
+    report.history.push_back(EpochResult{e.epoch, e.train_loss, e.evaluation.test.loss, e.evaluation.test.accuracy,
+                                         e.seconds, static_cast<double>(e.samples) / std::max(e.seconds, 1e-9)});
+  if (!report.history.empty()) {
+    report.train_loss = report.history.back().train_loss;
+    report.test_loss = report.history.back().test_loss;
+    report.test_accuracy = report.history.back().test_accuracy;
+  }
+  report.seconds = record.seconds;
+  report.images_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
+  report.exposed_comm_seconds = record.exposed_comm_seconds;
+  report.comm_hidden_fraction = record.comm_hidden_fraction;
+  return report;
+}
+
+GraphTrainReport DataParallelTrainer::run_graph() {
+  Impl& im = *impl_;
+  require(im.graphs.has_value(), "DataParallelTrainer::run_graph() trains dynamic models ([model]); a net trains "
+          "with run()");
+  const RunRecord record = im.train();
+  GraphTrainReport report;
+  report.model = im.net_name;
+  report.data = im.graphs->source;
+  report.language_model = im.graphs->language_model;
+  report.has_dev = im.graphs->has_dev;
+  report.parameters = im.parameters;
+  report.epochs = im.settings.epochs;
+  report.iterations = im.settings.epochs * im.per_epoch;
+  report.batch_size = im.settings.batch_size * im.ranks;
+  report.runner = "data-parallel";
+  std::vector<GraphEpochResult> history;
+  for (const EpochRecord& e : record.epochs)
+    history.push_back(GraphEpochResult{e.epoch, e.train_loss, e.evaluation.dev, e.evaluation.test, e.seconds,
+                                       static_cast<double>(e.samples) / std::max(e.seconds, 1e-9),
+                                       static_cast<double>(e.vertices) / std::max(e.seconds, 1e-9)});
+  report.set_history(std::move(history));
+  report.seconds = record.seconds;
+  report.samples_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
+  report.vertices_per_second = record.seconds > 0 ? static_cast<double>(record.vertices) / record.seconds : 0.0;
+  report.workers = im.ranks;
+  report.buckets = im.bucket_reports;
+  report.exposed_comm_seconds = record.exposed_comm_seconds;
+  report.comm_hidden_fraction = record.comm_hidden_fraction;
   return report;
 }
 

@@ -7,12 +7,9 @@
 #include <chrono>
 #include <thread>
 
+#include "actors/exception_reason.hpp"
 #include "actors/sync/buckets.hpp"
 #include "core/common/check.hpp"
-#include "core/data/batch_source.hpp"
-#include "core/net/net.hpp"
-#include "core/solver/solver.hpp"
-#include "actors/exception_reason.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -88,34 +85,16 @@ void run_step(Self* self, std::uint64_t iteration) {
     if (m.fault.kind == WorkerFault::Kind::stall)
       std::this_thread::sleep_for(std::chrono::duration<double>(m.fault.stall_seconds));
   }
-  Net& net = *m.net;
   SlotGuard slot(m.compute_slots.get());
-  const auto start = Clock::now();
-  Tensor& data = net.blob(m.settings.data_blob).data();
-  Tensor& labels = net.blob(m.settings.label_blob).data();
-  if (!m.train->next(data, labels)) {
-    // End of an epoch: the source answers false once, then starts the next.
-    require(m.train->next(data, labels), "worker {}: no training batch for step {}", m.rank, iteration);
-  }
-  s.stats.samples = static_cast<std::uint64_t>(data.shape()[0]);
-  // Random layers (dropout) draw from streams that are a pure function of
-  // (seed, rank, iteration, layer), so resuming any replica needs no saved
-  // generator state and every rank draws differently.
-  const uint64_t step_seed = derive_seed(m.settings.seed, fmt::format("rank {} step {}", m.rank, iteration));
-  for (std::size_t i = 0; i < net.num_layers(); ++i) net.layer(i).seed(step_seed);
-  net.zero_param_diffs();
-  float loss = 0.0f;
-  for (std::size_t i = 0; i < net.num_layers(); ++i) loss += net.forward_layer(i);
-  s.loss = loss;
-  const auto forward_end = Clock::now();
-  net.begin_backward();
-  for (std::size_t i = net.num_layers(); i-- > 0;) {
-    net.backward_layer(i);
-    for (std::uint32_t b : m.buckets->ready_after(i)) send_bucket(self, b);
-  }
+  const ReplicaStep step = m.replica->compute(iteration, [&](std::size_t stage) {
+    for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b);
+  });
   s.backward_end = Clock::now();
-  s.stats.forward_seconds = seconds_between(start, forward_end);
-  s.stats.backward_seconds = seconds_between(forward_end, s.backward_end);
+  s.loss = step.loss;
+  s.stats.samples = step.samples;
+  s.stats.vertices = step.vertices;
+  s.stats.forward_seconds = step.forward_seconds;
+  s.stats.backward_seconds = step.backward_seconds;
 }
 
 void finish_step(Self* self) {
@@ -123,7 +102,7 @@ void finish_step(Self* self) {
   auto& m = *s.model;
   const auto reduced = Clock::now();
   s.stats.exposed_comm_seconds = seconds_between(s.backward_end, reduced);
-  m.solver->step();
+  m.replica->update();
   s.stats.update_seconds = seconds_between(reduced, Clock::now());
   s.in_step = false;
   self->send(s.coordinator, msg::StepDone{s.iteration, m.rank, s.loss, s.stats});
@@ -137,25 +116,26 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
   return {
       [=](caf::get_atom) {
         auto& m = *self->state.model;
+        const auto params = m.replica->params();
         std::size_t n = 0;
-        for (const Param* p : m.net->params()) n += static_cast<std::size_t>(p->blob->count());
+        for (const Param* p : params) n += static_cast<std::size_t>(p->blob->count());
         auto values = msg::TensorPayload::allocate(n);
         float* out = values.mutable_data();
-        for (const Param* p : m.net->params()) {
+        for (const Param* p : params) {
           const auto c = static_cast<std::size_t>(p->blob->count());
           std::copy_n(p->blob->data().ptr(), c, out);
           out += c;
         }
-        return msg::Parameters{static_cast<std::uint64_t>(m.solver->iteration()), m.rank, std::move(values)};
+        return msg::Parameters{static_cast<std::uint64_t>(m.replica->iteration()), m.rank, std::move(values)};
       },
       [=](msg::Parameters& p) {
         auto& m = *self->state.model;
-        std::size_t offset = 0;
-        auto params = m.net->params();
+        const auto params = m.replica->params();
         std::size_t n = 0;
         for (const Param* q : params) n += static_cast<std::size_t>(q->blob->count());
-        require(p.values.size() == n, "worker {}: parameters from rank {} hold {} floats, the net has {}", m.rank,
+        require(p.values.size() == n, "worker {}: parameters from rank {} hold {} floats, the model has {}", m.rank,
                 p.source, p.values.size(), n);
+        std::size_t offset = 0;
         for (Param* q : params) {
           const auto c = static_cast<std::size_t>(q->blob->count());
           std::copy_n(p.values.data() + offset, c, q->blob->data().ptr());
@@ -193,16 +173,16 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
       [=](msg::save_atom, const std::string& path, bool keep_all, std::int64_t epoch, std::int64_t batch,
           double elapsed, double epoch_loss_sum) {
         auto& m = *self->state.model;
-        save_checkpoint_files(
-            capture_checkpoint(*m.net, *m.solver, m.settings.seed, TrainPosition{epoch, batch, elapsed, epoch_loss_sum}),
-            path, keep_all);
+        save_checkpoint_files(m.replica->checkpoint(TrainPosition{epoch, batch, elapsed, epoch_loss_sum}), path,
+                              keep_all);
         return true;
       },
-      [=](msg::eval_atom) {
+      [=](msg::eval_atom) { return self->state.model->replica->evaluate(); },
+      [=](msg::restore_atom, const std::string& path, std::int64_t epoch, std::int64_t batch) {
         auto& m = *self->state.model;
-        require(m.test != nullptr, "worker {} has no test data", m.rank);
-        const Evaluation e = evaluate(*m.net, *m.test, m.settings, m.settings.batch_size);
-        return caf::make_message(e.loss, e.accuracy);
+        m.replica->restore(load_checkpoint(path), m.rank == 0);
+        m.replica->seek(epoch, batch);
+        return true;
       },
   };
 }
@@ -210,7 +190,7 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
 }  // namespace
 
 caf::actor spawn_worker(caf::actor_system& system, std::shared_ptr<WorkerModel> model) {
-  require(model && model->net && model->solver && model->train && model->buckets &&
+  require(model && model->replica && model->buckets &&
               model->shards.size() == model->buckets->size(),
           "spawn_worker: incomplete worker model");
   return system.spawn<caf::detached>(worker, std::move(model));

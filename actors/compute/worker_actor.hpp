@@ -1,19 +1,23 @@
 #pragma once
-// One data-parallel replica as an actor: it owns a net, a solver, its shard
-// of the training data and its view of the fusion buckets.
+// One data-parallel replica as an actor: it owns a Replica (a net or a dynamic
+// network with its solver and its shard of the training data,
+// core/train/replica.hpp) and its view of the fusion buckets.
 //
 // Protocol (messages/):
 //   get_atom                 -> msg::Parameters: every param's values (rank 0's are broadcast)
 //   msg::Parameters          overwrite every param (the broadcast from rank 0)
-//   msg::Step{it}            from the coordinator: load the batch, forward, then
-//                            backward layer by layer; as soon as the lowest layer
-//                            of a bucket has run, pack the bucket and send
-//                            GradientReady to this rank's shard of it (the
-//                            collective runs while backward goes on)
+//   msg::Step{it}            from the coordinator: forward, then backward stage
+//                            by stage; as soon as the lowest stage of a bucket
+//                            has run, pack the bucket and send GradientReady to
+//                            this rank's shard of it (the collective runs while
+//                            backward goes on)
 //   msg::Reduced             from a shard: write the sum back scaled by 1/N; when
 //                            all buckets are back, solver step, then StepDone to
 //                            the sender of Step
-//   eval_atom                -> (double loss, double accuracy) on the test set
+//   eval_atom                -> ReplicaEvaluation on the held-out data (rank 0)
+//   (restore_atom, path, epoch, batch)
+//                            -> true once the checkpoint at `path` is loaded and the
+//                            data positioned at (epoch, batch) (elastic clusters)
 //   stats_atom               -> (uint64 iteration, bool in_step, uint64 buckets pending)
 //   (save_atom, path, keep_all, epoch, batch, elapsed, epoch_loss_sum)
 //                            -> true once this replica's checkpoint is on disk
@@ -34,16 +38,11 @@
 #include <string>
 #include <vector>
 
-#include "core/train/train_setup.hpp"
+#include "core/train/replica.hpp"
 
-namespace taihu {
-class Net;
-class Solver;
-class BatchSource;
-namespace sync {
+namespace taihu::sync {
 class Buckets;
 }
-}  // namespace taihu
 
 namespace taihu::compute {
 
@@ -63,11 +62,7 @@ using ComputeSlots = std::counting_semaphore<1024>;
 struct WorkerModel {
   int rank = 0;
   int ranks = 1;
-  TrainSettings settings;
-  std::unique_ptr<Net> net;
-  std::unique_ptr<Solver> solver;
-  std::unique_ptr<BatchSource> train;  // this rank's shard of every global batch
-  std::unique_ptr<BatchSource> test;   // rank 0 only
+  std::unique_ptr<Replica> replica;
   std::unique_ptr<sync::Buckets> buckets;
   std::vector<caf::actor> shards;  // this rank's shard actor of each bucket
   std::shared_ptr<ComputeSlots> compute_slots;

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -66,6 +68,20 @@ std::string_view reason_text(std::uint32_t reason) {
   return "unknown reason";
 }
 
+// Copies `bytes` bytes at `address` in process `pid` to `to`; an empty string
+// on success, else why not.
+std::string read_remote(std::uint32_t pid, std::uint64_t address, void* to, std::size_t bytes) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    iovec local{static_cast<char*>(to) + done, bytes - done};
+    iovec remote{reinterpret_cast<void*>(address + done), bytes - done};
+    const ssize_t n = ::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    if (n <= 0) return n < 0 ? std::strerror(errno) : std::string("no bytes read");
+    done += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
 struct Outgoing {
   ChunkHeader chunk;
   const char* data = nullptr;
@@ -85,7 +101,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   struct Stats {
     std::atomic<std::uint64_t> bytes_sent{0}, bytes_received{0}, messages_sent{0}, messages_received{0},
-        accepted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0};
+        messages_read_remotely{0}, accepted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0};
   } stats;
 
   // A connection this node sends on (client side).
@@ -97,7 +113,12 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     bool writing = false;
     bool lost = false;
     FrameHeader header;  // of the part being written
-    std::uint8_t probe = 0;
+    RemoteSpan span;     // of the Remote frame being written
+    bool remote_reads = false;  // the server reads large messages from this process's memory
+    // Remote frames not yet acknowledged: their memory and size. They count as
+    // sent once acknowledged (the sender's memory is no longer needed).
+    std::deque<std::pair<std::shared_ptr<const void>, std::size_t>> awaiting_ack;
+    std::array<std::uint8_t, 64> acks{};
   };
   mutable std::mutex mutex;  // guards outbound (the map; connections are touched on the I/O thread)
   std::map<int, std::shared_ptr<Outbound>> outbound;
@@ -117,6 +138,12 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     Landing landing;
     std::uint64_t received = 0;
     std::uint64_t total = 0;
+    RemoteSpan span;                     // of a Remote or Probe frame
+    std::array<std::uint8_t, 32> token{};  // a Probe's bytes
+    std::uint8_t probe_answer = 0;
+    std::size_t acks_due = 0;  // Remote frames read, not yet acknowledged
+    bool writing_acks = false;
+    std::vector<std::uint8_t> ack_bytes;
   };
 
   Impl(DataPlaneOptions o, FrameSink* s) : options(std::move(o)), sink(s) {}
@@ -296,6 +323,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   void on_header(const std::shared_ptr<Inbound>& in) {
     const FrameHeader& f = in->header;
+    if (f.magic == remote_frame_magic) return on_remote_header(in);
+    if (f.magic == probe_frame_magic) return on_probe(in);
     if (f.magic != frame_magic) return protocol_error(in, "bad frame magic");
     if (f.part_bytes > options.max_part_bytes) return protocol_error(in, fmt::format("frame of {} bytes", f.part_bytes));
     if (f.total_bytes > options.max_message_bytes)
@@ -335,12 +364,70 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     read_header(in);
   }
 
+  // A whole message in the sender's memory: copy it across, acknowledge it.
+  void on_remote_header(const std::shared_ptr<Inbound>& in) {
+    const FrameHeader& f = in->header;
+    if (f.part_bytes != 0 || f.part_offset != 0) return protocol_error(in, "malformed remote frame");
+    if (f.total_bytes > options.max_message_bytes)
+      return protocol_error(in, fmt::format("message of {} bytes", f.total_bytes));
+    if (in->received != in->total) return protocol_error(in, "new message before the last one ended");
+    asio::async_read(in->socket, asio::buffer(&in->span, sizeof(RemoteSpan)),
+                     [this, in](const asio::error_code& ec, std::size_t) {
+                       if (ec) return lose_inbound(in, ec == asio::error::eof ? "connection closed mid-message"
+                                                                              : ec.message());
+                       const FrameHeader& f = in->header;
+                       Landing landing = sink->land(in->node, f.chunk, f.total_bytes);
+                       if (landing.data == nullptr && f.total_bytes > 0)
+                         return protocol_error(in, "message refused by the receiver");
+                       const std::string error = read_remote(in->span.pid, in->span.address, landing.data,
+                                                             static_cast<std::size_t>(f.total_bytes));
+                       if (!error.empty())
+                         return protocol_error(in, "cannot read the sender's memory: " + error);
+                       stats.bytes_received += f.total_bytes;
+                       ++stats.messages_received;
+                       ++stats.messages_read_remotely;
+                       sink->deliver(in->node, f.chunk, std::move(landing));  // first: it is on the critical path
+                       ++in->acks_due;
+                       write_acks(in);
+                       read_header(in);
+                     });
+  }
+
+  void write_acks(const std::shared_ptr<Inbound>& in) {
+    if (in->writing_acks || in->acks_due == 0) return;
+    in->writing_acks = true;
+    in->ack_bytes.assign(in->acks_due, 1);
+    in->acks_due = 0;
+    asio::async_write(in->socket, asio::buffer(in->ack_bytes), [this, in](const asio::error_code& ec, std::size_t) {
+      in->writing_acks = false;
+      if (ec) return;  // the read side sees the connection go
+      write_acks(in);
+    });
+  }
+
+  // Can this process read the client's memory? One byte answers.
+  void on_probe(const std::shared_ptr<Inbound>& in) {
+    std::array<asio::mutable_buffer, 2> buffers{asio::buffer(&in->span, sizeof(RemoteSpan)), asio::buffer(in->token)};
+    asio::async_read(in->socket, buffers, [this, in](const asio::error_code& ec, std::size_t) {
+      if (ec) return lose_inbound(in, ec.message());
+      std::array<std::uint8_t, 32> seen{};
+      const bool readable = read_remote(in->span.pid, in->span.address, seen.data(), seen.size()).empty() &&
+                            seen == in->token;
+      in->probe_answer = readable ? 1 : 0;
+      asio::async_write(in->socket, asio::buffer(&in->probe_answer, 1), [this, in](const asio::error_code& ec, std::size_t) {
+        if (ec) return lose_inbound(in, ec.message());
+        read_header(in);
+      });
+    });
+  }
+
   // --- client side ---------------------------------------------------------
 
   void lose_outbound(const std::shared_ptr<Outbound>& out, const std::string& why) {
     if (out->lost) return;
     out->lost = true;
     out->queue.clear();
+    out->awaiting_ack.clear();
     asio::error_code ignored;
     out->socket.close(ignored);
     sink->peer_lost(out->node, why);
@@ -353,6 +440,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     }
     out->writing = true;
     Outgoing& m = out->queue.front();
+    if (out->remote_reads && options.remote_read_min_bytes > 0 && m.bytes >= options.remote_read_min_bytes)
+      return write_remote(out);
     const std::size_t part = std::min(options.part_bytes, m.bytes - m.sent);
     out->header = FrameHeader{};
     out->header.part_bytes = static_cast<std::uint32_t>(part);
@@ -374,13 +463,41 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     });
   }
 
-  // After the handshake the server never writes: a completed read means the
-  // connection closed (or the server broke the protocol).
+  // The message's header and where its bytes are; the server reads them itself.
+  void write_remote(const std::shared_ptr<Outbound>& out) {
+    Outgoing& m = out->queue.front();
+    out->header = FrameHeader{};
+    out->header.magic = remote_frame_magic;
+    out->header.total_bytes = m.bytes;
+    out->header.chunk = m.chunk;
+    out->span = RemoteSpan{reinterpret_cast<std::uint64_t>(m.data), static_cast<std::uint32_t>(::getpid()), 0};
+    // Awaited from now on: the server's ack may be handled before this
+    // write's completion.
+    out->awaiting_ack.emplace_back(std::move(m.keep_alive), m.bytes);
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
+                                              asio::buffer(&out->span, sizeof(RemoteSpan))};
+    asio::async_write(out->socket, buffers, [this, out](const asio::error_code& ec, std::size_t) {
+      if (ec) return lose_outbound(out, ec.message());
+      out->queue.pop_front();
+      write_next(out);
+    });
+  }
+
+  // After the handshake the server only writes acknowledgements of Remote
+  // frames; anything else, or the end of the stream, means the connection is
+  // gone (or the server broke the protocol).
   void watch(const std::shared_ptr<Outbound>& out) {
-    out->socket.async_read_some(asio::buffer(&out->probe, 1), [this, out](const asio::error_code& ec, std::size_t) {
+    out->socket.async_read_some(asio::buffer(out->acks), [this, out](const asio::error_code& ec, std::size_t n) {
       if (ec == asio::error::operation_aborted && out->lost) return;
-      lose_outbound(out, ec ? (ec == asio::error::eof ? std::string("connection closed") : ec.message())
-                            : std::string("unexpected bytes from the server"));
+      if (ec) return lose_outbound(out, ec == asio::error::eof ? std::string("connection closed") : ec.message());
+      for (std::size_t i = 0; i < n; ++i) {
+        if (out->acks[i] != 1 || out->awaiting_ack.empty())
+          return lose_outbound(out, "unexpected bytes from the server");
+        stats.bytes_sent += out->awaiting_ack.front().second;
+        ++stats.messages_sent;
+        out->awaiting_ack.pop_front();
+      }
+      watch(out);
     });
   }
 };
@@ -409,6 +526,10 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
   struct Exchange {
     Hello hello, answer;
     Digest client_proof{}, welcome{};
+    FrameHeader probe;
+    RemoteSpan span;
+    std::array<std::uint8_t, 32> token{};  // the probe reads these from this process
+    std::uint8_t readable = 0;
     asio::steady_timer timer;
     std::promise<std::string> done;  // empty: success
     bool finished = false;
@@ -466,7 +587,25 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
                   return finish("refused by the server: wrong cluster secret");
                 return finish("the server does not hold the cluster secret");
               }
-              finish({});
+              if (im.options.remote_read_min_bytes == 0) return finish({});
+              // Same host and user? The server tries to read our token.
+              const Nonce token = fresh_nonce();
+              std::copy(token.begin(), token.end(), x->token.begin());
+              x->probe.magic = probe_frame_magic;
+              x->probe.total_bytes = x->token.size();
+              x->span = RemoteSpan{reinterpret_cast<std::uint64_t>(x->token.data()),
+                                   static_cast<std::uint32_t>(::getpid()), 0};
+              std::array<asio::const_buffer, 3> probe{asio::buffer(&x->probe, sizeof(FrameHeader)),
+                                                      asio::buffer(&x->span, sizeof(RemoteSpan)),
+                                                      asio::buffer(x->token)};
+              asio::async_write(out->socket, probe, [x, out, finish](const asio::error_code& ec, std::size_t) {
+                if (ec) return finish(ec.message());
+                asio::async_read(out->socket, asio::buffer(&x->readable, 1), [x, out, finish](const asio::error_code& ec, std::size_t) {
+                  if (ec) return finish("closed during the same-host probe (" + ec.message() + ")");
+                  out->remote_reads = x->readable == 1;
+                  finish({});
+                });
+              });
             });
           });
         });
@@ -507,7 +646,7 @@ void DataPlane::send(int node, const ChunkHeader& header, const void* data, std:
 
 DataPlaneStats DataPlane::stats() const {
   const auto& s = impl_->stats;
-  return {s.bytes_sent, s.bytes_received, s.messages_sent, s.messages_received,
+  return {s.bytes_sent, s.bytes_received, s.messages_sent, s.messages_received, s.messages_read_remotely,
           s.accepted, s.refused_version, s.refused_secret, s.refused_garbage};
 }
 

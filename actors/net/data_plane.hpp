@@ -13,6 +13,9 @@
 // one write (the caller keeps the memory alive through `keep_alive` until the
 // write completes, and must not modify it meanwhile); the receiver asks its
 // FrameSink where a message should land and reads the bytes straight there.
+// Between processes of one host and user, large messages skip the socket:
+// the receiver copies them straight out of the sender's memory (one copy;
+// `keep_alive` is then held until the receiver acknowledges).
 // Messages larger than part_bytes go as several frames (bounded writes, so
 // one connection cannot monopolise the I/O thread).
 //
@@ -66,13 +69,18 @@ struct DataPlaneOptions {
   std::uint64_t max_message_bytes = std::uint64_t{1} << 34;
   std::chrono::milliseconds handshake_timeout{5000};
   std::uint32_t version = protocol_version;  // tests speak other versions
+  // Messages of at least this many bytes to a peer that can read this
+  // process's memory (same host and user) go as one remote read instead of
+  // through the socket (wire.hpp); 0 = never.
+  std::size_t remote_read_min_bytes = 64u << 10;
 };
 
 struct DataPlaneStats {
-  std::uint64_t bytes_sent = 0;  // payload bytes
+  std::uint64_t bytes_sent = 0;  // payload bytes (read remotely: once the receiver has them)
   std::uint64_t bytes_received = 0;
   std::uint64_t messages_sent = 0;
   std::uint64_t messages_received = 0;
+  std::uint64_t messages_read_remotely = 0;  // received by a same-host remote read
   std::uint64_t accepted = 0;  // authenticated inbound connections
   std::uint64_t refused_version = 0;
   std::uint64_t refused_secret = 0;

@@ -19,6 +19,16 @@
 // with one gather write straight from the sender's tensor memory and read
 // straight into the receiver's destination buffer. The parts of one message
 // are consecutive on the connection.
+//
+// Same-host single copy: right after the handshake the client sends a Probe
+// frame (a RemoteSpan naming 32 random bytes in its memory, then those bytes);
+// the server tries to read them with process_vm_readv (Linux cross-memory
+// attach: same user, same host) and answers one byte, 1 if it could. If so,
+// large messages go as Remote frames: the header and a RemoteSpan, no
+// payload; the server copies the bytes straight from the client's memory into
+// its destination buffer (one copy, no socket) and answers one ack byte (1)
+// per Remote frame, in order, after which the client may release the memory.
+// Otherwise the server never writes after the handshake.
 
 #include <array>
 #include <cstddef>
@@ -27,9 +37,11 @@
 
 namespace taihu::net {
 
-inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::uint32_t protocol_version = 2;
 inline constexpr std::array<char, 8> hello_magic{'T', 'A', 'I', 'H', 'U', '-', 'D', 'P'};
-inline constexpr std::uint32_t frame_magic = 0x46554854;  // "THUF"
+inline constexpr std::uint32_t frame_magic = 0x46554854;         // "THUF": payload follows
+inline constexpr std::uint32_t remote_frame_magic = 0x52554854;  // "THUR": a RemoteSpan follows
+inline constexpr std::uint32_t probe_frame_magic = 0x50554854;   // "THUP": a RemoteSpan and its 32 bytes follow
 inline constexpr std::size_t nonce_bytes = 32;
 
 enum class RefuseReason : std::uint32_t { version = 1, authentication = 2, malformed = 3 };
@@ -62,5 +74,13 @@ struct FrameHeader {
   ChunkHeader chunk;
 };
 static_assert(std::is_trivially_copyable_v<FrameHeader> && sizeof(FrameHeader) == 56);
+
+// Where a Remote frame's bytes are: in process `pid`, at `address`.
+struct RemoteSpan {
+  std::uint64_t address = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t reserved = 0;
+};
+static_assert(std::is_trivially_copyable_v<RemoteSpan> && sizeof(RemoteSpan) == 16);
 
 }  // namespace taihu::net

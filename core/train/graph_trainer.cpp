@@ -13,7 +13,7 @@
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
-#include "core/common/random.hpp"
+#include "core/train/graph_replica.hpp"
 #include "core/solver/solver.hpp"
 #include "core/train/train_setup.hpp"
 
@@ -24,23 +24,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-GraphEvaluation to_evaluation(const cavs::GraphMetrics& m) {
-  return GraphEvaluation{m.mean_loss(), m.accuracy(), m.root_accuracy(), m.perplexity()};
-}
-
 std::string evaluation_json(const GraphEvaluation& e) {
   return to_json({{"loss", e.loss}, {"accuracy", e.accuracy}, {"root_accuracy", e.root_accuracy},
                   {"perplexity", e.perplexity}});
-}
-
-// A seeded permutation of [0, n) for one epoch.
-std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  Rng rng(derive_seed(seed, fmt::format("graph-order/{}", epoch)));
-  for (int64_t i = n - 1; i > 0; --i)
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(rng.below(static_cast<uint64_t>(i) + 1))]);
-  return order;
 }
 
 }  // namespace
@@ -65,32 +51,83 @@ std::string GraphTrainReport::to_json() const {
                         "  \"trees_per_second\": {:.6g},\n  \"vertices_per_second\": {:.6g},\n",
                         test.root_accuracy, dev_value(dev.root_accuracy), test.accuracy, samples_per_second,
                         vertices_per_second);
+  std::string data_parallel;
+  if (workers > 1) {
+    std::string buckets_json;
+    for (const auto& b : buckets)
+      buckets_json += fmt::format("{}{{\"elements\": {}, \"algorithm\": {}, \"predicted_seconds\": {:.6g}}}",
+                                  buckets_json.empty() ? "" : ", ", b.elements, json_quote(b.algorithm),
+                                  b.predicted_seconds);
+    data_parallel = fmt::format(
+        "  \"workers\": {},\n  \"buckets\": [{}],\n  \"exposed_comm_seconds\": {:.6g},\n"
+        "  \"comm_hidden_fraction\": {:.4f},\n",
+        workers, buckets_json, exposed_comm_seconds, comm_hidden_fraction);
+  }
   return fmt::format(
       "{{\n  \"model\": {},\n  \"data\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
       "  \"batch_size\": {},\n  \"best_epoch\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n{}"
-      "  \"samples_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n  \"runner\": {},\n"
+      "  \"samples_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n  \"runner\": {},\n{}"
       "  \"time_shares\": {{\"schedule\": {:.4f}, \"forward\": {:.4f}, \"backward\": {:.4f}, \"weight_gradients\": {:.4f}}},\n"
       "  \"gemm_gflops\": {:.4g},\n  \"history\": [\n    {}\n  ]\n}}\n",
       json_quote(model), json_quote(data), parameters, epochs, iterations, batch_size, best_epoch, train_loss,
-      test.loss, headline, samples_per_second, seconds, json_quote(runner), schedule_share, forward_share,
+      test.loss, headline, samples_per_second, seconds, json_quote(runner), data_parallel, schedule_share, forward_share,
       backward_share, weight_gradient_share, gemm_gflops, epochs_json);
+}
+
+void GraphTrainReport::set_history(std::vector<GraphEpochResult> epochs) {
+  history = std::move(epochs);
+  if (history.empty()) return;
+  size_t best = history.size() - 1;
+  if (has_dev)
+    for (size_t i = 0; i < history.size(); ++i) {
+      const auto& e = history[i].dev;
+      const auto& b = history[best].dev;
+      if (language_model ? e.perplexity < b.perplexity : e.root_accuracy > b.root_accuracy) best = i;
+    }
+  best_epoch = history[best].epoch;
+  dev = history[best].dev;
+  test = history[best].test;
+  train_loss = history.back().train_loss;
+}
+
+void log_graph_epoch(const GraphEpochResult& result, int64_t epochs, bool dev, bool language_model,
+                     const char* sample_unit, int64_t iteration, MetricsLog& metrics) {
+  if (language_model)
+    spdlog::info("epoch {}/{}: train loss {:.4f}, {}test perplexity {:.2f}, {:.0f} tokens/s", result.epoch, epochs,
+                 result.train_loss, dev ? fmt::format("dev perplexity {:.2f}, ", result.dev.perplexity) : "",
+                 result.test.perplexity, result.vertices_per_second);
+  else
+    spdlog::info("epoch {}/{}: train loss {:.4f}, root accuracy {}test {:.2f}% (all vertices {:.2f}%), "
+                 "{:.0f} {}/s",
+                 result.epoch, epochs, result.train_loss,
+                 dev ? fmt::format("dev {:.2f}% ", 100.0 * result.dev.root_accuracy) : "",
+                 100.0 * result.test.root_accuracy, 100.0 * result.test.accuracy, result.samples_per_second,
+                 sample_unit);
+  metrics.write({{"type", std::string("eval")},
+                 {"epoch", result.epoch},
+                 {"iteration", iteration},
+                 {"train_loss", result.train_loss},
+                 {"dev_loss", result.dev.loss},
+                 {"dev_root_accuracy", result.dev.root_accuracy},
+                 {"test_loss", result.test.loss},
+                 {"test_root_accuracy", result.test.root_accuracy},
+                 {"test_accuracy", result.test.accuracy},
+                 {"samples_per_second", result.samples_per_second}});
 }
 
 GraphTrainer::GraphTrainer(config::Document doc, Progress::Mode progress, RunnerFactory runner)
     : doc_(std::move(doc)), progress_mode_(progress) {
   const config::Section& root = doc_.root();
-  for (const char* key : {"workers", "nodes"})
-    if (root.has(key) && root.get<int64_t>(key) > (std::string_view(key) == "workers" ? 1 : 0))
-      throw root.error(key, "data-parallel replicas and remote nodes do not take dynamic models ([model]) yet; "
-                            "`executors = N` runs N parts of every mini-batch concurrently in this process");
-  epochs_ = root.get_or<int64_t>("epochs", 10);
-  batch_size_ = root.get_or<int64_t>("batch_size", 25);
-  test_batch_size_ = root.get_or<int64_t>("test_batch_size", 256);
-  seed_ = root.get_or<uint64_t>("seed", 1);
-  display_ = root.get_or<int64_t>("display", 50);
-  if (epochs_ < 1) throw root.error("epochs", "must be at least 1");
-  if (batch_size_ < 1) throw root.error("batch_size", "must be at least 1");
-  if (test_batch_size_ < 1) throw root.error("test_batch_size", "must be at least 1");
+  const TrainSettings settings = read_replica_settings(doc_);
+  if (settings.workers > 1 || root.get_or<int64_t>("nodes", 0) > 0)
+    throw root.error(settings.workers > 1 ? "workers" : "nodes",
+                     "this trainer runs one replica; data-parallel replicas and remote nodes train through "
+                     "compute::DataParallelTrainer (taihu-train chooses it)");
+  epochs_ = settings.epochs;
+  batch_size_ = settings.batch_size;
+  test_batch_size_ = settings.test_batch_size;
+  seed_ = settings.seed;
+  display_ = settings.display;
 
   cavs::check_model_type(doc_.section("model"));
   data_ = load_graph_dataset(doc_, doc_.section("data"), seed_);
@@ -137,24 +174,11 @@ const char* GraphTrainer::sample_unit() const {
 }
 
 GraphEvaluation GraphTrainer::evaluate(const std::vector<InputGraph>& graphs) {
-  cavs::GraphMetrics total;
-  for (size_t begin = 0; begin < graphs.size(); begin += static_cast<size_t>(test_batch_size_)) {
-    const size_t end = std::min(graphs.size(), begin + static_cast<size_t>(test_batch_size_));
-    total.merge(runner_->evaluate(std::span<const InputGraph>(graphs.data() + begin, end - begin)));
-  }
-  return to_evaluation(total);
+  return evaluate_graphs(*runner_, graphs, test_batch_size_);
 }
 
 Checkpoint GraphTrainer::make_checkpoint() const {
-  Checkpoint c;
-  c.net_name = model_type_;
-  c.iteration = solver_->iteration();
-  c.epoch = epoch_;
-  c.seed = seed_;
-  c.elapsed_seconds = elapsed_;
-  for (const auto& p : model_->params()) c.params.push_back(NamedTensor::from(p.name, p.blob->data()));
-  for (auto& [name, tensor] : solver_->state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
-  return c;
+  return capture_graph_checkpoint(*model_, *solver_, model_type_, seed_, TrainPosition{epoch_, 0, elapsed_, 0.0});
 }
 
 void GraphTrainer::write_checkpoint() {
@@ -163,24 +187,11 @@ void GraphTrainer::write_checkpoint() {
 
 void GraphTrainer::resume(const std::filesystem::path& path) {
   const Checkpoint c = load_checkpoint(path);
-  require(c.net_name == model_type_, "checkpoint '{}' is for model '{}', not '{}'", path.string(), c.net_name,
-          model_type_);
-  require(c.seed == seed_, "checkpoint was made with seed {}, the config says {}", c.seed, seed_);
-  auto& params = model_->params();
-  require(params.size() == c.params.size(), "checkpoint has {} parameters, the model has {}", c.params.size(),
-          params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    require(params[i].name == c.params[i].name, "checkpoint parameter {} is '{}', the model has '{}'", i,
-            c.params[i].name, params[i].name);
-    c.params[i].restore_into(params[i].blob->data());
-  }
-  auto state = solver_->state();
-  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
-          c.solver_state.size(), state.size());
-  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
-  solver_->set_iteration(c.iteration);
-  epoch_ = c.epoch;
-  elapsed_ = c.elapsed_seconds;
+  const TrainPosition position = restore_graph_checkpoint(c, *model_, *solver_, model_type_, seed_);
+  require(position.batch == 0, "checkpoint '{}' was written in the middle of epoch {}; this trainer resumes from "
+          "epoch checkpoints", path.string(), position.epoch + 1);
+  epoch_ = position.epoch;
+  elapsed_ = position.elapsed_seconds;
   spdlog::info("resumed from '{}' after epoch {} (iteration {})", path.string(), epoch_, c.iteration);
 }
 
@@ -207,7 +218,7 @@ GraphTrainReport GraphTrainer::run() {
   while (epoch_ < epochs_) {
     GraphEpochResult result;
     result.epoch = epoch_ + 1;
-    const auto order = epoch_order(n, seed_, epoch_);
+    const auto order = graph_epoch_order(n, seed_, epoch_);
     Progress progress(fmt::format("epoch {}/{}", epoch_ + 1, epochs_), per_epoch, batch_size_, progress_mode_,
                       display_, sample_unit());
     cavs::GraphMetrics epoch_metrics;
@@ -254,28 +265,7 @@ GraphTrainReport GraphTrainer::run() {
 
     if (!data_.dev.empty()) result.dev = evaluate(data_.dev);
     result.test = evaluate(data_.test);
-    const bool dev = !data_.dev.empty();
-    if (data_.language_model)
-      spdlog::info("epoch {}/{}: train loss {:.4f}, {}test perplexity {:.2f}, {:.0f} tokens/s", result.epoch, epochs_,
-                   result.train_loss, dev ? fmt::format("dev perplexity {:.2f}, ", result.dev.perplexity) : "",
-                   result.test.perplexity, result.vertices_per_second);
-    else
-      spdlog::info("epoch {}/{}: train loss {:.4f}, root accuracy {}test {:.2f}% (all vertices {:.2f}%), "
-                   "{:.0f} {}/s",
-                   result.epoch, epochs_, result.train_loss,
-                   dev ? fmt::format("dev {:.2f}% ", 100.0 * result.dev.root_accuracy) : "",
-                   100.0 * result.test.root_accuracy, 100.0 * result.test.accuracy, result.samples_per_second,
-                   sample_unit());
-    metrics_.write({{"type", std::string("eval")},
-                    {"epoch", result.epoch},
-                    {"iteration", solver_->iteration()},
-                    {"train_loss", result.train_loss},
-                    {"dev_loss", result.dev.loss},
-                    {"dev_root_accuracy", result.dev.root_accuracy},
-                    {"test_loss", result.test.loss},
-                    {"test_root_accuracy", result.test.root_accuracy},
-                    {"test_accuracy", result.test.accuracy},
-                    {"samples_per_second", result.samples_per_second}});
+    log_graph_epoch(result, epochs_, !data_.dev.empty(), data_.language_model, sample_unit(), solver_->iteration(), metrics_);
     history_.push_back(result);
     ++epoch_;
     elapsed_ += result.seconds;
@@ -284,21 +274,7 @@ GraphTrainReport GraphTrainer::run() {
 
   report.epochs = epochs_;
   report.iterations = solver_->iteration();
-  report.history = history_;
-  if (!history_.empty()) {
-    // Model selection on dev: highest root accuracy, or lowest perplexity.
-    size_t best = history_.size() - 1;
-    if (!data_.dev.empty())
-      for (size_t i = 0; i < history_.size(); ++i) {
-        const auto& e = history_[i].dev;
-        const auto& b = history_[best].dev;
-        if (data_.language_model ? e.perplexity < b.perplexity : e.root_accuracy > b.root_accuracy) best = i;
-      }
-    report.best_epoch = history_[best].epoch;
-    report.dev = history_[best].dev;
-    report.test = history_[best].test;
-    report.train_loss = history_.back().train_loss;
-  }
+  report.set_history(history_);
   report.seconds = train_seconds;
   report.samples_per_second = train_seconds > 0 ? static_cast<double>(trained_samples) / train_seconds : 0.0;
   report.vertices_per_second = train_seconds > 0 ? static_cast<double>(trained_vertices) / train_seconds : 0.0;

@@ -35,17 +35,15 @@
 #include "core/train/checkpoint.hpp"
 #include "core/train/metrics_log.hpp"
 #include "core/train/progress.hpp"
+#include "core/train/replica.hpp"
+#include "core/train/trainer.hpp"
 
 namespace taihu {
 
 class Solver;
 
-struct GraphEvaluation {
-  double loss = 0.0;           // mean over labelled vertices
-  double accuracy = 0.0;       // over labelled vertices
-  double root_accuracy = 0.0;  // over labelled roots
-  double perplexity = 0.0;     // exp(loss)
-};
+// Loss and accuracy over labelled vertices, root accuracy, perplexity.
+using GraphEvaluation = Scores;
 
 struct GraphEpochResult {
   int64_t epoch = 0;  // 1-based
@@ -81,12 +79,27 @@ struct GraphTrainReport {
   double gemm_gflops = 0.0;  // GEMM work per second of executor time
   std::string runner;
   std::vector<GraphEpochResult> history;
+  // Data-parallel runs (workers = N, actors/compute/coordinator.hpp).
+  int64_t workers = 1;
+  std::vector<BucketReport> buckets;
+  double exposed_comm_seconds = 0.0;
+  double comm_hidden_fraction = 0.0;
+
+  // Sets the history and takes the reported figures from the best epoch:
+  // highest dev root accuracy, or lowest dev perplexity (the last epoch
+  // without a dev set).
+  void set_history(std::vector<GraphEpochResult> epochs);
 
   // JSON with `test_accuracy` (root accuracy, a fraction) and
   // `trees_per_second` for tree models, `test_perplexity` and
   // `tokens_per_second` for language models.
   std::string to_json() const;
 };
+
+// Logs an evaluated epoch (`dev`: whether it has dev figures) and writes it
+// to the metrics log.
+void log_graph_epoch(const GraphEpochResult& result, int64_t epochs, bool dev, bool language_model,
+                     const char* sample_unit, int64_t iteration, MetricsLog& metrics);
 
 // Builds the runner that gets mini-batches through F; it may read its own
 // keys from the document (before unknown keys are rejected). The default

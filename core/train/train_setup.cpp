@@ -11,18 +11,18 @@
 
 namespace taihu {
 
-TrainSettings TrainSettings::read(const config::Section& root) {
+TrainSettings TrainSettings::read(const config::Section& root, const TrainSettings& d) {
   TrainSettings s;
-  s.epochs = root.get_or<int64_t>("epochs", 1);
-  s.batch_size = root.get_or<int64_t>("batch_size", 64);
-  s.test_batch_size = root.get_or<int64_t>("test_batch_size", 1000);
-  s.seed = root.get_or<uint64_t>("seed", 1);
-  s.display = root.get_or<int64_t>("display", 100);
-  s.workers = root.get_or<int64_t>("workers", 1);
-  s.data_blob = root.get_or<std::string>("data_blob", "data");
-  s.label_blob = root.get_or<std::string>("label_blob", "label");
-  s.loss_blob = root.get_or<std::string>("loss_blob", "loss");
-  s.accuracy_blob = root.get_or<std::string>("accuracy_blob", "accuracy");
+  s.epochs = root.get_or<int64_t>("epochs", d.epochs);
+  s.batch_size = root.get_or<int64_t>("batch_size", d.batch_size);
+  s.test_batch_size = root.get_or<int64_t>("test_batch_size", d.test_batch_size);
+  s.seed = root.get_or<uint64_t>("seed", d.seed);
+  s.display = root.get_or<int64_t>("display", d.display);
+  s.workers = root.get_or<int64_t>("workers", d.workers);
+  s.data_blob = root.get_or<std::string>("data_blob", d.data_blob);
+  s.label_blob = root.get_or<std::string>("label_blob", d.label_blob);
+  s.loss_blob = root.get_or<std::string>("loss_blob", d.loss_blob);
+  s.accuracy_blob = root.get_or<std::string>("accuracy_blob", d.accuracy_blob);
   if (s.epochs < 1) throw root.error("epochs", "must be at least 1");
   if (s.batch_size < 1) throw root.error("batch_size", "must be at least 1");
   if (s.test_batch_size < 1) throw root.error("test_batch_size", "must be at least 1");

@@ -32,8 +32,9 @@ struct TrainSettings {
   std::string loss_blob = "loss";
   std::string accuracy_blob = "accuracy";
 
-  // Reads (and validates) the root keys above.
-  static TrainSettings read(const config::Section& root);
+  // Reads (and validates) the root keys above; absent keys keep `defaults`.
+  static TrainSettings read(const config::Section& root, const TrainSettings& defaults);
+  static TrainSettings read(const config::Section& root) { return read(root, TrainSettings{}); }
 };
 
 // The net named by the root key `net`, set up for `batch` samples; checks

@@ -38,7 +38,7 @@ TEST_SUITE("buckets") {
       sync::Buckets b(*net, 0);
       REQUIRE(b.size() == 1);
       CHECK(b[0].elements == 864 + 24 + 96 + 4);
-      CHECK(b[0].first_layer == ip1);
+      CHECK(b[0].first_stage == ip1);
       CHECK(b.ready_after(ip1) == std::vector<std::uint32_t>{0});
       CHECK(b.ready_after(ip2).empty());
       // Backward order: ip2's bias, ip2's weight, ip1's bias, ip1's weight.
@@ -52,9 +52,9 @@ TEST_SUITE("buckets") {
       sync::Buckets b(*net, 500);
       REQUIRE(b.size() == 2);
       CHECK(b[0].elements == 4 + 96);
-      CHECK(b[0].first_layer == ip2);
+      CHECK(b[0].first_stage == ip2);
       CHECK(b[1].elements == 24 + 864);
-      CHECK(b[1].first_layer == ip1);
+      CHECK(b[1].first_stage == ip1);
       CHECK(b.ready_after(ip2) == std::vector<std::uint32_t>{0});
       CHECK(b.ready_after(ip1) == std::vector<std::uint32_t>{1});
       CHECK(b.total_elements() == 988);

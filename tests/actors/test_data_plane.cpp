@@ -210,49 +210,58 @@ TEST_SUITE("net") {
   }
 
   TEST_CASE("messages arrive whole, in order, split into frames and straight from the sender's memory") {
-    const std::string secret = random_secret();
-    CollectingSink sink_a, sink_b;
-    auto options_a = options_for(0, secret);
-    options_a.part_bytes = 1000;  // forces multi-frame messages
-    DataPlane a(options_a, &sink_a);
-    DataPlane b(options_for(1, secret), &sink_b);
-    a.connect(1, "127.0.0.1", b.port());
-    CHECK(a.connected(1));
-    const std::vector<std::size_t> sizes{0, 1, 250, 251, 2501, 100000};
-    std::vector<std::weak_ptr<std::vector<float>>> kept;
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      auto values = std::make_shared<std::vector<float>>(sizes[i]);
-      std::iota(values->begin(), values->end(), static_cast<float>(i) * 1000.0f);
-      kept.push_back(values);
-      ChunkHeader h{7, 0, 1, static_cast<std::uint32_t>(i), 42, 100 * i};
-      a.send(1, h, values->data(), values->size() * sizeof(float), values);
+    // Through the socket only, and with the large message read across
+    // processes' memory (here: the same process, which the probe accepts).
+    for (const std::size_t remote_min : {std::size_t{0}, std::size_t{64} << 10}) {
+      CAPTURE(remote_min);
+      const std::string secret = random_secret();
+      CollectingSink sink_a, sink_b;
+      auto options_a = options_for(0, secret);
+      options_a.part_bytes = 1000;  // forces multi-frame messages
+      options_a.remote_read_min_bytes = remote_min;
+      DataPlane a(options_a, &sink_a);
+      DataPlane b(options_for(1, secret), &sink_b);
+      a.connect(1, "127.0.0.1", b.port());
+      CHECK(a.connected(1));
+      const std::vector<std::size_t> sizes{0, 1, 250, 251, 2501, 100000, 3, 70000};
+      std::vector<std::weak_ptr<std::vector<float>>> kept;
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        auto values = std::make_shared<std::vector<float>>(sizes[i]);
+        std::iota(values->begin(), values->end(), static_cast<float>(i) * 1000.0f);
+        kept.push_back(values);
+        ChunkHeader h{7, 0, 1, static_cast<std::uint32_t>(i), 42, 100 * i};
+        a.send(1, h, values->data(), values->size() * sizeof(float), values);
+      }
+      REQUIRE(sink_b.wait_messages(sizes.size()));
+      const auto got = sink_b.received();
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        CAPTURE(i);
+        CHECK(got[i].from == 0);
+        CHECK(got[i].header.bucket == 7);
+        CHECK(got[i].header.receiver == 1);
+        CHECK(got[i].header.seq == i);
+        CHECK(got[i].header.iteration == 42);
+        CHECK(got[i].header.offset == 100 * i);
+        std::vector<float> expected(sizes[i]);
+        std::iota(expected.begin(), expected.end(), static_cast<float>(i) * 1000.0f);
+        CHECK(got[i].values == expected);
+      }
+      // The data plane released each sender buffer once written (or, read
+      // remotely, once the receiver acknowledged it).
+      CHECK(eventually([&] {
+        for (auto& w : kept)
+          if (!w.expired()) return false;
+        return true;
+      }));
+      const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}) * sizeof(float);
+      CHECK(eventually([&] { return a.stats().bytes_sent == total; }));
+      const auto sa = a.stats(), sb = b.stats();
+      CHECK(sa.messages_sent == sizes.size());
+      CHECK(sb.bytes_received == total);
+      CHECK(sb.messages_received == sizes.size());
+      CHECK(sb.messages_read_remotely == (remote_min == 0 ? 0u : 2u));  // 400 KB and 280 KB
+      CHECK(sb.accepted == 1);
     }
-    REQUIRE(sink_b.wait_messages(sizes.size()));
-    const auto got = sink_b.received();
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      CAPTURE(i);
-      CHECK(got[i].from == 0);
-      CHECK(got[i].header.bucket == 7);
-      CHECK(got[i].header.receiver == 1);
-      CHECK(got[i].header.seq == i);
-      CHECK(got[i].header.iteration == 42);
-      CHECK(got[i].header.offset == 100 * i);
-      std::vector<float> expected(sizes[i]);
-      std::iota(expected.begin(), expected.end(), static_cast<float>(i) * 1000.0f);
-      CHECK(got[i].values == expected);
-    }
-    // The data plane released each sender buffer once written.
-    CHECK(eventually([&] {
-      for (auto& w : kept)
-        if (!w.expired()) return false;
-      return true;
-    }));
-    const auto sa = a.stats(), sb = b.stats();
-    const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}) * sizeof(float);
-    CHECK(sa.bytes_sent == total);
-    CHECK(sb.bytes_received == total);
-    CHECK(sb.messages_received == sizes.size());
-    CHECK(sb.accepted == 1);
   }
 
   TEST_CASE("a wrong secret, another protocol version and garbage bytes are refused; the listener keeps serving") {

@@ -140,8 +140,14 @@ fi
 expect "gated graph network on random DAGs (no data set needed)" 0 "finished: test root accuracy.*graphs/s" -- "$train" \
   --config-file="$src/config/ggnn-dag.ini" epochs=1 data.train_size=200 data.dev_size=50 data.test_size=50 \
   output.dir="$work/gg" --progress=quiet
-expect "workers=2 with a dynamic model says what runs instead" 2 "workers.*dynamic models.*executors" -- "$train" \
-  --config-file="$src/config/ggnn-dag.ini" workers=2
+expect "2 data-parallel replicas train a dynamic model" 0 "finished: test root accuracy.*graphs/s" -- "$train" \
+  --config-file="$src/config/ggnn-dag.ini" workers=2 batch_size=10 epochs=1 data.train_size=200 data.dev_size=50 \
+  data.test_size=50 output.dir="$work/gg2" output.checkpoint=gg.ckpt --progress=quiet --report="$work/gg2.json"
+expect "its report has the tree keys and the buckets" 0 '"workers": 2,.*"buckets": \[\{"elements"' -- \
+  bash -c "tr -d '\\n' < '$work/gg2.json'"
+expect "2 replicas of a dynamic model resume from their checkpoint" 0 "resumed from.*epoch 2 batch 0" -- "$train" \
+  --config-file="$src/config/ggnn-dag.ini" workers=2 batch_size=10 epochs=2 data.train_size=200 data.dev_size=50 \
+  data.test_size=50 output.dir="$work/gg3" --resume="$work/gg2/gg.ckpt" --progress=quiet
 expect "a diverging dynamic model stops with code 3" 3 "loss became (NaN|infinite)" -- "$train" \
   --config-file="$src/config/ggnn-dag.ini" epochs=1 data.train_size=500 data.dev_size=10 data.test_size=10 \
   solver.type=sgd solver.base_lr=1e30 solver.lr_policy=fixed output.dir="$work/nan" --progress=quiet

@@ -6,6 +6,9 @@
 #   4. a node killed with SIGKILL mid-training: detected within seconds, the
 #      report names it, the last checkpoint is intact
 #   5. a stopped node (SIGSTOP): treated as dead after dead_after
+#   6. a dynamic model (gated graph network) on 2 nodes trains to the in-process (workers=2) result
+#   7. elastic = true: a node killed mid-epoch, training goes on over 2 nodes; a restarted node
+#      joins at the next epoch boundary and the run finishes on 3
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -13,7 +16,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph elastic)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -25,7 +28,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$work"
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 passed=0
@@ -146,6 +149,63 @@ print("cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or
 sys.exit(1 if diff else 0)
 PY
     check "3 nodes train to the in-process result" $?
+    ;;
+  graph)
+    # A dynamic model's replicas on 2 nodes: the same trajectory as 2 in-process workers.
+    saved=("${common[@]}")
+    common=(--config-file="$src/config/ggnn-dag.ini" cluster.secret_file="$work/secret" cluster.port=0 epochs=1
+            batch_size=16 data.train_size=640 data.dev_size=64 data.test_size=128 output.dir="$work/gout"
+            --progress=lines)
+    start_coordinator graph nodes=2 --report="$work/graph-cluster.json"
+    node_pids=()
+    for n in g1 g2; do
+      start_node "$n"
+      node_pids+=("$last")
+    done
+    wait "$coordinator"
+    check "graph: coordinator + 2 nodes finish (exit $?)" $? "$work/graph.log"
+    for p in "${node_pids[@]}"; do wait "$p"; done
+    "$train" "${common[@]}" workers=2 --report="$work/graph-inproc.json" >"$work/graph-inproc.log" 2>&1
+    check "graph: in-process workers=2 run" $? "$work/graph-inproc.log"
+    python3 - "$work/graph-cluster.json" "$work/graph-inproc.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+keys = ["train_loss", "test_loss", "test_accuracy", "dev_accuracy", "iterations", "workers"]
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print("graph model, cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or "none")
+sys.exit(1 if diff else 0)
+PY
+    check "graph: 2 nodes train a dynamic model to the in-process result" $?
+    common=("${saved[@]}")
+    ;;
+  elastic)
+    start_coordinator elastic epochs=2 data.limit_train=9600 elastic=true output.checkpoint_every=20 \
+      cluster.dead_after=3 sync.step_timeout=60 --report="$work/elastic.json"
+    node_pids=()
+    for n in a b c; do
+      start_node "$n-elastic" --dead-after=3
+      node_pids+=("$last")
+    done
+    wait_for_line "$work/elastic.log" "epoch 1/2 100/" 90
+    check "elastic: 100 iterations on 3 nodes" $? "$work/elastic.log"
+    kill -KILL "${node_pids[1]}"
+    wait_for_line "$work/elastic.log" "elastic: lost node [0-9] 'b-elastic'; continuing on 2 nodes with 2 ranks" 20
+    check "elastic: the run goes on over the 2 remaining nodes" $? "$work/elastic.log"
+    start_node d-elastic --dead-after=3  # the restarted node
+    node_pids+=("$last")
+    wait "$coordinator"
+    rc=$?
+    check "elastic: training finishes (exit $rc)" $rc "$work/elastic.log"
+    grep -q "elastic: nodes joined; continuing on 3 nodes with 3 ranks from epoch 2 batch 0" "$work/elastic.log"
+    check "elastic: the restarted node joins at the epoch boundary" $? "$work/elastic.log"
+    python3 - "$work/elastic.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("elastic run:", {k: r[k] for k in ["workers", "test_accuracy", "iterations"]})
+sys.exit(0 if r["workers"] == 3 and r["test_accuracy"] > 0.6 else 1)
+PY
+    check "elastic: 3 workers at the end, a trained model" $?
+    for p in "${node_pids[0]}" "${node_pids[2]}" "${node_pids[3]}"; do wait "$p"; done
     ;;
   timeout)
     start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2

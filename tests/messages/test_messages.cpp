@@ -147,14 +147,21 @@ TEST_SUITE("messages") {
     CHECK(d.stats.update_seconds == 0.125);
     CHECK(d.stats.exposed_comm_seconds == 0.0625);
     CHECK(d.stats.samples == 64);
-    CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5}).samples == 5);
+    CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5, 6}).samples == 5);
+    CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5, 6}).vertices == 6);
+    // A replica's evaluation answers eval_atom as the core type.
+    const auto evaluation = round_trip(system, ReplicaEvaluation{true, {1, 0.5, 0.25, 2.7}, {2, 0.75, 0.5, 7.4}});
+    CHECK(evaluation.has_dev);
+    CHECK(evaluation.dev.root_accuracy == 0.25);
+    CHECK(evaluation.test.perplexity == 7.4);
     // A NaN or infinite loss survives the wire (CAF's float encoding would not keep it).
     CHECK(std::isnan(round_trip(system, StepDone{1, 0, std::numeric_limits<float>::quiet_NaN(), {}}).loss));
     CHECK(round_trip(system, StepDone{1, 0, -std::numeric_limits<float>::infinity(), {}}).loss ==
           -std::numeric_limits<float>::infinity());
 
     // The cluster's control messages (actor handles are covered below).
-    const auto setup = round_trip(system, ClusterSetup{2, 3, "epochs = 1\n", {0, 1, 2}, {"ring", "hierarchical"}});
+    const auto setup = round_trip(system, ClusterSetup{4, 2, 3, "epochs = 1\n", {0, 1, 2}, {"ring", "hierarchical"}});
+    CHECK(setup.generation == 4);
     CHECK(setup.node == 2);
     CHECK(setup.nodes == 3);
     CHECK(setup.config == "epochs = 1\n");
@@ -167,7 +174,8 @@ TEST_SUITE("messages") {
     const auto peers = round_trip(system, ClusterPeers{{"a", "b"}, {1, 65535}});
     CHECK(peers.hosts == std::vector<std::string>{"a", "b"});
     CHECK(peers.ports == std::vector<std::uint16_t>{1, 65535});
-    const auto failure = round_trip(system, NodeFailure{2, 5, "gone"});
+    const auto failure = round_trip(system, NodeFailure{7, 2, 5, "gone"});
+    CHECK(failure.generation == 7);
     CHECK(failure.node == 2);
     CHECK(failure.rank == 5);
     CHECK(failure.reason == "gone");

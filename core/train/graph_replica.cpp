@@ -1,0 +1,174 @@
+#include "core/train/graph_replica.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/cavs/model_config.hpp"
+#include "core/common/check.hpp"
+#include "core/common/error.hpp"
+#include "core/common/flush_to_zero.hpp"
+#include "core/common/random.hpp"
+#include "core/graph/graph_dataset.hpp"
+#include "core/solver/solver.hpp"
+
+namespace taihu {
+
+std::vector<int64_t> graph_epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  Rng rng(derive_seed(seed, fmt::format("graph-order/{}", epoch)));
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(rng.below(static_cast<uint64_t>(i) + 1))]);
+  return order;
+}
+
+Scores evaluate_graphs(cavs::BatchRunner& runner, std::span<const InputGraph> graphs, int64_t batch) {
+  cavs::GraphMetrics total;
+  for (size_t begin = 0; begin < graphs.size(); begin += static_cast<size_t>(batch)) {
+    const size_t end = std::min(graphs.size(), begin + static_cast<size_t>(batch));
+    total.merge(runner.evaluate(graphs.subspan(begin, end - begin)));
+  }
+  return Scores{total.mean_loss(), total.accuracy(), total.root_accuracy(), total.perplexity()};
+}
+
+Checkpoint capture_graph_checkpoint(cavs::VertexFunction& model, Solver& solver, const std::string& model_type,
+                                    uint64_t seed, const TrainPosition& position) {
+  Checkpoint c;
+  c.net_name = model_type;
+  c.iteration = solver.iteration();
+  c.epoch = position.epoch;
+  c.batch = position.batch;
+  c.seed = seed;
+  c.elapsed_seconds = position.elapsed_seconds;
+  c.epoch_loss_sum = position.epoch_loss_sum;
+  for (const auto& p : model.params()) c.params.push_back(NamedTensor::from(p.name, p.blob->data()));
+  for (auto& [name, tensor] : solver.state()) c.solver_state.push_back(NamedTensor::from(name, *tensor));
+  return c;
+}
+
+TrainPosition restore_graph_checkpoint(const Checkpoint& c, cavs::VertexFunction& model, Solver& solver,
+                                       const std::string& model_type, uint64_t seed) {
+  require(c.net_name == model_type, "checkpoint is for model '{}', not '{}'", c.net_name, model_type);
+  require(c.seed == seed, "checkpoint was made with seed {}, the config says {}", c.seed, seed);
+  auto& params = model.params();
+  require(params.size() == c.params.size(), "checkpoint has {} parameters, the model has {}", c.params.size(),
+          params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    require(params[i].name == c.params[i].name, "checkpoint parameter {} is '{}', the model has '{}'", i,
+            c.params[i].name, params[i].name);
+    c.params[i].restore_into(params[i].blob->data());
+  }
+  auto state = solver.state();
+  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
+          c.solver_state.size(), state.size());
+  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
+  solver.set_iteration(c.iteration);
+  return TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
+}
+
+GraphReplica::GraphReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data,
+                           int rank, int ranks)
+    : rank_(rank), ranks_(ranks), settings_(settings), data_(data.graphs) {
+  require(data_ != nullptr, "GraphReplica: no graph data set");
+  const config::Section& root = doc.root();
+  per_vertex_loss_ = root.get_choice("loss", {"per_sample", "per_vertex"},
+                                     data_->language_model ? "per_vertex" : "per_sample") == "per_vertex";
+  const int64_t global_batch = settings.batch_size * ranks;
+  per_epoch_ = static_cast<int64_t>(data_->train.size()) / global_batch;
+  require<ConfigError>(per_epoch_ > 0, "{}: the training set has {} graphs, fewer than workers x batch_size = {}",
+                       root.where().str(), data_->train.size(), global_batch);
+  const config::Section& model = doc.section("model");
+  model_type_ = model.get_or<std::string>("type", "");
+  // Weights come from rank 0's broadcast; the seed only has to be valid.
+  model_ = std::make_unique<cavs::VertexFunction>(cavs::build_model(model, *data_, settings.seed));
+  runner_ = std::make_unique<cavs::InlineRunner>(*model_);
+  solver_ = Solver::create(doc.section("solver"), model_->param_pointers(), settings.epochs * per_epoch_);
+  model_->zero_diffs();
+  batch_.reserve(static_cast<size_t>(settings.batch_size));
+}
+
+GraphReplica::~GraphReplica() = default;
+
+int64_t GraphReplica::learnable_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : model_->params()) n += p.blob->count();
+  return n;
+}
+
+int64_t GraphReplica::iteration() const { return solver_->iteration(); }
+
+bool GraphReplica::language_model() const { return data_->language_model; }
+
+const std::string& GraphReplica::data_source() const { return data_->source; }
+
+const char* GraphReplica::sample_unit() const {
+  if (data_->language_model) return "sentences";
+  return data_->source == "dag" ? "graphs" : "trees";
+}
+
+std::vector<GradientStage> GraphReplica::gradient_stages() {
+  GradientStage all{model_type_, {}};
+  for (Param* p : model_->param_pointers())
+    if (p->learnable && p->blob->count() > 0) all.params.push_back(p);
+  return {std::move(all)};
+}
+
+// The position lives in the iteration number (see compute()); nothing to do.
+void GraphReplica::seek(int64_t, int64_t) {}
+
+ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) {
+  enable_flush_to_zero();  // per thread: the worker's
+  const int64_t epoch = static_cast<int64_t>(iteration) / per_epoch_;
+  const int64_t b = static_cast<int64_t>(iteration) % per_epoch_;
+  if (epoch != order_epoch_) {
+    order_ = graph_epoch_order(static_cast<int64_t>(data_->train.size()), settings_.seed, epoch);
+    order_epoch_ = epoch;
+  }
+  const int64_t first = (b * ranks_ + rank_) * settings_.batch_size;
+  batch_.clear();
+  for (int64_t i = first; i < first + settings_.batch_size; ++i)
+    batch_.push_back(data_->train[static_cast<size_t>(order_[static_cast<size_t>(i)])]);
+  const int64_t labelled = cavs::count_labelled(batch_);
+  const float scale = per_vertex_loss_ ? 1.0f / static_cast<float>(std::max<int64_t>(labelled, 1))
+                                       : 1.0f / static_cast<float>(batch_.size());
+  runner_->reset_stats();
+  const cavs::GraphMetrics m = runner_->train(batch_, scale);
+  stage_done(0);
+  const cavs::ExecutorStats s = runner_->stats();
+  ReplicaStep step;
+  step.forward_seconds = s.schedule_seconds + s.forward_seconds;
+  step.backward_seconds = s.backward_seconds + s.weight_gradient_seconds;
+  step.loss = static_cast<float>(m.mean_loss());
+  step.samples = static_cast<uint64_t>(m.samples);
+  step.vertices = static_cast<uint64_t>(m.vertices);
+  return step;
+}
+
+void GraphReplica::update() {
+  solver_->step();
+  // The averaged gradient covers every row of an embedding table, not only
+  // the rows this rank touched: clear it all.
+  runner_->zero_gradients();
+  model_->zero_diffs();
+}
+
+ReplicaEvaluation GraphReplica::evaluate() {
+  enable_flush_to_zero();
+  ReplicaEvaluation e;
+  e.has_dev = !data_->dev.empty();
+  if (e.has_dev) e.dev = evaluate_graphs(*runner_, data_->dev, settings_.test_batch_size);
+  e.test = evaluate_graphs(*runner_, data_->test, settings_.test_batch_size);
+  return e;
+}
+
+Checkpoint GraphReplica::checkpoint(const TrainPosition& position) {
+  return capture_graph_checkpoint(*model_, *solver_, model_type_, settings_.seed, position);
+}
+
+TrainPosition GraphReplica::restore(const Checkpoint& checkpoint, bool) {
+  return restore_graph_checkpoint(checkpoint, *model_, *solver_, model_type_, settings_.seed);
+}
+
+}  // namespace taihu

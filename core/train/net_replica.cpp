@@ -1,0 +1,129 @@
+#include "core/train/net_replica.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "core/common/check.hpp"
+#include "core/common/error.hpp"
+#include "core/common/random.hpp"
+#include "core/data/batch_source.hpp"
+#include "core/net/net.hpp"
+#include "core/solver/solver.hpp"
+
+namespace taihu {
+
+namespace {
+double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+}  // namespace
+
+std::vector<GradientStage> layer_stages(Net& net) {
+  std::vector<GradientStage> stages(net.num_layers());
+  for (std::size_t i = 0; i < net.num_layers(); ++i) {
+    stages[i].name = net.layer(i).name();
+    for (Param& p : net.layer(i).params())
+      if (p.learnable && p.blob->count() > 0) stages[i].params.push_back(&p);
+  }
+  return stages;
+}
+
+NetReplica::NetReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data,
+                       int rank, int ranks)
+    : rank_(rank), settings_(settings) {
+  const int64_t global_batch = settings.batch_size * ranks;
+  // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
+  net_ = build_net(doc, settings, settings.batch_size, settings.seed + static_cast<uint64_t>(rank));
+  if (rank == 0) check_sample_shape(doc, *net_, *data.train, settings);
+  require<ConfigError>(data.train->size() >= global_batch,
+                       "{}: the training set has {} samples, fewer than workers x batch_size = {}",
+                       doc.root().where().str(), data.train->size(), global_batch);
+  BatchOptions train_options;
+  train_options.batch_size = global_batch;
+  train_options.seed = settings.seed;
+  train_options.shuffle = data.config.shuffle;
+  train_options.drop_last = true;
+  train_options.prefetch = data.config.prefetch;
+  train_options.shard_count = ranks;
+  train_options.shard_index = rank;
+  train_ = std::make_unique<BatchSource>(data.train, train_options);
+  if (rank == 0) {
+    BatchOptions test_options = train_options;
+    test_options.batch_size = settings.test_batch_size;
+    test_options.shuffle = false;
+    test_options.drop_last = false;
+    test_options.shard_count = 1;
+    test_options.shard_index = 0;
+    test_ = std::make_unique<BatchSource>(data.test, test_options);
+  }
+  solver_ = Solver::create(doc.section("solver"), net_->learnable_params(),
+                           settings.epochs * train_->batches_per_epoch());
+}
+
+NetReplica::~NetReplica() = default;
+
+const std::string& NetReplica::name() const { return net_->name(); }
+
+int64_t NetReplica::learnable_parameters() const { return net_->num_learnable_parameters(); }
+
+std::vector<Param*> NetReplica::params() { return net_->params(); }
+
+int64_t NetReplica::iteration() const { return solver_->iteration(); }
+
+int64_t NetReplica::batches_per_epoch() const { return train_->batches_per_epoch(); }
+
+void NetReplica::seek(int64_t epoch, int64_t batch) { train_->seek(epoch, batch); }
+
+ReplicaStep NetReplica::compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  Net& net = *net_;
+  Tensor& data = net.blob(settings_.data_blob).data();
+  Tensor& labels = net.blob(settings_.label_blob).data();
+  if (!train_->next(data, labels)) {
+    // End of an epoch: the source answers false once, then starts the next.
+    require(train_->next(data, labels), "rank {}: no training batch for step {}", rank_, iteration);
+  }
+  ReplicaStep step;
+  step.samples = static_cast<uint64_t>(data.shape()[0]);
+  // Random layers (dropout) draw from streams that are a pure function of
+  // (seed, rank, iteration, layer), so resuming any replica needs no saved
+  // generator state and every rank draws differently.
+  const uint64_t step_seed = derive_seed(settings_.seed, fmt::format("rank {} step {}", rank_, iteration));
+  for (std::size_t i = 0; i < net.num_layers(); ++i) net.layer(i).seed(step_seed);
+  net.zero_param_diffs();
+  float loss = 0.0f;
+  for (std::size_t i = 0; i < net.num_layers(); ++i) loss += net.forward_layer(i);
+  step.loss = loss;
+  const auto forward_end = Clock::now();
+  net.begin_backward();
+  for (std::size_t i = net.num_layers(); i-- > 0;) {
+    net.backward_layer(i);
+    stage_done(i);
+  }
+  step.forward_seconds = seconds_between(start, forward_end);
+  step.backward_seconds = seconds_between(forward_end, Clock::now());
+  return step;
+}
+
+void NetReplica::update() { solver_->step(); }
+
+ReplicaEvaluation NetReplica::evaluate() {
+  require(test_ != nullptr, "rank {} has no test data", rank_);
+  const Evaluation e = taihu::evaluate(*net_, *test_, settings_, settings_.batch_size);
+  ReplicaEvaluation out;
+  out.test.loss = e.loss;
+  out.test.accuracy = e.accuracy;
+  return out;
+}
+
+Checkpoint NetReplica::checkpoint(const TrainPosition& position) {
+  return capture_checkpoint(*net_, *solver_, settings_.seed, position);
+}
+
+TrainPosition NetReplica::restore(const Checkpoint& checkpoint, bool rngs) {
+  return restore_checkpoint(checkpoint, *net_, *solver_, settings_.seed, rngs);
+}
+
+}  // namespace taihu

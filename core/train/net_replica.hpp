@@ -1,0 +1,52 @@
+#pragma once
+// A net as a data-parallel replica (core/train/replica.hpp): its layers are
+// the gradient stages, its batches come from a sharded BatchSource.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/train/replica.hpp"
+
+namespace taihu {
+
+class Net;
+class Solver;
+class BatchSource;
+
+// One stage per layer, in order: layer i is stage i (layers without learnable
+// parameters give empty stages).
+std::vector<GradientStage> layer_stages(Net& net);
+
+class NetReplica final : public Replica {
+ public:
+  NetReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data, int rank,
+             int ranks);
+  ~NetReplica() override;
+
+  const std::string& name() const override;
+  int64_t learnable_parameters() const override;
+  const char* sample_unit() const override { return "images"; }
+  std::vector<GradientStage> gradient_stages() override { return layer_stages(*net_); }
+  std::vector<Param*> params() override;
+  int64_t iteration() const override;
+  int64_t batches_per_epoch() const override;
+  void seek(int64_t epoch, int64_t batch) override;
+  ReplicaStep compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) override;
+  void update() override;
+  ReplicaEvaluation evaluate() override;
+  Checkpoint checkpoint(const TrainPosition& position) override;
+  TrainPosition restore(const Checkpoint& checkpoint, bool rngs) override;
+
+  Net& net() { return *net_; }
+
+ private:
+  int rank_;
+  TrainSettings settings_;
+  std::unique_ptr<Net> net_;
+  std::unique_ptr<Solver> solver_;
+  std::unique_ptr<BatchSource> train_;  // this rank's shard of every global batch
+  std::unique_ptr<BatchSource> test_;   // rank 0 only
+};
+
+}  // namespace taihu

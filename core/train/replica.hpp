@@ -1,0 +1,118 @@
+#pragma once
+// One data-parallel copy of a model, as a worker actor drives it: the model,
+// its solver, and its shard of every global batch. Two kinds share the
+// contract: a net (NetReplica, core/train/net_replica.hpp) and a dynamic
+// network run over input graphs (GraphReplica, core/train/graph_replica.hpp),
+// so the synchronization actors never know which one they move gradients for.
+//
+// Per iteration the caller
+//   1. calls compute(iteration, stage_done): forward and backward of this
+//      rank's share of global batch `iteration`; stage_done(s) runs as soon as
+//      the gradients of gradient stage s are final, so their allreduce can
+//      start while backward goes on (stages finish last to first);
+//   2. overwrites every learnable parameter's diff with the averaged gradient;
+//   3. calls update(): the solver step, then clears what compute() added.
+//
+// Plain C++ (no actors).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/data/dataset.hpp"
+#include "core/layers/layer.hpp"
+#include "core/train/checkpoint.hpp"
+#include "core/train/train_setup.hpp"
+
+namespace taihu {
+
+struct GraphDataset;
+
+// Parameters whose gradients become final together: a layer of a net, or all
+// of a vertex function (its weight gradients are computed after backward).
+struct GradientStage {
+  std::string name;
+  std::vector<Param*> params;  // learnable only
+};
+
+struct ReplicaStep {
+  float loss = 0.0f;        // mean training loss of this rank's share
+  uint64_t samples = 0;     // images, trees, sentences
+  uint64_t vertices = 0;    // vertices of the graphs (dynamic models); 0 for nets
+  double forward_seconds = 0.0;
+  double backward_seconds = 0.0;
+};
+
+// Figures on one evaluation split. Nets fill loss and accuracy; dynamic
+// models also the accuracy over labelled roots and the perplexity.
+struct Scores {
+  double loss = 0.0;           // mean over samples (nets) or labelled vertices
+  double accuracy = 0.0;       // fraction in [0, 1]
+  double root_accuracy = 0.0;  // over labelled roots
+  double perplexity = 0.0;     // exp(loss)
+};
+
+struct ReplicaEvaluation {
+  bool has_dev = false;
+  Scores dev;
+  Scores test;
+};
+
+class Replica {
+ public:
+  virtual ~Replica() = default;
+
+  // The net's or the model type's name, for logs and checkpoints.
+  virtual const std::string& name() const = 0;
+  virtual int64_t learnable_parameters() const = 0;
+  // What a sample is called in progress lines: images, trees, sentences.
+  virtual const char* sample_unit() const = 0;
+
+  // In forward order; backward finishes them last to first.
+  virtual std::vector<GradientStage> gradient_stages() = 0;
+  // Every parameter the replicas must agree on (learnable and state, such as
+  // batch-norm statistics), in a fixed order: what rank 0 broadcasts.
+  virtual std::vector<Param*> params() = 0;
+
+  // Solver steps taken.
+  virtual int64_t iteration() const = 0;
+  virtual int64_t batches_per_epoch() const = 0;
+  // Positions the training data at `batch` of `epoch` (both 0-based).
+  virtual void seek(int64_t epoch, int64_t batch) = 0;
+
+  virtual ReplicaStep compute(uint64_t iteration, const std::function<void(std::size_t stage)>& stage_done) = 0;
+  virtual void update() = 0;
+  // On the held-out data (rank 0 holds it).
+  virtual ReplicaEvaluation evaluate() = 0;
+
+  virtual Checkpoint checkpoint(const TrainPosition& position) = 0;
+  // Restores after checking that the checkpoint fits; with `rngs` also the
+  // random generators (one rank's). Returns the checkpoint's position.
+  virtual TrainPosition restore(const Checkpoint& checkpoint, bool rngs) = 0;
+};
+
+// The data every replica of one run reads (shared, read-only): images for a
+// net, input graphs for a dynamic model (a config with a [model] section).
+struct ReplicaData {
+  DataConfig config;
+  std::shared_ptr<const Dataset> train, test;
+  std::shared_ptr<const GraphDataset> graphs;
+  static ReplicaData read(const config::Document& doc, const TrainSettings& settings);
+};
+
+// Whether a config trains a dynamic network ([model]) rather than a net.
+bool is_dynamic_model(const config::Document& doc);
+
+// The root keys of a data-parallel run: TrainSettings with the defaults of the
+// single-replica trainer of the same kind.
+TrainSettings read_replica_settings(const config::Document& doc);
+
+// Rank `rank` of `ranks`: every rank reads its own share of each global batch
+// of ranks x settings.batch_size samples; rank 0 also holds the held-out data.
+std::unique_ptr<Replica> build_replica(const config::Document& doc, const TrainSettings& settings,
+                                       const ReplicaData& data, int rank, int ranks);
+
+}  // namespace taihu
