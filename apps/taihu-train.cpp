@@ -4,6 +4,8 @@
 //               [--dump-config] [--report=FILE] [--resume=FILE] [--progress=auto|bar|lines|quiet]
 //               [--log-level=info]
 //
+// device=sw26010 runs the layers on the simulated SW26010 (actors/device:
+// one actor per core group) and reports the simulated time per layer.
 // workers=N (N > 1) trains N in-process replicas with the actor runtime
 // (actors/compute/coordinator.hpp), nodes=K spreads them over taihu-node
 // processes; batch_size is then per worker.
@@ -21,12 +23,14 @@
 
 #include "apps/app_support.hpp"
 #include "actors/compute/coordinator.hpp"
+#include "actors/device/sw26010_executor.hpp"
 #include "actors/graph/graph_runner.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
 #include "core/train/graph_trainer.hpp"
 #include "core/train/trainer.hpp"
+#include "devices/sw26010/params.hpp"
 
 namespace {
 
@@ -60,6 +64,18 @@ void write_report(const taihu::app::CommandLine& cl, const std::string& json) {
     if (!out) throw taihu::Error(fmt::format("cannot write report '{}'", *path));
     out << json;
   }
+}
+
+// Device models for the single-replica Trainer (`device = sw26010`): the
+// chip's parameters are config/devices/sw26010.ini's, overridden by an
+// optional [sw26010] section of the app config.
+std::unique_ptr<taihu::LayerExecutor> make_device(const std::string& device, taihu::Net& net,
+                                                  const taihu::config::Document& doc) {
+  using namespace taihu;
+  const config::Section* section = doc.find("sw26010");
+  const sw26010::Params params = section ? sw26010::Params::from(*section) : sw26010::Params::defaults();
+  spdlog::info("device sw26010: 4 core-group actors, {:.2f} GHz, {} CPEs each", params.clock_hz / 1e9, 64);
+  return device::make_sw26010_executor(net, params);
 }
 
 // Which epoch the reported test figures come from.
@@ -146,12 +162,21 @@ int main(int argc, char** argv) {
       if (auto resume = cl.flag("resume")) trainer.resume(*resume);
       report = trainer.run();
     } else {
-      Trainer trainer(std::move(doc), progress);
+      // On a device model, the 4 core groups run concurrently and each CPE's
+      // host GEMMs are small: one BLAS thread each.
+      if (doc.root().get_or<std::string>("device", "cpu") != "cpu" && doc.section("blas").get_or<int>("threads", 0) == 0)
+        blas::set_threads(1);
+      Trainer trainer(std::move(doc), progress, make_device);
       if (auto resume = cl.flag("resume")) trainer.resume(*resume);
       report = trainer.run();
     }
     spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s",
                  100.0 * report.test_accuracy, report.train_loss, report.images_per_second);
+    if (report.device != "cpu")
+      spdlog::info("{}: {:.1f} simulated images/s ({:.1f} ms per simulated iteration, {:.1f} s of host time each)",
+                   report.device, report.device_report.simulated_images_per_second(),
+                   1e3 * report.device_report.simulated_iteration_seconds(),
+                   report.device_report.iterations ? report.device_report.host_seconds / report.device_report.iterations : 0.0);
     write_report(cl, report.to_json());
     return 0;
   } catch (const NumericError& e) {

@@ -13,6 +13,7 @@
 
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
+#include "messages/core_group_work.hpp"
 #include "messages/evaluation.hpp"
 #include "messages/gradient_ready.hpp"
 #include "messages/parameters.hpp"
@@ -61,6 +62,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, reform_atom, "reform")   // a node drops its replicas for a new cluster
   CAF_ADD_ATOM(taihu, taihu::msg, leave_atom, "leave")     // the gate: a node is gone, its place is free
   CAF_ADD_ATOM(taihu, taihu::msg, restore_atom, "restore") // a worker loads a checkpoint file
+
+  // Simulated devices (messages/core_group_work.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupWork))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupDone))
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

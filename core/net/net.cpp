@@ -237,7 +237,10 @@ float Net::forward_layer(size_t i) {
   Node& node = layers_[i];
   if (!node.active(phase_)) return 0.0f;
   node.layer->reshape(node.bottom, node.top);
-  node.layer->forward(node.bottom, node.top);
+  if (executor_)
+    executor_->forward(i);
+  else
+    node.layer->forward(node.bottom, node.top);
   if (node.loss_weight == 0.0f) return 0.0f;
   const Tensor& out = node.top[0]->data();
   double sum = 0.0;
@@ -259,7 +262,10 @@ void Net::begin_backward() {
 bool Net::backward_layer(size_t i) {
   Node& node = layers_[i];
   if (!node.needs_backward || !node.active(phase_)) return false;
-  node.layer->backward(node.top, node.propagate_down, node.bottom);
+  if (executor_)
+    executor_->backward(i);
+  else
+    node.layer->backward(node.top, node.propagate_down, node.bottom);
   return true;
 }
 

@@ -27,6 +27,7 @@
 
 #include "core/config/config.hpp"
 #include "core/layers/layer.hpp"
+#include "core/net/layer_executor.hpp"
 
 namespace taihu {
 
@@ -37,6 +38,13 @@ class Net {
   ~Net();
 
   const std::string& name() const { return name_; }
+  // The description the net was built from (layer options: section "layer NAME").
+  const config::Document& description() const { return *description_; }
+
+  // Runs every layer's forward and backward through `executor` instead of the
+  // layer's own code (null: the layers' code); not owned, must outlive its use.
+  void set_executor(LayerExecutor* executor) { executor_ = executor; }
+  LayerExecutor* executor() const { return executor_; }
 
   // Reshapes the inputs to `batch` samples and every layer after them.
   void set_batch(int64_t batch);
@@ -114,6 +122,7 @@ class Net {
   std::map<std::string, std::shared_ptr<Blob>> blobs_;
   std::vector<Node> layers_;
   std::vector<Blob*> diffs_to_zero_;
+  LayerExecutor* executor_ = nullptr;
 };
 
 }  // namespace taihu

@@ -49,16 +49,69 @@ std::string TrainReport::to_json() const {
         "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},",
         exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration);
   }
+  std::string device_json;
+  if (device != "cpu") {
+    const DeviceReport& d = device_report;
+    std::string layers_json;
+    for (size_t i = 0; i < d.layers.size(); ++i) {
+      const auto& l = d.layers[i];
+      layers_json += (i ? ",\n    " : "\n    ") +
+                     taihu::to_json({{"name", l.name},
+                                     {"type", l.type},
+                                     {"method", l.method},
+                                     {"simulated", std::string(l.simulated ? "true" : "false")},
+                                     {"forward_seconds", l.forward_seconds},
+                                     {"backward_seconds", l.backward_seconds()},
+                                     {"data_gradient_seconds", l.data_gradient_seconds},
+                                     {"weight_gradient_seconds", l.weight_gradient_seconds}});
+    }
+    // "simulated" is a JSON boolean, not a string
+    for (const char* b : {"true", "false"}) {
+      const std::string quoted = fmt::format("\"simulated\": \"{}\"", b), plain = fmt::format("\"simulated\": {}", b);
+      for (size_t at = layers_json.find(quoted); at != std::string::npos; at = layers_json.find(quoted, at))
+        layers_json.replace(at, quoted.size(), plain);
+    }
+    device_json = fmt::format(
+        "\n  \"device\": {},\n  \"simulated_iterations\": {},\n  \"simulated_iteration_seconds\": {:.6g},"
+        "\n  \"simulated_images_per_second\": {:.6g},\n  \"host_seconds_per_simulated_iteration\": {:.6g},"
+        "\n  \"host_cpu_seconds_per_simulated_iteration\": {:.6g},\n  \"layers\": [{}\n  ],",
+        json_quote(device), d.iterations, d.simulated_iteration_seconds(), d.simulated_images_per_second(),
+        d.iterations ? d.host_seconds / double(d.iterations) : 0.0,
+        d.iterations ? d.host_cpu_seconds / double(d.iterations) : 0.0, layers_json);
+  }
   return fmt::format(
       "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
       "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
       "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
-      "  \"blas_kernel\": {},\n  \"workers\": {},{}\n  \"history\": [\n    {}\n  ]\n}}\n",
+      "  \"blas_kernel\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
       json_quote(net), parameters, epochs, iterations, batch_size, train_loss, test_loss, test_accuracy,
-      images_per_second, seconds, json_quote(blas_kernel), workers, buckets_json, epochs_json);
+      images_per_second, seconds, json_quote(blas_kernel), workers, buckets_json, device_json, epochs_json);
 }
 
-Trainer::Trainer(config::Document doc, Progress::Mode progress)
+std::string device_report_table(const DeviceReport& r, int64_t batch) {
+  std::string out = fmt::format("{}: simulated time per iteration (batch {}), ms\n  {:<24} {:<16} {:<10} {:>10} {:>10} {:>10}\n",
+                                r.device, batch, "layer", "type", "method", "forward", "data grad", "weight grad");
+  double forward = 0, backward = 0;
+  for (const auto& l : r.layers) {
+    if (!l.simulated) {
+      out += fmt::format("  {:<24} {:<16} {:<10} {:>10} {:>10} {:>10}\n", l.name, l.type, l.method, "host", "-", "-");
+      continue;
+    }
+    out += fmt::format("  {:<24} {:<16} {:<10} {:>10.3f} {:>10.3f} {:>10.3f}\n", l.name, l.type, l.method,
+                       1e3 * l.forward_seconds, 1e3 * l.data_gradient_seconds, 1e3 * l.weight_gradient_seconds);
+    forward += l.forward_seconds;
+    backward += l.backward_seconds();
+  }
+  out += fmt::format(
+      "  simulated: forward {:.1f} ms, backward {:.1f} ms, iteration {:.1f} ms, {:.1f} images/s; host {:.1f} s "
+      "({:.1f} s of CPU) per simulated iteration",
+      1e3 * forward, 1e3 * backward, 1e3 * r.simulated_iteration_seconds(), r.simulated_images_per_second(),
+      r.iterations ? r.host_seconds / double(r.iterations) : 0.0,
+      r.iterations ? r.host_cpu_seconds / double(r.iterations) : 0.0);
+  return out;
+}
+
+Trainer::Trainer(config::Document doc, Progress::Mode progress, const LayerExecutorFactory& devices)
     : doc_(std::move(doc)), progress_mode_(progress) {
   const config::Section& root = doc_.root();
   const TrainSettings settings = TrainSettings::read(root);
@@ -76,6 +129,14 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
   settings_ = settings;
 
   net_ = build_net(doc_, settings, batch_size_, seed_);
+  max_iterations_ = root.get_or<int64_t>("iterations", 0);
+  if (max_iterations_ < 0) throw root.error("iterations", "must be >= 0 (0: run every epoch)");
+  device_ = root.get_choice("device", {"cpu", "sw26010"}, "cpu");
+  if (device_ != "cpu") {
+    if (!devices) throw root.error("device", "this program runs nets on the cpu only");
+    executor_ = devices(device_, *net_, doc_);
+    net_->set_executor(executor_.get());
+  }
 
   // Data.
   const config::Section& data = doc_.section("data");
@@ -125,6 +186,10 @@ Trainer::Trainer(config::Document doc, Progress::Mode progress)
 
 Trainer::~Trainer() = default;
 
+bool Trainer::iteration_limit_reached() const {
+  return max_iterations_ > 0 && solver_->iteration() >= max_iterations_;
+}
+
 Checkpoint Trainer::make_checkpoint() const {
   return capture_checkpoint(*net_, *solver_, seed_, TrainPosition{epoch_, batch_, elapsed_, epoch_loss_sum_});
 }
@@ -170,7 +235,7 @@ TrainReport Trainer::run() {
 
   net_->set_phase(Phase::train);
   net_->set_batch(batch_size_);
-  while (epoch_ < epochs_) {
+  while (epoch_ < epochs_ && !iteration_limit_reached()) {
     EpochResult result;
     result.epoch = epoch_ + 1;
     train_source_->seek(epoch_, batch_);
@@ -178,9 +243,11 @@ TrainReport Trainer::run() {
                       display_);
     const auto start = std::chrono::steady_clock::now();
     const int64_t first_batch = batch_;
-    while (batch_ < per_epoch && train_source_->next(data, labels)) {
+    while (batch_ < per_epoch && !iteration_limit_reached() && train_source_->next(data, labels)) {
       net_->zero_param_diffs();
+      if (executor_) executor_->begin_iteration(batch_size_);
       const float loss = net_->forward_backward();
+      if (executor_) executor_->end_iteration();
       if (!std::isfinite(loss)) {
         progress.finish("stopped");
         throw NumericError(fmt::format(
@@ -225,10 +292,14 @@ TrainReport Trainer::run() {
                     {"train_loss", result.train_loss},
                     {"images_per_second", result.images_per_second}});
     history_.push_back(result);
+    elapsed_ += result.seconds;
+    if (batch_ < per_epoch && iteration_limit_reached()) {  // stopped by `iterations`: the checkpoint resumes mid-epoch
+      write_checkpoint(0.0);
+      break;
+    }
     ++epoch_;
     batch_ = 0;
     epoch_loss_sum_ = 0.0;
-    elapsed_ += result.seconds;
     write_checkpoint(0.0);
   }
 
@@ -241,6 +312,11 @@ TrainReport Trainer::run() {
     report.test_accuracy = history_.back().test_accuracy;
   }
   report.seconds = train_seconds;
+  if (executor_) {
+    report.device = device_;
+    report.device_report = executor_->report();
+    spdlog::info("{}", device_report_table(report.device_report, batch_size_));
+  }
   report.images_per_second =
       train_seconds > 0 ? static_cast<double>(trained_batches * batch_size_) / train_seconds : 0.0;
   return report;

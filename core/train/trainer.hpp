@@ -8,6 +8,9 @@
 //   test_batch_size = 1000
 //   seed = 1
 //   display = 100             # iterations between plain progress lines
+//   iterations = 0            # stop after N training iterations in all (0: run the epochs)
+//   device = cpu              # or sw26010: layers run on a device model (needs the
+//                             # app's LayerExecutorFactory; simulated time in the report)
 //   [data]    ... see core/data/dataset.hpp
 //   [solver]  ... see core/solver/solver.hpp
 //   [output]
@@ -21,11 +24,13 @@
 // and in the final TrainReport.
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/config/config.hpp"
+#include "core/net/layer_executor.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/metrics_log.hpp"
 #include "core/train/progress.hpp"
@@ -77,14 +82,26 @@ struct TrainReport {
   // messages when compressed), and what dense ring allreduce would send.
   double bytes_sent_per_iteration = 0.0;
   double dense_bytes_per_iteration = 0.0;
+  // device != "cpu": the device model's simulated time (per layer, per iteration).
+  std::string device = "cpu";
+  DeviceReport device_report;
 
   std::string to_json() const;
 };
 
+// Makes the executor for a `device` other than cpu (the app supplies it: device
+// models live outside core); null or an empty function: only cpu is available.
+using LayerExecutorFactory =
+    std::function<std::unique_ptr<LayerExecutor>(const std::string& device, Net& net, const config::Document& doc)>;
+
+// The per-layer table of a device report, for logs.
+std::string device_report_table(const DeviceReport& report, int64_t batch);
+
 class Trainer {
  public:
   // Reads the whole config; unknown keys are errors. `doc` must outlive the trainer.
-  explicit Trainer(config::Document doc, Progress::Mode progress = Progress::Mode::automatic);
+  explicit Trainer(config::Document doc, Progress::Mode progress = Progress::Mode::automatic,
+                   const LayerExecutorFactory& devices = {});
   ~Trainer();
 
   // Continues from a checkpoint written by an identical configuration.
@@ -99,6 +116,7 @@ class Trainer {
 
  private:
   void evaluate(EpochResult& result);
+  bool iteration_limit_reached() const;
   // `unaccounted_seconds`: training time of the current epoch so far.
   void write_checkpoint(double unaccounted_seconds);
 
@@ -106,6 +124,9 @@ class Trainer {
   TrainSettings settings_;
   Progress::Mode progress_mode_;
   std::unique_ptr<Net> net_;
+  std::string device_ = "cpu";
+  std::unique_ptr<LayerExecutor> executor_;  // after net_: destroyed first
+  int64_t max_iterations_ = 0;  // 0: no limit
   std::unique_ptr<Solver> solver_;
   std::shared_ptr<const Dataset> train_set_;
   std::shared_ptr<const Dataset> test_set_;

@@ -80,15 +80,17 @@ void filters_to_implicit(const ConvShape& s, const float* w, float* wi) {
 }
 
 KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
-                                  const float* w, const float* bias, float* y) {
+                                  const float* w, const float* bias, float* y, std::int64_t x_row_pitch,
+                                  std::int64_t y_row_pitch) {
   require<SimulationError>(s.stride_h == 1 && s.stride_w == 1, "implicit convolution needs stride 1, got {}x{}",
                            s.stride_h, s.stride_w);
   const std::int64_t ho = s.out_height(), wo = s.out_width(), n = batch;
-  const std::int64_t row_in = s.channels * s.width * n;  // one input row (C x W x N)
+  const std::int64_t row_in = x_row_pitch > 0 ? x_row_pitch : s.channels * s.width * n;  // one input row (C x W x N)
+  const std::int64_t row_out = y_row_pitch > 0 ? y_row_pitch : s.num_output * wo * n;
   std::vector<GemmProblem> problems(static_cast<std::size_t>(ho));
   for (std::int64_t o = 0; o < ho; ++o) {
     auto& p = problems[std::size_t(o)];
-    p.c = y + o * s.num_output * wo * n;
+    p.c = y + o * row_out;
     p.ldc = wo * n;
     for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
       const std::int64_t ih = o - s.pad_h + kh;
@@ -114,6 +116,7 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
                                  1.0f, 0.0f, problems);
   if (bias) {
     // y is Ho x No x (Wo*N): planes of Wo*N per (row, channel)
+    require<SimulationError>(row_out == s.num_output * wo * n, "implicit convolution: a bias needs contiguous rows");
     std::vector<float> ones(std::size_t(s.num_output), 1.0f);
     total += channel_affine(cg, y, y, ho, s.num_output, wo * n, ones.data(), bias);
   }

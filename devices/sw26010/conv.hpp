@@ -24,8 +24,12 @@ KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_
 KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                    const float* w, const float* dy, float* dw, float* db, float* dx, float* col);
 // x: H x C x W x batch; w: kh x kw x No x C; y: Ho x No x Wo x batch.
+// Row pitches (floats between rows h of x and rows ho of y; 0: C*W*batch and
+// No*Wo*batch) let one group of a grouped convolution work on its channel
+// slice of the whole tensors.
 KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
-                                  const float* w, const float* bias, float* y);
+                                  const float* w, const float* bias, float* y, std::int64_t x_row_pitch = 0,
+                                  std::int64_t y_row_pitch = 0);
 // Filters (No x C x kh x kw) to the implicit layout (kh x kw x No x C); host side (done once per update).
 void filters_to_implicit(const ConvShape& s, const float* w, float* w_implicit);
 

@@ -93,6 +93,15 @@ else
   echo "SKIP: truncated idx file (dataset-fashion-mnist not installed)"
 fi
 
+# The simulated SW26010 (device = sw26010): 2 iterations of LeNet on its 4
+# core-group actors; the report has the simulated figures and a per-layer list.
+expect "device=sw26010 trains and reports simulated images/s" 0 "simulated images/s" -- "$train" --config-file="$work/app.ini" \
+  device=sw26010 iterations=2 --progress=quiet --report="$work/sw.json"
+expect "sw26010 report: simulated_images_per_second" 0 '"simulated_images_per_second": [0-9.e+]+' -- cat "$work/sw.json"
+expect "sw26010 report: per-layer method and times" 0 '"name": "conv2", "type": "Convolution", "method": "(explicit|implicit)", "simulated": true, "forward_seconds": [0-9.e-]+, "backward_seconds"' -- cat "$work/sw.json"
+expect "iterations=2 stops after 2 iterations" 0 '"iterations": 2,' -- cat "$work/sw.json"
+expect "unknown device names the key" 2 "device.*cpu, sw26010" -- "$train" --config-file="$work/app.ini" device=gpu
+
 # Weights of 3e38 overflow conv1 to inf; conv2's mixed-sign weights then make inf - inf = NaN.
 sed '0,/weight_filler = xavier/s//weight_filler = constant 3e38/' "$work/lenet.ini" >"$work/nan.ini"
 expect "NaN loss stops with code 3" 3 "loss became NaN" -- "$train" --config-file="$work/app.ini" net=nan.ini --progress=quiet

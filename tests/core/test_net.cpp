@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/layers/split.hpp"
 #include "core/net/net.hpp"
@@ -88,5 +91,67 @@ top = loss
                       p->name << "[" << i << "]: analytic " << analytic[i] << " numeric " << numeric);
       }
     }
+  }
+
+  TEST_CASE("net: an installed LayerExecutor runs every active layer's forward and backward instead") {
+    auto doc = std::make_shared<config::Document>(config::Document::parse(R"(
+[net]
+name = small
+[input data]
+shape = 3
+[input label]
+shape =
+[layer ip]
+type = InnerProduct
+bottom = data
+top = ip
+num_output = 2
+[layer acc]
+type = Accuracy
+bottom = ip label
+top = acc
+phase = test
+[layer loss]
+type = SoftmaxWithLoss
+bottom = ip label
+top = loss
+)",
+                                                                          "small.ini"));
+    // Runs the layers' own code, recording what it was asked to run.
+    struct Recorder final : LayerExecutor {
+      Net* net = nullptr;
+      std::vector<std::string> calls;
+      void forward(std::size_t i) override {
+        calls.push_back("f:" + net->layer(i).name());
+        net->layer(i).forward(net->layer_bottoms(i), net->layer_tops(i));
+      }
+      void backward(std::size_t i) override {
+        calls.push_back("b:" + net->layer(i).name());
+        net->layer(i).backward(net->layer_tops(i), net->layer_propagate_down(i), net->layer_bottoms(i));
+      }
+    };
+    Net plain(doc, 2, 5), routed(doc, 2, 5);
+    Recorder recorder;
+    recorder.net = &routed;
+    routed.set_executor(&recorder);
+    CHECK(routed.executor() == &recorder);
+    for (Net* n : {&plain, &routed}) {
+      const float values[] = {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.5f};
+      std::copy(values, values + 6, n->blob("data").data().ptr());
+      n->blob("label").data()[0] = 1, n->blob("label").data()[1] = 0;
+      n->zero_param_diffs();
+    }
+    const float expected = plain.forward_backward();
+    CHECK(routed.forward_backward() == expected);
+    // (the automatic splits of ip and label run through it too; Accuracy is test-only)
+    CHECK(recorder.calls == std::vector<std::string>{"f:label_split", "f:ip", "f:ip_split", "f:loss", "b:loss",
+                                                     "b:ip_split", "b:ip"});
+    const auto pp = plain.params(), pr = routed.params();
+    for (size_t k = 0; k < pp.size(); ++k)
+      for (int64_t e = 0; e < pp[k]->blob->count(); ++e) CHECK(pr[k]->blob->diff()[e] == pp[k]->blob->diff()[e]);
+    routed.set_executor(nullptr);
+    recorder.calls.clear();
+    routed.forward();
+    CHECK(recorder.calls.empty());
   }
 }

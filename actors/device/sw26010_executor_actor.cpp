@@ -1,0 +1,226 @@
+#include "actors/device/sw26010_executor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <ctime>
+#include <cmath>
+#include <optional>
+
+#include "actors/exception_reason.hpp"
+#include "core/blas/kernel_selection.hpp"
+#include "core/common/error.hpp"
+#include "core/common/flush_to_zero.hpp"
+#include "core/net/net.hpp"
+#include "devices/sw26010/net_plan.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::device {
+
+namespace {
+
+using sw26010::NetPlan;
+using sw26010::Pass;
+using sw26010::Placement;
+using sw26010::Stage;
+
+struct CoreGroupState {
+  static inline const char* name = "sw26010_core_group";
+};
+using CoreGroupActor = caf::stateful_actor<CoreGroupState>;
+
+// One core group: runs its share of each phase it is sent on its CoreGroup
+// (the plan's group `group`, touched by no one else while a phase runs).
+caf::behavior core_group(CoreGroupActor* self, std::shared_ptr<NetPlan> plan, int group) {
+  return {
+      [plan, group](const msg::CoreGroupWork& w) -> caf::result<msg::CoreGroupDone> {
+        enable_flush_to_zero();  // whichever scheduler thread runs this
+        try {
+          const auto stats = plan->run(group, w.layer, w.backward ? Pass::backward : Pass::forward, w.phase);
+          return msg::CoreGroupDone{std::uint32_t(group), w.layer, w.phase, stats.cycles, stats.dma_bytes};
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error,
+                                 fmt::format("core group {}, layer '{}': {}", group,
+                                             plan->net().layer(w.layer).name(), e.what()));
+        }
+      },
+  };
+}
+
+struct LayerCycles {
+  std::int64_t forward = 0, data = 0, weight = 0;
+};
+
+}  // namespace
+
+struct Sw26010Executor::Impl {
+  caf::actor_system& system;
+  Net& net;
+  std::shared_ptr<NetPlan> plan;
+  std::array<caf::actor, sw26010::Chip::groups> groups;
+  std::vector<LayerCycles> cycles;  // summed over timed iterations
+  bool timing = false;
+  int64_t iterations = 0, images = 0, batch = 0;
+  double host_seconds = 0.0, host_cpu_seconds = 0.0;
+  std::chrono::steady_clock::time_point started;
+  std::clock_t cpu_started = 0;
+
+  Impl(caf::actor_system& s, Net& n, const sw26010::Params& params)
+      : system(s), net(n), plan(std::make_shared<NetPlan>(n, params)), cycles(n.num_layers()) {
+    for (int g = 0; g < sw26010::Chip::groups; ++g) groups[std::size_t(g)] = system.spawn(core_group, plan, g);
+  }
+  ~Impl() {
+    for (auto& g : groups) caf::anon_send_exit(g, caf::exit_reason::user_shutdown);
+  }
+
+  std::int64_t sync_cycles() const { return std::int64_t(std::ceil(plan->params().cg_sync_cycles)); }
+
+  // One pass of layer i: each phase on the 4 groups at once, then a sync.
+  void run_pass(std::size_t i, Pass pass) {
+    const int phases = plan->phases(i, pass);
+    caf::scoped_actor self{system};
+    for (int phase = 0; phase < phases; ++phase) {
+      plan->before_phase(i, pass, phase);
+      const msg::CoreGroupWork work{std::uint32_t(i), pass == Pass::backward, phase};
+      std::vector<decltype(self->request(groups[0], caf::infinite, work))> answers;
+      for (auto& g : groups) answers.push_back(self->request(g, caf::infinite, work));
+      std::int64_t slowest = 0;
+      std::string failure;
+      for (auto& answer : answers)
+        answer.receive([&](const msg::CoreGroupDone& done) { slowest = std::max(slowest, done.cycles); },
+                       [&](const caf::error& e) {
+                         if (failure.empty()) failure = reason_text(system, e);
+                       });
+      if (!failure.empty()) throw Error("sw26010: " + failure);
+      if (timing) {
+        LayerCycles& c = cycles[i];
+        const std::int64_t t = slowest + sync_cycles();
+        switch (plan->stage(i, pass, phase)) {
+          case Stage::forward: c.forward += t; break;
+          case Stage::data_gradient: c.data += t; break;
+          case Stage::weight_gradient: c.weight += t; break;
+        }
+      }
+    }
+    plan->finish(i, pass);
+  }
+};
+
+Sw26010Executor::Sw26010Executor(caf::actor_system& system, Net& net, const sw26010::Params& params)
+    : impl_(std::make_unique<Impl>(system, net, params)) {}
+
+Sw26010Executor::~Sw26010Executor() = default;
+
+sw26010::NetPlan& Sw26010Executor::plan() { return *impl_->plan; }
+
+void Sw26010Executor::forward(std::size_t i) {
+  Impl& m = *impl_;
+  Layer& layer = m.net.layer(i);
+  const Placement where = m.plan->placement(i);
+  if (m.net.phase() == Phase::test || where != Placement::device) {
+    layer.forward(m.net.layer_bottoms(i), m.net.layer_tops(i));
+    if (m.timing && where == Placement::host_modelled) m.cycles[i].forward += m.plan->modelled_timing(i).forward;
+    return;
+  }
+  m.run_pass(i, Pass::forward);
+}
+
+void Sw26010Executor::backward(std::size_t i) {
+  Impl& m = *impl_;
+  Layer& layer = m.net.layer(i);
+  const Placement where = m.plan->placement(i);
+  if (m.net.phase() == Phase::test || where != Placement::device) {
+    layer.backward(m.net.layer_tops(i), m.net.layer_propagate_down(i), m.net.layer_bottoms(i));
+    if (m.timing && where == Placement::host_modelled) m.cycles[i].data += m.plan->modelled_timing(i).backward;
+    return;
+  }
+  m.run_pass(i, Pass::backward);
+}
+
+void Sw26010Executor::begin_iteration(int64_t batch) {
+  impl_->timing = true;
+  impl_->batch = batch;
+  impl_->started = std::chrono::steady_clock::now();
+  impl_->cpu_started = std::clock();
+}
+
+void Sw26010Executor::end_iteration() {
+  Impl& m = *impl_;
+  if (!m.timing) return;
+  m.timing = false;
+  ++m.iterations;
+  m.images += m.batch;
+  m.host_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - m.started).count();
+  m.host_cpu_seconds += double(std::clock() - m.cpu_started) / CLOCKS_PER_SEC;
+}
+
+DeviceReport Sw26010Executor::report() const {
+  const Impl& m = *impl_;
+  const sw26010::Params& p = m.plan->params();
+  DeviceReport r;
+  r.device = "sw26010";
+  r.iterations = m.iterations;
+  r.images = m.images;
+  r.host_seconds = m.host_seconds;
+  r.host_cpu_seconds = m.host_cpu_seconds;
+  const double per = m.iterations > 0 ? 1.0 / double(m.iterations) : 0.0;
+  for (std::size_t i = 0; i < m.net.num_layers(); ++i) {
+    const LayerCycles& c = m.cycles[i];
+    DeviceLayerTime t;
+    t.name = m.net.layer(i).name();
+    t.type = m.net.layer(i).type();
+    t.method = m.plan->method(i);
+    t.simulated = m.plan->placement(i) != Placement::host;
+    t.forward_seconds = p.seconds(double(c.forward)) * per;
+    t.data_gradient_seconds = p.seconds(double(c.data)) * per;
+    t.weight_gradient_seconds = p.seconds(double(c.weight)) * per;
+    r.simulated_seconds += p.seconds(double(c.forward + c.data + c.weight));
+    r.layers.push_back(std::move(t));
+  }
+  return r;
+}
+
+namespace {
+
+struct OwnSystemConfig : caf::actor_system_config {
+  explicit OwnSystemConfig(int threads) {
+    add_message_types<caf::id_block::taihu>();
+    set("scheduler.max-threads", threads);
+    set("scheduler.policy", caf::atom("sharing"));
+  }
+};
+
+// The executor and the actor system it runs in.
+class OwningExecutor final : public LayerExecutor {
+ public:
+  OwningExecutor(Net& net, const sw26010::Params& params, int threads)
+      : config_(threads > 0 ? threads : std::max(1, blas::available_cores())),
+        system_(config_),
+        executor_(std::make_unique<Sw26010Executor>(system_, net, params)) {}
+  ~OwningExecutor() override { executor_.reset(); }
+  void forward(std::size_t i) override { executor_->forward(i); }
+  void backward(std::size_t i) override { executor_->backward(i); }
+  void begin_iteration(int64_t batch) override { executor_->begin_iteration(batch); }
+  void end_iteration() override { executor_->end_iteration(); }
+  DeviceReport report() const override { return executor_->report(); }
+
+ private:
+  OwnSystemConfig config_;
+  caf::actor_system system_;
+  std::unique_ptr<Sw26010Executor> executor_;
+};
+
+}  // namespace
+
+std::unique_ptr<LayerExecutor> make_sw26010_executor(Net& net, const sw26010::Params& params, int threads) {
+  return std::make_unique<OwningExecutor>(net, params, threads);
+}
+
+}  // namespace taihu::device
