@@ -56,6 +56,10 @@ struct ShardSpec {
   std::size_t elements = 0;            // bucket length in floats
   std::vector<Step> steps;             // this rank's steps of a finalized schedule
   std::vector<std::uint8_t> send_view;  // per step: 1 = send a view, 0 = send a copy
+  // Timing-only simulation (actors/sim/): the buffers are TensorPayload::sized,
+  // sends are slices of them and receives skip the arithmetic; the message
+  // flow (peers, sequence numbers, ranges, checks) is unchanged.
+  bool sizes_only = false;
 };
 
 // Every rank's part of `schedule` for bucket `bucket` (one zero-copy analysis).
