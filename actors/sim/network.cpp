@@ -30,8 +30,11 @@ void Network::place(int ranks, int group_nodes, sync::Placement placement, bool 
     for (int h = 0; h < route.hops; ++h) cap = std::min(cap, links_[route.links[static_cast<std::size_t>(h)]].bandwidth);
     return sync::Link{route.latency, cap};
   };
-  const sync::Link intra = group_nodes > 1 ? lone(0, 1) : lone(0, group_nodes);
-  const sync::Link inter = lone(0, group_nodes);
+  // Only nodes that hold ranks have links; a class no pair of ranks uses
+  // takes the other's cost.
+  const int last = *std::max_element(node_of_.begin(), node_of_.end());
+  const sync::Link intra = group_nodes > 1 && last >= 1 ? lone(0, 1) : sync::Link{};
+  const sync::Link inter = last >= group_nodes ? lone(0, group_nodes) : intra;
   topology_ = std::make_unique<sync::Topology>(ranks, group_nodes, placement, intra, inter, reduce_rate_);
 }
 
