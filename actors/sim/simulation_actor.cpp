@@ -58,6 +58,8 @@ using Driver = caf::event_based_actor;
 void stop(Driver* self, Run& run) {
   run.finished = true;
   for (auto& shard : run.shards) self->send_exit(shard, caf::exit_reason::user_shutdown);
+  run.shards.clear();
+  run.engine.reset();  // its callbacks hold the Run
   self->quit();
 }
 
@@ -141,11 +143,10 @@ caf::behavior driver(Driver* self, std::shared_ptr<Run> run) {
   });
   return {
       [self, run](msg::ready_atom) {
-        const auto p = run->shards.size();
         const std::uint32_t bucket = run->options.bucket;
         for (auto& shard : run->shards) {
           self->monitor(shard);
-          self->send(shard, msg::ShardInit{bucket, std::vector<caf::actor>(p), caf::actor_cast<caf::actor>(self)});
+          self->send(shard, msg::ShardInit{bucket, {}, caf::actor_cast<caf::actor>(self)});  // the router takes all
         }
         Engine::Callbacks callbacks;
         callbacks.start = [self, run, bucket](int rank) {
