@@ -63,6 +63,13 @@ TEST_SUITE("sim") {
           const SimResult result = simulate(system, s, *network, options, in);
           REQUIRE(result.outputs.size() == static_cast<std::size_t>(p));
           for (const auto& out : result.outputs) CHECK(out.to_vector() == expected);
+          // Every rank's link carried what the schedule says it sends and receives.
+          for (int r = 0; r < p; ++r) {
+            const std::string node = "node" + std::to_string(network->node_of(r));
+            CHECK(network->usage(network->find_link(node + ".up")).bytes == 4.0 * static_cast<double>(s.elements_sent(r)));
+            CHECK(network->usage(network->find_link(node + ".down")).bytes ==
+                  4.0 * static_cast<double>(s.elements_received(r)));
+          }
           // The actors' clock is the engine's alone.
           CHECK(result.seconds == time_without_actors(s, *network).seconds);
           CHECK(result.stats.messages == static_cast<std::uint64_t>([&] {
