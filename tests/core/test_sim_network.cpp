@@ -197,6 +197,27 @@ TEST_SUITE("sim") {
     CHECK(fly->usage(fly->find_link("global0-1")).bytes == crossing);
   }
 
+  TEST_CASE("the engine times only the sends an executor makes, and checks them against the steps") {
+    auto network = Network::from_topology(Topology::uniform(2, Link{1e-6, 1e9}), Contention::none);
+    const Schedule s = ring_allreduce(2, 100);  // rank r sends chunk r, then receives the other back
+    std::vector<std::pair<int, int>> delivered;  // (to, from)
+    Engine engine(*network, s.steps, {}, {nullptr, [&](int to, const Sent& m) { delivered.emplace_back(to, m.from); }});
+    CHECK(engine.run() == 0);  // rank 0's first step waits for its executor's send
+    const Step& first = s.steps[0][0];
+    engine.offer(Sent{0, first.send_to, first.send_seq, first.send.offset, first.send.length, 7});
+    CHECK(engine.run() == 1);
+    CHECK(engine.now() == 0.0);
+    const Step& other = s.steps[1][0];
+    engine.offer(Sent{1, other.send_to, other.send_seq, other.send.offset, other.send.length, 8});
+    CHECK(engine.run() == 0);  // second step: both messages were delivered at 1e-6 + 200 B / 1 GB/s
+    CHECK(engine.now() == 0.0 + (1e-6 + 200 / 1e9));
+    CHECK(delivered == std::vector<std::pair<int, int>>{{0, 1}, {1, 0}});
+    // A send that is not the step's: the wrong range.
+    const Step& second = s.steps[0][1];
+    engine.offer(Sent{0, second.send_to, second.send_seq, second.send.offset + 1, second.send.length, 9});
+    CHECK_THROWS_AS(engine.run(), Error);
+  }
+
   TEST_CASE("network config errors name the file, line and key") {
     auto message = [](const std::string& text) {
       return taihu::testing::error_message<ConfigError>([&] { tree(text, 8); });
