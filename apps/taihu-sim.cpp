@@ -30,6 +30,10 @@
 #include "actors/sync/algorithms.hpp"
 #include "apps/app_support.hpp"
 #include "core/common/error.hpp"
+#include "core/net/net.hpp"
+#include "devices/sw26010/kernels.hpp"
+#include "devices/sw26010/layer_timing.hpp"
+#include "devices/sw26010/params.hpp"
 #include "messages/type_ids.hpp"
 
 namespace {
@@ -48,6 +52,11 @@ and algorithm of [simulation]:
   size_mb = 100              gradient bytes per iteration, in MB (10^6 bytes, fp32)
   compute_seconds = 0        > 0: training; time per iteration of one node's
                              forward + backward (synchronisation follows it)
+  net = FILE                 training of this net (config/nets/*.ini): compute time
+                             per iteration from the SW26010 model, gradient size
+                             from its parameters (size_mb, if given, wins)
+  batch = 32                 with net: samples per node (split over the 4 core groups)
+  device_config = FILE       with net: SW26010 parameters (default: the model's own)
   density = 0.001            sparse_allgather: fraction of entries each node sends
   spread = 0.1               sparse_allgather: per-node variation of that fraction
   mode = timing              timing: messages carry sizes only; data: they carry
@@ -86,9 +95,51 @@ struct Settings {
   bool actors = true;
   int threads = 1;
   std::string svg;
+  std::string net;  // the net whose training is simulated, if any
 };
 
-Settings read_settings(const config::Section& s) {
+// One training iteration of `net_path` on one SW26010 node (the model of
+// devices/sw26010/, as bench_sw26010_nets runs it): each core group runs a
+// quarter of the batch, layer by layer, then core group 0 sums the other
+// three groups' weight gradients. Returns seconds and learnable parameters.
+std::pair<double, std::int64_t> sw26010_iteration(const std::filesystem::path& net_path, std::int64_t batch,
+                                                  const sw26010::Params& params) {
+  auto doc = std::make_shared<config::Document>(config::Document::parse_file(net_path));
+  const std::int64_t q = (batch + 3) / 4;  // the largest quarter
+  Net net(doc, 1, 1);
+  net.set_phase(Phase::train);
+  sw26010::CoreGroup cg(0, params);
+  cg.set_numerics(false);  // timing only: the kernels touch no data
+  sw26010::Scratch scratch(false);
+  std::map<std::string, sw26010::ConvChoice> choices;
+  auto with_batch = [&](const Shape& shape) {
+    if (shape.rank() == 0) return shape;
+    auto dims = shape.dims();
+    dims[0] = q;
+    return Shape(dims);
+  };
+  std::int64_t cycles = 0, parameters = 0;
+  for (std::size_t i = 0; i < net.num_layers(); ++i) {
+    Layer& layer = net.layer(i);
+    for (const auto& p : layer.params()) parameters += p.blob->count();
+    sw26010::LayerShape shape;
+    shape.type = layer.type();
+    shape.options = doc->find("layer", layer.name());
+    for (const Blob* b : net.layer_bottoms(i)) shape.bottoms.push_back(with_batch(b->shape()));
+    for (const Blob* b : net.layer_tops(i)) shape.tops.push_back(with_batch(b->shape()));
+    shape.propagate_down = !net.layer_propagate_down(i).empty() && net.layer_propagate_down(i)[0];
+    const auto timing = sw26010::time_layer(cg, shape, scratch, &choices);
+    if (timing.simulated) cycles += timing.forward + timing.backward;
+  }
+  for (int k = 0; k < 3; ++k) {
+    cycles += sw26010::eltwise_sum(cg, scratch.get(0, parameters), scratch.get(1, parameters), scratch.get(0, parameters),
+                                   parameters)
+                  .cycles;
+  }
+  return {params.seconds(static_cast<double>(cycles)), parameters};
+}
+
+Settings read_settings(const config::Document& doc, const config::Section& s) {
   Settings out;
   out.nodes = s.get_list_or<int>("nodes", {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
   for (int n : out.nodes) {
@@ -111,6 +162,26 @@ Settings read_settings(const config::Section& s) {
   out.bytes = 4.0 * static_cast<double>(out.elements);
   out.compute = s.get_or<double>("compute_seconds", 0.0);
   if (!(out.compute >= 0)) throw s.error("compute_seconds", "must not be negative");
+  if (s.has("net")) {
+    if (out.compute > 0) throw s.error("compute_seconds", "give either net or compute_seconds > 0");
+    const auto path = doc.resolve(s.get<std::string>("net"));
+    const auto batch = s.get_or<std::int64_t>("batch", 32);
+    if (batch < 1) throw s.error("batch", "must be at least 1");
+    const auto params = s.has("device_config")
+                            ? sw26010::Params::load(doc.resolve(s.get<std::string>("device_config")))
+                            : sw26010::Params::defaults();
+    spdlog::info("timing one iteration of {} (batch {}) on the SW26010 model ...", path.string(), batch);
+    const auto [seconds, parameters] = sw26010_iteration(path, batch, params);
+    out.compute = seconds;
+    if (!s.has("size_mb")) {
+      out.elements = static_cast<std::size_t>(parameters);
+      out.bytes = 4.0 * static_cast<double>(out.elements);
+    }
+    out.net = fmt::format("{} (batch {}/node: {:.1f} ms per iteration on SW26010, {:.1f} MB of gradients)",
+                          path.filename().string(), batch, 1e3 * seconds, out.bytes / 1e6);
+  } else if (s.has("batch") || s.has("device_config")) {
+    throw s.error(s.has("batch") ? "batch" : "device_config", "only with net");
+  }
   out.density = s.get_or<double>("density", 0.001);
   if (!(out.density > 0 && out.density <= 1)) throw s.error("density", "must be in (0, 1]");
   out.spread = s.get_or<double>("spread", 0.1);
@@ -352,7 +423,7 @@ int main(int argc, char** argv) {
       std::fputs(doc.dump().c_str(), stdout);
       return 0;
     }
-    const Settings settings = read_settings(doc.section("simulation"));
+    const Settings settings = read_settings(doc, doc.section("simulation"));
     const config::Section& network_section = doc.section("network");
     // Reads every [network] key once, so that typos are reported before the runs.
     const auto probe = sim::Network::from_config(network_section, settings.nodes.front());
@@ -360,9 +431,12 @@ int main(int argc, char** argv) {
 
     ActorConfig actor_config(settings.threads);
     caf::actor_system system{actor_config};
-    const auto title = fmt::format("{}: {} MB{}, {} model", doc.path().filename().string(), settings.bytes / 1e6,
-                                   settings.compute > 0 ? fmt::format(", compute {} s/iteration", settings.compute) : "",
-                                   probe->model());
+    const auto title =
+        settings.net.empty()
+            ? fmt::format("{}: {} MB{}, {} model", doc.path().filename().string(), settings.bytes / 1e6,
+                          settings.compute > 0 ? fmt::format(", compute {} s/iteration", settings.compute) : "",
+                          probe->model())
+            : fmt::format("{}: {}", doc.path().filename().string(), settings.net);
     spdlog::info("{}; {} executor, {} mode", title, settings.actors ? "actor" : "engine-only",
                  settings.data ? "data" : "timing");
     std::vector<Row> rows;

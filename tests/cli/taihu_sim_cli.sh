@@ -42,6 +42,10 @@ expect "JSON has 15 rows" 0 '^15$' -- bash -c "grep -c '\"algorithm\"' '$work/r.
 expect "SVG plot" 0 '<polyline points=' -- cat "$work/s.svg"
 expect "SVG closes" 0 '</svg>' -- cat "$work/s.svg"
 
+expect "training a net on the SW26010 model" 0 "lenet.ini \(batch 8/node: [0-9.]+ ms per iteration on SW26010" -- \
+  "$sim" --config-file="$src/config/topologies/taihulight.ini" simulation.net=../nets/lenet.ini simulation.batch=8 \
+  simulation.nodes="2 4"
+
 cat >"$work/bad.ini" <<INI
 [network]
 model = tree
