@@ -2,7 +2,7 @@
 // allreduce through the shard actors (and through the engine alone) against
 // the number of nodes, in timing mode.
 //
-//   build/bench/bench_sim_actors --config=config/topologies/taihulight.ini --nodes=64,256,1024 \
+//   build/bench/bench_sim_actors --config=config/topologies/taihulight.ini --nodes=64,256,1024
 //       --algorithms=ring,topology_aware --size-mb=100 --runs=3 [--threads=1] [--json=FILE]
 
 #include <caf/all.hpp>

@@ -172,6 +172,9 @@ class TreeNetwork final : public Network {
     model_ = "tree";
     auto sizes = s.get_list_or<int>("group_sizes", {});
     if (sizes.empty()) throw s.error("group_sizes", "is required (nodes per group at each level below the top)");
+    if (2 * sizes.size() + 2 > static_cast<std::size_t>(Route::max_hops)) {
+      throw s.error("group_sizes", "at most " + std::to_string(Route::max_hops / 2 - 1) + " levels below the top");
+    }
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       if (sizes[i] < 1 || (i > 0 && sizes[i] % sizes[i - 1] != 0) || (i > 0 && sizes[i] <= sizes[i - 1])) {
         throw s.error("group_sizes", "each size must be positive and a larger multiple of the one before");

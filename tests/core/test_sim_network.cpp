@@ -195,6 +195,15 @@ TEST_SUITE("sim") {
       }
     }
     CHECK(fly->usage(fly->find_link("global0-1")).bytes == crossing);
+
+    // model = classes reads sync::Topology's keys and times as the cost model does.
+    auto classes = tree("[network]\nmodel = classes\ngroup_size = 4\nplacement = round_robin\nintra_latency = 2e-6\n"
+                        "intra_bandwidth = 12e9\ninter_bandwidth = 3e9\nreduce_rate = 10e9\ncontention = none\n",
+                        8);
+    const Topology t(8, 4, Placement::round_robin, Link{2e-6, 12e9}, Link{2e-6, 3e9}, 10e9);
+    CHECK(classes->topology().same_group(0, 2));
+    const auto aware = topology_aware_allreduce(classes->topology(), 8 * 512);
+    CHECK(time_without_actors(aware, *classes).seconds == predict(aware, t).seconds);
   }
 
   TEST_CASE("the engine times only the sends an executor makes, and checks them against the steps") {
