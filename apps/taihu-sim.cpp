@@ -340,6 +340,17 @@ std::string to_json(const std::vector<Row>& rows) {
   return out + "]\n";
 }
 
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
 // Speedup against nodes, log2 x axis; no dependencies.
 std::string to_svg(const std::vector<Row>& rows, const Settings& s, const std::string& title) {
   const double W = 760, H = 480, left = 70, right = 190, top = 40, bottom = 50;
@@ -361,7 +372,7 @@ std::string to_svg(const std::vector<Row>& rows, const Settings& s, const std::s
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n",
-      W, H, left, title);
+      W, H, left, xml_escape(title));
   svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", left, top,
                      pw, ph);
   for (double e = std::ceil(x0); e <= x1 + 1e-9; e += 1) {
