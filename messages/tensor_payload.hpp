@@ -34,6 +34,10 @@ class TensorPayload {
   static TensorPayload allocate(std::size_t n);
   static TensorPayload copy_of(std::span<const float> values);
   static TensorPayload copy_of(const float* values, std::size_t n) { return copy_of({values, n}); }
+  // n floats that are never read or written: a size without values, for
+  // timing-only simulations (actors/sim/). data() and mutable_data() are
+  // null; slices keep that; it must not go on the network.
+  static TensorPayload sized(std::size_t n) { return {nullptr, 0, n}; }
 
   std::size_t size() const { return length_; }
   bool empty() const { return length_ == 0; }

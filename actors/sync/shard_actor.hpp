@@ -61,6 +61,10 @@ struct ShardSpec {
   // the rank's gradient goes through it (momentum correction, clipping)
   // before the allreduce; this rank's own compressor, or null.
   std::shared_ptr<compress::BucketCompressor> precompress;
+  // Timing-only simulation (actors/sim/): the buffers are TensorPayload::sized,
+  // sends are slices of them and receives skip the arithmetic; the message
+  // flow (peers, sequence numbers, ranges, checks) is unchanged.
+  bool sizes_only = false;
 };
 
 // Every rank's part of `schedule` for bucket `bucket` (one zero-copy analysis).
@@ -71,7 +75,8 @@ std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucke
 // router (in-process training) sends every chunk as a CAF message to its
 // peer; with one, chunks for the ranks the router calls remote go to
 // send() instead (the data plane, actors/net/chunk_link.hpp), and the
-// peers' entries in ShardInit may be empty handles. Chunks from remote ranks
+// peers' entries in ShardInit may be empty handles (or, when the router
+// calls every rank remote, the list may be empty). Chunks from remote ranks
 // come back as ordinary Chunk messages, so the collective code is the same.
 class ChunkRouter {
  public:
