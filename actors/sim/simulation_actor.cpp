@@ -202,8 +202,13 @@ SimResult simulate(caf::actor_system& system, const sync::Schedule& schedule, Ne
     run->inputs.assign(static_cast<std::size_t>(p), msg::TensorPayload::sized(schedule.elements));
     for (int r = 0; r < p; ++r) {
       const auto& steps = schedule.steps[static_cast<std::size_t>(r)];
-      sync::ShardSpec spec{options.bucket, r, p, schedule.elements, steps,
-                           std::vector<std::uint8_t>(steps.size(), 1)};
+      sync::ShardSpec spec;
+      spec.bucket = options.bucket;
+      spec.rank = r;
+      spec.ranks = p;
+      spec.elements = schedule.elements;
+      spec.steps = steps;
+      spec.send_view.assign(steps.size(), 1);
       spec.sizes_only = true;
       run->shards.push_back(sync::spawn_shard(system, std::move(spec), run->router));
     }
