@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# A 1-coordinator + 3-node LeNet run over realistic links on one machine:
+# A 1-coordinator + N-node run (default: 3 nodes, LeNet) over realistic links on one machine:
 # network namespaces joined by veth pairs to a bridge, each node's link
 # shaped with tc tbf (default 1gbit). Uses only addresses inside the
 # namespaces it creates (10.77.0.0/24) and removes them on exit. Needs root
 # (ip netns, tc). This kernel has no netem: for latency, add it in user space.
-#   usage: sudo bench/netns_cluster.sh [BUILD_DIR] [RATE] [key=value ...]
+#   usage: sudo [NODES=N] [CONFIG=FILE] bench/netns_cluster.sh [BUILD_DIR] [RATE] [key=value ...]
 #   e.g.   sudo bench/netns_cluster.sh build 1gbit epochs=1 data.limit_train=9600
+#          sudo NODES=4 CONFIG=config/alexnet-bn-cluster.ini bench/netns_cluster.sh build 1gbit
 set -euo pipefail
 build=${1:-build}
 rate=${2:-1gbit}
 shift $(( $# >= 2 ? 2 : $# ))
 src=$(cd "$(dirname "$0")/.." && pwd)
+config=${CONFIG:-$src/config/lenet-fashion-cluster.ini}
+nodes=${NODES:-3}
 prefix=taihu$$
-names=(c n1 n2 n3)
-addr=(10.77.0.1 10.77.0.11 10.77.0.12 10.77.0.13)
+names=(c)
+addr=(10.77.0.1)
+for ((i = 1; i <= nodes; i++)); do
+  names+=("n$i")
+  addr+=("10.77.0.$((10 + i))")
+done
 work=$(mktemp -d)
 cleanup() {
   for n in "${names[@]}"; do ip netns del "$prefix-$n" 2>/dev/null || true; done
@@ -43,16 +50,17 @@ echo "namespaces up: coordinator ${addr[0]}, nodes ${addr[*]:1}; links shaped to
 ip netns exec "$prefix-n1" bash -c "exec 3<>/dev/tcp/${addr[0]}/9 2>/dev/null" || true  # (no ping needed)
 
 head -c 32 /dev/urandom | base64 >"$work/secret" && chmod 600 "$work/secret"
-ip netns exec "$prefix-c" "$build/apps/taihu-train" --config-file="$src/config/lenet-fashion-cluster.ini" \
+ip netns exec "$prefix-c" "$build/apps/taihu-train" --config-file="$config" nodes="$nodes" workers="$nodes" \
   cluster.listen="${addr[0]}" cluster.secret_file="$work/secret" output.dir="$work/out" \
   --report="$work/report.json" --progress=lines "$@" &
 coordinator=$!
-for i in 1 2 3; do
+for ((i = 1; i <= nodes; i++)); do
   ip netns exec "$prefix-${names[$i]}" "$build/apps/taihu-node" --coordinator="${addr[0]}:4750" \
     --secret-file="$work/secret" --listen="${addr[$i]}" --name="${names[$i]}" >"$work/${names[$i]}.log" 2>&1 &
 done
 wait "$coordinator"
 rc=$?
 wait
-cat "$work/report.json" 2>/dev/null | head -20
+cat "$work/report.json" 2>/dev/null | head -24
+[[ -n ${REPORT:-} && -f $work/report.json ]] && cp "$work/report.json" "$REPORT"
 exit $rc

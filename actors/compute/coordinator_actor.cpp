@@ -908,6 +908,9 @@ GraphTrainReport DataParallelTrainer::run_graph() {
   report.buckets = im.bucket_reports;
   report.exposed_comm_seconds = record.exposed_comm_seconds;
   report.comm_hidden_fraction = record.comm_hidden_fraction;
+  report.bytes_sent_per_iteration =
+      record.iterations > 0 ? record.bytes_sent / static_cast<double>(record.iterations) : 0.0;
+  report.dense_bytes_per_iteration = im.dense_bytes;
   return report;
 }
 

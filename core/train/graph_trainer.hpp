@@ -84,6 +84,10 @@ struct GraphTrainReport {
   std::vector<BucketReport> buckets;
   double exposed_comm_seconds = 0.0;
   double comm_hidden_fraction = 0.0;
+  // Payload bytes all ranks' shards sent per iteration (packed messages when
+  // compressed), and what dense ring allreduce would send.
+  double bytes_sent_per_iteration = 0.0;
+  double dense_bytes_per_iteration = 0.0;
 
   // Sets the history and takes the reported figures from the best epoch:
   // highest dev root accuracy, or lowest dev perplexity (the last epoch

@@ -146,7 +146,8 @@ expect "gated graph network on random DAGs (no data set needed)" 0 "finished: te
 expect "2 data-parallel replicas train a dynamic model" 0 "finished: test root accuracy.*graphs/s" -- "$train" \
   --config-file="$src/config/ggnn-dag.ini" workers=2 batch_size=10 epochs=1 data.train_size=200 data.dev_size=50 \
   data.test_size=50 output.dir="$work/gg2" output.checkpoint=gg.ckpt --progress=quiet --report="$work/gg2.json"
-expect "its report has the tree keys and the buckets" 0 '"workers": 2,.*"buckets": \[\{"elements"' -- \
+expect "its report has the tree keys, the buckets and the bytes sent" 0 \
+  '"trees_per_second".*"workers": 2,.*"buckets": \[\{"elements".*"bytes_sent_per_iteration": [1-9]' -- \
   bash -c "tr -d '\\n' < '$work/gg2.json'"
 expect "2 replicas of a dynamic model resume from their checkpoint" 0 "resumed from.*epoch 2 batch 0" -- "$train" \
   --config-file="$src/config/ggnn-dag.ini" workers=2 batch_size=10 epochs=2 data.train_size=200 data.dev_size=50 \
