@@ -4,9 +4,13 @@
 # shaped with tc tbf (default 1gbit). Uses only addresses inside the
 # namespaces it creates (10.77.0.0/24) and removes them on exit. Needs root
 # (ip netns, tc). This kernel has no netem: for latency, add it in user space.
-#   usage: sudo [NODES=N] [CONFIG=FILE] bench/netns_cluster.sh [BUILD_DIR] [RATE] [key=value ...]
+#   usage: sudo [NODES=N] [CONFIG=FILE] [NODE_OPTIONS="--dead-after=30"] [REPORT=FILE] \
+#               bench/netns_cluster.sh [BUILD_DIR] [RATE] [key=value ...]
 #   e.g.   sudo bench/netns_cluster.sh build 1gbit epochs=1 data.limit_train=9600
-#          sudo NODES=4 CONFIG=config/alexnet-bn-cluster.ini bench/netns_cluster.sh build 1gbit
+#          sudo NODES=4 CONFIG=config/alexnet-bn-cluster.ini NODE_OPTIONS=--dead-after=30 \
+#               bench/netns_cluster.sh build 1gbit
+# (Bulk transfers fill the shaped links, and control-plane heartbeats queue behind them: give
+# nodes a dead_after as long as the config's [cluster] dead_after.)
 set -euo pipefail
 build=${1:-build}
 rate=${2:-1gbit}
@@ -25,7 +29,7 @@ work=$(mktemp -d)
 cleanup() {
   for n in "${names[@]}"; do ip netns del "$prefix-$n" 2>/dev/null || true; done
   ip netns del "$prefix-sw" 2>/dev/null || true
-  rm -rf "$work"
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 
@@ -50,13 +54,16 @@ echo "namespaces up: coordinator ${addr[0]}, nodes ${addr[*]:1}; links shaped to
 ip netns exec "$prefix-n1" bash -c "exec 3<>/dev/tcp/${addr[0]}/9 2>/dev/null" || true  # (no ping needed)
 
 head -c 32 /dev/urandom | base64 >"$work/secret" && chmod 600 "$work/secret"
+# The namespaces share one host: without same_host_copy=false the nodes would copy chunks
+# straight from each other's memory and bypass the shaped links.
 ip netns exec "$prefix-c" "$build/apps/taihu-train" --config-file="$config" nodes="$nodes" workers="$nodes" \
-  cluster.listen="${addr[0]}" cluster.secret_file="$work/secret" output.dir="$work/out" \
+  cluster.same_host_copy=false cluster.listen="${addr[0]}" cluster.secret_file="$work/secret" output.dir="$work/out" \
   --report="$work/report.json" --progress=lines "$@" &
 coordinator=$!
 for ((i = 1; i <= nodes; i++)); do
   ip netns exec "$prefix-${names[$i]}" "$build/apps/taihu-node" --coordinator="${addr[0]}:4750" \
-    --secret-file="$work/secret" --listen="${addr[$i]}" --name="${names[$i]}" >"$work/${names[$i]}.log" 2>&1 &
+    --secret-file="$work/secret" --listen="${addr[$i]}" --name="${names[$i]}" ${NODE_OPTIONS:-} \
+    >"$work/${names[$i]}.log" 2>&1 &
 done
 wait "$coordinator"
 rc=$?

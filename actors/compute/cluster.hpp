@@ -53,6 +53,9 @@
 //   join_timeout = 60         # seconds to wait for the K nodes
 //   heartbeat = 1             # seconds between CAF heartbeats
 //   dead_after = 5            # seconds of silence after which a node is dead
+//   same_host_copy = true     # nodes on one host copy large chunks straight from each other's
+//                             # memory (actors/net/wire.hpp); false: always through the sockets
+//                             # (e.g. to measure shaped links between namespaces of one host)
 
 #include <caf/fwd.hpp>
 #include <caf/actor.hpp>
@@ -83,6 +86,7 @@ struct ClusterSettings {
   double join_timeout = 60.0;
   double heartbeat = 1.0;
   double dead_after = 5.0;
+  bool same_host_copy = true;  // the nodes' data planes may copy across processes of one host
 
   // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
   static ClusterSettings read(const config::Document& doc);

@@ -133,6 +133,7 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   s.join_timeout = c.get_or<double>("join_timeout", s.join_timeout);
   s.heartbeat = c.get_or<double>("heartbeat", s.heartbeat);
   s.dead_after = c.get_or<double>("dead_after", s.dead_after);
+  s.same_host_copy = c.get_or<bool>("same_host_copy", s.same_host_copy);
   if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
   if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");
   if (!(s.dead_after > s.heartbeat)) throw c.error("dead_after", "must be longer than heartbeat");
@@ -424,6 +425,7 @@ int run_node(const NodeOptions& o) {
           options.node = index;
           options.secret = o.secret;
           options.listen_address = o.data_listen;
+          if (!doc->section("cluster").get_or<bool>("same_host_copy", true)) options.remote_read_min_bytes = 0;
           link = std::make_shared<net::ChunkLink>(
               options, rank_node, [coordinator, generation, index](int node, const std::string& why) {
                 // On the I/O thread: tell the coordinator (by message; it names the node).
