@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -521,6 +522,17 @@ int run_node(const NodeOptions& o) {
 
   teardown();
   if (exit_code == 0) spdlog::info("node {} '{}': training over, shutting down", index, name);
+  // Every actor was told to exit and has terminated, but the actor system's
+  // destructor also waits until each detached actor is released, and a
+  // reference that is never dropped would keep this process alive forever
+  // (seen after compressed runs over shaped links). The node's work is done:
+  // bound that wait.
+  std::thread([exit_code, index, name] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    spdlog::warn("node {} '{}': an actor was not released within 10 s of shutdown; exiting anyway", index, name);
+    spdlog::shutdown();
+    std::_Exit(exit_code);
+  }).detach();
   return exit_code;
 }
 
