@@ -34,8 +34,9 @@
 // lost node, tells the others to drop their replicas (reform), places
 // workers-per-node ranks on each remaining node (a new cluster generation:
 // failures of older generations are ignored), and every new replica loads the
-// last checkpoint; training goes on from its position, mapped to the new
-// global batch (same sample offset in the epoch's order). The gate keeps
+// last checkpoint; training goes on from its position with the same global
+// batch (each worker takes global / ranks samples, rounded down; the position
+// is mapped by sample offset when that changes the global batch). The gate keeps
 // admitting authenticated nodes up to `nodes`: a restarted node joins and
 // takes part from the next epoch boundary, where the cluster re-forms again.
 // Needs [output] checkpoint on storage the nodes share with the coordinator

@@ -377,18 +377,34 @@ int run_node(const NodeOptions& o) {
   };
   // Drops this node's replicas, shard actors and data plane (at the end, and
   // before an elastic cluster re-forms).
+  // Waits a bounded time: a node that must answer the coordinator cannot
+  // hang on an actor that does not stop (it is named in the log instead).
   auto teardown = [&] {
     if (link) link->detach_all();
-    for (auto& a : workers) {
-      self->demonitor(a);
-      self->send_exit(a, caf::exit_reason::user_shutdown);
+    std::set<caf::actor_addr> running_actors;
+    for (auto* group : {&workers, &shards})
+      for (auto& a : *group) {
+        running_actors.insert(a.address());
+        self->send_exit(a, caf::exit_reason::user_shutdown);  // still monitored: its down_msg says it stopped
+      }
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    bool late = false;
+    self->receive_while([&] { return !running_actors.empty() && !late; })(
+        [&](const caf::down_msg& dm) {
+          if (running_actors.erase(dm.source) == 1) return;
+          if (running && (dm.source == gate.address() || (coordinator && dm.source == coordinator.address()))) {
+            spdlog::error("node {} '{}': lost the coordinator while dropping its replicas; stopping", index, name);
+            exit_code = 7;
+            running = false;
+          }
+        },
+        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())) >>
+            [&] { late = Clock::now() >= deadline; });
+    for (const auto& a : running_actors) {
+      auto it = who.find(a);
+      spdlog::warn("node {} '{}': {} did not stop within 10 s; going on without it", index, name,
+                   it != who.end() ? it->second : std::string("an actor"));
     }
-    for (auto& a : shards) {
-      self->demonitor(a);
-      self->send_exit(a, caf::exit_reason::user_shutdown);
-    }
-    for (auto& a : workers) self->wait_for(a);
-    for (auto& a : shards) self->wait_for(a);
     link.reset();
     workers.clear();
     shards.clear();

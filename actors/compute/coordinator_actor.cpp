@@ -598,6 +598,7 @@ RunRecord DataParallelTrainer::Impl::train() {
     // The global batch the checkpoint on disk was written at (elastic runs
     // map its position to the next one).
     int64_t checkpoint_global_batch = im.settings.batch_size * im.ranks;
+    const int64_t first_global_batch = checkpoint_global_batch;
     // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
     auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
       if (im.checkpoint_path.empty()) return;
@@ -633,7 +634,12 @@ RunRecord DataParallelTrainer::Impl::train() {
       const int per_node = static_cast<int>(im.settings.workers) / im.cluster.nodes;
       if (live.empty()) throw WorkerFailure(-1, fmt::format("{}; no node is left to continue with", why));
       const int64_t old_global = checkpoint_global_batch;
-      im.replan(per_node * static_cast<int>(live.size()));
+      const int new_ranks = per_node * static_cast<int>(live.size());
+      // The global batch stays (as near as it divides), so the learning rate
+      // and the epoch's length still fit: each worker takes a larger share.
+      im.settings.batch_size = std::max<int64_t>(1, first_global_batch / new_ranks);
+      im.doc.root().set("batch_size", std::to_string(im.settings.batch_size), im.doc.root().where());
+      im.replan(new_ranks);
       form_cluster(system, self, im.cluster, cluster_config(im.doc), im.ranks, algorithm_names(), cluster);
       attach_cluster();
       const int64_t new_global = im.settings.batch_size * im.ranks;
@@ -652,8 +658,8 @@ RunRecord DataParallelTrainer::Impl::train() {
       } else {
         im.start = {};
       }
-      spdlog::warn("elastic: {}; continuing on {} nodes with {} ranks from epoch {} batch {} of {}", why, live.size(),
-                   im.ranks, im.start.epoch + 1, im.start.batch, im.per_epoch);
+      spdlog::warn("elastic: {}; continuing on {} nodes with {} ranks x batch {} from epoch {} batch {} of {}", why,
+                   live.size(), im.ranks, im.settings.batch_size, im.start.epoch + 1, im.start.batch, im.per_epoch);
       lost_node = -1;
     };
 

@@ -199,7 +199,7 @@ PY
     wait "$coordinator"
     rc=$?
     check "elastic: training finishes (exit $rc)" $rc "$work/elastic.log"
-    grep -q "elastic: nodes joined; continuing on 3 nodes with 3 ranks from epoch 2 batch 0" "$work/elastic.log"
+    grep -q "elastic: nodes joined; continuing on 3 nodes with 3 ranks x batch 16 from epoch 2 batch 0" "$work/elastic.log"
     check "elastic: the restarted node joins at the epoch boundary" $? "$work/elastic.log"
     python3 - "$work/elastic.json" <<'PY'
 import json, sys
