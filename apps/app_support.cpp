@@ -8,6 +8,7 @@
 
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
+#include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
 
 namespace taihu::app {
@@ -71,6 +72,21 @@ void setup_blas(const config::Document& doc, int argc, char** argv) {
   if (request.threads < 0) throw blas.error("threads", "must be 0 (all cores) or positive");
   blas::select_kernel(request, argc, argv);
   if (doc.root().get_or<bool>("flush_to_zero", true)) enable_flush_to_zero();
+}
+
+int run_app(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const NumericError& e) {
+    spdlog::error("{}", e.what());
+    return 3;
+  } catch (const Error& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return 1;
+  }
 }
 
 }  // namespace taihu::app

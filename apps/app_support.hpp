@@ -3,6 +3,7 @@
 // `key=value` overrides, set up logging, and pick the BLAS kernel and threads.
 
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,10 @@ void setup_logging(const std::string& level);
 // Applies [blas] kernel and threads; may re-execute the process once so that
 // OpenBLAS loads the chosen kernel.
 void setup_blas(const config::Document& doc, int argc, char** argv);
+
+// Runs an app's body and turns what it throws into a logged message and an
+// exit code: 3 for a NaN/Inf loss (NumericError), 2 for bad input or a failed
+// run (taihu::Error), 1 for anything else.
+int run_app(const std::function<int()>& body);
 
 }  // namespace taihu::app

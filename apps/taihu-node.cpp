@@ -43,7 +43,7 @@ options (or the same keys, with underscores, in [node] of --config-file):
 
 int main(int argc, char** argv) {
   using namespace taihu;
-  try {
+  return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(argc, argv,
                                             {"coordinator", "secret-file", "name", "listen", "join-timeout",
                                              "heartbeat", "dead-after", "log-level", "protocol-version"});
@@ -99,11 +99,5 @@ int main(int argc, char** argv) {
     blas::select_kernel({}, argc, argv);
     enable_flush_to_zero();
     return compute::run_node(o);
-  } catch (const Error& e) {
-    spdlog::error("{}", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    spdlog::error("internal error: {}", e.what());
-    return 1;
-  }
+  });
 }

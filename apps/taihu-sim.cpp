@@ -421,7 +421,7 @@ void write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(argc, argv, {"report", "svg", "log-level", "dump-config"});
     if (cl.help) {
       std::fputs(usage, stdout);
@@ -465,11 +465,5 @@ int main(int argc, char** argv) {
     const std::string svg = cl.flag("svg").value_or(settings.svg);
     if (!svg.empty()) write_file(svg, to_svg(rows, settings, title));
     return 0;
-  } catch (const Error& e) {
-    spdlog::error("{}", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    spdlog::error("internal error: {}", e.what());
-    return 1;
-  }
+  });
 }

@@ -138,7 +138,7 @@ int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine
 
 int main(int argc, char** argv) {
   using namespace taihu;
-  try {
+  return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(
         argc, argv, {"dump-config", "report", "resume", "progress", "log-level"});
     if (cl.help) {
@@ -179,14 +179,5 @@ int main(int argc, char** argv) {
                    report.device_report.iterations ? report.device_report.host_seconds / report.device_report.iterations : 0.0);
     write_report(cl, report.to_json());
     return 0;
-  } catch (const NumericError& e) {
-    spdlog::error("{}", e.what());
-    return 3;
-  } catch (const Error& e) {
-    spdlog::error("{}", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    spdlog::error("internal error: {}", e.what());
-    return 1;
-  }
+  });
 }
