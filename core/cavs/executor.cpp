@@ -254,6 +254,19 @@ MatrixView Executor::value(Value v) const {
 
 // ---------------------------------------------------------------- steps
 
+// A row-local step over its domain's rows of `r`: tile by tile when fused (one
+// pass over memory per tile; transient buffers hold one tile), else at once.
+template <class RunRows>
+void Executor::for_each_tile(const Step& s, const Range& r, RunRows&& run_rows) {
+  const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
+  const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
+  if (!options_.fuse_elementwise) return run_rows(b, e);
+  for (int32_t tile = b; tile < e; tile += fused_tile_rows) {
+    tile_origin_ = tile;
+    run_rows(tile, std::min(e, tile + fused_tile_rows));
+  }
+}
+
 void Executor::run_steps_forward(const std::vector<Step>& steps, const Range& r) {
   for (const Step& s : steps) {
     switch (s.kind) {
@@ -263,20 +276,11 @@ void Executor::run_steps_forward(const std::vector<Step>& steps, const Range& r)
       case StepKind::matmul:
         matmul_forward(s.index, r);
         break;
-      case StepKind::rowwise: {
-        const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
-        const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
-        if (options_.fuse_elementwise) {
-          for (int32_t tile = b; tile < e; tile += fused_tile_rows) {
-            tile_origin_ = tile;
-            const int32_t last = std::min(e, tile + fused_tile_rows);
-            for (int32_t id : s.ops) rowwise_forward(id, tile, last);
-          }
-        } else {
-          for (int32_t id : s.ops) rowwise_forward(id, b, e);
-        }
+      case StepKind::rowwise:
+        for_each_tile(s, r, [&](int32_t begin, int32_t end) {
+          for (int32_t id : s.ops) rowwise_forward(id, begin, end);
+        });
         break;
-      }
     }
   }
 }
@@ -291,25 +295,18 @@ void Executor::run_steps_backward(const std::vector<Step>& steps, const Range& r
       case StepKind::matmul:
         matmul_backward(s.index, r);
         break;
-      case StepKind::rowwise: {
-        const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
-        const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
-        if (options_.fuse_elementwise) {
-          for (int32_t tile = b; tile < e; tile += fused_tile_rows) {
-            tile_origin_ = tile;
-            const int32_t last = std::min(e, tile + fused_tile_rows);
+      case StepKind::rowwise:
+        for_each_tile(s, r, [&](int32_t begin, int32_t end) {
+          // Tile-sized gradient buffers start each tile at zero.
+          if (options_.fuse_elementwise)
             for (int32_t buffer : s.zero_grad_rows) {
               const BufferInfo& info = program_->buffers[static_cast<size_t>(buffer)];
               std::memset(grad_[static_cast<size_t>(buffer)].ptr(), 0,
-                          sizeof(float) * static_cast<size_t>(info.ld) * static_cast<size_t>(last - tile));
+                          sizeof(float) * static_cast<size_t>(info.ld) * static_cast<size_t>(end - begin));
             }
-            for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, tile, last);
-          }
-        } else {
-          for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, b, e);
-        }
+          for (auto id = s.ops.rbegin(); id != s.ops.rend(); ++id) rowwise_backward(*id, begin, end);
+        });
         break;
-      }
     }
   }
 }

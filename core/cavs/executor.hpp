@@ -169,6 +169,8 @@ class Executor {
 
   void run_steps_forward(const std::vector<Step>& steps, const Range& r);
   void run_steps_backward(const std::vector<Step>& steps, const Range& r);
+  template <class RunRows>
+  void for_each_tile(const Step& s, const Range& r, RunRows&& run_rows);
   void op_forward(int32_t id, const Range& r);
   void op_backward(int32_t id, const Range& r);
   void rowwise_forward(int32_t id, int32_t begin, int32_t end);

@@ -9,24 +9,7 @@ src=$2
 sim="$build/apps/taihu-sim"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-# expect NAME EXIT_CODE PATTERN -- COMMAND...
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  local out
-  out=$("$@" 2>&1)
-  local rc=$?
-  if [[ $rc -eq $code ]] && grep -qE -- "$pattern" <<<"$out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name (exit $rc, wanted $code; pattern '$pattern')"
-    echo "$out" | tail -n 5 | sed 's/^/    /'
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 for topo in taihulight fat_tree gpu_server_8 dragonfly; do
   expect "$topo runs" 0 "speedup over ring" -- \

@@ -9,24 +9,7 @@ src=$2
 train="$build/apps/taihu-train"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-# expect NAME EXIT_CODE PATTERN -- COMMAND...
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  local out
-  out=$("$@" 2>&1)
-  local rc=$?
-  if [[ $rc -eq $code ]] && grep -qE -- "$pattern" <<<"$out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name (exit $rc, wanted $code; pattern '$pattern')"
-    echo "$out" | tail -n 5 | sed 's/^/    /'
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 cp "$src/config/nets/lenet.ini" "$work/lenet.ini"
 cat >"$work/app.ini" <<INI

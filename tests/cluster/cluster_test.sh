@@ -74,6 +74,19 @@ start_node() {  # start_node NAME [options]; sets $last
   last=$!
   pids+=("$last")
 }
+start_nodes() {  # start_nodes NAME... [-- OPTION...]: start_node for each; sets $node_pids
+  local names=()
+  while (($#)) && [[ $1 != -- ]]; do
+    names+=("$1")
+    shift
+  done
+  (($#)) && shift
+  node_pids=()
+  for n in "${names[@]}"; do
+    start_node "$n" "$@"
+    node_pids+=("$last")
+  done
+}
 wait_for_line() {  # wait_for_line FILE PATTERN SECONDS
   for _ in $(seq $(($3 * 10))); do
     grep -q -- "$2" "$1" 2>/dev/null && return 0
@@ -130,11 +143,7 @@ PY
     [[ $rc -eq 5 ]] && grep -q "protocol version 2 (the coordinator speaks 1)" "$work/future.log" &&
       grep -q "refused node 'future': it speaks cluster protocol version 2, this coordinator 1" "$work/train.log"
     check "a node of another protocol version is refused and logged (exit $rc)" $? "$work/future.log"
-    node_pids=()
-    for n in a b c; do
-      start_node "$n"
-      node_pids+=("$last")
-    done
+    start_nodes a b c
     wait "$coordinator"
     check "coordinator + 3 nodes finish (exit $?)" $? "$work/train.log"
     for p in "${node_pids[@]}"; do
@@ -160,11 +169,7 @@ PY
             batch_size=16 data.train_size=640 data.dev_size=64 data.test_size=128 output.dir="$work/gout"
             --progress=lines)
     start_coordinator graph nodes=2 --report="$work/graph-cluster.json"
-    node_pids=()
-    for n in g1 g2; do
-      start_node "$n"
-      node_pids+=("$last")
-    done
+    start_nodes g1 g2
     wait "$coordinator"
     check "graph: coordinator + 2 nodes finish (exit $?)" $? "$work/graph.log"
     for p in "${node_pids[@]}"; do wait "$p"; done
@@ -184,11 +189,7 @@ PY
   elastic)
     start_coordinator elastic epochs=2 data.limit_train=9600 elastic=true output.checkpoint_every=20 \
       cluster.dead_after=3 sync.step_timeout=60 --report="$work/elastic.json"
-    node_pids=()
-    for n in a b c; do
-      start_node "$n-elastic" --dead-after=3
-      node_pids+=("$last")
-    done
+    start_nodes a-elastic b-elastic c-elastic -- --dead-after=3
     wait_for_line "$work/elastic.log" "epoch 1/2 100/" 90
     check "elastic: 100 iterations on 3 nodes" $? "$work/elastic.log"
     kill -KILL "${node_pids[1]}"
@@ -213,11 +214,7 @@ PY
   elastic-stop)
     start_coordinator estop epochs=1 data.limit_train=9600 elastic=true output.checkpoint_every=20 \
       cluster.dead_after=3 sync.step_timeout=60 --report="$work/estop.json"
-    node_pids=()
-    for n in a b c; do
-      start_node "$n-estop" --dead-after=3
-      node_pids+=("$last")
-    done
+    start_nodes a-estop b-estop c-estop -- --dead-after=3
     wait_for_line "$work/estop.log" "epoch 1/1 100/" 90
     check "elastic-stop: 100 iterations on 3 nodes" $? "$work/estop.log"
     kill -STOP "${node_pids[1]}"
@@ -232,11 +229,7 @@ PY
   compress)
     sparse=(compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0)
     start_coordinator compress "${small[@]}" "${sparse[@]}" --report="$work/compress.json"
-    node_pids=()
-    for n in a b c; do
-      start_node "$n-compress"
-      node_pids+=("$last")
-    done
+    start_nodes a-compress b-compress c-compress
     wait "$coordinator"
     check "compress: coordinator + 3 nodes finish (exit $?)" $? "$work/compress.log"
     for p in "${node_pids[@]}"; do wait "$p"; done
@@ -269,11 +262,7 @@ PY
     # Long enough to be mid-training when the node goes; checkpoints every 20 iterations.
     start_coordinator "$c" epochs=1 data.limit_train=48000 solver.base_lr=0.01 output.checkpoint_every=20 \
       cluster.dead_after=3 sync.step_timeout=60 status.port=0 status.port_file="$work/$c.status"
-    node_pids=()
-    for n in a b c; do
-      start_node "$n-$c" --dead-after=3
-      node_pids+=("$last")
-    done
+    start_nodes "a-$c" "b-$c" "c-$c" -- --dead-after=3
     wait_for_line "$work/$c.log" "training starts" 60
     check "$c: training starts" $? "$work/$c.log"
     wait_for_line "$work/$c.log" "epoch 1/1 100/" 60  # checkpoints written
@@ -327,11 +316,7 @@ PY
   kill-eval)
     # Rank 0's node dies while the coordinator waits for its evaluation (the full test set).
     start_coordinator eval epochs=2 data.limit_train=960 data.limit_test=10000 sync.step_timeout=60
-    node_pids=()
-    for n in a b c; do
-      start_node "$n-eval"
-      node_pids+=("$last")
-    done
+    start_nodes a-eval b-eval c-eval
     wait_for_line "$work/eval.log" "epoch 1/2 done" 60
     check "kill-eval: first epoch trained" $? "$work/eval.log"
     # The node of rank 0 is node 0: whichever joined first.
