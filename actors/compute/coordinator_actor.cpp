@@ -229,6 +229,17 @@ struct DataParallelTrainer::Impl {
 
   RunRecord train();
   void log_epoch(const EpochRecord& e);
+  // The figures both report types share: workers, buckets, communication, bytes.
+  template <class Report>
+  void add_data_parallel_figures(const RunRecord& record, Report& report) const {
+    report.workers = ranks;
+    report.buckets = bucket_reports;
+    report.exposed_comm_seconds = record.exposed_comm_seconds;
+    report.comm_hidden_fraction = record.comm_hidden_fraction;
+    report.bytes_sent_per_iteration =
+        record.iterations > 0 ? record.bytes_sent / static_cast<double>(record.iterations) : 0.0;
+    report.dense_bytes_per_iteration = dense_bytes;
+  }
   // Each bucket's collective for the current ranks (rank 0's model's buckets).
   void plan_buckets();
   // Elastic: rank 0's model, the topology and the buckets for `ranks` ranks.
@@ -864,8 +875,6 @@ TrainReport DataParallelTrainer::run() {
   report.parameters = im.parameters;
   report.batch_size = im.settings.batch_size * im.ranks;
   report.blas_kernel = blas::kernel_name();
-  report.workers = im.ranks;
-  report.buckets = im.bucket_reports;
   report.epochs = im.settings.epochs;
   report.iterations = im.settings.epochs * im.per_epoch;
   for (const EpochRecord& e : record.epochs)
@@ -878,11 +887,7 @@ TrainReport DataParallelTrainer::run() {
   }
   report.seconds = record.seconds;
   report.images_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
-  report.exposed_comm_seconds = record.exposed_comm_seconds;
-  report.comm_hidden_fraction = record.comm_hidden_fraction;
-  report.bytes_sent_per_iteration =
-      record.iterations > 0 ? record.bytes_sent / static_cast<double>(record.iterations) : 0.0;
-  report.dense_bytes_per_iteration = im.dense_bytes;
+  im.add_data_parallel_figures(record, report);
   return report;
 }
 
@@ -910,13 +915,7 @@ GraphTrainReport DataParallelTrainer::run_graph() {
   report.seconds = record.seconds;
   report.samples_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
   report.vertices_per_second = record.seconds > 0 ? static_cast<double>(record.vertices) / record.seconds : 0.0;
-  report.workers = im.ranks;
-  report.buckets = im.bucket_reports;
-  report.exposed_comm_seconds = record.exposed_comm_seconds;
-  report.comm_hidden_fraction = record.comm_hidden_fraction;
-  report.bytes_sent_per_iteration =
-      record.iterations > 0 ? record.bytes_sent / static_cast<double>(record.iterations) : 0.0;
-  report.dense_bytes_per_iteration = im.dense_bytes;
+  im.add_data_parallel_figures(record, report);
   return report;
 }
 
