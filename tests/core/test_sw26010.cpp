@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "devices/sw26010/core_group.hpp"
@@ -123,6 +125,62 @@ TEST_SUITE("sw26010") {
     CHECK(contains(msg, "misaligned DMA descriptor"));
     CHECK(contains(msg, "CPE 9 (row 1, column 1)"));
     CHECK(contains(msg, "kernel 'crooked'"));
+  }
+
+  TEST_CASE("DMA cost: whole 128-B transactions per block, so a misaligned strided block pays one more") {
+    Params p;
+    p.dma_strided_gbps = 14.5;  // 10 bytes per cycle at 1.45 GHz
+    p.dma_cap_by_active_cpes = {{1, 1000.0}};
+    CoreGroup cg(0, p);
+    cg.set_numerics(false);
+    std::vector<float> raw(4096 + 64);
+    float* aligned = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(raw.data()) + 127) / 128 * 128);
+    // one CPE, 4 blocks `block` bytes long, 256 B apart, from `offset` bytes past a 128-B boundary
+    auto get = [&](std::size_t block, std::size_t offset) {
+      std::int64_t elapsed = 0;
+      const auto stats = cg.run("strided cost", [&](Cpe& c) {
+        if (c.id() != 0) return;
+        void* buf = c.ldm_alloc(4 * block, 128);
+        DmaReply r;
+        const auto t0 = c.rpcc();
+        c.dma_get_strided(buf, aligned + offset / 4, 4, block, 256, r);
+        c.dma_wait(r, 1);
+        elapsed = c.rpcc() - t0;
+      });
+      return std::pair{stats.dma_charged_bytes, elapsed};
+    };
+    const auto at = [&](std::int64_t charged) {  // issue, then transfer at 10 B/cycle, then latency
+      return 1 + std::int64_t(std::ceil(double(charged) / 10 + p.dma_get_latency_cycles));
+    };
+    const auto [aligned_bytes, aligned_cycles] = get(128, 0);
+    CHECK(aligned_bytes == 4 * 128);
+    CHECK(aligned_cycles == at(4 * 128));
+    const auto [spill_bytes, spill_cycles] = get(128, 48);  // [48, 176): two transactions per block
+    CHECK(spill_bytes == 4 * 256);
+    CHECK(spill_cycles == at(4 * 256));
+    const auto [fits_bytes, fits_cycles] = get(80, 48);  // [48, 128): still one
+    CHECK(fits_bytes == 4 * 128);
+    CHECK(fits_cycles == at(4 * 128));
+    const auto [small_bytes, small_cycles] = get(16, 112);  // [112, 128)
+    CHECK(small_bytes == 4 * 128);
+    CHECK(small_cycles == at(4 * 128));
+    CHECK(get(32, 112).first == 4 * 256);  // [112, 144)
+    // the strided rate applies only to multi-block descriptors: one block is a plain GET
+    const auto [one_bytes, one_cycles] = [&] {
+      std::int64_t elapsed = 0;
+      const auto stats = cg.run("one block", [&](Cpe& c) {
+        if (c.id() != 0) return;
+        void* buf = c.ldm_alloc(512, 128);
+        DmaReply r;
+        const auto t0 = c.rpcc();
+        c.dma_get_strided(buf, aligned, 1, 512, 512, r);
+        c.dma_wait(r, 1);
+        elapsed = c.rpcc() - t0;
+      });
+      return std::pair{stats.dma_charged_bytes, elapsed};
+    }();
+    CHECK(one_bytes == 512);
+    CHECK(one_cycles == 1 + std::int64_t(std::ceil(512 / p.dma_get_bytes_per_cycle() + p.dma_get_latency_cycles)));
   }
 
   TEST_CASE("row-mode DMA scatters over the row") {
