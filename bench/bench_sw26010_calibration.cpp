@@ -77,13 +77,13 @@ double one_shot(CoreGroup& cg, int active, std::size_t size, Memory& mem) {
   return gbps(double(active) * size, double(end - begin), cg.params());
 }
 
-// swGEMM's MBW_map: 64 CPEs, each a strided GET of an 8 KB tile in blocks of
+// swGEMM's MBW_map: 64 CPEs, each a strided GET of a tile of about 8 KB in blocks of
 // `block` bytes. Every CPE reads its own tile of a column-major float matrix
 // whose leading dimension is a multiple of 32 floats (the pitch, a multiple of
 // 128 B), from a base `offset` bytes past a 128-B boundary: every block then
 // starts at the same misalignment (see strided_offset in main).
 double strided(CoreGroup& cg, std::size_t block, Memory& mem, std::size_t offset) {
-  const std::size_t total = 8192, blocks = total / block;
+  const std::size_t blocks = 8192 / block, total = blocks * block;  // about 8 KB, whole blocks
   const std::size_t pitch = 2 * ((block + 127) / 128 * 128);
   const std::size_t tile_floats = blocks * pitch / 4;
   std::int64_t begin = 0, end = 0;

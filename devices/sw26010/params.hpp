@@ -24,11 +24,11 @@ struct Params {
   double dma_put_latency_cycles = 290;
   double dma_get_gbps = 30.4;  // aggregate asymptote, GB/s (1e9 B/s)
   double dma_put_gbps = 34.2;
-  double dma_strided_gbps = 25.0;  // asymptote of strided (multi-block) transfers
+  double dma_strided_gbps = 26.3;  // asymptote of strided (multi-block) transfers
   // Aggregate-rate cap by number of CPEs running the kernel (piecewise linear).
   std::vector<std::pair<int, double>> dma_cap_by_active_cpes = {{1, 10.0}, {8, 14.0}, {16, 14.0},
                                                                  {32, 16.0}, {64, 1000.0}};
-  double dma_block_overhead_cycles = 0;  // per strided block, serialised in the server
+  double dma_block_overhead_cycles = 0.375;  // per strided block, serialised in the server
   int dma_queue_depth = 3;               // requests a CPE may have waiting before issue stalls
   int dma_issue_cycles = 1;
 

@@ -127,9 +127,10 @@ TEST_SUITE("sw26010") {
     CHECK(contains(msg, "kernel 'crooked'"));
   }
 
-  TEST_CASE("DMA cost: whole 128-B transactions per block, so a misaligned strided block pays one more") {
+  TEST_CASE("DMA cost: whole 128-B transactions per block (a misaligned block pays one more), per-block overhead") {
     Params p;
     p.dma_strided_gbps = 14.5;  // 10 bytes per cycle at 1.45 GHz
+    p.dma_block_overhead_cycles = 2.5;
     p.dma_cap_by_active_cpes = {{1, 1000.0}};
     CoreGroup cg(0, p);
     cg.set_numerics(false);
@@ -149,8 +150,8 @@ TEST_SUITE("sw26010") {
       });
       return std::pair{stats.dma_charged_bytes, elapsed};
     };
-    const auto at = [&](std::int64_t charged) {  // issue, then transfer at 10 B/cycle, then latency
-      return 1 + std::int64_t(std::ceil(double(charged) / 10 + p.dma_get_latency_cycles));
+    const auto at = [&](std::int64_t charged) {  // issue, then 4 blocks at 10 B/cycle + 2.5 each, then latency
+      return 1 + std::int64_t(std::ceil(double(charged) / 10 + 4 * 2.5 + p.dma_get_latency_cycles));
     };
     const auto [aligned_bytes, aligned_cycles] = get(128, 0);
     CHECK(aligned_bytes == 4 * 128);
@@ -165,7 +166,7 @@ TEST_SUITE("sw26010") {
     CHECK(small_bytes == 4 * 128);
     CHECK(small_cycles == at(4 * 128));
     CHECK(get(32, 112).first == 4 * 256);  // [112, 144)
-    // the strided rate applies only to multi-block descriptors: one block is a plain GET
+    // the strided rate and block overhead apply only to multi-block descriptors: one block is a plain GET
     const auto [one_bytes, one_cycles] = [&] {
       std::int64_t elapsed = 0;
       const auto stats = cg.run("one block", [&](Cpe& c) {
