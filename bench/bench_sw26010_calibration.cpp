@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   // (C-swgemm test.c leaves _MEM_128BALIGN_ undefined): 16-B aligned, not 128-B
   // aligned. The map itself fixes the phase: every block size that is a multiple
   // of 128 B reads at about (size + 128) / size times the cost of its payload,
-  // and the drops of the sawtooth sit at 96, 240, 352, 480, 608, 736, 864 and
+  // and the drops of the sawtooth sit at 96, 224, 352, 480, 608, 736, 864 and
   // 992 B, where a block starting 48 B past a transaction boundary first spills
   // into one more transaction (offsets 36..48 B all do; 48 is the 16-B aligned
   // one). So all blocks start 48 B past a 128-B boundary (the leading dimension
