@@ -19,7 +19,7 @@ root=()
 mpi=(mpirun "${root[@]}" --oversubscribe -np 4)
 echo "load: $(uptime)"
 echo "## taihu (4 processes, data plane over TCP loopback)"
-"$build/bench/bench_remote_allreduce_actors" --ranks=4 --mb="$sizes" --runs="$runs" --algorithm=ring,rabenseifner
+"$build/bench/bench_remote_allreduce_actors" --ranks=4 --mb="$sizes" --runs="$runs" --algorithm=ring,rabenseifner,direct
 echo "## OpenMPI MPI_Allreduce, TCP over loopback (btl tcp,self)"
 "${mpi[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo "$tmp/allreduce_mpi" "$sizes" "$runs"
 echo "## OpenMPI MPI_Allreduce, default transports (shared memory), for reference"

@@ -5,7 +5,7 @@
 // from the first rank's start to the last rank's result (steady clock, one
 // machine); algorithm bandwidth = bucket bytes / time (MPI's "algbw").
 //
-//   bench_remote_allreduce_actors [--ranks=4] [--mb=1,16,100] [--runs=7] [--algorithm=ring]
+//   bench_remote_allreduce_actors [--ranks=4] [--mb=1,16,100] [--runs=7] [--algorithm=ring,direct]
 //
 // Compare with OpenMPI: bench/allreduce_vs_mpi.sh runs both side by side.
 
@@ -20,6 +20,7 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/net/chunk_link.hpp"
@@ -66,7 +67,9 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
               int from_parent, int to_parent) {
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
-  cfg.set("scheduler.max-threads", 2);
+  // One rank per process: never more scheduler threads than its share of the cores.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", static_cast<int>(std::max(1u, cores / static_cast<unsigned>(ranks))));
   cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system system{cfg};
   net::DataPlaneOptions options;

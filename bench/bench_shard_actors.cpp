@@ -88,7 +88,7 @@ double hop_microseconds(caf::actor_system& system, std::size_t floats, int hops)
   auto b = system.spawn(bouncer);
   caf::scoped_actor self{system};
   msg::Chunk chunk{0, 0, 0, static_cast<std::uint32_t>(hops), 0,
-                   msg::TensorPayload::copy_of(std::vector<float>(floats, 1.0f))};
+                   msg::TensorPayload::copy_of(std::vector<float>(floats, 1.0f)), nullptr};
   const auto t = Clock::now();
   self->send(a, std::move(chunk), b, caf::actor{self});
   self->receive([&](msg::Chunk&) {});

@@ -3,9 +3,15 @@
 // the range [offset, offset + payload.size()) of the bucket, the sender's
 // snapshot of it. (sender, seq) names the message within one iteration of
 // one bucket, as in actors/sync/schedule.hpp; the receiver checks the range.
+//
+// The floats are either in `payload` or, for a message from another process
+// of this host, still in the sender's memory (`source`, process-local: never
+// serialized; messages/chunk_values.hpp reads either kind).
 
 #include <cstdint>
+#include <memory>
 
+#include "messages/chunk_source.hpp"
 #include "messages/tensor_payload.hpp"
 
 namespace taihu::msg {
@@ -17,10 +23,21 @@ struct Chunk {
   std::uint32_t seq = 0;
   std::uint64_t offset = 0;  // in floats, within the bucket
   TensorPayload payload;
+  std::shared_ptr<const ChunkSource> source;  // set: payload is empty
+
+  std::size_t size() const { return source ? source->size() : payload.size(); }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Chunk& x) {
+  if constexpr (!Inspector::writes_state) {
+    // Serialized or printed: the floats go along, so read them first.
+    if (x.source) {
+      x.payload = TensorPayload::allocate(x.source->size());
+      x.source->read(0, x.payload.size(), x.payload.mutable_data());
+      x.source.reset();
+    }
+  }
   return f(caf::meta::type_name("taihu::msg::Chunk"), x.bucket, x.iteration, x.sender, x.seq, x.offset, x.payload);
 }
 

@@ -312,7 +312,7 @@ DataParallelTrainer::DataParallelTrainer(config::Document doc, Progress::Mode pr
   const double bucket_mb = sync_section.get_or<double>("bucket_mb", 25.0);
   if (!(bucket_mb >= 0)) throw sync_section.error("bucket_mb", "must not be negative");
   im.bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
-  im.algorithm = sync_section.get_choice("algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical"},
+  im.algorithm = sync_section.get_choice("algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical", "direct"},
                                          "auto");
   im.step_timeout = sync_section.get_or<double>("step_timeout", 60.0);
   if (!(im.step_timeout > 0)) throw sync_section.error("step_timeout", "must be positive");

@@ -10,7 +10,9 @@
 // the Chunk's payload, so the bytes are copied once, by the kernel. Landing
 // buffers are recycled once the shard has dropped the chunk (the pool's
 // reference is the only one left), so steady-state iterations allocate
-// nothing and touch no fresh pages.
+// nothing and touch no fresh pages. A message from another process of this
+// host is not copied here at all: its Chunk carries a ChunkSource, and the
+// shard's step reads it straight into place (messages/chunk_values.hpp).
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -52,6 +54,7 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   // FrameSink
   Landing land(int from, const ChunkHeader& header, std::size_t bytes) override;
   void deliver(int from, const ChunkHeader& header, Landing landing) override;
+  bool take_remote(int from, const ChunkHeader& header, RemoteMessage message) override;
   void peer_lost(int node, const std::string& reason) override;
 
  private:
@@ -60,6 +63,7 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   std::function<void(int, const std::string&)> on_lost_;
   mutable std::mutex mutex_;
   std::map<std::pair<std::uint32_t, int>, caf::actor> shards_;
+  caf::actor shard_for(int from, const ChunkHeader& header) const;
   std::vector<std::shared_ptr<msg::TensorPayload>> pool_;  // I/O thread only
   std::unique_ptr<DataPlane> plane_;  // last: stopped first, before the maps go
 };

@@ -68,22 +68,51 @@ Landing ChunkLink::land(int, const ChunkHeader&, std::size_t bytes) {
   return {data, std::move(payload)};
 }
 
-void ChunkLink::deliver(int from, const ChunkHeader& h, Landing landing) {
-  caf::actor shard;
+caf::actor ChunkLink::shard_for(int from, const ChunkHeader& h) const {
   {
     std::lock_guard lock(mutex_);
     auto it = shards_.find({h.bucket, h.receiver});
-    if (it != shards_.end()) shard = it->second;
+    if (it != shards_.end()) return it->second;
   }
-  if (!shard) {
-    spdlog::warn("data plane node {}: chunk for bucket {} rank {} from node {} has no local shard; dropped", node_,
-                 h.bucket, h.receiver, from);
-    return;
+  spdlog::warn("data plane node {}: chunk for bucket {} rank {} from node {} has no local shard; dropped", node_,
+               h.bucket, h.receiver, from);
+  return {};
+}
+
+namespace {
+
+// A chunk's floats still in the sending process.
+class RemoteChunkSource final : public msg::ChunkSource {
+ public:
+  explicit RemoteChunkSource(RemoteMessage message) : message_(std::move(message)) {}
+  std::size_t size() const override { return message_.bytes() / sizeof(float); }
+  void read(std::size_t first, std::size_t n, float* to) const override {
+    message_.read(first * sizeof(float), n * sizeof(float), to);
   }
+
+ private:
+  RemoteMessage message_;
+};
+
+}  // namespace
+
+bool ChunkLink::take_remote(int from, const ChunkHeader& h, RemoteMessage message) {
+  if (message.bytes() % sizeof(float) != 0) return false;  // land() refuses it: a protocol error
+  caf::actor shard = shard_for(from, h);
+  if (!shard) return true;  // dropped (and so acknowledged)
+  msg::Chunk chunk{h.bucket, h.iteration, h.sender, h.seq, h.offset, {}, nullptr};
+  chunk.source = std::make_shared<RemoteChunkSource>(std::move(message));
+  caf::anon_send(shard, std::move(chunk));
+  return true;
+}
+
+void ChunkLink::deliver(int from, const ChunkHeader& h, Landing landing) {
+  caf::actor shard = shard_for(from, h);
+  if (!shard) return;
   auto payload = std::static_pointer_cast<msg::TensorPayload>(landing.owner);
   // A second reference to the pooled buffer: it is free again when the shard drops the chunk.
   msg::TensorPayload values = payload ? *payload : msg::TensorPayload{};
-  caf::anon_send(shard, msg::Chunk{h.bucket, h.iteration, h.sender, h.seq, h.offset, std::move(values)});
+  caf::anon_send(shard, msg::Chunk{h.bucket, h.iteration, h.sender, h.seq, h.offset, std::move(values), nullptr});
 }
 
 void ChunkLink::peer_lost(int node, const std::string& reason) {

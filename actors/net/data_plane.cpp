@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -92,6 +93,18 @@ struct Outgoing {
 
 }  // namespace
 
+struct RemoteMessage::State {
+  std::uint32_t pid = 0;
+  std::uint64_t address = 0;
+  std::size_t bytes = 0;
+  int sender = -1;
+  std::function<void()> release;  // acknowledges the message
+
+  ~State() {
+    if (release) release();
+  }
+};
+
 struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   DataPlaneOptions options;
   FrameSink* sink;
@@ -115,10 +128,11 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     FrameHeader header;  // of the part being written
     RemoteSpan span;     // of the Remote frame being written
     bool remote_reads = false;  // the server reads large messages from this process's memory
-    // Remote frames not yet acknowledged: their memory and size. They count as
-    // sent once acknowledged (the sender's memory is no longer needed).
-    std::deque<std::pair<std::shared_ptr<const void>, std::size_t>> awaiting_ack;
-    std::array<std::uint8_t, 64> acks{};
+    // Remote frames not yet acknowledged, by number: their memory and size.
+    // They count as sent once acknowledged (the memory is no longer needed).
+    std::map<std::uint64_t, std::pair<std::shared_ptr<const void>, std::size_t>> awaiting_ack;
+    std::uint64_t remote_frames = 0;  // numbers the next Remote frame
+    std::uint64_t ack = 0;            // being read
   };
   mutable std::mutex mutex;  // guards outbound (the map; connections are touched on the I/O thread)
   std::map<int, std::shared_ptr<Outbound>> outbound;
@@ -141,9 +155,10 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     RemoteSpan span;                     // of a Remote or Probe frame
     std::array<std::uint8_t, 32> token{};  // a Probe's bytes
     std::uint8_t probe_answer = 0;
-    std::size_t acks_due = 0;  // Remote frames read, not yet acknowledged
+    std::uint64_t remote_frames = 0;      // numbers the next Remote frame
+    std::vector<std::uint64_t> acks_due;  // Remote frames consumed, not yet acknowledged
     bool writing_acks = false;
-    std::vector<std::uint8_t> ack_bytes;
+    std::vector<std::uint64_t> acks_writing;
   };
 
   Impl(DataPlaneOptions o, FrameSink* s) : options(std::move(o)), sink(s) {}
@@ -376,29 +391,49 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
                        if (ec) return lose_inbound(in, ec == asio::error::eof ? "connection closed mid-message"
                                                                               : ec.message());
                        const FrameHeader& f = in->header;
-                       Landing landing = sink->land(in->node, f.chunk, f.total_bytes);
-                       if (landing.data == nullptr && f.total_bytes > 0)
-                         return protocol_error(in, "message refused by the receiver");
-                       const std::string error = read_remote(in->span.pid, in->span.address, landing.data,
-                                                             static_cast<std::size_t>(f.total_bytes));
-                       if (!error.empty())
-                         return protocol_error(in, "cannot read the sender's memory: " + error);
+                       const std::uint64_t number = in->remote_frames++;
+                       auto state = std::make_shared<RemoteMessage::State>();
+                       state->pid = in->span.pid;
+                       state->address = in->span.address;
+                       state->bytes = static_cast<std::size_t>(f.total_bytes);
+                       state->sender = in->node;
+                       state->release = [plane = weak_from_this(), in, number] {
+                         if (auto p = plane.lock()) p->acknowledge(in, number);
+                       };
                        stats.bytes_received += f.total_bytes;
                        ++stats.messages_received;
                        ++stats.messages_read_remotely;
-                       sink->deliver(in->node, f.chunk, std::move(landing));  // first: it is on the critical path
-                       ++in->acks_due;
-                       write_acks(in);
+                       if (sink->take_remote(in->node, f.chunk, RemoteMessage(state))) return read_header(in);
+                       // The sink wants the bytes now, in its own buffer.
+                       Landing landing = sink->land(in->node, f.chunk, f.total_bytes);
+                       if (landing.data == nullptr && f.total_bytes > 0)
+                         return protocol_error(in, "message refused by the receiver");
+                       try {
+                         RemoteMessage(state).read(0, state->bytes, landing.data);
+                       } catch (const NetError& e) {
+                         return protocol_error(in, e.what());
+                       }
+                       state.reset();  // acknowledged
+                       sink->deliver(in->node, f.chunk, std::move(landing));
                        read_header(in);
                      });
   }
 
+  // Once a Remote frame's bytes have been read (on any thread).
+  void acknowledge(const std::shared_ptr<Inbound>& in, std::uint64_t number) {
+    asio::post(io, [this, in, number] {
+      if (!in->socket.is_open()) return;
+      in->acks_due.push_back(number);
+      write_acks(in);
+    });
+  }
+
   void write_acks(const std::shared_ptr<Inbound>& in) {
-    if (in->writing_acks || in->acks_due == 0) return;
+    if (in->writing_acks || in->acks_due.empty()) return;
     in->writing_acks = true;
-    in->ack_bytes.assign(in->acks_due, 1);
-    in->acks_due = 0;
-    asio::async_write(in->socket, asio::buffer(in->ack_bytes), [this, in](const asio::error_code& ec, std::size_t) {
+    in->acks_writing.swap(in->acks_due);
+    in->acks_due.clear();
+    asio::async_write(in->socket, asio::buffer(in->acks_writing), [this, in](const asio::error_code& ec, std::size_t) {
       in->writing_acks = false;
       if (ec) return;  // the read side sees the connection go
       write_acks(in);
@@ -473,7 +508,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     out->span = RemoteSpan{reinterpret_cast<std::uint64_t>(m.data), static_cast<std::uint32_t>(::getpid()), 0};
     // Awaited from now on: the server's ack may be handled before this
     // write's completion.
-    out->awaiting_ack.emplace_back(std::move(m.keep_alive), m.bytes);
+    out->awaiting_ack.emplace(out->remote_frames++, std::pair{std::move(m.keep_alive), m.bytes});
     std::array<asio::const_buffer, 2> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
                                               asio::buffer(&out->span, sizeof(RemoteSpan))};
     asio::async_write(out->socket, buffers, [this, out](const asio::error_code& ec, std::size_t) {
@@ -487,20 +522,28 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   // frames; anything else, or the end of the stream, means the connection is
   // gone (or the server broke the protocol).
   void watch(const std::shared_ptr<Outbound>& out) {
-    out->socket.async_read_some(asio::buffer(out->acks), [this, out](const asio::error_code& ec, std::size_t n) {
+    asio::async_read(out->socket, asio::buffer(&out->ack, sizeof out->ack), [this, out](const asio::error_code& ec, std::size_t) {
       if (ec == asio::error::operation_aborted && out->lost) return;
       if (ec) return lose_outbound(out, ec == asio::error::eof ? std::string("connection closed") : ec.message());
-      for (std::size_t i = 0; i < n; ++i) {
-        if (out->acks[i] != 1 || out->awaiting_ack.empty())
-          return lose_outbound(out, "unexpected bytes from the server");
-        stats.bytes_sent += out->awaiting_ack.front().second;
-        ++stats.messages_sent;
-        out->awaiting_ack.pop_front();
-      }
+      auto it = out->awaiting_ack.find(out->ack);
+      if (it == out->awaiting_ack.end()) return lose_outbound(out, "unexpected bytes from the server");
+      stats.bytes_sent += it->second.second;
+      ++stats.messages_sent;
+      out->awaiting_ack.erase(it);
       watch(out);
     });
   }
 };
+
+std::size_t RemoteMessage::bytes() const { return state_->bytes; }
+
+void RemoteMessage::read(std::size_t offset, std::size_t n, void* to) const {
+  const State& s = *state_;
+  require<NetError>(offset <= s.bytes && n <= s.bytes - offset, "remote message of {} bytes: read of [{}, +{})",
+                    s.bytes, offset, n);
+  const std::string error = read_remote(s.pid, s.address + offset, to, n);
+  require<NetError>(error.empty(), "cannot read node {}'s memory (process {}): {}", s.sender, s.pid, error);
+}
 
 DataPlane::DataPlane(DataPlaneOptions options, FrameSink* sink)
     : impl_(std::make_shared<Impl>(std::move(options), sink)) {

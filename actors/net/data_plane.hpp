@@ -14,8 +14,9 @@
 // write completes, and must not modify it meanwhile); the receiver asks its
 // FrameSink where a message should land and reads the bytes straight there.
 // Between processes of one host and user, large messages skip the socket:
-// the receiver copies them straight out of the sender's memory (one copy;
-// `keep_alive` is then held until the receiver acknowledges).
+// the receiver copies them straight out of the sender's memory, ideally
+// where it consumes them (FrameSink::take_remote), so they are copied once;
+// `keep_alive` is then held until the receiver acknowledges.
 // Messages larger than part_bytes go as several frames (bounded writes, so
 // one connection cannot monopolise the I/O thread).
 //
@@ -46,6 +47,25 @@ struct Landing {
   std::shared_ptr<void> owner;
 };
 
+// A message that is still in the sender's memory (same host and user): read()
+// copies any part of it from there, from any thread. When the last copy of
+// the handle is gone, the sender is told it may release the memory; a reader
+// must therefore finish before dropping it.
+class RemoteMessage {
+ public:
+  struct State;
+  RemoteMessage() = default;  // none (assigning it releases a held message)
+  explicit RemoteMessage(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+  std::size_t bytes() const;
+  // Copies bytes [offset, offset + n) to `to`; throws NetError naming the
+  // sender when its memory cannot be read (it has gone).
+  void read(std::size_t offset, std::size_t n, void* to) const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 // Called on the data plane's I/O thread: keep it short (hand off, do not block).
 class FrameSink {
  public:
@@ -55,6 +75,10 @@ class FrameSink {
   virtual Landing land(int from, const ChunkHeader& header, std::size_t bytes) = 0;
   // Its bytes are all in landing.data.
   virtual void deliver(int from, const ChunkHeader& header, Landing landing) = 0;
+  // A same-host message left where it is, for the consumer to read in place
+  // (one copy, made where and when the bytes are needed). false: the sink
+  // does not take it, and the data plane copies it into land()'s buffer.
+  virtual bool take_remote(int from, const ChunkHeader& header, RemoteMessage message) { return false; }
   // A connection to or from an authenticated node failed or closed.
   virtual void peer_lost(int node, const std::string& reason) {}
 };

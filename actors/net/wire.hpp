@@ -26,9 +26,11 @@
 // attach: same user, same host) and answers one byte, 1 if it could. If so,
 // large messages go as Remote frames: the header and a RemoteSpan, no
 // payload; the server copies the bytes straight from the client's memory into
-// its destination buffer (one copy, no socket) and answers one ack byte (1)
-// per Remote frame, in order, after which the client may release the memory.
-// Otherwise the server never writes after the handshake.
+// its destination buffer (one copy, no socket), possibly later and out of
+// order, and acknowledges each Remote frame with its number (a uint64: the
+// n-th Remote frame on the connection is number n, from 0), after which the
+// client may release that memory. Otherwise the server never writes after
+// the handshake.
 
 #include <array>
 #include <cstddef>
@@ -37,7 +39,7 @@
 
 namespace taihu::net {
 
-inline constexpr std::uint32_t protocol_version = 2;
+inline constexpr std::uint32_t protocol_version = 3;
 inline constexpr std::array<char, 8> hello_magic{'T', 'A', 'I', 'H', 'U', '-', 'D', 'P'};
 inline constexpr std::uint32_t frame_magic = 0x46554854;         // "THUF": payload follows
 inline constexpr std::uint32_t remote_frame_magic = 0x52554854;  // "THUR": a RemoteSpan follows

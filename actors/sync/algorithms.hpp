@@ -14,6 +14,7 @@ namespace taihu::sync {
 // Summation order (the exact float expression every rank ends with, per
 // element; a + b is commutative in IEEE floats, so only grouping matters):
 //   ring, element in chunk c:  x[c+P-1] + (… + (x[c+2] + (x[c+1] + x[c])))   (indices mod P)
+//   direct, element in chunk c: ((x[c] + x[c-1]) + x[c-2]) + … + x[c-P+1]    (indices mod P)
 //   rabenseifner:              y = x with y[e-p'] += y[e] for the extras e >= p';
 //                              then for d = p'/2, …, 1: y[l] = y[l] + y[l xor d]; result y[0]
 //   topology_aware:            the same over round_robin_order(topology)
@@ -25,6 +26,11 @@ namespace taihu::sync {
 // Ring reduce-scatter then ring allgather; P-1 + P-1 steps, each rank sends
 // 2(P-1)/P·n elements. The owner of each chunk sums it once, in ring order.
 Schedule ring_allreduce(int ranks, std::size_t elements);
+
+// Direct: each rank sends every peer its chunk (P-1 messages in flight at
+// once), sums the contributions to its own chunk, then sends that sum to
+// every peer: two rounds of latency, 2(P-1)/P·n elements sent per rank.
+Schedule direct_allreduce(int ranks, std::size_t elements);
 
 // Recursive halving (largest exchange first, partner at distance p'/2) then
 // recursive doubling, where p' is the largest power of two <= P. The P - p'

@@ -12,7 +12,7 @@
 #include "actors/exception_reason.hpp"
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
-#include "core/kernels/elementwise.hpp"
+#include "messages/chunk_values.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -131,18 +131,18 @@ bool advance_allgather(Self* self) {
       const int origin = s.origin(s.next_step);
       send_chunk(self, s.right(),
                  msg::Chunk{s.spec().bucket, s.iteration, s.spec().rank, static_cast<std::uint32_t>(s.next_step),
-                            static_cast<std::uint64_t>(origin), s.messages[static_cast<std::size_t>(origin)]});
+                            static_cast<std::uint64_t>(origin), s.messages[static_cast<std::size_t>(origin)], nullptr});
       s.step_sent = true;
     }
     auto it = s.arrived.find({s.iteration, s.left(), static_cast<std::uint32_t>(s.next_step)});
     if (it == s.arrived.end()) return false;
-    const msg::Chunk& chunk = it->second;
+    msg::Chunk& chunk = it->second;
     const int expected = s.origin(s.next_step + 1);
-    require(chunk.offset == static_cast<std::uint64_t>(expected) && !chunk.payload.empty(),
+    require(chunk.offset == static_cast<std::uint64_t>(expected) && chunk.size() > 0,
             "compressed shard {}/{}: ring step {} from rank {} carries the message of rank {} ({} words), expected "
             "rank {}'s",
-            s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, chunk.payload.size(), expected);
-    s.messages[static_cast<std::size_t>(expected)] = chunk.payload;
+            s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, chunk.size(), expected);
+    s.messages[static_cast<std::size_t>(expected)] = msg::chunk_payload(chunk);  // kept: passed on next step
     s.arrived.erase(it);
     s.step_sent = false;
     ++s.next_step;
@@ -162,22 +162,22 @@ bool advance_dense(Self* self) {
     if (step.sends() && !s.dense_sent) {
       send_chunk(self, step.send_to,
                  msg::Chunk{s.spec().bucket, s.iteration, s.spec().rank, dense_seq_base + step.send_seq,
-                            step.send.offset, msg::TensorPayload::copy_of(data + step.send.offset, step.send.length)});
+                            step.send.offset, msg::TensorPayload::copy_of(data + step.send.offset, step.send.length), nullptr});
       s.dense_sent = true;
     }
     if (step.receives()) {
       auto it = s.arrived.find({s.iteration, step.recv_from, dense_seq_base + step.recv_seq});
       if (it == s.arrived.end()) return false;
       const msg::Chunk& chunk = it->second;
-      require(chunk.offset == step.recv.offset && chunk.payload.size() == step.recv.length,
+      require(chunk.offset == step.recv.offset && chunk.size() == step.recv.length,
               "compressed shard {}/{}: dense chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})",
               s.spec().bucket, s.spec().rank, chunk.seq - dense_seq_base, chunk.sender, chunk.offset,
-              chunk.payload.size(), step.recv.offset, step.recv.length);
+              chunk.size(), step.recv.offset, step.recv.length);
       float* out = data + step.recv.offset;
       if (step.combine == Combine::reduce) {
-        kernels::add(static_cast<std::int64_t>(step.recv.length), out, chunk.payload.data(), out);
+        msg::add_chunk(chunk, out);
       } else {
-        std::memcpy(out, chunk.payload.data(), step.recv.length * sizeof(float));
+        msg::copy_chunk(chunk, out);
       }
       s.arrived.erase(it);
     }

@@ -25,16 +25,17 @@ std::string_view name(Algorithm a) {
     case Algorithm::hierarchical: return "hierarchical";
     case Algorithm::binomial: return "binomial";
     case Algorithm::scatter_allgather: return "scatter_allgather";
+    case Algorithm::direct: return "direct";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(std::string_view text) {
   for (auto a : {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                 Algorithm::hierarchical, Algorithm::binomial, Algorithm::scatter_allgather}) {
+                 Algorithm::hierarchical, Algorithm::binomial, Algorithm::scatter_allgather, Algorithm::direct}) {
     if (name(a) == text) return a;
   }
-  raise("unknown collective algorithm '{}' (ring, rabenseifner, topology_aware, hierarchical, binomial, "
+  raise("unknown collective algorithm '{}' (ring, rabenseifner, topology_aware, hierarchical, direct, binomial, "
         "scatter_allgather)",
         text);
 }

@@ -84,6 +84,7 @@ enum class Algorithm : std::uint8_t {
   hierarchical,    // reduce to group leaders, allreduce among leaders, broadcast back
   binomial,        // broadcast: binomial tree from the root
   scatter_allgather,  // broadcast: binomial scatter of P chunks, then ring allgather
+  direct,          // allreduce: each rank sends every peer its chunk at once, then the sums
 };
 
 std::string_view name(Collective c);

@@ -3,7 +3,6 @@
 #include <caf/all.hpp>
 
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -11,8 +10,8 @@
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "actors/sync/zero_copy.hpp"
-#include "core/kernels/elementwise.hpp"
 #include "actors/exception_reason.hpp"
+#include "messages/chunk_values.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -67,7 +66,7 @@ void advance(Self* self) {
                          : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length);
       s.copied_floats += s.spec.send_view[s.next_step] || s.spec.sizes_only ? 0 : step.send.length;
       s.iteration_bytes += step.send.length * sizeof(float);
-      msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload)};
+      msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload), nullptr};
       if (s.router && s.router->remote(step.send_to)) {
         s.router->send(step.send_to, std::move(chunk));
       } else {
@@ -82,20 +81,19 @@ void advance(Self* self) {
       auto it = s.arrived.find({s.iteration, step.recv_from, step.recv_seq});
       if (it == s.arrived.end()) return;
       const msg::Chunk& chunk = it->second;
-      require(chunk.offset == step.recv.offset && chunk.payload.size() == step.recv.length,
+      require(chunk.offset == step.recv.offset && chunk.size() == step.recv.length,
               "shard {}/{}: chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})", s.spec.bucket,
-              s.spec.rank, chunk.seq, chunk.sender, chunk.offset, chunk.payload.size(), step.recv.offset,
+              s.spec.rank, chunk.seq, chunk.sender, chunk.offset, chunk.size(), step.recv.offset,
               step.recv.length);
       if (!s.spec.sizes_only) {  // timing-only shards have no values to combine
         float* out = s.data + step.recv.offset;
-        const auto n = static_cast<std::int64_t>(step.recv.length);
         if (step.combine == Combine::reduce) {
-          kernels::add(n, out, chunk.payload.data(), out);
+          msg::add_chunk(chunk, out);
         } else {
-          std::memcpy(out, chunk.payload.data(), step.recv.length * sizeof(float));
+          msg::copy_chunk(chunk, out);
         }
       }
-      s.arrived.erase(it);
+      s.arrived.erase(it);  // releases the sender's memory if the floats were still there
     }
     s.step_sent = false;
     ++s.next_step;

@@ -24,7 +24,7 @@ namespace {
 using Buffers = std::vector<std::vector<float>>;
 
 constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                                              Algorithm::hierarchical};
+                                              Algorithm::hierarchical, Algorithm::direct};
 
 // Small integers: every partial sum is exact in float, so any summation
 // order must give exactly the plain sum.
@@ -98,6 +98,18 @@ std::vector<float> promised_sum(Algorithm a, const Topology& t, const Buffers& x
         for (std::size_t i = range.offset; i < range.end(); ++i) {
           float s = x[static_cast<std::size_t>(c)][i];
           for (int k = 1; k < p; ++k) s = x[static_cast<std::size_t>((c + k) % p)][i] + s;
+          out[i] = s;
+        }
+      }
+      return out;
+    }
+    case Algorithm::direct: {
+      std::vector<float> out(n);
+      for (int c = 0; c < p; ++c) {
+        const Range range = chunk(n, p, c);
+        for (std::size_t i = range.offset; i < range.end(); ++i) {
+          float s = x[static_cast<std::size_t>(c)][i];
+          for (int k = 1; k < p; ++k) s = s + x[static_cast<std::size_t>((c - k + p) % p)][i];
           out[i] = s;
         }
       }

@@ -377,7 +377,7 @@ TEST_SUITE("compressed shard actors") {
       group.owner->monitor(group.shards[0]);
       std::vector<float> garbage(12);
       for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<float>(i) * 1.5f;
-      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(garbage)});
+      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(garbage), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
@@ -393,7 +393,7 @@ TEST_SUITE("compressed shard actors") {
       c.compress(std::vector<float>(100, 2.0f), 1.0f, words);
       words.pop_back();
       group.owner->send(group.shards[0],
-                        msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(compress::words_as_floats(words))});
+                        msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(compress::words_as_floats(words)), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
@@ -404,7 +404,7 @@ TEST_SUITE("compressed shard actors") {
       CompressedGroup group(system, 3, 100, segments);
       group.owner->monitor(group.shards[0]);
       // Rank 0's left neighbour is rank 2; in step 0 it forwards its own message (origin 2), not rank 1's.
-      group.owner->send(group.shards[0], msg::Chunk{7, 0, 2, 0, 1, msg::TensorPayload::copy_of(std::vector<float>(5))});
+      group.owner->send(group.shards[0], msg::Chunk{7, 0, 2, 0, 1, msg::TensorPayload::copy_of(std::vector<float>(5)), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);

@@ -89,6 +89,30 @@ class CollectingSink : public FrameSink {
   std::vector<int> lost_;
 };
 
+// Keeps same-host messages where they are, to be read later by the test.
+class InPlaceSink : public CollectingSink {
+ public:
+  bool take_remote(int, const ChunkHeader& header, RemoteMessage message) override {
+    std::lock_guard lock(mutex_);
+    taken_.push_back({header, std::move(message)});
+    changed_.notify_all();
+    return true;
+  }
+  bool wait_taken(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return taken_.size() >= n; });
+  }
+  std::vector<std::pair<ChunkHeader, RemoteMessage>> take() {
+    std::lock_guard lock(mutex_);
+    return std::move(taken_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::pair<ChunkHeader, RemoteMessage>> taken_;
+};
+
 DataPlaneOptions options_for(int node, const std::string& secret) {
   DataPlaneOptions o;
   o.node = node;
@@ -262,6 +286,57 @@ TEST_SUITE("net") {
       CHECK(sb.messages_read_remotely == (remote_min == 0 ? 0u : 2u));  // 400 KB and 280 KB
       CHECK(sb.accepted == 1);
     }
+  }
+
+  TEST_CASE("a same-host message is read where it is consumed; its memory is released when its reader is done") {
+    const std::string secret = random_secret();
+    CollectingSink sink_a;
+    InPlaceSink sink_b;
+    DataPlane a(options_for(0, secret), &sink_a);
+    DataPlane b(options_for(1, secret), &sink_b);
+    a.connect(1, "127.0.0.1", b.port());
+    const std::vector<std::size_t> sizes{20000, 100, 30000, 50000};  // floats; 100 goes through the socket
+    std::vector<std::weak_ptr<std::vector<float>>> kept;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      auto values = std::make_shared<std::vector<float>>(sizes[i]);
+      std::iota(values->begin(), values->end(), static_cast<float>(i) * 100000.0f);
+      kept.push_back(values);
+      a.send(1, ChunkHeader{1, 0, 1, static_cast<std::uint32_t>(i), 5, 0}, values->data(),
+             values->size() * sizeof(float), values);
+    }
+    REQUIRE(sink_b.wait_taken(3));
+    REQUIRE(sink_b.wait_messages(1));
+    CHECK(sink_b.received()[0].header.seq == 1);
+    auto taken = sink_b.take();
+    REQUIRE(taken.size() == 3);
+    // Nothing was copied yet, so the sender still holds every large buffer.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(!kept[0].expired());
+    CHECK(!kept[2].expired());
+    CHECK(!kept[3].expired());
+    // Read in reverse order, in pieces, and release one by one: the sender
+    // frees exactly the buffer whose reader is done.
+    for (std::size_t k = taken.size(); k-- > 0;) {
+      auto& [header, message] = taken[k];
+      const std::size_t i = header.seq;
+      CAPTURE(i);
+      REQUIRE(message.bytes() == sizes[i] * sizeof(float));
+      std::vector<float> got(sizes[i]);
+      const std::size_t half = sizes[i] / 2;
+      message.read(half * sizeof(float), (sizes[i] - half) * sizeof(float), got.data() + half);
+      message.read(0, half * sizeof(float), got.data());
+      std::vector<float> expected(sizes[i]);
+      std::iota(expected.begin(), expected.end(), static_cast<float>(i) * 100000.0f);
+      CHECK(got == expected);
+      CHECK_THROWS_AS(message.read(1, message.bytes(), got.data()), NetError);
+      CHECK(!kept[i].expired());
+      taken[k].second = RemoteMessage{};  // done: acknowledge
+      CHECK(eventually([&] { return kept[i].expired(); }));
+      for (std::size_t j = 0; j < k; ++j) CHECK(!kept[taken[j].first.seq].expired());
+    }
+    const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}) * sizeof(float);
+    CHECK(eventually([&] { return a.stats().bytes_sent == total; }));
+    CHECK(b.stats().messages_read_remotely == 3);
   }
 
   TEST_CASE("a wrong secret, another protocol version and garbage bytes are refused; the listener keeps serving") {

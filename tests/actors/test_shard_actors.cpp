@@ -29,7 +29,7 @@ namespace {
 using Buffers = std::vector<std::vector<float>>;
 
 constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                                              Algorithm::hierarchical};
+                                              Algorithm::hierarchical, Algorithm::direct};
 
 // Groups of 2 make topology-aware and hierarchical differ from Rabenseifner.
 Topology test_topology(int p) { return Topology(p, 2, Placement::block, Link{1e-6, 12e9}, Link{2e-6, 3e9}, 10e9); }

@@ -39,6 +39,8 @@ expect "report has keys" 0 '"test_accuracy"' -- cat "$work/r.json"
 expect "2 workers train synthetic" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 --progress=lines --report="$work/r2.json"
 expect "report has workers and buckets" 0 '"workers": 2' -- cat "$work/r2.json"
 expect "report names each bucket's algorithm" 0 '"algorithm": "' -- cat "$work/r2.json"
+expect "3 workers with direct allreduce" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" workers=3 batch_size=8 sync.algorithm=direct --progress=quiet --report="$work/r3.json"
+expect "report names direct" 0 '"algorithm": "direct"' -- cat "$work/r3.json"
 expect "unknown algorithm names the key" 2 "algorithm" -- "$train" --config-file="$work/app.ini" workers=2 sync.algorithm=rin
 expect "2 workers with RedSync compression report bytes" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 compress.method=bsearch compress.density=0.01 compress.min_elements=0 --progress=quiet --report="$work/rc.json"
 expect "report has bytes per iteration" 0 '"bytes_sent_per_iteration"' -- cat "$work/rc.json"

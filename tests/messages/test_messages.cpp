@@ -113,7 +113,7 @@ TEST_SUITE("messages") {
   }
 
   TEST_CASE_FIXTURE(testing::ActorFixture, "every message type survives a binary round trip") {
-    Chunk chunk{3, 17, 5, 2, 4096, iota_payload(777).slice(7, 700)};
+    Chunk chunk{3, 17, 5, 2, 4096, iota_payload(777).slice(7, 700), nullptr};
     const auto chunk_bytes = serialize(system, chunk);
     CHECK(contains_host_bytes(chunk_bytes, chunk.payload));
     const auto c = deserialize<Chunk>(system, chunk_bytes);
@@ -226,7 +226,7 @@ TEST_SUITE("messages") {
     const auto payload = iota_payload(1 << 16);
     const float* address = payload.data();
     caf::scoped_actor self{system};
-    self->send(self, Chunk{0, 0, 0, 0, 0, payload});
+    self->send(self, Chunk{0, 0, 0, 0, 0, payload, nullptr});
     self->receive([&](const Chunk& c) { CHECK(c.payload.data() == address); },
                   caf::after(std::chrono::seconds(5)) >> [] { FAIL("no message"); });
   }

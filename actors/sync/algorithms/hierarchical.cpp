@@ -25,6 +25,7 @@ Schedule make_allreduce(Algorithm algorithm, const Topology& topology, std::size
     case Algorithm::rabenseifner: return rabenseifner_allreduce(topology.ranks(), elements);
     case Algorithm::topology_aware: return topology_aware_allreduce(topology, elements);
     case Algorithm::hierarchical: return hierarchical_allreduce(topology, elements);
+    case Algorithm::direct: return direct_allreduce(topology.ranks(), elements);
     case Algorithm::binomial:
     case Algorithm::scatter_allgather: break;
   }

@@ -1,0 +1,45 @@
+#include "messages/chunk_values.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/kernels/elementwise.hpp"
+
+namespace taihu::msg {
+
+void add_chunk(const Chunk& chunk, float* out) {
+  const std::size_t n = chunk.size();
+  if (!chunk.source) {
+    kernels::add(static_cast<std::int64_t>(n), out, chunk.payload.data(), out);
+    return;
+  }
+  // Read a block into a buffer that stays in L2, add it, repeat: the sender's
+  // floats cross the memory bus once and never land in a full-size buffer.
+  constexpr std::size_t block = std::size_t{32} << 10;  // floats: 128 KB
+  thread_local std::vector<float> staging(block);
+  for (std::size_t first = 0; first < n; first += block) {
+    const std::size_t m = std::min(block, n - first);
+    chunk.source->read(first, m, staging.data());
+    kernels::add(static_cast<std::int64_t>(m), out + first, staging.data(), out + first);
+  }
+}
+
+void copy_chunk(const Chunk& chunk, float* out) {
+  if (chunk.source) {
+    chunk.source->read(0, chunk.size(), out);
+  } else if (!chunk.payload.empty()) {
+    std::memcpy(out, chunk.payload.data(), chunk.payload.size() * sizeof(float));
+  }
+}
+
+const TensorPayload& chunk_payload(Chunk& chunk) {
+  if (chunk.source) {
+    chunk.payload = TensorPayload::allocate(chunk.source->size());
+    if (!chunk.payload.empty()) chunk.source->read(0, chunk.payload.size(), chunk.payload.mutable_data());
+    chunk.source.reset();
+  }
+  return chunk.payload;
+}
+
+}  // namespace taihu::msg
