@@ -413,7 +413,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
                        } catch (const NetError& e) {
                          return protocol_error(in, e.what());
                        }
-                       state.reset();  // acknowledged
+                       state->release = nullptr;  // acknowledged here, before the sink hears of it
+                       in->acks_due.push_back(number);
+                       write_acks(in);
                        sink->deliver(in->node, f.chunk, std::move(landing));
                        read_header(in);
                      });
