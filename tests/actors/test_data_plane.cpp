@@ -1,13 +1,15 @@
 // The Asio data plane (actors/net): SHA-256 / HMAC against published vectors,
 // framed and chunked transfer over loopback, the handshake's refusals (wrong
 // secret, wrong version, garbage bytes) with the listener still serving, lost
-// peers, and a sender in another process.
+// peers, a sender in another process, and same-host messages read in place
+// (released when read; a killed sender's memory is reported unreadable).
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <chrono>
@@ -451,5 +453,45 @@ TEST_SUITE("net") {
     bool same = true;
     for (std::size_t i = 0; i < n; ++i) same = same && r.values[i] == static_cast<float>(i % 1000) * 0.5f;
     CHECK(same);
+  }
+
+  TEST_CASE("a message left in a killed sender's memory: reading it fails with a message naming the node") {
+    const std::string secret = random_secret();
+    InPlaceSink sink;
+    DataPlane server(options_for(0, secret), &sink);
+    const std::uint16_t port = server.port();
+    const std::size_t n = 100'000;
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      try {
+        CollectingSink child_sink;
+        DataPlane client(options_for(1, secret), &child_sink);
+        client.connect(0, "127.0.0.1", port);
+        auto values = std::make_shared<std::vector<float>>(n, 2.5f);
+        client.send(0, ChunkHeader{3, 1, 0, 0, 5, 0}, values->data(), n * sizeof(float), values);
+        for (;;) ::pause();  // until killed; the server has not read (or acknowledged) the message
+      } catch (...) {
+      }
+      ::_exit(3);
+    }
+    REQUIRE(sink.wait_taken(1));
+    auto taken = sink.take();
+    REQUIRE(taken.size() == 1);
+    RemoteMessage& message = taken[0].second;
+    std::vector<float> got(n);
+    message.read(0, 16, got.data());  // alive: readable
+    CHECK(got[0] == 2.5f);
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    try {
+      message.read(0, n * sizeof(float), got.data());
+      FAIL("read a dead process's memory");
+    } catch (const NetError& e) {
+      CHECK(std::string(e.what()).find("cannot read node 1's memory") != std::string::npos);
+    }
+    CHECK(sink.wait_lost(1));  // and the connection's loss is reported
   }
 }
