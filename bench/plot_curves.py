@@ -4,9 +4,11 @@
     python3 bench/plot_curves.py OUT.svg "title" LABEL=metrics.jsonl [LABEL=metrics.jsonl ...]
 
 Left panel: training loss (the `train` rows, every `display` iterations);
-right panel: test accuracy after each epoch (the `test` rows).
+right panel: test accuracy after each epoch (the `test` rows), or test
+perplexity, exp(test_loss), for language models (the `eval` rows).
 """
 import json
+import math
 import sys
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
@@ -14,7 +16,7 @@ W, H, PAD = 460, 320, 50
 
 
 def read(path):
-    train, test = [], []
+    train, test, perplexity = [], [], []
     with open(path) as f:
         for line in f:
             row = json.loads(line)
@@ -22,7 +24,10 @@ def read(path):
                 train.append((row["iteration"], row["loss"]))
             elif row.get("type") == "test":
                 test.append((row["iteration"], 100.0 * row["accuracy"]))
-    return train, test
+            elif row.get("type") == "eval" and "test_loss" in row:
+                perplexity.append((row["iteration"], math.exp(row["test_loss"])))
+    # Sequence models log eval rows only: plot their perplexity.
+    return (train, test, False) if test or not perplexity else (train, perplexity, True)
 
 
 def panel(x0, title, series, ylabel, markers):
@@ -75,8 +80,10 @@ def main():
     for arg in sys.argv[3:]:
         label, path = arg.rsplit("=", 1)
         runs.append((label, *read(path)))
-    body = [panel(0, f"{title}: training loss", [(l, tr) for l, tr, _ in runs], "loss", False),
-            panel(W, f"{title}: test accuracy", [(l, te) for l, _, te in runs], "accuracy %", True)]
+    lm = any(is_lm for _, _, _, is_lm in runs)
+    body = [panel(0, f"{title}: training loss", [(l, tr) for l, tr, _, _ in runs], "loss", False),
+            panel(W, f"{title}: test {'perplexity' if lm else 'accuracy'}", [(l, te) for l, _, te, _ in runs],
+                  "perplexity" if lm else "accuracy %", True)]
     with open(out, "w") as f:
         f.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * W}" height="{H}" font-family="sans-serif">\n'
                 f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")
