@@ -1,6 +1,7 @@
 #include "actors/sync/compression_plan.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "actors/sync/buckets.hpp"
 
@@ -71,13 +72,19 @@ std::vector<BucketCompression> plan_compression(const config::Document& doc, con
   for (const auto& bucket : plan)
     for (const auto& s : bucket.segments) corrected = corrected || s.options.momentum > 0;
   if (corrected) {
-    if (const config::Section* solver = doc.find("solver"); solver != nullptr && solver->has("momentum")) {
-      const double momentum = solver->get<double>("momentum");
+    if (const config::Section* solver = doc.find("solver"); solver != nullptr) {
+      const double momentum = solver->get_or<double>("momentum", 0.0);
       if (momentum != 0.0)
         throw solver->error("momentum", fmt::format("must be 0 when [compress] momentum > 0: the compressor applies "
                                                     "the momentum (DGC's momentum correction), so the solver takes "
                                                     "plain SGD steps; got {}",
                                                     momentum));
+      if (solver->has("clip_gradients") && solver->get<double>("clip_gradients") > 0)
+        spdlog::warn("[solver] clip_gradients = {} clips the summed update, which with [compress] momentum > 0 "
+                     "already carries the momentum (up to 1/(1 - momentum) times a gradient), so it clips far "
+                     "harder than on plain gradients; clip each worker's gradient before the momentum with "
+                     "[compress] clip_norm instead (DGC's local clipping) and set clip_gradients = 0",
+                     solver->get<double>("clip_gradients"));
     }
   }
   return plan;

@@ -45,6 +45,7 @@ expect "unknown algorithm names the key" 2 "algorithm" -- "$train" --config-file
 expect "2 workers with RedSync compression report bytes" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 compress.method=bsearch compress.density=0.01 compress.min_elements=0 --progress=quiet --report="$work/rc.json"
 expect "report has bytes per iteration" 0 '"bytes_sent_per_iteration"' -- cat "$work/rc.json"
 expect "compressor momentum needs solver momentum 0" 2 "momentum.*must be 0 when \\[compress\\] momentum > 0" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 solver.momentum=0.9 compress.method=topk compress.momentum=0.9
+expect "solver clipping with compressor momentum warns" 0 "clip_norm" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 solver.momentum=0 solver.clip_gradients=5 compress.method=topk compress.momentum=0.9 compress.min_elements=0 --progress=quiet
 expect "2 workers write a checkpoint" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 output.checkpoint=dp.ckpt --progress=quiet
 expect "2 workers resume from it" 0 "resumed from.*epoch 2 batch 0" -- "$train" --config-file="$work/app.ini" workers=2 batch_size=8 epochs=2 output.checkpoint=dp2.ckpt --resume="$work/out/dp.ckpt" --progress=quiet
 
