@@ -220,6 +220,7 @@ struct DataParallelTrainer::Impl {
   int64_t parameters = 0;
   MetricsLog metrics;
   std::filesystem::path checkpoint_path;
+  std::filesystem::path resumed_from;  // resume()'s checkpoint: its compressor files load at the start
   int64_t checkpoint_every = 0;
   bool keep_all = false;
   TrainPosition start;
@@ -393,12 +394,7 @@ void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
   }
   spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
                im.start.batch, c.iteration);
-  for (const auto& b : im.bucket_compression)
-    if (b.compressed()) {
-      spdlog::warn("[compress]: checkpoints hold no compressor state; residuals and compressor momentum restart "
-                   "from zero");
-      break;
-    }
+  im.resumed_from = checkpoint;
 }
 
 const std::vector<std::vector<float>>& DataParallelTrainer::final_parameters() const {
@@ -610,11 +606,26 @@ RunRecord DataParallelTrainer::Impl::train() {
     // map its position to the next one).
     int64_t checkpoint_global_batch = im.settings.batch_size * im.ranks;
     const int64_t first_global_batch = checkpoint_global_batch;
+    // Compressor residuals and momentum differ per rank: each rank writes its
+    // own file next to the checkpoint, tagged with the iterations done.
+    const bool compressed = std::any_of(im.bucket_compression.begin(), im.bucket_compression.end(),
+                                        [](const sync::BucketCompression& b) { return b.compressed(); });
+    auto iterations_done = [&](int64_t epoch, int64_t batch) { return epoch * im.per_epoch + batch; };
+    auto restore_compressors = [&](const std::filesystem::path& checkpoint, const TrainPosition& at) {
+      if (!compressed) return;
+      for (int r = 0; r < im.ranks; ++r)
+        ask(r, "the compressor restore request", [](bool) {}, msg::restore_atom_v, msg::compressor_atom_v,
+            checkpoint.string(), iterations_done(at.epoch, at.batch));
+    };
     // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
     auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
       if (im.checkpoint_path.empty()) return;
       ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
           epoch, batch, elapsed, loss_sum);
+      if (compressed)
+        for (int r = 0; r < im.ranks; ++r)
+          ask(r, "the compressor checkpoint request", [](bool) {}, msg::save_atom_v, msg::compressor_atom_v,
+              im.checkpoint_path.string(), iterations_done(epoch, batch));
       checkpoint_global_batch = im.settings.batch_size * im.ranks;
     };
     // Elastic: a new cluster generation over the live nodes (without those
@@ -664,6 +675,7 @@ RunRecord DataParallelTrainer::Impl::train() {
         for (int r = 0; r < im.ranks; ++r)
           ask(r, "the restore request", [](bool) {}, msg::restore_atom_v, im.checkpoint_path.string(), position.epoch,
               position.batch);
+        restore_compressors(im.checkpoint_path, position);
         im.start = position;
         checkpoint_global_batch = new_global;
       } else {
@@ -679,6 +691,10 @@ RunRecord DataParallelTrainer::Impl::train() {
       msg::Parameters p0;
       ask(0, "the parameter request", [&](msg::Parameters& p) { p0 = std::move(p); }, caf::get_atom_v);
       for (int r = 1; r < im.ranks; ++r) self->send(workers[static_cast<std::size_t>(r)], p0);
+      if (!im.resumed_from.empty()) {
+        restore_compressors(im.resumed_from, im.start);
+        im.resumed_from.clear();
+      }
 
       const int64_t global_batch = im.settings.batch_size * im.ranks;
       double elapsed = im.start.elapsed_seconds;

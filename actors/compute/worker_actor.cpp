@@ -2,14 +2,17 @@
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "actors/exception_reason.hpp"
 #include "actors/sync/buckets.hpp"
 #include "core/common/check.hpp"
+#include "core/train/compressor_checkpoint.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -179,6 +182,76 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
         return true;
       },
       [=](msg::eval_atom) { return self->state.model->replica->evaluate(); },
+      // This rank's compressor state (every shard's residuals and momentum),
+      // next to the model checkpoint at `path`, taken between iterations.
+      [=](msg::save_atom, msg::compressor_atom, const std::string& path, std::int64_t iteration) {
+        auto promise = self->make_response_promise<bool>();
+        auto& m = *self->state.model;
+        auto file = std::make_shared<CompressorCheckpoint>();
+        file->iteration = iteration;
+        file->rank = m.rank;
+        file->ranks = m.ranks;
+        file->buckets.resize(m.shards.size());
+        auto remaining = std::make_shared<std::size_t>(m.shards.size());
+        if (m.shards.empty()) {
+          save_compressor_checkpoint(*file, compressor_checkpoint_path(path, file->rank));
+          promise.deliver(true);
+        }
+        for (std::size_t b = 0; b < m.shards.size(); ++b) {
+          self->request(m.shards[b], std::chrono::seconds(60), msg::compressor_atom_v)
+              .then(
+                  [=](std::string& bytes) mutable {
+                    file->buckets[b] = std::move(bytes);
+                    if (--*remaining > 0) return;
+                    save_compressor_checkpoint(*file, compressor_checkpoint_path(path, file->rank));
+                    promise.deliver(true);
+                  },
+                  [=](caf::error& e) mutable { promise.deliver(e); });
+        }
+        return promise;
+      },
+      // Loads what the save above wrote, if it matches this run (false: the
+      // compressors start from zero, with a warning saying why).
+      [=](msg::restore_atom, msg::compressor_atom, const std::string& path, std::int64_t iteration) {
+        auto promise = self->make_response_promise<bool>();
+        auto& m = *self->state.model;
+        const auto file_path = compressor_checkpoint_path(path, m.rank);
+        auto start_from_zero = [&](const std::string& why) {
+          spdlog::warn("worker {}: compressor residuals and momentum start from zero: {}", m.rank, why);
+          promise.deliver(false);
+        };
+        if (!std::filesystem::exists(file_path)) {
+          start_from_zero(fmt::format("'{}' does not exist", file_path.string()));
+          return promise;
+        }
+        CompressorCheckpoint file;
+        try {
+          file = load_compressor_checkpoint(file_path);
+        } catch (const Error& e) {
+          start_from_zero(e.what());
+          return promise;
+        }
+        if (file.iteration != iteration || file.ranks != m.ranks || file.buckets.size() != m.shards.size()) {
+          start_from_zero(fmt::format("'{}' holds iteration {} of {} ranks and {} buckets; the run is at iteration "
+                                      "{} with {} ranks and {} buckets",
+                                      file_path.string(), file.iteration, file.ranks, file.buckets.size(), iteration,
+                                      m.ranks, m.shards.size()));
+          return promise;
+        }
+        auto remaining = std::make_shared<std::size_t>(0);
+        for (const auto& bytes : file.buckets) *remaining += bytes.empty() ? 0 : 1;
+        if (*remaining == 0) promise.deliver(true);
+        for (std::size_t b = 0; b < m.shards.size(); ++b) {
+          if (file.buckets[b].empty()) continue;
+          self->request(m.shards[b], std::chrono::seconds(60), msg::compressor_atom_v, file.buckets[b])
+              .then(
+                  [=](bool) mutable {
+                    if (--*remaining == 0) promise.deliver(true);
+                  },
+                  [=](caf::error& e) mutable { promise.deliver(e); });
+        }
+        return promise;
+      },
       [=](msg::restore_atom, const std::string& path, std::int64_t epoch, std::int64_t batch) {
         auto& m = *self->state.model;
         m.replica->restore(load_checkpoint(path), m.rank == 0);

@@ -12,6 +12,7 @@
 #include "actors/exception_reason.hpp"
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
+#include "core/train/compressor_checkpoint.hpp"
 #include "messages/chunk_values.hpp"
 #include "messages/type_ids.hpp"
 
@@ -292,6 +293,30 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
       [=](msg::stats_atom) {
         const auto& s = self->state;
         return caf::make_message(s.chunks_sent, s.early_chunks, s.bytes_sent, s.entries_sent);
+      },
+      // Residuals and momentum, for checkpoints: the sparse part's, then the dense part's.
+      [=](msg::compressor_atom) {
+        const Setup& setup = *self->state.setup;
+        auto states = setup.compressor->state();
+        if (setup.dense_compressor)
+          for (auto& d : setup.dense_compressor->state()) states.push_back(std::move(d));
+        return encode_states(states);
+      },
+      [=](msg::compressor_atom, const std::string& bytes) {
+        auto& s = self->state;
+        require(!s.running && s.queued.empty(), "compressed shard {}/{}: compressor state restored mid-iteration",
+                s.spec().bucket, s.spec().rank);
+        auto states = decode_states(bytes);
+        const std::size_t sparse = s.setup->compressor->segments();
+        const std::size_t dense = s.setup->dense_compressor ? s.setup->dense_compressor->segments() : 0;
+        require(states.size() == sparse + dense, "compressed shard {}/{}: {} compressor states for {} segments",
+                s.spec().bucket, s.spec().rank, states.size(), sparse + dense);
+        std::vector<compress::CompressorState> rest(std::make_move_iterator(states.begin() + static_cast<std::ptrdiff_t>(sparse)),
+                                                    std::make_move_iterator(states.end()));
+        states.resize(sparse);
+        s.setup->compressor->restore(states);
+        if (s.setup->dense_compressor) s.setup->dense_compressor->restore(rest);
+        return true;
       },
   };
 }

@@ -9,6 +9,7 @@
 
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
+#include "core/train/compressor_checkpoint.hpp"
 #include "actors/sync/zero_copy.hpp"
 #include "actors/exception_reason.hpp"
 #include "messages/chunk_values.hpp"
@@ -187,6 +188,20 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
       [=](msg::stats_atom) {
         const auto& s = self->state;
         return caf::make_message(s.chunks_sent, s.early_chunks, s.buffer_copies, s.copied_floats);
+      },
+      // The precompressor's residuals and momentum, for checkpoints (none: empty).
+      [=](msg::compressor_atom) {
+        const auto& s = self->state;
+        return s.spec.precompress ? encode_states(s.spec.precompress->state()) : std::string{};
+      },
+      [=](msg::compressor_atom, const std::string& bytes) {
+        auto& s = self->state;
+        require(s.spec.precompress != nullptr, "shard {}/{}: compressor state for a shard without a compressor",
+                s.spec.bucket, s.spec.rank);
+        require(!s.running && s.queued.empty(), "shard {}/{}: compressor state restored mid-iteration", s.spec.bucket,
+                s.spec.rank);
+        s.spec.precompress->restore(decode_states(bytes));
+        return true;
       },
   };
 }

@@ -63,6 +63,22 @@ float Compressor::effective_scale(std::span<const float> grad, float scale) {
   return scale * clip_factor_;
 }
 
+CompressorState Compressor::state() const {
+  return {residual_, velocity_, iteration_, positive_turn_, reuse_.state(), rng_.state()};
+}
+
+void Compressor::restore(const CompressorState& s) {
+  require(s.residual.size() == residual_.size() && s.velocity.size() == velocity_.size(),
+          "compressor state of {} floats ({} of momentum) for a compressor of {} ({})", s.residual.size(),
+          s.velocity.size(), residual_.size(), velocity_.size());
+  residual_ = s.residual;
+  velocity_ = s.velocity;
+  iteration_ = s.iteration;
+  positive_turn_ = s.positive_turn;
+  reuse_.restore(s.reuse);
+  rng_.set_state(s.rng);
+}
+
 void Compressor::accumulate(std::span<const float> grad, float scale) {
   require(grad.size() == residual_.size(), "compressor: gradient of {} floats, expected {}", grad.size(),
           residual_.size());
@@ -305,6 +321,18 @@ std::size_t BucketCompressor::last_sent_entries() const {
 bool BucketCompressor::all_dense() const {
   return std::all_of(parts_.begin(), parts_.end(),
                      [](const Compressor& c) { return c.options().method == Method::dense; });
+}
+
+std::vector<CompressorState> BucketCompressor::state() const {
+  std::vector<CompressorState> out;
+  for (const auto& c : parts_) out.push_back(c.state());
+  return out;
+}
+
+void BucketCompressor::restore(const std::vector<CompressorState>& states) {
+  require(states.size() == parts_.size(), "compressor state of {} segments for a bucket of {}", states.size(),
+          parts_.size());
+  for (std::size_t i = 0; i < parts_.size(); ++i) parts_[i].restore(states[i]);
 }
 
 }  // namespace taihu::compress

@@ -24,6 +24,7 @@
 // must already be in g. Decompression sums without scaling: the 1/P belongs
 // in `scale`.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -68,6 +69,22 @@ struct Options {
   std::uint64_t seed = 0;       // random-k and DGC sampling; equal seeds give equal random-k indices
 };
 
+// What a compressor carries from one iteration to the next: all a resumed
+// run needs to continue exactly where it stopped.
+struct CompressorState {
+  std::vector<float> residual;  // V
+  std::vector<float> velocity;  // U (empty without momentum)
+  std::uint64_t iteration = 0;
+  bool positive_turn = true;
+  ThresholdReuse::State reuse;
+  std::array<std::uint64_t, 4> rng{};
+
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(residual, velocity, iteration, positive_turn, reuse, rng);
+  }
+};
+
 class Compressor {
  public:
   Compressor(std::size_t elements, Options options);
@@ -95,6 +112,10 @@ class Compressor {
   std::size_t last_sent_entries() const { return last_entries_; }
   // The clip factor the last accumulate applied (1 = not clipped).
   float last_clip_factor() const { return clip_factor_; }
+
+  CompressorState state() const;
+  // Throws taihu::Error when the state is of another size or momentum setting.
+  void restore(const CompressorState& state);
 
  private:
   void emit(PackedWriter& writer, std::size_t offset, const Prescan* pre);
@@ -152,6 +173,10 @@ class BucketCompressor {
   // True when every segment is dense (the caller may prefer a plain allreduce
   // then; note the compressor would still apply momentum correction).
   bool all_dense() const;
+
+  // One state per segment, in order.
+  std::vector<CompressorState> state() const;
+  void restore(const std::vector<CompressorState>& states);
 
  private:
   std::size_t elements_;

@@ -135,6 +135,23 @@ class ThresholdReuse {
   float threshold() const { return threshold_; }
   void reset() { has_threshold_ = false; }
 
+  // The cached threshold and where the interval stands (for checkpoints).
+  struct State {
+    int since_search = 0;
+    bool has_threshold = false;
+    float threshold = 0;
+    template <class Archive>
+    void serialize(Archive& archive) {
+      archive(since_search, has_threshold, threshold);
+    }
+  };
+  State state() const { return {since_search_, has_threshold_, threshold_}; }
+  void restore(const State& s) {
+    since_search_ = s.since_search;
+    has_threshold_ = s.has_threshold;
+    threshold_ = s.threshold;
+  }
+
  private:
   int interval_;
   double eps_;

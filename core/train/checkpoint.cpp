@@ -67,14 +67,9 @@ void NamedTensor::restore_into(Tensor& tensor) const {
   std::copy(values.begin(), values.end(), tensor.ptr());
 }
 
-void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path) {
-  std::ostringstream payload_stream;
-  {
-    cereal::PortableBinaryOutputArchive archive(payload_stream);
-    archive(checkpoint);
-  }
-  const std::string payload = payload_stream.str();
-  std::string header(magic, sizeof magic), trailer;
+void save_framed(const std::filesystem::path& path, std::string_view magic, std::string_view payload) {
+  require(magic.size() == sizeof(uint64_t), "save_framed: the magic is 8 bytes");
+  std::string header(magic), trailer;
   put_u64(header, payload.size());
   put_u64(trailer, fnv1a(payload));
 
@@ -108,23 +103,36 @@ void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& 
   }
 }
 
-Checkpoint load_checkpoint(const std::filesystem::path& path) {
+std::string load_framed(const std::filesystem::path& path, std::string_view magic) {
   std::ifstream in(path, std::ios::binary);
   require(static_cast<bool>(in), "cannot open checkpoint '{}'", path.string());
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t header = sizeof magic + sizeof(uint64_t);
-  require(bytes.size() >= header + sizeof(uint64_t) && std::memcmp(bytes.data(), magic, sizeof magic) == 0,
-          "'{}' is not a taihu checkpoint (bad header)", path.string());
-  const uint64_t size = get_u64(bytes.data() + sizeof magic);
+  const size_t header = magic.size() + sizeof(uint64_t);
+  require(bytes.size() >= header + sizeof(uint64_t) && std::string_view(bytes).substr(0, magic.size()) == magic,
+          "'{}' is not a taihu checkpoint of this kind (bad header)", path.string());
+  const uint64_t size = get_u64(bytes.data() + magic.size());
   require(bytes.size() - header - sizeof(uint64_t) == size,
           "checkpoint '{}' is truncated or has trailing bytes ({} bytes, expected {})", path.string(),
           bytes.size(), header + size + sizeof(uint64_t));
   const std::string_view payload(bytes.data() + header, size);
   require(fnv1a(payload) == get_u64(bytes.data() + header + size), "checkpoint '{}' is corrupted (checksum mismatch)", path.string());
+  return std::string(payload);
+}
+
+void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path) {
+  std::ostringstream payload;
+  {
+    cereal::PortableBinaryOutputArchive archive(payload);
+    archive(checkpoint);
+  }
+  save_framed(path, std::string_view(magic, sizeof magic), payload.str());
+}
+
+Checkpoint load_checkpoint(const std::filesystem::path& path) {
+  std::istringstream payload{load_framed(path, std::string_view(magic, sizeof magic))};
   Checkpoint checkpoint;
-  std::istringstream payload_stream{std::string(payload)};
   try {
-    cereal::PortableBinaryInputArchive archive(payload_stream);
+    cereal::PortableBinaryInputArchive archive(payload);
     archive(checkpoint);
   } catch (const std::exception& e) {
     raise("checkpoint '{}' cannot be decoded: {}", path.string(), e.what());

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor/tensor.hpp"
@@ -54,6 +55,11 @@ struct Checkpoint {
 // Writes atomically (temp file, fsync, rename). Throws Error on I/O failure,
 // leaving any previous file at `path` untouched.
 void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path);
+// The framing every checkpoint file shares: 8 bytes of magic (the file's
+// kind), the payload's size, the payload, its checksum; written atomically as
+// above. load_framed checks all of it and returns the payload.
+void save_framed(const std::filesystem::path& path, std::string_view magic, std::string_view payload);
+std::string load_framed(const std::filesystem::path& path, std::string_view magic);
 // Reads and verifies the header and checksum; throws Error naming the file.
 Checkpoint load_checkpoint(const std::filesystem::path& path);
 

@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "actors/compute/coordinator.hpp"
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/compressor_checkpoint.hpp"
 #include "core/train/trainer.hpp"
 #include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
@@ -227,5 +230,56 @@ TEST_SUITE("data_parallel") {
     const Checkpoint kept = load_checkpoint(dir / "out/failing.ckpt");
     CHECK(kept.iteration == 4);
     CHECK(kept.batch == 4);
+  }
+
+  TEST_CASE("checkpoints with compression: every rank's residuals and compressor momentum resume too") {
+    TempDir dir;
+    auto config = [&](int epochs, const std::string& checkpoint) {
+      std::string text = app_config(dir, 2, 4,
+                                    "algorithm = ring\nbucket_mb = 0.0005\nstep_timeout = 20\n"
+                                    "[compress]\nmethod = bsearch\ndensity = 0.05\nmin_elements = 0\n"
+                                    "momentum = 0.9\nreuse_interval = 3\n");
+      text.replace(text.find("momentum = 0.9\nweight"), 14, "momentum = 0.0");
+      text.replace(text.find("epochs = 1"), 10, "epochs = " + std::to_string(epochs));
+      text.replace(text.find("checkpoint = "), 13, "checkpoint = " + checkpoint);
+      return load(dir, text);
+    };
+    compute::DataParallelTrainer straight(config(2, "straight.ckpt"), Progress::Mode::quiet);
+    straight.run();
+    compute::DataParallelTrainer first(config(1, "first.ckpt"), Progress::Mode::quiet);
+    first.run();
+    for (int r = 0; r < 2; ++r) {
+      const auto file = load_compressor_checkpoint(compressor_checkpoint_path(dir / "out/first.ckpt", r));
+      CHECK(file.rank == r);
+      CHECK(file.ranks == 2);
+      CHECK(file.iteration == 6);  // 48 samples / (2 x 4) per epoch
+      REQUIRE(!file.buckets.empty());
+      bool residual_kept = false;
+      for (const auto& bucket : file.buckets) {
+        const auto states = decode_states(bucket);
+        REQUIRE(!states.empty());
+        for (const auto& st : states) {
+          CHECK(st.iteration == 6);
+          CHECK(st.velocity.size() == st.residual.size());
+          // Sparse segments keep what they did not send (dense ones send it all).
+          residual_kept = residual_kept || std::any_of(st.residual.begin(), st.residual.end(),
+                                                       [](float v) { return v != 0.0f; });
+        }
+      }
+      CHECK(residual_kept);
+    }
+    compute::DataParallelTrainer resumed(config(2, "resumed.ckpt"), Progress::Mode::quiet);
+    resumed.resume(dir / "out/first.ckpt");
+    resumed.run();
+    REQUIRE(resumed.final_parameters().size() == 2);
+    CHECK(resumed.final_parameters()[0] == straight.final_parameters()[0]);
+    CHECK(resumed.final_parameters()[1] == straight.final_parameters()[1]);
+
+    // Without the compressor files the residuals restart at zero: another trajectory.
+    for (int r = 0; r < 2; ++r) std::filesystem::remove(compressor_checkpoint_path(dir / "out/first.ckpt", r));
+    compute::DataParallelTrainer forgetful(config(2, "forgetful.ckpt"), Progress::Mode::quiet);
+    forgetful.resume(dir / "out/first.ckpt");
+    forgetful.run();
+    CHECK(forgetful.final_parameters()[0] != straight.final_parameters()[0]);
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <set>
 #include <string>
@@ -14,6 +15,8 @@
 #include "core/compress/policy.hpp"
 #include "core/compress/select.hpp"
 #include "core/config/config.hpp"
+#include "core/train/compressor_checkpoint.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace taihu;
 using namespace taihu::compress;
@@ -666,5 +669,72 @@ TEST_SUITE("slow") {
     CHECK(s.size() >= k);
     CHECK(s.size() < 2 * k);
     CHECK(info.full_passes == 1);
+  }
+}
+
+TEST_SUITE("compress") {
+  TEST_CASE("a compressor restored from another's state (and through a file) continues bit for bit") {
+    testing::TempDir dir;
+    struct Variant {
+      Method method;
+      bool quantize;
+      int reuse;
+      float momentum;
+    };
+    for (const Variant v : {Variant{Method::bsearch, false, 3, 0.9f}, Variant{Method::dgc, false, 1, 0.0f},
+                            Variant{Method::topk, true, 1, 0.9f}, Variant{Method::randomk, false, 1, 0.0f}}) {
+      CAPTURE(static_cast<int>(v.method));
+      Options o;
+      o.method = v.method;
+      o.schedule.density = 0.02;
+      o.quantize = v.quantize;
+      o.reuse_interval = v.reuse;
+      o.momentum = v.momentum;
+      o.seed = 5;
+      const std::size_t n = 3000;
+      Compressor original(n, o), copy(n, o);
+      std::vector<std::uint32_t> a, b;
+      for (int it = 0; it < 7; ++it) {
+        PackedWriter w(a, n);
+        original.step(normal(n, 100 + it), 0.5f, w, 0);
+      }
+      const auto path = dir.path() / "c.compress-0";
+      CompressorCheckpoint file;
+      file.iteration = 7;
+      file.ranks = 1;
+      file.buckets.push_back(encode_states({original.state()}));
+      save_compressor_checkpoint(file, path);
+      copy.restore(decode_states(load_compressor_checkpoint(path).buckets[0]).at(0));
+      for (int it = 7; it < 14; ++it) {
+        const auto g = normal(n, 100 + it);
+        PackedWriter wa(a, n), wb(b, n);
+        original.step(g, 0.5f, wa, 0);
+        copy.step(g, 0.5f, wb, 0);
+        CHECK(a == b);
+      }
+      CHECK(std::memcmp(original.residual().data(), copy.residual().data(), n * sizeof(float)) == 0);
+      // A state of another size is refused.
+      Compressor other(n + 1, o);
+      CHECK_THROWS_AS(other.restore(original.state()), Error);
+    }
+  }
+
+  TEST_CASE("a damaged compressor checkpoint is refused with the file's name") {
+    testing::TempDir dir;
+    const auto path = dir.path() / "c.compress-0";
+    CompressorCheckpoint file;
+    file.buckets.push_back(encode_states({}));
+    save_compressor_checkpoint(file, path);
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    bytes[bytes.size() / 2] ^= 0x5a;
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out << bytes;
+    }
+    CHECK_THROWS_WITH_AS(load_compressor_checkpoint(path), doctest::Contains("c.compress-0"), Error);
   }
 }
