@@ -28,16 +28,13 @@ struct Chunk {
   std::size_t size() const { return source ? source->size() : payload.size(); }
 };
 
+// The floats as a payload: reads a source into a fresh buffer and drops the
+// source, which releases the sender's memory (messages/chunk_values.cpp).
+const TensorPayload& chunk_payload(Chunk& chunk);
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Chunk& x) {
-  if constexpr (!Inspector::writes_state) {
-    // Serialized or printed: the floats go along, so read them first.
-    if (x.source) {
-      x.payload = TensorPayload::allocate(x.source->size());
-      x.source->read(0, x.payload.size(), x.payload.mutable_data());
-      x.source.reset();
-    }
-  }
+  if constexpr (!Inspector::writes_state) chunk_payload(x);  // serialized or printed: the floats go along
   return f(caf::meta::type_name("taihu::msg::Chunk"), x.bucket, x.iteration, x.sender, x.seq, x.offset, x.payload);
 }
 

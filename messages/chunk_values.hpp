@@ -13,8 +13,6 @@ namespace taihu::msg {
 void add_chunk(const Chunk& chunk, float* out);
 // out[0, n) = chunk's floats.
 void copy_chunk(const Chunk& chunk, float* out);
-// The floats as a payload (reads a source into a fresh buffer and drops the
-// source, which releases the sender's memory).
-const TensorPayload& chunk_payload(Chunk& chunk);
+// chunk_payload (chunk.hpp): the floats as a payload.
 
 }  // namespace taihu::msg

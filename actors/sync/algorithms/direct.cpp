@@ -7,8 +7,7 @@ namespace taihu::sync {
 
 Schedule direct_allreduce(int ranks, std::size_t elements) {
   Schedule s(Collective::allreduce, Algorithm::direct, ranks, elements);
-  const Range whole{0, elements};
-  auto piece = [&](int c) { return detail::chunks(whole, ranks, c, c + 1); };
+  auto piece = [&](int c) { return chunk(elements, ranks, c); };
   using detail::mod;
   for (int r = 0; r < ranks; ++r) {
     // Send-only steps never wait, so all P-1 messages of a phase are in
