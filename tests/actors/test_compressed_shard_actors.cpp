@@ -24,6 +24,7 @@
 #include "core/compress/packed.hpp"
 #include "core/train/trainer.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/two_nodes.hpp"
 #include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
 
@@ -416,16 +417,7 @@ TEST_SUITE("compressed shard actors") {
     const int p = 3;
     const std::size_t n = 1000;
     const std::vector<int> rank_node{0, 1, 0};
-    const std::string secret = net::random_secret();
-    std::vector<std::shared_ptr<net::ChunkLink>> links;
-    for (int node = 0; node < 2; ++node) {
-      net::DataPlaneOptions o;
-      o.node = node;
-      o.secret = secret;
-      links.push_back(std::make_shared<net::ChunkLink>(o, rank_node, [](int, const std::string&) {}));
-    }
-    links[0]->plane().connect(1, "127.0.0.1", links[1]->port());
-    links[1]->plane().connect(0, "127.0.0.1", links[0]->port());
+    auto links = testing::two_linked_nodes(rank_node);
     caf::scoped_actor owner{system};
     std::vector<caf::actor> shards;
     for (int r = 0; r < p; ++r) {
@@ -433,13 +425,7 @@ TEST_SUITE("compressed shard actors") {
       shards.push_back(spawn_compressed_shard(system, shard_spec(3, r, p, n, mixed_segments()), link));
       link->attach(3, r, shards.back());
     }
-    for (int r = 0; r < p; ++r) {
-      std::vector<caf::actor> peers(static_cast<std::size_t>(p));
-      for (int q = 0; q < p; ++q)
-        if (rank_node[static_cast<std::size_t>(q)] == rank_node[static_cast<std::size_t>(r)])
-          peers[static_cast<std::size_t>(q)] = shards[static_cast<std::size_t>(q)];
-      owner->send(shards[static_cast<std::size_t>(r)], msg::ShardInit{3, peers, owner});
-    }
+    testing::wire_across_nodes(owner, 3, shards, rank_node);
     Reference reference(p, n, mixed_segments());
     std::uint64_t crossing = 0;
     for (std::uint64_t it = 0; it < 3; ++it) {

@@ -16,6 +16,7 @@
 #include "actors/sync/reference_executor.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/two_nodes.hpp"
 
 using namespace taihu;
 using namespace taihu::sync;
@@ -52,7 +53,6 @@ TEST_SUITE("net") {
     const int p = 4;
     const std::vector<int> rank_node{0, 1, 0, 1};  // interleaved: most messages cross
     const Topology topology(p, 2, Placement::block, Link{1e-6, 12e9}, Link{2e-6, 3e9}, 10e9);
-    const std::string secret = net::random_secret();
     for (Algorithm a : {Algorithm::ring, Algorithm::rabenseifner, Algorithm::hierarchical, Algorithm::direct}) {
       for (std::size_t n : {std::size_t{1}, std::size_t{1001}, std::size_t{70000}}) {
         CAPTURE(name(a));
@@ -62,16 +62,7 @@ TEST_SUITE("net") {
         Buffers expected = inputs;
         execute(schedule, expected, 1);
 
-        std::vector<std::shared_ptr<net::ChunkLink>> links;
-        for (int node = 0; node < 2; ++node) {
-          net::DataPlaneOptions o;
-          o.node = node;
-          o.secret = secret;
-          o.part_bytes = 4096;  // multi-frame chunks
-          links.push_back(std::make_shared<net::ChunkLink>(o, rank_node, [](int, const std::string&) {}));
-        }
-        links[0]->plane().connect(1, "127.0.0.1", links[1]->port());
-        links[1]->plane().connect(0, "127.0.0.1", links[0]->port());
+        auto links = testing::two_linked_nodes(rank_node, 4096);  // multi-frame chunks
 
         caf::scoped_actor owner{system};
         std::vector<caf::actor> shards;
@@ -81,14 +72,7 @@ TEST_SUITE("net") {
           shards.push_back(spawn_shard(system, std::move(spec), link));
           link->attach(3, r, shards.back());
         }
-        // Each node knows only its own shards; the others are empty handles.
-        for (int r = 0; r < p; ++r) {
-          std::vector<caf::actor> peers(static_cast<std::size_t>(p));
-          for (int q = 0; q < p; ++q)
-            if (rank_node[static_cast<std::size_t>(q)] == rank_node[static_cast<std::size_t>(r)])
-              peers[static_cast<std::size_t>(q)] = shards[static_cast<std::size_t>(q)];
-          owner->send(shards[static_cast<std::size_t>(r)], msg::ShardInit{3, peers, owner});
-        }
+        testing::wire_across_nodes(owner, 3, shards, rank_node);
         for (std::uint64_t it = 0; it < 2; ++it) {
           for (int r = 0; r < p; ++r)
             owner->send(shards[static_cast<std::size_t>(r)],

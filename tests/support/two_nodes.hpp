@@ -1,0 +1,47 @@
+#pragma once
+// Two data-plane "nodes" in one process, joined both ways, for shard actors
+// split between them: rank_node[r] is the node of rank r.
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/net/chunk_link.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::testing {
+
+// part_bytes 0: the data plane's default frame size.
+inline std::vector<std::shared_ptr<net::ChunkLink>> two_linked_nodes(const std::vector<int>& rank_node,
+                                                                     std::size_t part_bytes = 0) {
+  const std::string secret = net::random_secret();
+  std::vector<std::shared_ptr<net::ChunkLink>> links;
+  for (int node = 0; node < 2; ++node) {
+    net::DataPlaneOptions o;
+    o.node = node;
+    o.secret = secret;
+    if (part_bytes > 0) o.part_bytes = part_bytes;
+    links.push_back(std::make_shared<net::ChunkLink>(o, rank_node, [](int, const std::string&) {}));
+  }
+  links[0]->plane().connect(1, "127.0.0.1", links[1]->port());
+  links[1]->plane().connect(0, "127.0.0.1", links[0]->port());
+  return links;
+}
+
+// Each shard learns only the shards of its own node; the others are empty
+// handles (their chunks go through the data plane).
+inline void wire_across_nodes(caf::scoped_actor& owner, std::uint32_t bucket, const std::vector<caf::actor>& shards,
+                              const std::vector<int>& rank_node) {
+  const std::size_t p = shards.size();
+  for (std::size_t r = 0; r < p; ++r) {
+    std::vector<caf::actor> peers(p);
+    for (std::size_t q = 0; q < p; ++q)
+      if (rank_node[q] == rank_node[r]) peers[q] = shards[q];
+    owner->send(shards[r], msg::ShardInit{bucket, peers, owner});
+  }
+}
+
+}  // namespace taihu::testing
