@@ -1,17 +1,20 @@
 // Allreduce across P processes on loopback by the shard actors over the data
 // plane (actors/net/chunk_link.hpp): each process is one rank, with its own
 // CAF system, its shard actor of one bucket and its data plane; chunks for
-// other ranks go over authenticated TCP connections. Time per allreduce is
-// the slowest rank's own start → result, as bench/mpi/allreduce_mpi.c times
-// MPI (the span from the first start to the last result is printed too);
+// other ranks go over authenticated TCP connections (and, between processes
+// of this host, their shared-memory channels). Time per allreduce is the
+// slowest rank's own start → result, as bench/mpi/allreduce_mpi.c times MPI
+// (the span from the first start to the last result is printed too);
 // algorithm bandwidth = bucket bytes / time (MPI's "algbw").
 //
 //   bench_remote_allreduce_actors [--ranks=4] [--mb=1,16,100] [--runs=7] [--algorithm=ring,direct]
+//                                 [--poll-us=N]  (a waiting shard's polling budget; 0 = sleep at once)
 //
 // Compare with OpenMPI: bench/allreduce_vs_mpi.sh runs both side by side.
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -69,9 +73,11 @@ struct Timing {
   double span = 0;          // the first rank's start → the last rank's result (adds the start skew)
 };
 
+bool pin_ranks = false;  // rank r runs on core r mod cores (--pin=1)
+
 // One rank's process.
 int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, const std::string& secret,
-              int from_parent, int to_parent) {
+              int poll_us, int from_parent, int to_parent) {
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
   // One rank per process: never more scheduler threads than its share of the cores.
@@ -82,6 +88,7 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
   net::DataPlaneOptions options;
   options.node = rank;
   options.secret = secret;
+  if (poll_us >= 0) options.poll_budget = std::chrono::microseconds(poll_us);
   std::vector<int> rank_node(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) rank_node[static_cast<std::size_t>(r)] = r;
   static std::atomic<bool> closing{false};
@@ -100,46 +107,72 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
   auto spec = sync::shard_specs(schedule, 0)[static_cast<std::size_t>(rank)];
   auto shard = sync::spawn_shard(system, std::move(spec), link);
   link->attach(0, rank, shard);
-  caf::scoped_actor self{system};
+  // The shard's owner is an actor on the same scheduler, as a worker actor
+  // is in training: it takes the start time when it hands the gradients over
+  // and the end time when they come back, so the main thread's wake-ups
+  // (to start a run, to hear it ended) stay outside the measured interval.
+  struct Run {
+    msg::TensorPayload buffer;
+    std::int64_t start = 0, end = 0;
+    std::promise<void> done;
+  };
+  Run current;
+  current.buffer = msg::TensorPayload::allocate(elements);
+  std::fill_n(current.buffer.mutable_data(), elements, static_cast<float>(rank + 1));
+  auto driver = system.spawn([shard, &current](caf::event_based_actor* self) -> caf::behavior {
+    return {
+        [self, shard, &current](std::uint64_t run) {
+          current.start = now_ns();
+          self->send(shard, msg::GradientReady{0, run, std::move(current.buffer)});
+        },
+        [&current](msg::Reduced& r) {
+          current.end = now_ns();
+          current.buffer = std::move(r.buffer);
+          current.done.set_value();
+        },
+    };
+  });
   std::vector<caf::actor> peers(static_cast<std::size_t>(ranks));
   peers[static_cast<std::size_t>(rank)] = shard;
-  self->send(shard, msg::ShardInit{0, peers, caf::actor_cast<caf::actor>(self)});
+  caf::anon_send(shard, msg::ShardInit{0, peers, driver});
 
-  auto buffer = msg::TensorPayload::allocate(elements);
-  std::fill_n(buffer.mutable_data(), elements, static_cast<float>(rank + 1));
   std::vector<std::int64_t> times;
   for (int run = 0; run < runs; ++run) {
     char c = 'r';
     write_all(to_parent, &c, 1);
     read_all(from_parent, &c, 1);  // go
-    const std::int64_t start = now_ns();
-    self->send(shard, msg::GradientReady{0, static_cast<std::uint64_t>(run), std::move(buffer)});
-    bool ok = false;
-    self->receive([&](msg::Reduced& r) {
-      buffer = std::move(r.buffer);
-      ok = true;
-    }, caf::after(std::chrono::seconds(60)) >> [] {});
-    if (!ok) return 3;
-    times.push_back(start);
-    times.push_back(now_ns());
+    current.done = std::promise<void>{};
+    auto done = current.done.get_future();
+    caf::anon_send(driver, static_cast<std::uint64_t>(run));
+    if (done.wait_for(std::chrono::seconds(60)) != std::future_status::ready) return 3;
+    times.push_back(current.start);
+    times.push_back(current.end);
   }
+  const msg::TensorPayload& buffer = current.buffer;
   // Every element is sum(r + 1) * P^(runs - 1), exactly (small integers in float).
   const double expected = ranks * (ranks + 1) / 2.0 * std::pow(ranks, runs - 1);
   int status = 0;
   for (std::size_t i = 0; i < elements; i += 997)
     if (buffer[i] != static_cast<float>(expected)) status = 4;
+  if (std::getenv("TAIHU_BENCH_STATS")) {
+    const auto st = link->plane().stats();
+    std::fprintf(stderr, "rank %d: received %llu, polled %llu, doorbells sent %llu\n", rank,
+                 (unsigned long long)st.messages_received, (unsigned long long)st.messages_polled,
+                 (unsigned long long)st.doorbells_sent);
+  }
   closing = true;  // from here on, peers leave
   write_all(to_parent, times.data(), times.size() * sizeof(std::int64_t));
   // Leave only when every rank is done: our last sends may still be queued.
   char bye;
   read_all(from_parent, &bye, 1);
-  self->send_exit(shard, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(driver, caf::exit_reason::user_shutdown);
   link->detach_all();
   return status;
 }
 
 // Median seconds per allreduce (after one warm-up run).
-Timing measure(int ranks, std::size_t elements, int runs, sync::Algorithm algorithm) {
+Timing measure(int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, int poll_us) {
   const std::string secret = net::random_secret();
   std::vector<int> to_child(static_cast<std::size_t>(ranks)), from_child(static_cast<std::size_t>(ranks));
   std::vector<pid_t> children;
@@ -148,9 +181,15 @@ Timing measure(int ranks, std::size_t elements, int runs, sync::Algorithm algori
     if (::pipe(down) != 0 || ::pipe(up) != 0) throw std::runtime_error("pipe");
     const pid_t pid = ::fork();
     if (pid == 0) {
+      if (pin_ranks) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(r % static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), &set);
+        ::sched_setaffinity(0, sizeof set, &set);
+      }
       int status = 1;
       try {
-        status = rank_main(r, ranks, elements, runs + 1, algorithm, secret, down[0], up[1]);
+        status = rank_main(r, ranks, elements, runs + 1, algorithm, secret, poll_us, down[0], up[1]);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: %s\n", r, e.what());
       }
@@ -214,6 +253,9 @@ int main(int argc, char** argv) {
   const auto sizes = number_list(arg_value(argc, argv, "mb", "1,16,100"));
   const int runs = std::stoi(arg_value(argc, argv, "runs", "7"));
   const auto algorithms_text = arg_value(argc, argv, "algorithm", "ring,rabenseifner,direct");
+  // How long a waiting shard polls its same-host channels (-1: the data plane's default).
+  const int poll_us = std::stoi(arg_value(argc, argv, "poll-us", "-1"));
+  pin_ranks = arg_value(argc, argv, "pin", "0") == "1";
   std::vector<sync::Algorithm> algorithms;
   {
     std::stringstream in(algorithms_text);
@@ -227,7 +269,7 @@ int main(int argc, char** argv) {
   for (double mb : sizes) {
     const auto elements = static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
     for (auto a : algorithms) {
-      const Timing t = measure(ranks, elements, runs, a);
+      const Timing t = measure(ranks, elements, runs, a, poll_us);
       fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} |\n", mb, sync::name(a), t.slowest_rank * 1e3,
                  static_cast<double>(elements * sizeof(float)) / t.slowest_rank / 1e9, t.span * 1e3);
       std::fflush(stdout);

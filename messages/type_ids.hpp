@@ -67,6 +67,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   // Simulated devices (messages/core_group_work.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupWork))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupDone))
+
+  CAF_ADD_ATOM(taihu, taihu::msg, poll_atom, "poll")       // a waiting shard looks at its transport (to itself)
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

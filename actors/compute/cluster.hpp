@@ -57,6 +57,8 @@
 //   same_host_copy = true     # nodes on one host copy large chunks straight from each other's
 //                             # memory (actors/net/wire.hpp); false: always through the sockets
 //                             # (e.g. to measure shaped links between namespaces of one host)
+//   poll_us = 1000            # a shard waiting for a chunk from a node on its host polls the
+//                             # shared-memory channel this long before it sleeps; 0: never polls
 
 #include <caf/fwd.hpp>
 #include <caf/actor.hpp>
@@ -88,6 +90,7 @@ struct ClusterSettings {
   double heartbeat = 1.0;
   double dead_after = 5.0;
   bool same_host_copy = true;  // the nodes' data planes may copy across processes of one host
+  int poll_us = 1000;          // a waiting shard polls same-host channels this long (0: never)
 
   // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
   static ClusterSettings read(const config::Document& doc);

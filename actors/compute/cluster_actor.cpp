@@ -135,6 +135,8 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   s.heartbeat = c.get_or<double>("heartbeat", s.heartbeat);
   s.dead_after = c.get_or<double>("dead_after", s.dead_after);
   s.same_host_copy = c.get_or<bool>("same_host_copy", s.same_host_copy);
+  s.poll_us = c.get_or<int>("poll_us", s.poll_us);
+  if (s.poll_us < 0 || s.poll_us > 1000000) throw c.error("poll_us", "must be in 0..1000000 (microseconds)");
   if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
   if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");
   if (!(s.dead_after > s.heartbeat)) throw c.error("dead_after", "must be longer than heartbeat");
@@ -443,6 +445,7 @@ int run_node(const NodeOptions& o) {
           options.secret = o.secret;
           options.listen_address = o.data_listen;
           if (!doc->section("cluster").get_or<bool>("same_host_copy", true)) options.remote_read_min_bytes = 0;
+          options.poll_budget = std::chrono::microseconds(doc->section("cluster").get_or<int>("poll_us", 1000));
           link = std::make_shared<net::ChunkLink>(
               options, rank_node, [coordinator, generation, index](int node, const std::string& why) {
                 // On the I/O thread: tell the coordinator (by message; it names the node).

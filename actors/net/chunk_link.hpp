@@ -6,7 +6,8 @@
 // Outgoing: the chunk's payload (a view of the shard's buffer or a snapshot)
 // is written from its own memory; the link holds a reference until the write
 // is done, so the shard may hand its buffer back meanwhile (copy on write
-// protects it). Incoming: each message lands in a TensorPayload that becomes
+// protects it). Shards poll the data plane's same-host channels while they
+// wait (ChunkRouter::poll). Incoming: each message lands in a TensorPayload that becomes
 // the Chunk's payload, so the bytes are copied once, by the kernel. Landing
 // buffers are recycled once the shard has dropped the chunk (the pool's
 // reference is the only one left), so steady-state iterations allocate
@@ -50,6 +51,9 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   // ChunkRouter
   bool remote(int rank) const override;
   void send(int rank, msg::Chunk chunk) override;
+  std::chrono::microseconds poll_budget() const override;
+  std::size_t poll() override;
+  void hold_polling(bool hold) override;
 
   // FrameSink
   Landing land(int from, const ChunkHeader& header, std::size_t bytes) override;
@@ -64,7 +68,9 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   mutable std::mutex mutex_;
   std::map<std::pair<std::uint32_t, int>, caf::actor> shards_;
   caf::actor shard_for(int from, const ChunkHeader& header) const;
-  std::vector<std::shared_ptr<msg::TensorPayload>> pool_;  // I/O thread only
+  std::chrono::microseconds poll_budget_;
+  std::mutex pool_mutex_;  // land() runs on the I/O thread and on pollers
+  std::vector<std::shared_ptr<msg::TensorPayload>> pool_;
   std::unique_ptr<DataPlane> plane_;  // last: stopped first, before the maps go
 };
 

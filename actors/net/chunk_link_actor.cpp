@@ -12,7 +12,10 @@ namespace taihu::net {
 
 ChunkLink::ChunkLink(DataPlaneOptions options, std::vector<int> rank_node,
                      std::function<void(int, const std::string&)> on_lost)
-    : node_(options.node), rank_node_(std::move(rank_node)), on_lost_(std::move(on_lost)) {
+    : node_(options.node),
+      rank_node_(std::move(rank_node)),
+      on_lost_(std::move(on_lost)),
+      poll_budget_(options.poll_budget) {
   plane_ = std::make_unique<DataPlane>(std::move(options), this);
 }
 
@@ -42,8 +45,17 @@ void ChunkLink::send(int rank, msg::Chunk chunk) {
   plane_->send(node, header, data, bytes, std::move(payload));
 }
 
+std::chrono::microseconds ChunkLink::poll_budget() const {
+  return plane_->channels() > 0 ? poll_budget_ : std::chrono::microseconds{0};
+}
+
+std::size_t ChunkLink::poll() { return plane_->poll(); }
+
+void ChunkLink::hold_polling(bool hold) { plane_->hold_polling(hold); }
+
 Landing ChunkLink::land(int, const ChunkHeader&, std::size_t bytes) {
   if (bytes % sizeof(float) != 0) return {};
+  std::lock_guard lock(pool_mutex_);
   const std::size_t n = bytes / sizeof(float);
   constexpr std::size_t pool_limit = 64;
   std::shared_ptr<msg::TensorPayload> payload;

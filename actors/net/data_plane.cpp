@@ -3,6 +3,7 @@
 #include <asio.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "actors/net/sha256.hpp"
+#include "actors/net/shm_channel.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::net {
@@ -83,6 +85,14 @@ std::string read_remote(std::uint32_t pid, std::uint64_t address, void* to, std:
   return {};
 }
 
+// One doorbell byte to a peer that is not polling its channel. A full socket
+// buffer means bells are already waiting to be read, so a failure is harmless;
+// a broken connection is noticed by the I/O thread.
+void ring(int fd) {
+  const char bell = 1;
+  [[maybe_unused]] const ssize_t n = ::send(fd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 struct Outgoing {
   ChunkHeader chunk;
   const char* data = nullptr;
@@ -114,12 +124,12 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   struct Stats {
     std::atomic<std::uint64_t> bytes_sent{0}, bytes_received{0}, messages_sent{0}, messages_received{0},
-        messages_read_remotely{0}, accepted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0};
+        messages_read_remotely{0}, messages_polled{0}, doorbells_sent{0}, accepted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0};
   } stats;
 
   // A connection this node sends on (client side).
   struct Outbound {
-    explicit Outbound(asio::io_context& io) : socket(io) {}
+    explicit Outbound(asio::io_context& io) : socket(io), overflow_timer(io) {}
     tcp::socket socket;
     int node = -1;
     std::deque<Outgoing> queue;
@@ -133,6 +143,16 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     std::map<std::uint64_t, std::pair<std::shared_ptr<const void>, std::size_t>> awaiting_ack;
     std::uint64_t remote_frames = 0;  // numbers the next Remote frame
     std::uint64_t ack = 0;            // being read
+    // Same-host channel: messages go as descriptors in its ring, acks come
+    // back through it; the socket carries doorbells only. channel_mutex
+    // guards the ring's producer and ack consumer, awaiting_ack, overflow,
+    // `lost` and the socket's descriptor (raw doorbell writes from senders).
+    std::unique_ptr<ShmChannel> channel;
+    std::mutex channel_mutex;
+    std::deque<Outgoing> overflow;  // waiting for room in the ring, in order
+    asio::steady_timer overflow_timer;  // I/O thread: retries the overflow
+    bool overflow_timer_armed = false;
+    std::array<char, 64> bells{};
   };
   mutable std::mutex mutex;  // guards outbound (the map; connections are touched on the I/O thread)
   std::map<int, std::shared_ptr<Outbound>> outbound;
@@ -159,7 +179,23 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     std::vector<std::uint64_t> acks_due;  // Remote frames consumed, not yet acknowledged
     bool writing_acks = false;
     std::vector<std::uint64_t> acks_writing;
+    // Same-host channel (see Outbound). consume_mutex: one reader of the
+    // message ring at a time (the I/O thread on a doorbell, or a poller);
+    // ack_mutex: the ack ring's producer and the socket's descriptor.
+    std::unique_ptr<ShmChannel> channel;
+    std::uint32_t client_pid = 0;
+    std::mutex consume_mutex, ack_mutex;
+    bool closed = false;  // under ack_mutex
+    bool broken = false;  // under consume_mutex: the channel broke the protocol
+    std::array<char, 64> bells{};
   };
+
+  // The connections with a channel, for poll() and hold_polling().
+  std::mutex channels_mutex;
+  std::vector<std::shared_ptr<Inbound>> inbound_channels;
+  std::vector<std::shared_ptr<Outbound>> outbound_channels;
+  int holds = 0;  // hold_polling() count
+  std::atomic<int> channel_count{0};
 
   Impl(DataPlaneOptions o, FrameSink* s) : options(std::move(o)), sink(s) {}
 
@@ -211,6 +247,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   void close(const std::shared_ptr<Inbound>& in) {
     asio::error_code ignored;
     in->timer.cancel();
+    std::lock_guard lock(in->ack_mutex);  // no doorbell write on a closed descriptor
+    in->closed = true;
     in->socket.shutdown(tcp::socket::shutdown_both, ignored);
     in->socket.close(ignored);
   }
@@ -316,8 +354,20 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   void lose_inbound(const std::shared_ptr<Inbound>& in, const std::string& why) {
     close(in);
+    if (in->channel) forget(in);
     sink->peer_lost(in->node, why);
   }
+
+  template <class Connection>
+  void forget_in(std::vector<std::shared_ptr<Connection>>& list, const std::shared_ptr<Connection>& c) {
+    std::lock_guard lock(channels_mutex);
+    auto it = std::find(list.begin(), list.end(), c);
+    if (it == list.end()) return;
+    list.erase(it);
+    --channel_count;
+  }
+  void forget(const std::shared_ptr<Inbound>& in) { forget_in(inbound_channels, in); }
+  void forget(const std::shared_ptr<Outbound>& out) { forget_in(outbound_channels, out); }
 
   void read_header(const std::shared_ptr<Inbound>& in) {
     asio::async_read(in->socket, asio::buffer(&in->header, sizeof(FrameHeader)),
@@ -392,33 +442,113 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
                                                                               : ec.message());
                        const FrameHeader& f = in->header;
                        const std::uint64_t number = in->remote_frames++;
-                       auto state = std::make_shared<RemoteMessage::State>();
-                       state->pid = in->span.pid;
-                       state->address = in->span.address;
-                       state->bytes = static_cast<std::size_t>(f.total_bytes);
-                       state->sender = in->node;
-                       state->release = [plane = weak_from_this(), in, number] {
-                         if (auto p = plane.lock()) p->acknowledge(in, number);
-                       };
-                       stats.bytes_received += f.total_bytes;
-                       ++stats.messages_received;
-                       ++stats.messages_read_remotely;
-                       if (sink->take_remote(in->node, f.chunk, RemoteMessage(state))) return read_header(in);
-                       // The sink wants the bytes now, in its own buffer.
-                       Landing landing = sink->land(in->node, f.chunk, f.total_bytes);
-                       if (landing.data == nullptr && f.total_bytes > 0)
-                         return protocol_error(in, "message refused by the receiver");
-                       try {
-                         RemoteMessage(state).read(0, state->bytes, landing.data);
-                       } catch (const NetError& e) {
-                         return protocol_error(in, e.what());
-                       }
-                       state->release = nullptr;  // acknowledged here, before the sink hears of it
-                       in->acks_due.push_back(number);
-                       write_acks(in);
-                       sink->deliver(in->node, f.chunk, std::move(landing));
+                       const std::string error = take_remote_message(
+                           in, f.chunk, in->span.pid, in->span.address, f.total_bytes,
+                           [plane = weak_from_this(), in, number] {
+                             if (auto p = plane.lock()) p->acknowledge(in, number);
+                           });
+                       if (!error.empty()) return protocol_error(in, error);
                        read_header(in);
                      });
+  }
+
+  // A message in the sender's memory (a Remote frame or a channel
+  // descriptor): the sink reads it in place, or it is copied into the sink's
+  // buffer now. `acknowledge` runs once the memory is no longer needed (on
+  // any thread). Empty on success, else the protocol error.
+  std::string take_remote_message(const std::shared_ptr<Inbound>& in, const ChunkHeader& chunk, std::uint32_t pid,
+                                  std::uint64_t address, std::uint64_t bytes, std::function<void()> acknowledge) {
+    auto state = std::make_shared<RemoteMessage::State>();
+    state->pid = pid;
+    state->address = address;
+    state->bytes = static_cast<std::size_t>(bytes);
+    state->sender = in->node;
+    state->release = std::move(acknowledge);
+    stats.bytes_received += bytes;
+    ++stats.messages_received;
+    ++stats.messages_read_remotely;
+    if (sink->take_remote(in->node, chunk, RemoteMessage(state))) return {};
+    // The sink wants the bytes now, in its own buffer.
+    Landing landing = sink->land(in->node, chunk, bytes);
+    if (landing.data == nullptr && bytes > 0) return "message refused by the receiver";
+    try {
+      RemoteMessage(state).read(0, state->bytes, landing.data);
+    } catch (const NetError& e) {
+      return e.what();
+    }
+    state.reset();  // acknowledged here, before the sink hears of it
+    sink->deliver(in->node, chunk, std::move(landing));
+    return {};
+  }
+
+  // --- same-host channel, receiving side -------------------------------------
+
+  // The socket carries only doorbells now: each one says "look at the ring".
+  void read_bells(const std::shared_ptr<Inbound>& in) {
+    in->socket.async_read_some(asio::buffer(in->bells), [this, in](const asio::error_code& ec, std::size_t n) {
+      if (ec) return lose_inbound(in, ec == asio::error::eof ? std::string("connection closed") : ec.message());
+      if (std::any_of(in->bells.begin(), in->bells.begin() + static_cast<std::ptrdiff_t>(n),
+                      [](char b) { return b != 1; }))
+        return protocol_error(in, "bytes other than doorbells on a channel connection");
+      in->channel->message_bell().store(0, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      drain(in, true, false);
+      read_bells(in);
+    });
+  }
+
+  // Takes the descriptors in the message ring. wait = false: give up if
+  // another thread is at it. Returns how many were taken.
+  std::size_t drain(const std::shared_ptr<Inbound>& in, bool wait, bool polled) {
+    std::unique_lock lock(in->consume_mutex, std::defer_lock);
+    if (wait) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return 0;
+    }
+    std::size_t taken = 0;
+    while (!in->broken) {
+      bool corrupt = false;
+      const auto m = in->channel->pop_message(&corrupt);
+      std::string error;
+      if (corrupt) {
+        error = "impossible indices in the channel's message ring";
+      } else if (!m) {
+        break;
+      } else if (m->number != in->remote_frames) {
+        error = fmt::format("channel message number {}, expected {}", m->number, in->remote_frames);
+      } else if (m->bytes > options.max_message_bytes) {
+        error = fmt::format("message of {} bytes", m->bytes);
+      } else {
+        ++in->remote_frames;
+        error = take_remote_message(in, m->chunk, in->client_pid, m->address, m->bytes,
+                                    [plane = weak_from_this(), in, number = m->number] {
+                                      if (auto p = plane.lock()) p->channel_ack(in, number);
+                                    });
+        ++taken;
+      }
+      if (!error.empty()) {
+        in->broken = true;
+        asio::post(io, [this, in, error] { protocol_error(in, error); });
+      }
+    }
+    if (polled) stats.messages_polled += taken;
+    return taken;
+  }
+
+  // A channel message has been read (on any thread): tell the sender.
+  void channel_ack(const std::shared_ptr<Inbound>& in, std::uint64_t number) {
+    std::lock_guard lock(in->ack_mutex);
+    if (in->closed) return;
+    if (!in->channel->push_ack(number)) {
+      // 16384 unreaped acks: the sender has stopped reading its ring.
+      asio::post(io, [this, in] { protocol_error(in, "the sender does not take its acknowledgements"); });
+      return;
+    }
+    if (needs_bell(in->channel->sender_polling(), in->channel->ack_bell())) {
+      ring(in->socket.native_handle());
+      ++stats.doorbells_sent;
+    }
   }
 
   // Once a Remote frame's bytes have been read (on any thread).
@@ -451,23 +581,175 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       const bool readable = read_remote(in->span.pid, in->span.address, seen.data(), seen.size()).empty() &&
                             seen == in->token;
       in->probe_answer = readable ? 1 : 0;
+      if (readable && in->span.reserved != 0 && options.same_host_channel) {
+        try {
+          in->channel = ShmChannel::open(in->span.pid, in->span.reserved - 1);
+          in->client_pid = in->span.pid;
+          in->probe_answer = 2;
+        } catch (const NetError& e) {
+          spdlog::warn("data plane node {}: node {} on this host: {}; messages go through the socket", options.node,
+                       in->node, e.what());
+        }
+      }
       asio::async_write(in->socket, asio::buffer(&in->probe_answer, 1), [this, in](const asio::error_code& ec, std::size_t) {
         if (ec) return lose_inbound(in, ec.message());
-        read_header(in);
+        if (!in->channel) return read_header(in);
+        {
+          std::lock_guard lock(channels_mutex);
+          in->channel->receiver_polling().store(holds > 0 ? 1 : 0);
+          inbound_channels.push_back(in);
+          ++channel_count;
+        }
+        // A bell may have been skipped while no one listened: look once.
+        drain(in, true, false);
+        read_bells(in);
       });
     });
   }
 
   // --- client side ---------------------------------------------------------
 
+  // On the I/O thread (the only writer of `lost`).
   void lose_outbound(const std::shared_ptr<Outbound>& out, const std::string& why) {
-    if (out->lost) return;
-    out->lost = true;
-    out->queue.clear();
-    out->awaiting_ack.clear();
-    asio::error_code ignored;
-    out->socket.close(ignored);
+    {
+      std::lock_guard lock(out->channel_mutex);
+      if (out->lost) return;
+      out->lost = true;
+      out->queue.clear();
+      out->awaiting_ack.clear();
+      out->overflow.clear();
+      asio::error_code ignored;
+      out->socket.close(ignored);
+      out->overflow_timer.cancel();
+    }
+    if (out->channel) forget(out);
     sink->peer_lost(out->node, why);
+  }
+
+  // --- same-host channel, sending side ---------------------------------------
+
+  // Under out.channel_mutex: releases the memory of acknowledged messages.
+  // Empty, else the protocol error.
+  std::string reap_acks(Outbound& out) {
+    for (;;) {
+      bool corrupt = false;
+      const auto a = out.channel->pop_ack(&corrupt);
+      if (corrupt) return "impossible indices in the channel's ack ring";
+      if (!a) return {};
+      auto it = out.awaiting_ack.find(*a);
+      if (it == out.awaiting_ack.end()) return fmt::format("acknowledgement of unknown message {}", *a);
+      stats.bytes_sent += it->second.second;
+      ++stats.messages_sent;
+      out.awaiting_ack.erase(it);
+    }
+  }
+
+  // Under out.channel_mutex: moves what fits from the overflow into the ring,
+  // in order, and wakes the receiver if it is not polling.
+  void flush_overflow(Outbound& out) {
+    bool pushed = false;
+    while (!out.overflow.empty()) {
+      Outgoing& m = out.overflow.front();
+      const MessageDescriptor d{m.chunk, reinterpret_cast<std::uint64_t>(m.data), m.bytes, out.remote_frames, 0};
+      if (!out.channel->push_message(d)) break;
+      out.awaiting_ack.emplace(out.remote_frames++, std::pair{std::move(m.keep_alive), m.bytes});
+      out.overflow.pop_front();
+      pushed = true;
+    }
+    if (pushed && needs_bell(out.channel->receiver_polling(), out.channel->message_bell())) {
+      ring(out.socket.native_handle());
+      ++stats.doorbells_sent;
+    }
+  }
+
+  // I/O thread: while messages wait for room in a full ring (the receiver
+  // has not looked at 4096 of them), try again every millisecond.
+  void retry_overflow(const std::shared_ptr<Outbound>& out) {
+    if (out->overflow_timer_armed || out->lost) return;
+    out->overflow_timer_armed = true;
+    out->overflow_timer.expires_after(std::chrono::milliseconds(1));
+    out->overflow_timer.async_wait([this, out](const asio::error_code&) {
+      out->overflow_timer_armed = false;
+      bool waiting = false;
+      {
+        std::lock_guard lock(out->channel_mutex);
+        if (out->lost) return;
+        flush_overflow(*out);
+        waiting = !out->overflow.empty();
+      }
+      if (waiting) retry_overflow(out);
+    });
+  }
+
+  // The server writes only doorbells: acknowledgements wait in the ring.
+  void watch_bells(const std::shared_ptr<Outbound>& out) {
+    out->socket.async_read_some(asio::buffer(out->bells), [this, out](const asio::error_code& ec, std::size_t n) {
+      if (ec == asio::error::operation_aborted && out->lost) return;
+      if (ec) return lose_outbound(out, ec == asio::error::eof ? std::string("connection closed") : ec.message());
+      if (std::any_of(out->bells.begin(), out->bells.begin() + static_cast<std::ptrdiff_t>(n),
+                      [](char b) { return b != 1; }))
+        return lose_outbound(out, "unexpected bytes from the server");
+      std::string error;
+      {
+        std::lock_guard lock(out->channel_mutex);
+        out->channel->ack_bell().store(0, std::memory_order_seq_cst);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        error = reap_acks(*out);
+        if (error.empty()) flush_overflow(*out);
+      }
+      if (!error.empty()) return lose_outbound(out, "protocol error: " + error);
+      watch_bells(out);
+    });
+  }
+
+  // A message to a node with a channel, on the sender's thread.
+  void send_by_channel(const std::shared_ptr<Outbound>& out, Outgoing m) {
+    std::string error;
+    bool waiting = false;
+    {
+      std::lock_guard lock(out->channel_mutex);
+      if (out->lost) return;
+      error = reap_acks(*out);
+      if (error.empty()) {
+        out->overflow.push_back(std::move(m));
+        flush_overflow(*out);
+        waiting = !out->overflow.empty();
+      }
+    }
+    if (!error.empty()) {
+      asio::post(io, [this, out, error] { lose_outbound(out, "protocol error: " + error); });
+    } else if (waiting) {
+      asio::post(io, [this, out] { retry_overflow(out); });
+    }
+  }
+
+  // Under channels_mutex: what every channel holds now. wait = false (a
+  // poller): skip a connection another thread is at.
+  std::size_t poll_channels(bool wait) {
+    std::size_t taken = 0;
+    for (const auto& in : inbound_channels) taken += drain(in, wait, !wait);
+    for (const auto& out : outbound_channels) {
+      std::unique_lock lock(out->channel_mutex, std::defer_lock);
+      if (wait) {
+        lock.lock();
+      } else if (!lock.try_lock()) {
+        continue;
+      }
+      if (out->lost) continue;
+      std::string error = reap_acks(*out);
+      if (error.empty()) {
+        flush_overflow(*out);
+      } else {
+        asio::post(io, [this, out, error] { lose_outbound(out, "protocol error: " + error); });
+      }
+    }
+    return taken;
+  }
+
+  // Under channels_mutex.
+  void set_polling(std::uint32_t value) {
+    for (const auto& in : inbound_channels) in->channel->receiver_polling().store(value, std::memory_order_seq_cst);
+    for (const auto& out : outbound_channels) out->channel->sender_polling().store(value, std::memory_order_seq_cst);
   }
 
   void write_next(const std::shared_ptr<Outbound>& out) {
@@ -575,6 +857,7 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
     RemoteSpan span;
     std::array<std::uint8_t, 32> token{};  // the probe reads these from this process
     std::uint8_t readable = 0;
+    std::unique_ptr<ShmChannel> channel;  // offered in the probe
     asio::steady_timer timer;
     std::promise<std::string> done;  // empty: success
     bool finished = false;
@@ -640,6 +923,15 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
               x->probe.total_bytes = x->token.size();
               x->span = RemoteSpan{reinterpret_cast<std::uint64_t>(x->token.data()),
                                    static_cast<std::uint32_t>(::getpid()), 0};
+              if (im.options.same_host_channel) {
+                try {
+                  x->channel = ShmChannel::create();
+                  x->span.reserved = static_cast<std::uint32_t>(x->channel->fd()) + 1;
+                } catch (const NetError& e) {
+                  spdlog::warn("data plane node {}: {}; same-host messages go through the socket", im.options.node,
+                               e.what());
+                }
+              }
               std::array<asio::const_buffer, 3> probe{asio::buffer(&x->probe, sizeof(FrameHeader)),
                                                       asio::buffer(&x->span, sizeof(RemoteSpan)),
                                                       asio::buffer(x->token)};
@@ -647,7 +939,8 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
                 if (ec) return finish(ec.message());
                 asio::async_read(out->socket, asio::buffer(&x->readable, 1), [x, out, finish](const asio::error_code& ec, std::size_t) {
                   if (ec) return finish("closed during the same-host probe (" + ec.message() + ")");
-                  out->remote_reads = x->readable == 1;
+                  out->remote_reads = x->readable == 1 || x->readable == 2;
+                  if (x->readable == 2) out->channel = std::move(x->channel);
                   finish({});
                 });
               });
@@ -663,7 +956,19 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
     std::lock_guard lock(im.mutex);
     im.outbound[node] = out;
   }
-  asio::post(im.io, [&im, out] { im.watch(out); });
+  if (out->channel) {
+    std::lock_guard lock(im.channels_mutex);
+    out->channel->sender_polling().store(im.holds > 0 ? 1 : 0);
+    im.outbound_channels.push_back(out);
+    ++im.channel_count;
+  }
+  asio::post(im.io, [&im, out] {
+    if (out->channel) {
+      im.watch_bells(out);
+    } else {
+      im.watch(out);
+    }
+  });
 }
 
 bool DataPlane::connected(int node) const {
@@ -682,6 +987,7 @@ void DataPlane::send(int node, const ChunkHeader& header, const void* data, std:
   }
   require<NetError>(out != nullptr, "data plane node {}: no connection to node {}", im.options.node, node);
   Outgoing m{header, static_cast<const char*>(data), bytes, 0, std::move(keep_alive)};
+  if (out->channel) return im.send_by_channel(out, std::move(m));
   asio::post(im.io, [&im, out, m = std::move(m)]() mutable {
     if (out->lost) return;
     out->queue.push_back(std::move(m));
@@ -692,7 +998,30 @@ void DataPlane::send(int node, const ChunkHeader& header, const void* data, std:
 DataPlaneStats DataPlane::stats() const {
   const auto& s = impl_->stats;
   return {s.bytes_sent, s.bytes_received, s.messages_sent, s.messages_received, s.messages_read_remotely,
-          s.accepted, s.refused_version, s.refused_secret, s.refused_garbage};
+          s.messages_polled, s.doorbells_sent, s.accepted, s.refused_version, s.refused_secret, s.refused_garbage};
+}
+
+int DataPlane::channels() const { return impl_->channel_count.load(); }
+
+std::size_t DataPlane::poll() {
+  Impl& im = *impl_;
+  std::unique_lock lock(im.channels_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;
+  return im.poll_channels(false);
+}
+
+void DataPlane::hold_polling(bool hold) {
+  Impl& im = *impl_;
+  std::lock_guard lock(im.channels_mutex);
+  if (hold) {
+    if (im.holds++ == 0) im.set_polling(1);
+    return;
+  }
+  require<NetError>(im.holds > 0, "data plane node {}: hold_polling(false) without a hold", im.options.node);
+  if (--im.holds > 0) return;
+  im.set_polling(0);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  im.poll_channels(true);  // what came while peers thought we were looking
 }
 
 std::string read_secret_file(const std::filesystem::path& path) {

@@ -20,6 +20,15 @@
 // Messages larger than part_bytes go as several frames (bounded writes, so
 // one connection cannot monopolise the I/O thread).
 //
+// Latency between processes of one host: each connection there also gets a
+// shared-memory channel (actors/net/shm_channel.hpp) that carries the
+// message descriptors and acknowledgements. A thread of the receiving
+// process that expects a message soon (a shard in the middle of a
+// collective) can hold_polling() and poll() for it itself: then nothing
+// passes through a socket or wakes a thread, as in MPI's shared-memory
+// transport. A process that does not poll is woken by a doorbell byte on the
+// socket, and its I/O thread takes the message as before.
+//
 // Plain C++: no CAF. The CAF side (actors/net/remote_*) plugs in a FrameSink
 // that turns messages into msg::Chunk for the local shard actors.
 
@@ -66,7 +75,9 @@ class RemoteMessage {
   std::shared_ptr<State> state_;
 };
 
-// Called on the data plane's I/O thread: keep it short (hand off, do not block).
+// Called on the data plane's I/O thread, or on a thread in DataPlane::poll(),
+// for one connection at a time but for several connections at once: keep it
+// short (hand off, do not block) and thread-safe.
 class FrameSink {
  public:
   virtual ~FrameSink() = default;
@@ -97,6 +108,12 @@ struct DataPlaneOptions {
   // process's memory (same host and user) go as one remote read instead of
   // through the socket (wire.hpp); 0 = never.
   std::size_t remote_read_min_bytes = 64u << 10;
+  // Whether same-host connections get a shared-memory channel (needs
+  // remote_read_min_bytes > 0); with one, messages of every size go through it.
+  bool same_host_channel = true;
+  // How long a waiting shard polls the channels before it sleeps until a
+  // doorbell wakes its process (actors/net/chunk_link.hpp); 0 = never polls.
+  std::chrono::microseconds poll_budget{1000};
 };
 
 struct DataPlaneStats {
@@ -105,6 +122,8 @@ struct DataPlaneStats {
   std::uint64_t messages_sent = 0;
   std::uint64_t messages_received = 0;
   std::uint64_t messages_read_remotely = 0;  // received by a same-host remote read
+  std::uint64_t messages_polled = 0;         // of those, taken from a channel by poll()
+  std::uint64_t doorbells_sent = 0;          // wake-ups of a peer that was not polling
   std::uint64_t accepted = 0;  // authenticated inbound connections
   std::uint64_t refused_version = 0;
   std::uint64_t refused_secret = 0;
@@ -137,6 +156,16 @@ class DataPlane {
             std::shared_ptr<const void> keep_alive);
 
   DataPlaneStats stats() const;
+
+  // Same-host channels (see the top): how many connections have one.
+  int channels() const;
+  // Takes what the channels hold now, on the calling thread: messages for
+  // this node go to the sink, acknowledged memory is released. Returns the
+  // number of messages taken (0 also when another thread is polling).
+  std::size_t poll();
+  // While held (counted, from any thread), peers skip the doorbell: a thread
+  // here promises to poll() soon. The last release takes what has arrived.
+  void hold_polling(bool hold);
 
  private:
   struct Impl;

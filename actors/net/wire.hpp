@@ -31,6 +31,14 @@
 // n-th Remote frame on the connection is number n, from 0), after which the
 // client may release that memory. Otherwise the server never writes after
 // the handshake.
+//
+// Same-host channel (version 4): the Probe's RemoteSpan.reserved may name a
+// shared memory segment of the client (its file descriptor + 1; 0 = none,
+// actors/net/shm_channel.hpp). A server that can read the client's memory
+// and open the segment answers 2. From then on every message goes as a
+// MessageDescriptor in the segment's message ring (numbered like Remote
+// frames) and every acknowledgement through its ack ring; the socket carries
+// only doorbell bytes (value 1), each way, for a side that is not polling.
 
 #include <array>
 #include <cstddef>
@@ -39,7 +47,7 @@
 
 namespace taihu::net {
 
-inline constexpr std::uint32_t protocol_version = 3;
+inline constexpr std::uint32_t protocol_version = 4;
 inline constexpr std::array<char, 8> hello_magic{'T', 'A', 'I', 'H', 'U', '-', 'D', 'P'};
 inline constexpr std::uint32_t frame_magic = 0x46554854;         // "THUF": payload follows
 inline constexpr std::uint32_t remote_frame_magic = 0x52554854;  // "THUR": a RemoteSpan follows

@@ -34,6 +34,7 @@
 
 #include <caf/fwd.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -78,12 +79,24 @@ std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucke
 // peers' entries in ShardInit may be empty handles (or, when the router
 // calls every rank remote, the list may be empty). Chunks from remote ranks
 // come back as ordinary Chunk messages, so the collective code is the same.
+//
+// A router whose transport can be polled (same-host shared-memory channels)
+// lets a shard that waits for a chunk in the middle of a collective look for
+// it itself, for up to poll_budget(), instead of sleeping until another
+// thread delivers it: a small collective then pays no thread wake-ups. The
+// shard holds polling from its first wait to the end of the iteration (or
+// until a wait outlasts the budget), so that peers skip their doorbells.
 class ChunkRouter {
  public:
   virtual ~ChunkRouter() = default;
   virtual bool remote(int rank) const = 0;
   // Called on the shard's thread; must not block.
   virtual void send(int rank, msg::Chunk chunk) = 0;
+  // How long a waiting shard polls; zero: it never does.
+  virtual std::chrono::microseconds poll_budget() const { return {}; }
+  // Delivers what has arrived (as Chunk messages to the shards); how many.
+  virtual std::size_t poll() { return 0; }
+  virtual void hold_polling(bool hold) {}
 };
 
 caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router = nullptr);

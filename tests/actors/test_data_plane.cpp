@@ -1,8 +1,9 @@
 // The Asio data plane (actors/net): SHA-256 / HMAC against published vectors,
 // framed and chunked transfer over loopback, the handshake's refusals (wrong
 // secret, wrong version, garbage bytes) with the listener still serving, lost
-// peers, a sender in another process, and same-host messages read in place
-// (released when read; a killed sender's memory is reported unreadable).
+// peers, a sender in another process, same-host messages read in place
+// (released when read; a killed sender's memory is reported unreadable) and
+// the same-host channel (polled, or woken by doorbells; a full ring).
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -22,6 +23,7 @@
 
 #include "actors/net/data_plane.hpp"
 #include "actors/net/sha256.hpp"
+#include "actors/net/shm_channel.hpp"
 #include "actors/net/status_server.hpp"
 
 using namespace taihu;
@@ -236,15 +238,18 @@ TEST_SUITE("net") {
   }
 
   TEST_CASE("messages arrive whole, in order, split into frames and straight from the sender's memory") {
-    // Through the socket only, and with the large message read across
-    // processes' memory (here: the same process, which the probe accepts).
-    for (const std::size_t remote_min : {std::size_t{0}, std::size_t{64} << 10}) {
-      CAPTURE(remote_min);
+    // Through the socket only; with the large messages read across
+    // processes' memory (here: the same process, which the probe accepts);
+    // and with every message's descriptor in the same-host channel.
+    for (const int mode : {0, 1, 2}) {
+      CAPTURE(mode);
+      const std::size_t remote_min = mode == 0 ? 0 : std::size_t{64} << 10;
       const std::string secret = random_secret();
       CollectingSink sink_a, sink_b;
       auto options_a = options_for(0, secret);
       options_a.part_bytes = 1000;  // forces multi-frame messages
       options_a.remote_read_min_bytes = remote_min;
+      options_a.same_host_channel = mode == 2;
       DataPlane a(options_a, &sink_a);
       DataPlane b(options_for(1, secret), &sink_b);
       a.connect(1, "127.0.0.1", b.port());
@@ -285,19 +290,25 @@ TEST_SUITE("net") {
       CHECK(sa.messages_sent == sizes.size());
       CHECK(sb.bytes_received == total);
       CHECK(sb.messages_received == sizes.size());
-      CHECK(sb.messages_read_remotely == (remote_min == 0 ? 0u : 2u));  // 400 KB and 280 KB
+      CHECK(sb.messages_read_remotely == (mode == 0 ? 0u : mode == 1 ? 2u : sizes.size()));  // 1: 400 and 280 KB
+      CHECK(a.channels() == (mode == 2 ? 1 : 0));
       CHECK(sb.accepted == 1);
     }
   }
 
   TEST_CASE("a same-host message is read where it is consumed; its memory is released when its reader is done") {
+    for (const bool channel : {false, true}) {
+    CAPTURE(channel);
     const std::string secret = random_secret();
     CollectingSink sink_a;
     InPlaceSink sink_b;
-    DataPlane a(options_for(0, secret), &sink_a);
+    auto options_a = options_for(0, secret);
+    options_a.same_host_channel = channel;
+    DataPlane a(options_a, &sink_a);
     DataPlane b(options_for(1, secret), &sink_b);
     a.connect(1, "127.0.0.1", b.port());
-    const std::vector<std::size_t> sizes{20000, 100, 30000, 50000};  // floats; 100 goes through the socket
+    // Floats; without a channel, 100 goes through the socket.
+    const std::vector<std::size_t> sizes{20000, 100, 30000, 50000};
     std::vector<std::weak_ptr<std::vector<float>>> kept;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       auto values = std::make_shared<std::vector<float>>(sizes[i]);
@@ -306,11 +317,14 @@ TEST_SUITE("net") {
       a.send(1, ChunkHeader{1, 0, 1, static_cast<std::uint32_t>(i), 5, 0}, values->data(),
              values->size() * sizeof(float), values);
     }
-    REQUIRE(sink_b.wait_taken(3));
-    REQUIRE(sink_b.wait_messages(1));
-    CHECK(sink_b.received()[0].header.seq == 1);
+    const std::size_t remote = channel ? 4 : 3;
+    REQUIRE(sink_b.wait_taken(remote));
+    if (!channel) {
+      REQUIRE(sink_b.wait_messages(1));
+      CHECK(sink_b.received()[0].header.seq == 1);
+    }
     auto taken = sink_b.take();
-    REQUIRE(taken.size() == 3);
+    REQUIRE(taken.size() == remote);
     // Nothing was copied yet, so the sender still holds every large buffer.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     CHECK(!kept[0].expired());
@@ -338,7 +352,84 @@ TEST_SUITE("net") {
     }
     const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}) * sizeof(float);
     CHECK(eventually([&] { return a.stats().bytes_sent == total; }));
-    CHECK(b.stats().messages_read_remotely == 3);
+    CHECK(b.stats().messages_read_remotely == remote);
+    }
+  }
+
+  TEST_CASE("a receiver that polls takes same-host messages itself; one that does not is woken by a doorbell") {
+    const std::string secret = random_secret();
+    CollectingSink sink_a, sink_b;
+    DataPlane a(options_for(0, secret), &sink_a);
+    DataPlane b(options_for(1, secret), &sink_b);
+    a.connect(1, "127.0.0.1", b.port());
+    REQUIRE(a.channels() == 1);
+    REQUIRE(eventually([&] { return b.channels() == 1; }));
+    std::uint32_t seq = 0;
+    std::vector<std::weak_ptr<std::vector<float>>> kept;
+    auto send = [&](std::size_t floats) {
+      auto values = std::make_shared<std::vector<float>>(floats);
+      std::iota(values->begin(), values->end(), static_cast<float>(seq));
+      kept.push_back(values);
+      a.send(1, ChunkHeader{3, 0, 1, seq++, 9, 0}, values->data(), values->size() * sizeof(float), values);
+    };
+    auto all_released = [&] {
+      for (auto& w : kept)
+        if (!w.expired()) return false;
+      return true;
+    };
+
+    // b holds polling: a rings no bell, so nothing arrives until b polls.
+    b.hold_polling(true);
+    for (std::size_t floats : {1, 1000, 100000}) send(floats);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(sink_b.received().empty());
+    CHECK(b.poll() == 3);
+    const auto polled = sink_b.received();
+    REQUIRE(polled.size() == 3);  // delivered on this thread, before poll() returned
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      const auto& got = polled[i];
+      CHECK(got.header.seq == i);
+      CHECK(got.values.front() == static_cast<float>(i));
+      CHECK(got.values.back() == static_cast<float>(i) + static_cast<float>(got.values.size() - 1));
+    }
+    CHECK(a.stats().doorbells_sent == 0);
+    CHECK(b.stats().messages_polled == 3);
+    // a does not poll: b's acknowledgements ring a's bell, and a's I/O thread frees the memory.
+    CHECK(eventually(all_released));
+    CHECK(b.stats().doorbells_sent >= 1);
+
+    // Released: the next message wakes b's I/O thread.
+    b.hold_polling(false);
+    send(10);
+    REQUIRE(sink_b.wait_messages(4));
+    CHECK(a.stats().doorbells_sent == 1);
+    CHECK(b.stats().messages_polled == 3);
+
+    // More messages than the ring holds while b neither polls nor listens:
+    // the rest wait at a, in order, and follow as b makes room.
+    b.hold_polling(true);
+    const std::size_t many = ShmChannel::message_slots + 500;
+    for (std::size_t i = 0; i < many; ++i) send(2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(sink_b.received().size() == 4);
+    // a holds too: b's acknowledgements wait in the ring until a polls.
+    a.hold_polling(true);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (sink_b.received().size() < 4 + many && std::chrono::steady_clock::now() < deadline) {
+      b.poll();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    const auto got = sink_b.received();
+    REQUIRE(got.size() == 4 + many);
+    for (std::uint32_t i = 0; i < got.size(); ++i) CHECK(got[i].header.seq == i);
+    CHECK(!all_released());
+    a.poll();
+    CHECK(all_released());
+    a.hold_polling(false);
+    b.hold_polling(false);
+    const auto sa = a.stats();
+    CHECK(sa.messages_sent == 4 + many);
+    CHECK(b.stats().messages_read_remotely == 4 + many);
   }
 
   TEST_CASE("a wrong secret, another protocol version and garbage bytes are refused; the listener keeps serving") {
