@@ -9,6 +9,8 @@
 //
 //   bench_remote_allreduce_actors [--ranks=4] [--mb=1,16,100] [--runs=7] [--algorithm=ring,direct]
 //                                 [--poll-us=N]  (a waiting shard's polling budget; 0 = sleep at once)
+//                                 [--pin=1]      (rank r on core r mod cores)
+//                                 [--stats=1]    (each rank's messages: received, polled, doorbells)
 //
 // Compare with OpenMPI: bench/allreduce_vs_mpi.sh runs both side by side.
 
@@ -73,7 +75,8 @@ struct Timing {
   double span = 0;          // the first rank's start → the last rank's result (adds the start skew)
 };
 
-bool pin_ranks = false;  // rank r runs on core r mod cores (--pin=1)
+bool pin_ranks = false;    // rank r runs on core r mod cores (--pin=1)
+bool print_stats = false;  // each rank prints its data plane's counters (--stats=1)
 
 // One rank's process.
 int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, const std::string& secret,
@@ -154,7 +157,7 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
   int status = 0;
   for (std::size_t i = 0; i < elements; i += 997)
     if (buffer[i] != static_cast<float>(expected)) status = 4;
-  if (std::getenv("TAIHU_BENCH_STATS")) {
+  if (print_stats) {
     const auto st = link->plane().stats();
     std::fprintf(stderr, "rank %d: received %llu, polled %llu, doorbells sent %llu\n", rank,
                  (unsigned long long)st.messages_received, (unsigned long long)st.messages_polled,
@@ -256,6 +259,7 @@ int main(int argc, char** argv) {
   // How long a waiting shard polls its same-host channels (-1: the data plane's default).
   const int poll_us = std::stoi(arg_value(argc, argv, "poll-us", "-1"));
   pin_ranks = arg_value(argc, argv, "pin", "0") == "1";
+  print_stats = arg_value(argc, argv, "stats", "0") == "1";
   std::vector<sync::Algorithm> algorithms;
   {
     std::stringstream in(algorithms_text);

@@ -356,6 +356,36 @@ TEST_SUITE("net") {
     }
   }
 
+  TEST_CASE("a same-host channel's rings keep order, fill up, wrap around, and refuse what is not a channel") {
+    auto sender = ShmChannel::create();
+    REQUIRE(sender->fd() >= 0);
+    auto receiver = ShmChannel::open(static_cast<std::uint32_t>(::getpid()), static_cast<std::uint32_t>(sender->fd()));
+    bool corrupt = false;
+    CHECK(!receiver->pop_message(&corrupt));
+    // Three times around the ring, a full ring's worth at a time.
+    std::uint64_t next = 0, expected = 0;
+    for (int lap = 0; lap < 3; ++lap) {
+      while (sender->push_message(MessageDescriptor{ChunkHeader{}, 0x1000, 4, next, 0})) ++next;
+      CHECK(next == (lap + 1) * std::uint64_t{ShmChannel::message_slots});
+      while (auto m = receiver->pop_message(&corrupt)) CHECK(m->number == expected++);
+      CHECK(expected == next);
+    }
+    CHECK(!corrupt);
+    // Acknowledgements go the other way.
+    for (std::uint64_t a = 0; a < 5; ++a) CHECK(receiver->push_ack(a * 7));
+    for (std::uint64_t a = 0; a < 5; ++a) CHECK(sender->pop_ack(&corrupt) == a * 7);
+    CHECK(!sender->pop_ack(&corrupt));
+    // A doorbell is rung once until the consumer clears it, and never while it polls.
+    CHECK(needs_bell(receiver->receiver_polling(), receiver->message_bell()));
+    CHECK(!needs_bell(sender->receiver_polling(), sender->message_bell()));
+    receiver->message_bell().store(0);
+    receiver->receiver_polling().store(1);
+    CHECK(!needs_bell(sender->receiver_polling(), sender->message_bell()));
+    // Not a channel: a descriptor of the wrong kind, or no such descriptor.
+    CHECK_THROWS_AS(ShmChannel::open(static_cast<std::uint32_t>(::getpid()), 0), NetError);
+    CHECK_THROWS_AS(ShmChannel::open(static_cast<std::uint32_t>(::getpid()), 100000), NetError);
+  }
+
   TEST_CASE("a receiver that polls takes same-host messages itself; one that does not is woken by a doorbell") {
     const std::string secret = random_secret();
     CollectingSink sink_a, sink_b;
