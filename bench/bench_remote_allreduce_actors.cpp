@@ -2,9 +2,11 @@
 // plane (actors/net/chunk_link.hpp): each process is one rank, with its own
 // CAF system, its shard actor of one bucket and its data plane; chunks for
 // other ranks go over authenticated TCP connections (and, between processes
-// of this host, their shared-memory channels). Time per allreduce is the
-// slowest rank's own start → result, as bench/mpi/allreduce_mpi.c times MPI
-// (the span from the first start to the last result is printed too);
+// of this host, their shared-memory channels). Each run starts after a
+// barrier in shared memory, as allreduce_mpi.c's after MPI_Barrier. Time per
+// allreduce is the slowest rank's own start → result, as
+// bench/mpi/allreduce_mpi.c times MPI (the span from the first start to the
+// last result is printed too);
 // algorithm bandwidth = bucket bytes / time (MPI's "algbw").
 //
 //   bench_remote_allreduce_actors [--ranks=4] [--mb=1,16,100] [--runs=7] [--algorithm=ring,direct]
@@ -17,6 +19,7 @@
 #include <caf/all.hpp>
 #include <fmt/format.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,8 +82,21 @@ bool pin_ranks = false;    // rank r runs on core r mod cores (--pin=1)
 bool print_stats = false;  // each rank prints its data plane's counters (--stats=1)
 
 // One rank's process.
+// A barrier across the rank processes in shared memory, as MPI_Barrier
+// before MPI_Wtime in allreduce_mpi.c: the ranks start each run together
+// rather than as the parent's "go" bytes wake them, one after another.
+struct StartBarrier {
+  std::atomic<std::uint64_t> arrived{0};
+};
+
+void wait_at(StartBarrier& barrier, int ranks, std::uint64_t run) {
+  barrier.arrived.fetch_add(1);
+  const std::uint64_t all = static_cast<std::uint64_t>(ranks) * (run + 1);
+  while (barrier.arrived.load() < all) std::this_thread::yield();
+}
+
 int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, const std::string& secret,
-              int poll_us, int from_parent, int to_parent) {
+              int poll_us, StartBarrier& barrier, int from_parent, int to_parent) {
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
   // One rank per process: never more scheduler threads than its share of the cores.
@@ -122,9 +138,10 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
   Run current;
   current.buffer = msg::TensorPayload::allocate(elements);
   std::fill_n(current.buffer.mutable_data(), elements, static_cast<float>(rank + 1));
-  auto driver = system.spawn([shard, &current](caf::event_based_actor* self) -> caf::behavior {
+  auto driver = system.spawn([shard, ranks, &barrier, &current](caf::event_based_actor* self) -> caf::behavior {
     return {
-        [self, shard, &current](std::uint64_t run) {
+        [self, shard, ranks, &barrier, &current](std::uint64_t run) {
+          wait_at(barrier, ranks, run);
           current.start = now_ns();
           self->send(shard, msg::GradientReady{0, run, std::move(current.buffer)});
         },
@@ -177,6 +194,9 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
 // Median seconds per allreduce (after one warm-up run).
 Timing measure(int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, int poll_us) {
   const std::string secret = net::random_secret();
+  void* shared = ::mmap(nullptr, sizeof(StartBarrier), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) throw std::runtime_error("mmap");
+  auto* barrier = new (shared) StartBarrier{};
   std::vector<int> to_child(static_cast<std::size_t>(ranks)), from_child(static_cast<std::size_t>(ranks));
   std::vector<pid_t> children;
   for (int r = 0; r < ranks; ++r) {
@@ -192,7 +212,7 @@ Timing measure(int ranks, std::size_t elements, int runs, sync::Algorithm algori
       }
       int status = 1;
       try {
-        status = rank_main(r, ranks, elements, runs + 1, algorithm, secret, poll_us, down[0], up[1]);
+        status = rank_main(r, ranks, elements, runs + 1, algorithm, secret, poll_us, *barrier, down[0], up[1]);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: %s\n", r, e.what());
       }
@@ -229,6 +249,7 @@ Timing measure(int ranks, std::size_t elements, int runs, sync::Algorithm algori
     ::close(to_child[static_cast<std::size_t>(r)]);
     ::close(from_child[static_cast<std::size_t>(r)]);
   }
+  ::munmap(shared, sizeof(StartBarrier));
   if (!ok) throw std::runtime_error("a rank failed (wrong result or timeout)");
   std::vector<double> slowest, span;
   for (int run = 1; run <= runs; ++run) {

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "actors/exception_reason.hpp"
+#include "actors/sync/chunk_poller.hpp"
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "core/train/compressor_checkpoint.hpp"
@@ -40,6 +41,7 @@ struct CompressedShardState {
 
   std::shared_ptr<Setup> setup;  // owned by this actor only
   std::shared_ptr<ChunkRouter> router;  // null in-process
+  ChunkPoller poller;                   // after `router`: gives its hold back before the router goes
   std::vector<std::uint32_t> words, dense_words;
   std::vector<float> sparse_scratch;  // gather of the sparse part, then its sum (split buckets only)
   std::vector<caf::actor> peers;
@@ -112,6 +114,7 @@ void finish(Self* self) {
     for (const Part& p : set.dense_parts)
       std::memcpy(out + p.bucket_offset, s.dense.data() + p.compact_offset, p.count * sizeof(float));
   }
+  s.poller.release();
   s.running = false;
   s.last_completed = s.iteration;
   s.messages.assign(s.messages.size(), msg::TensorPayload{});
@@ -191,7 +194,11 @@ bool advance_dense(Self* self) {
 void advance(Self* self) {
   const bool gathered = advance_allgather(self);
   const bool reduced = self->state.setup->dense_parts.empty() || advance_dense(self);
-  if (gathered && reduced) finish(self);
+  if (gathered && reduced) {
+    finish(self);
+  } else if (self->state.poller.wait()) {
+    self->send(self, msg::poll_atom_v);  // look for the missing chunk rather than sleep
+  }
 }
 
 void start_next(Self* self) {
@@ -241,6 +248,7 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
   if (!setup->dense_parts.empty()) st.sparse_scratch.resize(setup->sparse_elements);
   st.setup = std::move(setup);
   st.router = std::move(router);
+  st.poller.attach(st.router.get());
   self->set_exception_handler(exception_reason);
   return {
       [=](msg::ShardInit& init) {
@@ -289,6 +297,9 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
         require(fresh, "compressed shard {}/{}: chunk {} from rank {} of iteration {} arrived twice", s.spec().bucket,
                 s.spec().rank, std::get<2>(key), std::get<1>(key), std::get<0>(key));
         if (current) advance(self);
+      },
+      [=](msg::poll_atom) {
+        if (self->state.poller.poll(self->state.running)) self->send(self, msg::poll_atom_v);
       },
       [=](msg::stats_atom) {
         const auto& s = self->state;

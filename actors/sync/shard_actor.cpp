@@ -5,12 +5,12 @@
 #include <chrono>
 #include <map>
 #include <optional>
-#include <thread>
 #include <tuple>
 
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "core/train/compressor_checkpoint.hpp"
+#include "actors/sync/chunk_poller.hpp"
 #include "actors/sync/zero_copy.hpp"
 #include "actors/exception_reason.hpp"
 #include "messages/chunk_values.hpp"
@@ -18,32 +18,6 @@
 
 namespace taihu::sync {
 namespace {
-
-// This shard's hold on its router's polling (ChunkRouter::hold_polling),
-// given back however the shard ends: a hold left behind would keep the
-// peers from ringing doorbells for this process.
-class PollingHold {
- public:
-  PollingHold() = default;
-  PollingHold(const PollingHold&) = delete;
-  PollingHold& operator=(const PollingHold&) = delete;
-  ~PollingHold() { release(); }
-  bool held() const { return router_ != nullptr; }
-  void take(ChunkRouter& router) {
-    if (held()) return;
-    router.hold_polling(true);
-    router_ = &router;
-  }
-  void release() {
-    if (!held()) return;
-    ChunkRouter* router = router_;
-    router_ = nullptr;
-    router->hold_polling(false);  // takes what arrived meanwhile
-  }
-
- private:
-  ChunkRouter* router_ = nullptr;
-};
 
 struct ShardState {
   static inline const char* name = "taihu.shard";
@@ -65,11 +39,7 @@ struct ShardState {
   std::uint64_t iteration_bytes = 0;  // payload this rank sent in the running iteration
   std::vector<std::uint32_t> words;   // precompress's message
 
-  // Polling the router while waiting (ChunkRouter::poll_budget); the hold
-  // is declared after `router`, so it is given back before the router goes.
-  PollingHold polling;
-  bool poll_queued = false;  // a poll_atom is in the mailbox
-  std::chrono::steady_clock::time_point wait_began;
+  ChunkPoller poller;  // after `router`: gives its hold back before the router goes
 
   std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
   std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
@@ -86,16 +56,9 @@ using Self = caf::stateful_actor<ShardState>;
 void start_next(Self* self);
 
 // The current step waits for a chunk: with a pollable router, look for it
-// (poll_atom to self, behind whatever is in the mailbox) rather than sleep.
+// rather than sleep (actors/sync/chunk_poller.hpp).
 void wait_for_chunk(Self* self) {
-  auto& s = self->state;
-  if (!s.router || s.router->poll_budget().count() == 0) return;
-  s.polling.take(*s.router);
-  s.wait_began = std::chrono::steady_clock::now();
-  if (!s.poll_queued) {
-    s.poll_queued = true;
-    self->send(self, msg::poll_atom_v);
-  }
+  if (self->state.poller.wait()) self->send(self, msg::poll_atom_v);
 }
 
 
@@ -146,7 +109,7 @@ void advance(Self* self) {
     s.step_sent = false;
     ++s.next_step;
   }
-  s.polling.release();
+  s.poller.release();
   s.running = false;
   s.data = nullptr;
   s.last_completed = s.iteration;
@@ -183,6 +146,7 @@ void start_next(Self* self) {
 caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
   self->state.spec = std::move(spec);
   self->state.router = std::move(router);
+  self->state.poller.attach(self->state.router.get());
   // The reason travels in the down_msg, so an owner can say which shard failed and why.
   self->set_exception_handler(exception_reason);
   return {
@@ -234,19 +198,7 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
         if (current) advance(self);
       },
       [=](msg::poll_atom) {
-        auto& s = self->state;
-        s.poll_queued = false;
-        if (!s.running || !s.polling.held()) return;
-        const bool took = s.router->poll() > 0;  // chunks delivered queue up before the next poll
-        if (!took) {
-          if (std::chrono::steady_clock::now() - s.wait_began >= s.router->poll_budget()) {
-            s.polling.release();  // sleep: a doorbell wakes this process
-            return;
-          }
-          std::this_thread::yield();  // another rank's process may need this core to send
-        }
-        s.poll_queued = true;
-        self->send(self, msg::poll_atom_v);
+        if (self->state.poller.poll(self->state.running)) self->send(self, msg::poll_atom_v);
       },
       [=](msg::stats_atom) {
         const auto& s = self->state;
