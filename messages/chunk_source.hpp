@@ -19,6 +19,10 @@ class ChunkSource {
   // Copies floats [first, first + n) to `to`; throws taihu::Error naming the
   // sender if they cannot be read (it has gone).
   virtual void read(std::size_t first, std::size_t n, float* to) const = 0;
+  // The floats themselves when this process can read them where they are
+  // (the sender's shared arena, mapped here), valid while the source lives;
+  // else null.
+  virtual const float* data() const { return nullptr; }
 };
 
 }  // namespace taihu::msg

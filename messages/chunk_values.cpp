@@ -10,8 +10,9 @@ namespace taihu::msg {
 
 void add_chunk(const Chunk& chunk, float* out) {
   const std::size_t n = chunk.size();
-  if (!chunk.source) {
-    kernels::add(static_cast<std::int64_t>(n), out, chunk.payload.data(), out);
+  if (!chunk.source || chunk.source->data() != nullptr) {
+    const float* in = chunk.source ? chunk.source->data() : chunk.payload.data();
+    kernels::add(static_cast<std::int64_t>(n), out, in, out);
     return;
   }
   // Read a block into a buffer that stays in L2, add it, repeat: the sender's
@@ -26,7 +27,9 @@ void add_chunk(const Chunk& chunk, float* out) {
 }
 
 void copy_chunk(const Chunk& chunk, float* out) {
-  if (chunk.source) {
+  if (chunk.source && chunk.source->data() != nullptr) {
+    std::memcpy(out, chunk.source->data(), chunk.size() * sizeof(float));
+  } else if (chunk.source) {
     chunk.source->read(0, chunk.size(), out);
   } else if (!chunk.payload.empty()) {
     std::memcpy(out, chunk.payload.data(), chunk.payload.size() * sizeof(float));

@@ -13,7 +13,10 @@
 // On the network, the view's floats go as one raw block (caf::serializer's
 // apply_raw: host byte order, all nodes share it), ~10x faster than CAF's
 // element-wise default for std::vector<float>; the receiver gets a fresh
-// buffer holding exactly the view.
+// buffer holding exactly the view. Between processes of one host the data
+// plane lets the receiver read large buffers in place instead: they come
+// from the process's shared arena once one is installed
+// (actors/net/shared_arena.hpp).
 
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>

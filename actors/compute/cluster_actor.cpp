@@ -15,6 +15,7 @@
 
 #include "actors/compute/coordinator.hpp"
 #include "actors/net/chunk_link.hpp"
+#include "actors/net/shared_arena.hpp"
 #include "actors/net/data_plane.hpp"
 #include "actors/net/sha256.hpp"
 #include "actors/sync/algorithms.hpp"
@@ -437,6 +438,14 @@ int run_node(const NodeOptions& o) {
           blas::set_threads(blas_threads > 0 ? blas_threads
                                              : std::max(1, blas::available_cores() /
                                                                std::max(1, static_cast<int>(local_ranks.size()))));
+          // Before the models allocate their buckets, so that peers on this host read them in place.
+          if (doc->section("cluster").get_or<bool>("same_host_copy", true)) {
+            try {
+              net::SharedArena::install();
+            } catch (const std::exception& e) {
+              spdlog::warn("node {}: no shared arena ({}); peers on this host read through the kernel", index, e.what());
+            }
+          }
           const ReplicaData data = ReplicaData::read(*doc, settings);
           for (int r : local_ranks)
             models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes));

@@ -101,6 +101,7 @@ class RemoteChunkSource final : public msg::ChunkSource {
   void read(std::size_t first, std::size_t n, float* to) const override {
     message_.read(first * sizeof(float), n * sizeof(float), to);
   }
+  const float* data() const override { return static_cast<const float*>(message_.data()); }
 
  private:
   RemoteMessage message_;

@@ -22,6 +22,7 @@
 
 #include "actors/net/sha256.hpp"
 #include "actors/net/shm_channel.hpp"
+#include "actors/net/shared_arena.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::net {
@@ -108,6 +109,8 @@ struct RemoteMessage::State {
   std::uint64_t address = 0;
   std::size_t bytes = 0;
   int sender = -1;
+  const char* mapped = nullptr;        // the bytes, readable here (the sender's arena), or null
+  std::shared_ptr<ArenaView> arena;    // keeps that mapping
   std::function<void()> release;  // acknowledges the message
 
   ~State() {
@@ -183,6 +186,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     // message ring at a time (the I/O thread on a doorbell, or a poller);
     // ack_mutex: the ack ring's producer and the socket's descriptor.
     std::unique_ptr<ShmChannel> channel;
+    std::shared_ptr<ArenaView> arena;  // the client's shared arena, mapped read-only
     std::uint32_t client_pid = 0;
     std::mutex consume_mutex, ack_mutex;
     bool closed = false;  // under ack_mutex
@@ -463,6 +467,10 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     state->address = address;
     state->bytes = static_cast<std::size_t>(bytes);
     state->sender = in->node;
+    if (in->arena) {
+      state->mapped = static_cast<const char*>(in->arena->at(address, bytes));
+      if (state->mapped) state->arena = in->arena;
+    }
     state->release = std::move(acknowledge);
     stats.bytes_received += bytes;
     ++stats.messages_received;
@@ -586,6 +594,14 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
           in->channel = ShmChannel::open(in->span.pid, in->span.reserved - 1);
           in->client_pid = in->span.pid;
           in->probe_answer = 2;
+          if (const auto info = in->channel->arena(); info.fd >= 0) {
+            try {
+              in->arena = ArenaView::open(in->span.pid, static_cast<std::uint32_t>(info.fd), info.base);
+            } catch (const std::exception& e) {
+              spdlog::warn("data plane node {}: node {}'s buffers are read through the kernel: {}", options.node,
+                           in->node, e.what());
+            }
+          }
         } catch (const NetError& e) {
           spdlog::warn("data plane node {}: node {} on this host: {}; messages go through the socket", options.node,
                        in->node, e.what());
@@ -821,10 +837,16 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
 std::size_t RemoteMessage::bytes() const { return state_->bytes; }
 
+const void* RemoteMessage::data() const { return state_->mapped; }
+
 void RemoteMessage::read(std::size_t offset, std::size_t n, void* to) const {
   const State& s = *state_;
   require<NetError>(offset <= s.bytes && n <= s.bytes - offset, "remote message of {} bytes: read of [{}, +{})",
                     s.bytes, offset, n);
+  if (s.mapped != nullptr) {
+    if (n > 0) std::memcpy(to, s.mapped + offset, n);
+    return;
+  }
   const std::string error = read_remote(s.pid, s.address + offset, to, n);
   require<NetError>(error.empty(), "cannot read node {}'s memory (process {}): {}", s.sender, s.pid, error);
 }
@@ -833,6 +855,14 @@ DataPlane::DataPlane(DataPlaneOptions options, FrameSink* sink)
     : impl_(std::make_shared<Impl>(std::move(options), sink)) {
   require<NetError>(sink != nullptr, "DataPlane: a sink is required");
   require<NetError>(!impl_->options.secret.empty(), "DataPlane: the cluster secret is empty");
+  if (impl_->options.same_host_channel && impl_->options.remote_read_min_bytes > 0) {
+    try {
+      SharedArena::install();  // large buffers allocated from now on can be read in place by peers here
+    } catch (const std::exception& e) {
+      spdlog::warn("data plane node {}: no shared arena ({}); peers on this host read through the kernel",
+                   impl_->options.node, e.what());
+    }
+  }
   try {
     impl_->start();
   } catch (const std::system_error& e) {
@@ -927,6 +957,7 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
                 try {
                   x->channel = ShmChannel::create();
                   x->span.reserved = static_cast<std::uint32_t>(x->channel->fd()) + 1;
+                  if (SharedArena* arena = SharedArena::installed()) x->channel->announce_arena(arena->fd(), arena->base());
                 } catch (const NetError& e) {
                   spdlog::warn("data plane node {}: {}; same-host messages go through the socket", im.options.node,
                                e.what());

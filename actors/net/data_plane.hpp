@@ -16,7 +16,9 @@
 // Between processes of one host and user, large messages skip the socket:
 // the receiver copies them straight out of the sender's memory, ideally
 // where it consumes them (FrameSink::take_remote), so they are copied once;
-// `keep_alive` is then held until the receiver acknowledges.
+// `keep_alive` is then held until the receiver acknowledges. Buffers in the
+// sender's shared arena (actors/net/shared_arena.hpp; the data plane
+// installs it) are read with plain loads from a read-only mapping of it.
 // Messages larger than part_bytes go as several frames (bounded writes, so
 // one connection cannot monopolise the I/O thread).
 //
@@ -67,6 +69,10 @@ class RemoteMessage {
   explicit RemoteMessage(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
   std::size_t bytes() const;
+  // The bytes themselves when they are readable here (the sender's shared
+  // arena, mapped: actors/net/shared_arena.hpp), valid while this handle
+  // lives; else null.
+  const void* data() const;
   // Copies bytes [offset, offset + n) to `to`; throws NetError naming the
   // sender when its memory cannot be read (it has gone).
   void read(std::size_t offset, std::size_t n, void* to) const;

@@ -17,7 +17,7 @@ namespace taihu::net {
 namespace {
 
 constexpr std::uint64_t layout_magic = 0x4c4e414843554854;  // "THUCHANL"
-constexpr std::uint32_t layout_version = 1;
+constexpr std::uint32_t layout_version = 2;
 
 // An index on a cache line of its own: producer and consumer do not share lines.
 struct alignas(64) Index {
@@ -36,6 +36,8 @@ struct ShmChannel::Layout {
   std::uint32_t version = layout_version;
   std::uint32_t messages = message_slots;
   std::uint32_t acks = ack_slots;
+  std::uint32_t arena_fd = 0;  // + 1; 0: none
+  std::uint64_t arena_base = 0;
   Index message_head, message_tail, ack_head, ack_tail;
   Flags receiver, sender;  // receiver: polls messages; sender: polls acks
   MessageDescriptor message[message_slots];
@@ -131,6 +133,17 @@ bool ShmChannel::push_ack(std::uint64_t number) {
 
 std::optional<std::uint64_t> ShmChannel::pop_ack(bool* corrupt) {
   return pop(layout_->ack_head, layout_->ack_tail, layout_->ack, corrupt);
+}
+
+void ShmChannel::announce_arena(int fd, std::uint64_t base) {
+  layout_->arena_fd = fd < 0 ? 0 : static_cast<std::uint32_t>(fd) + 1;
+  layout_->arena_base = base;
+}
+
+ShmChannel::ArenaInfo ShmChannel::arena() const {
+  const std::uint32_t fd = layout_->arena_fd;
+  if (fd == 0) return {};
+  return {static_cast<int>(fd - 1), layout_->arena_base};
 }
 
 std::atomic<std::uint32_t>& ShmChannel::receiver_polling() { return layout_->receiver.polling; }

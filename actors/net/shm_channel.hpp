@@ -10,7 +10,9 @@
 // /proc/<pid>/fd/<fd>, which the kernel allows only to a process of the same
 // user, like the process_vm_readv the probe has just tested. Each side treats
 // what the other writes as untrusted: indices are checked, and a descriptor's
-// fields are checked by the data plane before use.
+// fields are checked by the data plane before use. The segment's header also
+// names the sender's shared arena, which the receiver maps to read messages
+// in place (actors/net/shared_arena.hpp).
 //
 // Doorbells: each ring has a `polling` word, set by its consumer while some
 // thread of that process polls it, and a `bell` word the producer sets when
@@ -66,6 +68,16 @@ class ShmChannel {
   bool push_ack(std::uint64_t number);
   // Sender: the next acknowledged number, or none (corrupt as above).
   std::optional<std::uint64_t> pop_ack(bool* corrupt);
+
+  // The sender's shared arena (actors/net/shared_arena.hpp), announced in
+  // the segment before the probe: its descriptor in the sender and where
+  // it is mapped there. None: fd < 0.
+  void announce_arena(int fd, std::uint64_t base);
+  struct ArenaInfo {
+    int fd = -1;
+    std::uint64_t base = 0;
+  };
+  ArenaInfo arena() const;
 
   // The doorbell words (see above).
   std::atomic<std::uint32_t>& receiver_polling();

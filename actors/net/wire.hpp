@@ -39,6 +39,9 @@
 // MessageDescriptor in the segment's message ring (numbered like Remote
 // frames) and every acknowledgement through its ack ring; the socket carries
 // only doorbell bytes (value 1), each way, for a side that is not polling.
+// The segment's header may name the client's shared arena
+// (actors/net/shared_arena.hpp); the server maps it read-only and reads
+// messages inside it with plain loads instead of process_vm_readv.
 
 #include <array>
 #include <cstddef>

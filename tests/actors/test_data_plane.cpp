@@ -3,7 +3,8 @@
 // secret, wrong version, garbage bytes) with the listener still serving, lost
 // peers, a sender in another process, same-host messages read in place
 // (released when read; a killed sender's memory is reported unreadable) and
-// the same-host channel (polled, or woken by doorbells; a full ring).
+// the same-host channel (polled, or woken by doorbells; a full ring) and the
+// shared arena its messages are read from in place.
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 
 #include "actors/net/data_plane.hpp"
 #include "actors/net/sha256.hpp"
+#include "actors/net/shared_arena.hpp"
 #include "actors/net/shm_channel.hpp"
 #include "actors/net/status_server.hpp"
 
@@ -386,6 +388,88 @@ TEST_SUITE("net") {
     CHECK_THROWS_AS(ShmChannel::open(static_cast<std::uint32_t>(::getpid()), 100000), NetError);
   }
 
+  TEST_CASE("the shared arena hands out, merges and reuses its space; a peer maps it read-only") {
+    SharedArena& arena = SharedArena::install();
+    CHECK(SharedArena::installed() == &arena);
+    const std::size_t before = arena.used_bytes();
+    auto* a = static_cast<float*>(arena.allocate(100000));  // rounds up to two granules
+    auto* b = static_cast<float*>(arena.allocate(SharedArena::granule));
+    REQUIRE(a != nullptr);
+    REQUIRE(b != nullptr);
+    CHECK(arena.used_bytes() == before + 3 * SharedArena::granule);
+    std::iota(a, a + 25000, 0.0f);
+    std::iota(b, b + SharedArena::granule / sizeof(float), 7.0f);
+    // A mapping of the arena (here: this process's own) sees the same floats, read-only.
+    auto view = ArenaView::open(static_cast<std::uint32_t>(::getpid()), static_cast<std::uint32_t>(arena.fd()),
+                                arena.base());
+    const auto* seen = static_cast<const float*>(view->at(reinterpret_cast<std::uint64_t>(a), 100000));
+    REQUIRE(seen != nullptr);
+    CHECK(seen != a);
+    CHECK(seen[24999] == 24999.0f);
+    a[5] = -1.0f;
+    CHECK(seen[5] == -1.0f);  // shared, not a copy
+    CHECK(view->at(arena.base() - 4, 8) == nullptr);
+    CHECK(view->at(arena.base() + SharedArena::reserved_bytes - 4, 8) == nullptr);
+    // Released space is merged and handed out again.
+    arena.release(a, 100000);
+    auto* c = static_cast<float*>(arena.allocate(2 * SharedArena::granule));
+    CHECK(c == a);
+    arena.release(b, SharedArena::granule);
+    arena.release(c, 2 * SharedArena::granule);
+    CHECK(arena.used_bytes() == before);
+    CHECK_THROWS(ArenaView::open(static_cast<std::uint32_t>(::getpid()), 0, 0));
+  }
+
+  TEST_CASE("a child made by fork() writes to a private copy of its parent's arena and installs its own") {
+    SharedArena& arena = SharedArena::install();
+    auto* mine = static_cast<float*>(arena.allocate(SharedArena::granule));
+    REQUIRE(mine != nullptr);
+    mine[0] = 1.0f;
+    const pid_t child = ::fork();
+    if (child == 0) {
+      mine[0] = 2.0f;  // the parent must not see this
+      const bool fresh = SharedArena::installed() == nullptr && &SharedArena::install() != &arena;
+      ::_exit(fresh ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK(mine[0] == 1.0f);
+    arena.release(mine, SharedArena::granule);
+  }
+
+  TEST_CASE("a message in the sender's shared arena is read in place, through a read-only mapping") {
+    const std::string secret = random_secret();
+    CollectingSink sink_a;
+    InPlaceSink sink_b;
+    DataPlane a(options_for(0, secret), &sink_a);  // installs the arena
+    DataPlane b(options_for(1, secret), &sink_b);
+    a.connect(1, "127.0.0.1", b.port());
+    SharedArena* arena = SharedArena::installed();
+    REQUIRE(arena != nullptr);
+    const std::size_t n = 50000;
+    std::shared_ptr<float> in_arena(static_cast<float*>(arena->allocate(n * sizeof(float))),
+                                    [arena](float* p) { arena->release(p, n * sizeof(float)); });
+    std::iota(in_arena.get(), in_arena.get() + n, 3.0f);
+    auto on_heap = std::make_shared<std::vector<float>>(n, 5.0f);
+    a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, in_arena.get(), n * sizeof(float), in_arena);
+    a.send(1, ChunkHeader{1, 0, 1, 1, 0, 0}, on_heap->data(), n * sizeof(float), on_heap);
+    REQUIRE(sink_b.wait_taken(2));
+    auto taken = sink_b.take();
+    REQUIRE(taken.size() == 2);
+    const auto* mapped = static_cast<const float*>(taken[0].second.data());
+    REQUIRE(mapped != nullptr);  // readable where it is
+    CHECK(mapped != in_arena.get());
+    CHECK(mapped[0] == 3.0f);
+    CHECK(mapped[n - 1] == 3.0f + static_cast<float>(n - 1));
+    std::vector<float> copy(n);
+    taken[0].second.read(0, n * sizeof(float), copy.data());
+    CHECK(copy[n - 1] == mapped[n - 1]);
+    CHECK(taken[1].second.data() == nullptr);  // heap memory: read through the kernel
+    taken[1].second.read(0, n * sizeof(float), copy.data());
+    CHECK(copy[n - 1] == 5.0f);
+  }
+
   TEST_CASE("a receiver that polls takes same-host messages itself; one that does not is woken by a doorbell") {
     const std::string secret = random_secret();
     CollectingSink sink_a, sink_b;
@@ -436,7 +520,9 @@ TEST_SUITE("net") {
     CHECK(b.stats().messages_polled == 3);
 
     // More messages than the ring holds while b neither polls nor listens:
-    // the rest wait at a, in order, and follow as b makes room.
+    // the rest wait at a, in order, and follow as b makes room. (First let
+    // b's I/O thread finish the drain that delivered the last message.)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     b.hold_polling(true);
     const std::size_t many = ShmChannel::message_slots + 500;
     for (std::size_t i = 0; i < many; ++i) send(2);
