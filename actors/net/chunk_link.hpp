@@ -7,8 +7,9 @@
 // is written from its own memory; the link holds a reference until the write
 // is done, so the shard may hand its buffer back meanwhile (copy on write
 // protects it). Shards poll the data plane's same-host channels while they
-// wait (ChunkRouter::poll). Incoming: each message lands in a TensorPayload that becomes
-// the Chunk's payload, so the bytes are copied once, by the kernel. Landing
+// wait (ChunkRouter::poll). Incoming: each message lands in a TensorPayload
+// that becomes the Chunk's payload, so the bytes are copied once, by the
+// kernel. Landing
 // buffers are recycled once the shard has dropped the chunk (the pool's
 // reference is the only one left), so steady-state iterations allocate
 // nothing and touch no fresh pages. A message from another process of this

@@ -109,9 +109,9 @@ struct RemoteMessage::State {
   std::uint64_t address = 0;
   std::size_t bytes = 0;
   int sender = -1;
-  const char* mapped = nullptr;        // the bytes, readable here (the sender's arena), or null
-  std::shared_ptr<ArenaView> arena;    // keeps that mapping
-  std::function<void()> release;  // acknowledges the message
+  const char* mapped = nullptr;      // the bytes, readable here (the sender's arena), or null
+  std::shared_ptr<ArenaView> arena;  // keeps that mapping
+  std::function<void()> release;     // acknowledges the message
 
   ~State() {
     if (release) release();
@@ -127,7 +127,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   struct Stats {
     std::atomic<std::uint64_t> bytes_sent{0}, bytes_received{0}, messages_sent{0}, messages_received{0},
-        messages_read_remotely{0}, messages_polled{0}, doorbells_sent{0}, accepted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0};
+        messages_read_remotely{0}, messages_polled{0}, doorbells_sent{0}, accepted{0}, refused_version{0},
+        refused_secret{0}, refused_garbage{0};
   } stats;
 
   // A connection this node sends on (client side).

@@ -61,7 +61,6 @@ void wait_for_chunk(Self* self) {
   if (self->state.poller.wait()) self->send(self, msg::poll_atom_v);
 }
 
-
 // Runs steps until one waits for a chunk that has not arrived; on the last
 // step hands the buffer back to the owner and starts a queued iteration.
 void advance(Self* self) {
