@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <optional>
-#include <tuple>
 
 #include "actors/exception_reason.hpp"
 #include "actors/sync/chunk_poller.hpp"
+#include "actors/sync/shard_inbox.hpp"
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "core/train/compressor_checkpoint.hpp"
@@ -44,9 +43,6 @@ struct CompressedShardState {
   ChunkPoller poller;                   // after `router`: gives its hold back before the router goes
   std::vector<std::uint32_t> words, dense_words;
   std::vector<float> sparse_scratch;  // gather of the sparse part, then its sum (split buckets only)
-  std::vector<caf::actor> peers;
-  caf::actor owner;
-  bool wired = false;
 
   // The running iteration, if any.
   bool running = false;
@@ -59,10 +55,8 @@ struct CompressedShardState {
   std::size_t dense_next = 0;
   bool dense_sent = false;
   std::uint64_t iteration_bytes = 0;
-  std::optional<std::uint64_t> last_completed;
 
-  std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
-  std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
+  ShardInbox inbox;  // inputs and early chunks
 
   std::uint64_t chunks_sent = 0;
   std::uint64_t early_chunks = 0;
@@ -88,7 +82,7 @@ void send_chunk(Self* self, int to, msg::Chunk chunk) {
   if (s.router && s.router->remote(to)) {
     s.router->send(to, std::move(chunk));
   } else {
-    self->send(s.peers[static_cast<std::size_t>(to)], std::move(chunk));
+    self->send(s.inbox.peer(to), std::move(chunk));
   }
 }
 
@@ -116,13 +110,13 @@ void finish(Self* self) {
   }
   s.poller.release();
   s.running = false;
-  s.last_completed = s.iteration;
+  s.inbox.complete(s.iteration);
   s.messages.assign(s.messages.size(), msg::TensorPayload{});
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   msg::Reduced reduced{set.spec.bucket, s.iteration, set.spec.rank, std::move(s.buffer),
                        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes};
   s.buffer = {};
-  self->send(s.owner, std::move(reduced));
+  self->send(s.inbox.owner(), std::move(reduced));
   start_next(self);
 }
 
@@ -138,16 +132,16 @@ bool advance_allgather(Self* self) {
                             static_cast<std::uint64_t>(origin), s.messages[static_cast<std::size_t>(origin)], nullptr});
       s.step_sent = true;
     }
-    auto it = s.arrived.find({s.iteration, s.left(), static_cast<std::uint32_t>(s.next_step)});
-    if (it == s.arrived.end()) return false;
-    msg::Chunk& chunk = it->second;
+    msg::Chunk* found = s.inbox.find(s.iteration, s.left(), static_cast<std::uint32_t>(s.next_step));
+    if (found == nullptr) return false;
+    msg::Chunk& chunk = *found;
     const int expected = s.origin(s.next_step + 1);
     require(chunk.offset == static_cast<std::uint64_t>(expected) && chunk.size() > 0,
             "compressed shard {}/{}: ring step {} from rank {} carries the message of rank {} ({} words), expected "
             "rank {}'s",
             s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, chunk.size(), expected);
     s.messages[static_cast<std::size_t>(expected)] = msg::chunk_payload(chunk);  // kept: passed on next step
-    s.arrived.erase(it);
+    s.inbox.drop(s.iteration, s.left(), static_cast<std::uint32_t>(s.next_step));
     s.step_sent = false;
     ++s.next_step;
   }
@@ -170,9 +164,9 @@ bool advance_dense(Self* self) {
       s.dense_sent = true;
     }
     if (step.receives()) {
-      auto it = s.arrived.find({s.iteration, step.recv_from, dense_seq_base + step.recv_seq});
-      if (it == s.arrived.end()) return false;
-      const msg::Chunk& chunk = it->second;
+      const msg::Chunk* found = s.inbox.find(s.iteration, step.recv_from, dense_seq_base + step.recv_seq);
+      if (found == nullptr) return false;
+      const msg::Chunk& chunk = *found;
       require(chunk.offset == step.recv.offset && chunk.size() == step.recv.length,
               "compressed shard {}/{}: dense chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})",
               s.spec().bucket, s.spec().rank, chunk.seq - dense_seq_base, chunk.sender, chunk.offset,
@@ -183,7 +177,7 @@ bool advance_dense(Self* self) {
       } else {
         msg::copy_chunk(chunk, out);
       }
-      s.arrived.erase(it);
+      s.inbox.drop(s.iteration, step.recv_from, dense_seq_base + step.recv_seq);
     }
     s.dense_sent = false;
     ++s.dense_next;
@@ -203,10 +197,9 @@ void advance(Self* self) {
 
 void start_next(Self* self) {
   auto& s = self->state;
-  if (!s.wired || s.running || s.queued.empty()) return;
+  if (!s.inbox.wired() || s.running || !s.inbox.has_input()) return;
   Setup& set = *s.setup;
-  auto node = s.queued.extract(s.queued.begin());
-  msg::GradientReady& ready = node.mapped();
+  msg::GradientReady ready = s.inbox.next_input();
   s.running = true;
   s.iteration = ready.iteration;
   s.buffer = std::move(ready.buffer);
@@ -249,30 +242,17 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
   st.setup = std::move(setup);
   st.router = std::move(router);
   st.poller.attach(st.router.get());
+  const auto& own = st.setup->spec;
+  st.inbox.init(fmt::format("compressed shard {}/{}", own.bucket, own.rank), own.bucket, own.elements, own.ranks);
   self->set_exception_handler(exception_reason);
   return {
       [=](msg::ShardInit& init) {
-        auto& s = self->state;
-        require(!s.wired, "compressed shard {}/{}: wired twice", s.spec().bucket, s.spec().rank);
-        require(init.bucket == s.spec().bucket && static_cast<int>(init.peers.size()) == s.spec().ranks,
-                "compressed shard {}/{}: init for bucket {} with {} peers, expected {} peers", s.spec().bucket,
-                s.spec().rank, init.bucket, init.peers.size(), s.spec().ranks);
-        s.peers = std::move(init.peers);
-        s.owner = std::move(init.owner);
-        s.wired = true;
+        self->state.inbox.wire(std::move(init), false);
         start_next(self);
       },
       [=](msg::GradientReady& ready) {
         auto& s = self->state;
-        require(ready.bucket == s.spec().bucket && ready.buffer.size() == s.spec().elements,
-                "compressed shard {}/{}: gradients of bucket {} with {} floats, expected {}", s.spec().bucket,
-                s.spec().rank, ready.bucket, ready.buffer.size(), s.spec().elements);
-        require(!s.last_completed || ready.iteration > *s.last_completed,
-                "compressed shard {}/{}: iteration {} is not after the completed {}", s.spec().bucket, s.spec().rank,
-                ready.iteration, *s.last_completed);
-        require(!(s.running && ready.iteration == s.iteration) && !s.queued.contains(ready.iteration),
-                "compressed shard {}/{}: iteration {} started twice", s.spec().bucket, s.spec().rank, ready.iteration);
-        s.queued.emplace(ready.iteration, std::move(ready));
+        s.inbox.queue(std::move(ready), s.running ? std::optional{s.iteration} : std::nullopt);
         start_next(self);
       },
       [=](msg::Chunk& chunk) {
@@ -287,15 +267,9 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
                             chunk.offset < static_cast<std::uint64_t>(s.spec().ranks),
                 "compressed shard {}/{}: chunk {} from rank {} names origin rank {}; the ring has {} ranks",
                 s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, s.spec().ranks);
-        require(!s.last_completed || chunk.iteration > *s.last_completed,
-                "compressed shard {}/{}: chunk {} from rank {} of iteration {}, already completed {}", s.spec().bucket,
-                s.spec().rank, chunk.seq, chunk.sender, chunk.iteration, *s.last_completed);
         const bool current = s.running && chunk.iteration == s.iteration;
         if (!current) ++s.early_chunks;
-        const auto key = std::tuple{chunk.iteration, static_cast<int>(chunk.sender), chunk.seq};
-        const bool fresh = s.arrived.emplace(key, std::move(chunk)).second;
-        require(fresh, "compressed shard {}/{}: chunk {} from rank {} of iteration {} arrived twice", s.spec().bucket,
-                s.spec().rank, std::get<2>(key), std::get<1>(key), std::get<0>(key));
+        s.inbox.keep(std::move(chunk));
         if (current) advance(self);
       },
       [=](msg::poll_atom) {
@@ -315,7 +289,7 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
       },
       [=](msg::compressor_atom, const std::string& bytes) {
         auto& s = self->state;
-        require(!s.running && s.queued.empty(), "compressed shard {}/{}: compressor state restored mid-iteration",
+        require(!s.running && !s.inbox.has_input(), "compressed shard {}/{}: compressor state restored mid-iteration",
                 s.spec().bucket, s.spec().rank);
         auto states = decode_states(bytes);
         const std::size_t sparse = s.setup->compressor->segments();

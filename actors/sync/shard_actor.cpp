@@ -3,14 +3,13 @@
 #include <caf/all.hpp>
 
 #include <chrono>
-#include <map>
 #include <optional>
-#include <tuple>
 
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "core/train/compressor_checkpoint.hpp"
 #include "actors/sync/chunk_poller.hpp"
+#include "actors/sync/shard_inbox.hpp"
 #include "actors/sync/zero_copy.hpp"
 #include "actors/exception_reason.hpp"
 #include "messages/chunk_values.hpp"
@@ -24,9 +23,6 @@ struct ShardState {
 
   ShardSpec spec;
   std::shared_ptr<ChunkRouter> router;  // null in-process
-  std::vector<caf::actor> peers;
-  caf::actor owner;
-  bool wired = false;
 
   // The running iteration, if any.
   bool running = false;
@@ -35,14 +31,12 @@ struct ShardState {
   float* data = nullptr;
   std::size_t next_step = 0;
   bool step_sent = false;  // the current step's send went out
-  std::optional<std::uint64_t> last_completed;
   std::uint64_t iteration_bytes = 0;  // payload this rank sent in the running iteration
   std::vector<std::uint32_t> words;   // precompress's message
 
   ChunkPoller poller;  // after `router`: gives its hold back before the router goes
 
-  std::map<std::tuple<std::uint64_t, int, std::uint32_t>, msg::Chunk> arrived;  // (iteration, sender, seq)
-  std::map<std::uint64_t, msg::GradientReady> queued;                          // by iteration
+  ShardInbox inbox;  // inputs and early chunks
 
   // Counters for tests and benchmarks.
   std::uint64_t chunks_sent = 0;
@@ -80,17 +74,15 @@ void advance(Self* self) {
       if (s.router && s.router->remote(step.send_to)) {
         s.router->send(step.send_to, std::move(chunk));
       } else {
-        require(!s.peers.empty(), "shard {}/{}: no peer handle for local rank {}", s.spec.bucket, s.spec.rank,
-                step.send_to);
-        self->send(s.peers[static_cast<std::size_t>(step.send_to)], std::move(chunk));
+        self->send(s.inbox.peer(step.send_to), std::move(chunk));
       }
       ++s.chunks_sent;
       s.step_sent = true;
     }
     if (step.receives()) {
-      auto it = s.arrived.find({s.iteration, step.recv_from, step.recv_seq});
-      if (it == s.arrived.end()) return wait_for_chunk(self);
-      const msg::Chunk& chunk = it->second;
+      const msg::Chunk* found = s.inbox.find(s.iteration, step.recv_from, step.recv_seq);
+      if (found == nullptr) return wait_for_chunk(self);
+      const msg::Chunk& chunk = *found;
       require(chunk.offset == step.recv.offset && chunk.size() == step.recv.length,
               "shard {}/{}: chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})", s.spec.bucket,
               s.spec.rank, chunk.seq, chunk.sender, chunk.offset, chunk.size(), step.recv.offset,
@@ -103,7 +95,7 @@ void advance(Self* self) {
           msg::copy_chunk(chunk, out);
         }
       }
-      s.arrived.erase(it);  // releases the sender's memory if the floats were still there
+      s.inbox.drop(s.iteration, step.recv_from, step.recv_seq);  // releases a same-host sender's memory
     }
     s.step_sent = false;
     ++s.next_step;
@@ -111,9 +103,9 @@ void advance(Self* self) {
   s.poller.release();
   s.running = false;
   s.data = nullptr;
-  s.last_completed = s.iteration;
+  s.inbox.complete(s.iteration);
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  self->send(s.owner, msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer),
+  self->send(s.inbox.owner(), msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer),
                                    std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes});
   s.buffer = {};
   start_next(self);
@@ -121,9 +113,8 @@ void advance(Self* self) {
 
 void start_next(Self* self) {
   auto& s = self->state;
-  if (!s.wired || s.running || s.queued.empty()) return;
-  auto node = s.queued.extract(s.queued.begin());
-  msg::GradientReady& ready = node.mapped();
+  if (!s.inbox.wired() || s.running || !s.inbox.has_input()) return;
+  msg::GradientReady ready = s.inbox.next_input();
   s.running = true;
   s.iteration = ready.iteration;
   s.buffer = std::move(ready.buffer);
@@ -146,54 +137,32 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
   self->state.spec = std::move(spec);
   self->state.router = std::move(router);
   self->state.poller.attach(self->state.router.get());
+  const ShardSpec& own = self->state.spec;
+  self->state.inbox.init(fmt::format("shard {}/{}", own.bucket, own.rank), own.bucket, own.elements, own.ranks);
   // The reason travels in the down_msg, so an owner can say which shard failed and why.
   self->set_exception_handler(exception_reason);
   return {
       [=](msg::ShardInit& init) {
         auto& s = self->state;
-        require(!s.wired, "shard {}/{}: wired twice", s.spec.bucket, s.spec.rank);
         // No peers at all is fine when a router takes every chunk (the network
         // simulator, actors/sim/: P shards x P handles would not fit at 40,960 ranks).
-        require(init.bucket == s.spec.bucket &&
-                    (static_cast<int>(init.peers.size()) == s.spec.ranks || (s.router && init.peers.empty())),
-                "shard {}/{}: init for bucket {} with {} peers, expected {} peers", s.spec.bucket, s.spec.rank,
-                init.bucket, init.peers.size(), s.spec.ranks);
-        s.peers = std::move(init.peers);
-        s.owner = std::move(init.owner);
-        s.wired = true;
+        s.inbox.wire(std::move(init), s.router != nullptr);
         start_next(self);
       },
       [=](msg::GradientReady& ready) {
         auto& s = self->state;
-        require(ready.bucket == s.spec.bucket && ready.buffer.size() == s.spec.elements,
-                "shard {}/{}: gradients of bucket {} with {} floats, expected {}", s.spec.bucket, s.spec.rank,
-                ready.bucket, ready.buffer.size(), s.spec.elements);
-        require(!s.last_completed || ready.iteration > *s.last_completed,
-                "shard {}/{}: iteration {} is not after the completed {}", s.spec.bucket, s.spec.rank,
-                ready.iteration, *s.last_completed);
-        require(!(s.running && ready.iteration == s.iteration) && !s.queued.contains(ready.iteration),
-                "shard {}/{}: iteration {} started twice", s.spec.bucket, s.spec.rank, ready.iteration);
-        s.queued.emplace(ready.iteration, std::move(ready));
+        s.inbox.queue(std::move(ready), s.running ? std::optional{s.iteration} : std::nullopt);
         start_next(self);
       },
       [=](msg::Chunk& chunk) {
         auto& s = self->state;
-        require(chunk.bucket == s.spec.bucket && chunk.sender >= 0 && chunk.sender < s.spec.ranks,
-                "shard {}/{}: chunk of bucket {} from rank {}", s.spec.bucket, s.spec.rank, chunk.bucket,
-                chunk.sender);
-        require(!s.last_completed || chunk.iteration > *s.last_completed,
-                "shard {}/{}: chunk {} from rank {} of iteration {}, already completed {}", s.spec.bucket,
-                s.spec.rank, chunk.seq, chunk.sender, chunk.iteration, *s.last_completed);
         const bool current = s.running && chunk.iteration == s.iteration;
         if (!current || s.next_step >= s.spec.steps.size() ||
             s.spec.steps[s.next_step].recv_from != chunk.sender ||
             s.spec.steps[s.next_step].recv_seq != chunk.seq) {
           ++s.early_chunks;
         }
-        const auto key = std::tuple{chunk.iteration, static_cast<int>(chunk.sender), chunk.seq};
-        const bool fresh = s.arrived.emplace(key, std::move(chunk)).second;
-        require(fresh, "shard {}/{}: chunk {} from rank {} of iteration {} arrived twice", s.spec.bucket,
-                s.spec.rank, std::get<2>(key), std::get<1>(key), std::get<0>(key));
+        s.inbox.keep(std::move(chunk));
         if (current) advance(self);
       },
       [=](msg::poll_atom) {
@@ -212,7 +181,7 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
         auto& s = self->state;
         require(s.spec.precompress != nullptr, "shard {}/{}: compressor state for a shard without a compressor",
                 s.spec.bucket, s.spec.rank);
-        require(!s.running && s.queued.empty(), "shard {}/{}: compressor state restored mid-iteration", s.spec.bucket,
+        require(!s.running && !s.inbox.has_input(), "shard {}/{}: compressor state restored mid-iteration", s.spec.bucket,
                 s.spec.rank);
         s.spec.precompress->restore(decode_states(bytes));
         return true;
