@@ -13,6 +13,7 @@
 
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
+#include "messages/compressor_restore.hpp"
 #include "messages/core_group_work.hpp"
 #include "messages/evaluation.hpp"
 #include "messages/gradient_ready.hpp"
@@ -69,6 +70,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupDone))
 
   CAF_ADD_ATOM(taihu, taihu::msg, poll_atom, "poll")       // a waiting shard looks at its transport (to itself)
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::CompressorRestore))  // messages/compressor_restore.hpp
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -611,22 +611,52 @@ RunRecord DataParallelTrainer::Impl::train() {
     const bool compressed = std::any_of(im.bucket_compression.begin(), im.bucket_compression.end(),
                                         [](const sync::BucketCompression& b) { return b.compressed(); });
     auto iterations_done = [&](int64_t epoch, int64_t batch) { return epoch * im.per_epoch + batch; };
+    // Which node each rank ran on when the checkpoint on disk was written
+    // (in one process: all on node 0), and its batches per epoch.
+    auto current_rank_node = [&] {
+      return im.cluster.nodes > 0 ? cluster.rank_node : std::vector<int>(static_cast<std::size_t>(im.ranks), 0);
+    };
+    std::vector<int> checkpoint_rank_node = current_rank_node();
+    int64_t checkpoint_per_epoch = im.per_epoch;
+    // A resumed run: each rank loads its own file.
     auto restore_compressors = [&](const std::filesystem::path& checkpoint, const TrainPosition& at) {
       if (!compressed) return;
       for (int r = 0; r < im.ranks; ++r)
-        ask(r, "the compressor restore request", [](bool) {}, msg::restore_atom_v, msg::compressor_atom_v,
-            checkpoint.string(), iterations_done(at.epoch, at.batch));
+        ask(r, "the compressor restore request", [](bool) {}, msg::restore_atom_v,
+            msg::CompressorRestore{checkpoint.string(), iterations_done(at.epoch, at.batch), im.ranks, {r}, 1.0f});
     };
-    // Rank 0 writes the checkpoint; a failure reply stops the run like any other.
+    // After an elastic regroup onto other ranks: each new rank takes the
+    // states of the old ranks that ran on its node, weighted so that their
+    // pending updates (residual sum / ranks) carry over (merge_states). Those
+    // of a lost node are gone with it; a node that joined starts from zero.
+    auto regroup_compressors = [&](const std::filesystem::path& checkpoint, int64_t epoch, int64_t batch) {
+      if (!compressed) return;
+      const int old_ranks = static_cast<int>(checkpoint_rank_node.size());
+      for (int r = 0; r < im.ranks; ++r) {
+        const int node = cluster.rank_node[static_cast<std::size_t>(r)];
+        msg::CompressorRestore restore{checkpoint.string(), epoch * checkpoint_per_epoch + batch, old_ranks, {}, 1.0f};
+        for (int q = 0; q < old_ranks; ++q)
+          if (checkpoint_rank_node[static_cast<std::size_t>(q)] == node) restore.sources.push_back(q);
+        const auto sharing = std::count(cluster.rank_node.begin(), cluster.rank_node.end(), node);
+        restore.weight = static_cast<float>(static_cast<double>(im.ranks) / old_ranks / static_cast<double>(sharing));
+        ask(r, "the compressor restore request", [](bool) {}, msg::restore_atom_v, std::move(restore));
+      }
+    };
+    // Every rank writes its compressor state, then rank 0 the checkpoint (so
+    // the checkpoint's iteration always has a file for each rank: the last
+    // or the one before, core/train/compressor_checkpoint.hpp). A failure
+    // reply stops the run like any other.
     auto save = [&](int64_t epoch, int64_t batch, double elapsed, double loss_sum) {
       if (im.checkpoint_path.empty()) return;
-      ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
-          epoch, batch, elapsed, loss_sum);
       if (compressed)
         for (int r = 0; r < im.ranks; ++r)
           ask(r, "the compressor checkpoint request", [](bool) {}, msg::save_atom_v, msg::compressor_atom_v,
               im.checkpoint_path.string(), iterations_done(epoch, batch));
+      ask(0, "the checkpoint request", [](bool) {}, msg::save_atom_v, im.checkpoint_path.string(), im.keep_all,
+          epoch, batch, elapsed, loss_sum);
       checkpoint_global_batch = im.settings.batch_size * im.ranks;
+      checkpoint_rank_node = current_rank_node();
+      checkpoint_per_epoch = im.per_epoch;
     };
     // Elastic: a new cluster generation over the live nodes (without those
     // that failed, with those that joined), continuing from the checkpoint.
@@ -675,7 +705,7 @@ RunRecord DataParallelTrainer::Impl::train() {
         for (int r = 0; r < im.ranks; ++r)
           ask(r, "the restore request", [](bool) {}, msg::restore_atom_v, im.checkpoint_path.string(), position.epoch,
               position.batch);
-        restore_compressors(im.checkpoint_path, position);
+        regroup_compressors(im.checkpoint_path, c.epoch, c.batch);  // the files stay those of the checkpoint's ranks
         im.start = position;
         checkpoint_global_batch = new_global;
       } else {

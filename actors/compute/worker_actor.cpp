@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -210,43 +211,71 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
         }
         return promise;
       },
-      // Loads what the save above wrote, if it matches this run (false: the
-      // compressors start from zero, with a warning saying why).
-      [=](msg::restore_atom, msg::compressor_atom, const std::string& path, std::int64_t iteration) {
+      // Loads what the save above wrote for the ranks `r.sources` (this rank
+      // when resuming; the old ranks of this node after an elastic regroup),
+      // merged with r.weight. false: the compressors start from zero, with a
+      // warning saying why.
+      [=](msg::restore_atom, msg::CompressorRestore& r) {
         auto promise = self->make_response_promise<bool>();
         auto& m = *self->state.model;
-        const auto file_path = compressor_checkpoint_path(path, m.rank);
         auto start_from_zero = [&](const std::string& why) {
           spdlog::warn("worker {}: compressor residuals and momentum start from zero: {}", m.rank, why);
           promise.deliver(false);
         };
-        if (!std::filesystem::exists(file_path)) {
-          start_from_zero(fmt::format("'{}' does not exist", file_path.string()));
+        if (r.sources.empty()) {
+          spdlog::info("worker {}: no earlier rank ran on this node; compressor residuals start from zero", m.rank);
+          promise.deliver(true);
           return promise;
         }
-        CompressorCheckpoint file;
+        std::vector<CompressorCheckpoint> files;
+        for (const std::int32_t source : r.sources) {
+          const auto file_path = compressor_checkpoint_path(r.path, source);
+          try {
+            files.push_back(load_compressor_checkpoint(file_path, r.iteration));
+          } catch (const Error& e) {
+            start_from_zero(e.what());
+            return promise;
+          }
+          const CompressorCheckpoint& file = files.back();
+          if (file.ranks != r.ranks || file.rank != source || file.buckets.size() != m.shards.size()) {
+            start_from_zero(fmt::format("'{}' holds rank {} of {} ranks and {} buckets; expected rank {} of {} ranks "
+                                        "and {} buckets",
+                                        file_path.string(), file.rank, file.ranks, file.buckets.size(), source,
+                                        r.ranks, m.shards.size()));
+            return promise;
+          }
+        }
+        // By bucket: one file's bytes as they are, or the merge of all.
+        std::vector<std::string> buckets(m.shards.size());
         try {
-          file = load_compressor_checkpoint(file_path);
+          for (std::size_t b = 0; b < buckets.size(); ++b) {
+            if (files.front().buckets[b].empty()) continue;
+            if (files.size() == 1 && r.weight == 1.0f) {
+              buckets[b] = std::move(files.front().buckets[b]);
+              continue;
+            }
+            std::vector<std::vector<compress::CompressorState>> states;
+            for (const auto& file : files) states.push_back(decode_states(file.buckets[b]));
+            buckets[b] = encode_states(merge_states(states, r.weight));
+          }
         } catch (const Error& e) {
           start_from_zero(e.what());
           return promise;
         }
-        if (file.iteration != iteration || file.ranks != m.ranks || file.buckets.size() != m.shards.size()) {
-          start_from_zero(fmt::format("'{}' holds iteration {} of {} ranks and {} buckets; the run is at iteration "
-                                      "{} with {} ranks and {} buckets",
-                                      file_path.string(), file.iteration, file.ranks, file.buckets.size(), iteration,
-                                      m.ranks, m.shards.size()));
-          return promise;
-        }
+        if (files.size() > 1 || r.weight != 1.0f)
+          spdlog::info("worker {}: compressor residuals and momentum of rank(s) {} of {} carried over (x {:.4g})",
+                       m.rank, fmt::join(r.sources, ", "), r.ranks, r.weight);
         auto remaining = std::make_shared<std::size_t>(0);
-        for (const auto& bytes : file.buckets) *remaining += bytes.empty() ? 0 : 1;
+        auto restored = std::make_shared<bool>(true);  // false: a shard kept its state (it said why)
+        for (const auto& bytes : buckets) *remaining += bytes.empty() ? 0 : 1;
         if (*remaining == 0) promise.deliver(true);
         for (std::size_t b = 0; b < m.shards.size(); ++b) {
-          if (file.buckets[b].empty()) continue;
-          self->request(m.shards[b], std::chrono::seconds(60), msg::compressor_atom_v, file.buckets[b])
+          if (buckets[b].empty()) continue;
+          self->request(m.shards[b], std::chrono::seconds(60), msg::compressor_atom_v, buckets[b])
               .then(
-                  [=](bool) mutable {
-                    if (--*remaining == 0) promise.deliver(true);
+                  [=](bool ok) mutable {
+                    *restored = *restored && ok;
+                    if (--*remaining == 0) promise.deliver(*restored);
                   },
                   [=](caf::error& e) mutable { promise.deliver(e); });
         }

@@ -1,6 +1,7 @@
 #include "actors/sync/compressed_shard_actor.hpp"
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -291,16 +292,24 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
         auto& s = self->state;
         require(!s.running && !s.inbox.has_input(), "compressed shard {}/{}: compressor state restored mid-iteration",
                 s.spec().bucket, s.spec().rank);
-        auto states = decode_states(bytes);
-        const std::size_t sparse = s.setup->compressor->segments();
-        const std::size_t dense = s.setup->dense_compressor ? s.setup->dense_compressor->segments() : 0;
-        require(states.size() == sparse + dense, "compressed shard {}/{}: {} compressor states for {} segments",
-                s.spec().bucket, s.spec().rank, states.size(), sparse + dense);
-        std::vector<compress::CompressorState> rest(std::make_move_iterator(states.begin() + static_cast<std::ptrdiff_t>(sparse)),
-                                                    std::make_move_iterator(states.end()));
-        states.resize(sparse);
-        s.setup->compressor->restore(states);
-        if (s.setup->dense_compressor) s.setup->dense_compressor->restore(rest);
+        // States of another layout (e.g. after a regroup that re-planned the
+        // compression): the shard goes on from where it is, and says so.
+        try {
+          auto states = decode_states(bytes);
+          const std::size_t sparse = s.setup->compressor->segments();
+          const std::size_t dense = s.setup->dense_compressor ? s.setup->dense_compressor->segments() : 0;
+          require(states.size() == sparse + dense, "{} compressor states for {} segments", states.size(),
+                  sparse + dense);
+          std::vector<compress::CompressorState> rest(
+              std::make_move_iterator(states.begin() + static_cast<std::ptrdiff_t>(sparse)),
+              std::make_move_iterator(states.end()));
+          states.resize(sparse);
+          s.setup->compressor->restore(states);
+          if (s.setup->dense_compressor) s.setup->dense_compressor->restore(rest);
+        } catch (const Error& e) {
+          spdlog::warn("{}: compressor state not restored: {}", s.inbox.name(), e.what());
+          return false;
+        }
         return true;
       },
   };

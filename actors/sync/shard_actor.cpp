@@ -1,6 +1,7 @@
 #include "actors/sync/shard_actor.hpp"
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <optional>
@@ -183,7 +184,14 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
                 s.spec.bucket, s.spec.rank);
         require(!s.running && !s.inbox.has_input(), "shard {}/{}: compressor state restored mid-iteration", s.spec.bucket,
                 s.spec.rank);
-        s.spec.precompress->restore(decode_states(bytes));
+        // States of another layout (e.g. after a regroup that re-planned the
+        // compression): the shard goes on from where it is, and says so.
+        try {
+          s.spec.precompress->restore(decode_states(bytes));
+        } catch (const Error& e) {
+          spdlog::warn("{}: compressor state not restored: {}", s.inbox.name(), e.what());
+          return false;
+        }
         return true;
       },
   };

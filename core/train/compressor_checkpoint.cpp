@@ -47,7 +47,23 @@ std::filesystem::path compressor_checkpoint_path(const std::filesystem::path& ch
   return path;
 }
 
+namespace {
+
+std::filesystem::path previous(const std::filesystem::path& path) {
+  auto p = path;
+  p += ".prev";
+  return p;
+}
+
+}  // namespace
+
 void save_compressor_checkpoint(const CompressorCheckpoint& checkpoint, const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    std::filesystem::rename(path, previous(path), ec);
+    require(!ec, "cannot keep the compressor checkpoint '{}' as '{}': {}", path.string(), previous(path).string(),
+            ec.message());
+  }
   save_framed(path, magic, encode(checkpoint));
 }
 
@@ -55,7 +71,54 @@ CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& pat
   return decode<CompressorCheckpoint>(load_framed(path, magic), fmt::format("compressor checkpoint '{}'", path.string()));
 }
 
+CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path, int64_t iteration) {
+  std::string seen;
+  for (const auto& candidate : {path, previous(path)}) {
+    if (!std::filesystem::exists(candidate)) {
+      seen += fmt::format("{}'{}' does not exist", seen.empty() ? "" : "; ", candidate.string());
+      continue;
+    }
+    try {
+      CompressorCheckpoint file = load_compressor_checkpoint(candidate);
+      if (file.iteration == iteration) return file;
+      seen += fmt::format("{}'{}' holds iteration {}", seen.empty() ? "" : "; ", candidate.string(), file.iteration);
+    } catch (const Error& e) {
+      seen += fmt::format("{}{}", seen.empty() ? "" : "; ", e.what());
+    }
+  }
+  raise("no compressor checkpoint of iteration {}: {}", iteration, seen);
+}
+
 std::string encode_states(const std::vector<compress::CompressorState>& states) { return encode(states); }
+
+std::vector<compress::CompressorState> merge_states(const std::vector<std::vector<compress::CompressorState>>& sources,
+                                                    float weight) {
+  require(!sources.empty(), "merge_states: no sources");
+  std::vector<compress::CompressorState> merged = sources.front();
+  for (std::size_t s = 0; s < sources.size(); ++s) {
+    require(sources[s].size() == merged.size(), "merge_states: source {} has {} segments, source 0 has {}", s,
+            sources[s].size(), merged.size());
+    for (std::size_t i = 0; i < merged.size(); ++i)
+      require(sources[s][i].residual.size() == merged[i].residual.size() &&
+                  sources[s][i].velocity.size() == merged[i].velocity.size(),
+              "merge_states: segment {} of source {} holds {} + {} floats, of source 0 {} + {}", i, s,
+              sources[s][i].residual.size(), sources[s][i].velocity.size(), merged[i].residual.size(),
+              merged[i].velocity.size());
+  }
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    auto combine = [&](std::vector<float> compress::CompressorState::*field) {
+      std::vector<float>& out = merged[i].*field;
+      for (std::size_t s = 1; s < sources.size(); ++s) {
+        const std::vector<float>& in = sources[s][i].*field;
+        for (std::size_t k = 0; k < out.size(); ++k) out[k] += in[k];
+      }
+      for (float& v : out) v *= weight;
+    };
+    combine(&compress::CompressorState::residual);
+    combine(&compress::CompressorState::velocity);
+  }
+  return merged;
+}
 
 std::vector<compress::CompressorState> decode_states(const std::string& bytes) {
   return decode<std::vector<compress::CompressorState>>(bytes, "compressor state");

@@ -3,6 +3,10 @@
 // and compressor momentum differ per rank, so every rank writes its own file
 // next to the model checkpoint (`<checkpoint>.compress-<rank>`) at the same
 // iteration; a resumed run loads them and continues exactly where it stopped.
+//
+// The ranks write their files before rank 0 writes the model checkpoint, and
+// each keeps the file it replaces as `<file>.prev`: a save that a failure cut
+// short leaves every rank a file of the model checkpoint's iteration.
 
 #include <cstdint>
 #include <filesystem>
@@ -26,9 +30,23 @@ struct CompressorCheckpoint {
 };
 
 std::filesystem::path compressor_checkpoint_path(const std::filesystem::path& checkpoint, int rank);
-// Atomic like save_checkpoint; load checks the framing and names the file.
+// Atomic like save_checkpoint; moves a file already at `path` to `<path>.prev`
+// first. load checks the framing and names the file.
 void save_compressor_checkpoint(const CompressorCheckpoint& checkpoint, const std::filesystem::path& path);
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path);
+// The file of `iteration`: `path`, else `<path>.prev`. Throws taihu::Error
+// saying what is there when neither holds it.
+CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path, int64_t iteration);
+
+// A rank's states after an elastic regroup onto another number of ranks:
+// weight x the sum of the residuals and velocities of `sources` (each a
+// shard's states from one old rank, all of one layout); the threshold,
+// sampling and sign state of the first source. With weight = (new ranks /
+// old ranks) / (new ranks sharing these sources), the pending update
+// (sum of residuals / ranks) of the old ranks that survive carries over
+// exactly. Throws taihu::Error when the sources' layouts differ.
+std::vector<compress::CompressorState> merge_states(const std::vector<std::vector<compress::CompressorState>>& sources,
+                                                    float weight);
 
 // A shard's compressor states as bytes (what travels between actors).
 std::string encode_states(const std::vector<compress::CompressorState>& states);

@@ -9,7 +9,8 @@
 #   6. a dynamic model (gated graph network) on 2 nodes trains to the in-process (workers=2) result
 #   7. elastic = true: a node killed mid-epoch, training goes on over 2 nodes; a restarted node
 #      joins at the next epoch boundary and the run finishes on 3
-#   8. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2
+#   8. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2;
+#      with compression, the survivors' residuals and momentum carry over to the new ranks
 #   9. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
 #      the packed messages crossing the data plane
 # Skips (exit 77) when Fashion-MNIST is absent.
@@ -104,6 +105,9 @@ check "no secret file: exit 2 naming the key" $?
 out=$("$train" "${common[@]}" workers=4 2>&1)
 [[ $? -eq 2 ]] && grep -q "key 'workers'.*must be a multiple of nodes = 3" <<<"$out"
 check "workers not a multiple of nodes: exit 2" $?
+out=$("$train" "${common[@]}" cluster.poll_us=-1 2>&1)
+[[ $? -eq 2 ]] && grep -q "key 'poll_us'.*must be in 0..1000000" <<<"$out"
+check "poll_us out of range: exit 2 naming the key" $?
 out=$("$train" "${common[@]}" cluster.secret_file="$work/missing" 2>&1)
 [[ $? -eq 2 ]] && grep -q "cannot read the cluster secret file" <<<"$out"
 check "missing secret file: exit 2" $?
@@ -212,8 +216,10 @@ PY
     for p in "${node_pids[0]}" "${node_pids[2]}" "${node_pids[3]}"; do wait "$p"; done
     ;;
   elastic-stop)
+    # With RedSync compression: the survivors' compressor states carry over to the new ranks.
     start_coordinator estop epochs=1 data.limit_train=9600 elastic=true output.checkpoint_every=20 \
-      cluster.dead_after=3 sync.step_timeout=60 --report="$work/estop.json"
+      cluster.dead_after=3 sync.step_timeout=60 --report="$work/estop.json" \
+      compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0
     start_nodes a-estop b-estop c-estop -- --dead-after=3
     wait_for_line "$work/estop.log" "epoch 1/1 100/" 90
     check "elastic-stop: 100 iterations on 3 nodes" $? "$work/estop.log"
@@ -223,6 +229,12 @@ PY
     check "elastic-stop: training finishes without the stopped node (exit $rc)" $rc "$work/estop.log"
     grep -q "elastic: lost node [0-9] 'b-estop'; continuing on 2 nodes with 2 ranks" "$work/estop.log"
     check "elastic-stop: the stopped node is dropped" $? "$work/estop.log"
+    # Each survivor's one old rank goes to its one new rank, weighted 2/3.
+    [[ $(cat "$work/a-estop.log" "$work/c-estop.log" |
+         grep -c "compressor residuals and momentum of rank(s) [0-9] of 3 carried over (x 0.6667)") -eq 2 ]]
+    check "elastic-stop: the survivors' compressor states carry over to the 2 new ranks" $? "$work/a-estop.log"
+    ! grep -q "start from zero\|not restored" "$work/a-estop.log" "$work/c-estop.log"
+    check "elastic-stop: no compressor state lost on the survivors" $? "$work/c-estop.log"
     kill -CONT "${node_pids[1]}"
     for p in "${node_pids[@]}"; do wait "$p"; done
     ;;

@@ -719,6 +719,54 @@ TEST_SUITE("compress") {
     }
   }
 
+  TEST_CASE("a compressor checkpoint keeps the file it replaces, so a save cut short still has the checkpoint's iteration") {
+    testing::TempDir dir;
+    const auto path = dir.path() / "c.compress-1";
+    CompressorCheckpoint file;
+    file.rank = 1;
+    file.ranks = 2;
+    for (const int64_t iteration : {7, 8}) {
+      file.iteration = iteration;
+      save_compressor_checkpoint(file, path);
+    }
+    CHECK(load_compressor_checkpoint(path, 8).iteration == 8);
+    CHECK(load_compressor_checkpoint(path, 7).iteration == 7);  // the one before, kept as .prev
+    try {
+      load_compressor_checkpoint(path, 6);
+      FAIL("iteration 6 is in neither file");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("holds iteration 8") != std::string::npos);
+      CHECK(std::string(e.what()).find("holds iteration 7") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("an elastic regroup merges old ranks' residuals and velocities so that their pending update carries over") {
+    auto state = [](std::vector<float> residual, std::vector<float> velocity, std::uint64_t iteration) {
+      CompressorState s;
+      s.residual = std::move(residual);
+      s.velocity = std::move(velocity);
+      s.iteration = iteration;
+      return s;
+    };
+    // Two old ranks of a three-rank run, both now on one node with one new rank of two.
+    const std::vector<std::vector<CompressorState>> sources{{state({1, 2, 3}, {0.5f}, 9), state({4}, {}, 9)},
+                                                            {state({3, 2, 1}, {1.5f}, 9), state({-4}, {}, 9)}};
+    const float weight = (2.0f / 3.0f) / 1.0f;
+    const auto merged = merge_states(sources, weight);
+    REQUIRE(merged.size() == 2);
+    for (float v : merged[0].residual) CHECK(v == doctest::Approx(4.0f * weight));
+    CHECK(merged[0].velocity.at(0) == doctest::Approx(2.0f * weight));
+    CHECK(merged[1].residual.at(0) == 0.0f);
+    CHECK(merged[0].iteration == 9);
+    // Pending update (sum of residuals / ranks): the old ranks' (1+2+3 + 3+2+1) / 3 = this rank's / 2.
+    float sum = 0;
+    for (float v : merged[0].residual) sum += v;
+    CHECK(sum / 2.0f == doctest::Approx(12.0f / 3.0f));
+    // Layouts that differ are refused.
+    CHECK_THROWS_AS(merge_states({{state({1, 2}, {}, 0)}, {state({1}, {}, 0)}}, 1.0f), Error);
+    CHECK_THROWS_AS(merge_states({{state({1}, {}, 0)}, {}}, 1.0f), Error);
+  }
+
   TEST_CASE("a damaged compressor checkpoint is refused with the file's name") {
     testing::TempDir dir;
     const auto path = dir.path() / "c.compress-0";
