@@ -645,6 +645,12 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // --- same-host channel, sending side ---------------------------------------
 
+  // I/O thread: the server broke the channel's protocol.
+  void outbound_protocol_error(const std::shared_ptr<Outbound>& out, const std::string& why) {
+    spdlog::warn("data plane node {}: protocol error from node {}: {}", options.node, out->node, why);
+    lose_outbound(out, "protocol error: " + why);
+  }
+
   // Under out.channel_mutex: releases the memory of acknowledged messages.
   // Empty, else the protocol error.
   std::string reap_acks(Outbound& out) {
@@ -714,7 +720,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
         error = reap_acks(*out);
         if (error.empty()) flush_overflow(*out);
       }
-      if (!error.empty()) return lose_outbound(out, "protocol error: " + error);
+      if (!error.empty()) return outbound_protocol_error(out, error);
       watch_bells(out);
     });
   }
@@ -734,7 +740,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       }
     }
     if (!error.empty()) {
-      asio::post(io, [this, out, error] { lose_outbound(out, "protocol error: " + error); });
+      asio::post(io, [this, out, error] { outbound_protocol_error(out, error); });
     } else if (waiting) {
       asio::post(io, [this, out] { retry_overflow(out); });
     }
@@ -757,7 +763,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       if (error.empty()) {
         flush_overflow(*out);
       } else {
-        asio::post(io, [this, out, error] { lose_outbound(out, "protocol error: " + error); });
+        asio::post(io, [this, out, error] { outbound_protocol_error(out, error); });
       }
     }
     return taken;

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -546,6 +547,45 @@ TEST_SUITE("net") {
     const auto sa = a.stats();
     CHECK(sa.messages_sent == 4 + many);
     CHECK(b.stats().messages_read_remotely == 4 + many);
+  }
+
+  TEST_CASE("garbage in a same-host channel's rings drops that connection with a protocol error; the rest go on") {
+    // The newest channel segment of this process (a connection's, made by connect()).
+    auto newest_channel = [] {
+      int newest = -1;
+      for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        const auto target = std::filesystem::read_symlink(entry.path(), ec).string();
+        if (!ec && target.find("memfd:taihu-channel") != std::string::npos)
+          newest = std::max(newest, std::stoi(entry.path().filename().string()));
+      }
+      REQUIRE(newest >= 0);
+      return ShmChannel::open(static_cast<std::uint32_t>(::getpid()), static_cast<std::uint32_t>(newest));
+    };
+    const std::string secret = random_secret();
+    CollectingSink sink_a, sink_b, sink_c;
+    DataPlane a(options_for(0, secret), &sink_a);
+    DataPlane b(options_for(1, secret), &sink_b);
+    DataPlane c(options_for(2, secret), &sink_c);
+    // A descriptor out of sequence, as if a (buggy or hostile) sender wrote it.
+    a.connect(1, "127.0.0.1", b.port());
+    REQUIRE(eventually([&] { return b.channels() == 1; }));
+    auto forged = newest_channel();
+    REQUIRE(forged->push_message(MessageDescriptor{ChunkHeader{}, 0x1000, 4, 999, 0}));
+    b.poll();
+    CHECK(sink_b.wait_lost(1));
+    CHECK(sink_a.wait_lost(1));
+    CHECK(sink_b.received().empty());
+    // An acknowledgement of a message never sent, back to c.
+    c.connect(1, "127.0.0.1", b.port());
+    REQUIRE(eventually([&] { return b.channels() == 1 && c.channels() == 1; }));
+    auto values = std::make_shared<std::vector<float>>(10, 2.0f);
+    c.send(1, ChunkHeader{1, 2, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
+    REQUIRE(sink_b.wait_messages(1));  // b, the listener, still serves
+    auto forged_ack = newest_channel();
+    REQUIRE(forged_ack->push_ack(12345));
+    c.poll();
+    CHECK(sink_c.wait_lost(1));
   }
 
   TEST_CASE("a wrong secret, another protocol version and garbage bytes are refused; the listener keeps serving") {
