@@ -17,6 +17,26 @@ using blas::Trans;
 namespace {
 // Below this many floats of copying a loop is not worth waking another thread.
 constexpr int64_t min_parallel_work = 32768;
+
+// One image's output rows in bands of `rows_per_band`, each with its column
+// matrix: the image itself for a 1x1 convolution (leading dimension: the
+// output plane), else im2col of the band into `scratch` (leading dimension:
+// the band's columns). f(row, row_end, columns, col, ld).
+template <class F>
+void for_each_band(const ConvGeometry& g, int64_t rows_per_band, const float* image, float* scratch, F&& f) {
+  const int64_t out_w = g.out_width();
+  for (int64_t row = 0; row < g.out_height(); row += rows_per_band) {
+    const int64_t row_end = std::min(row + rows_per_band, g.out_height());
+    const int64_t columns = (row_end - row) * out_w;
+    if (g.is_pointwise()) {
+      f(row, row_end, columns, image + row * out_w, g.out_size());
+    } else {
+      im2col(image, g, row, row_end, scratch, columns);
+      f(row, row_end, columns, static_cast<const float*>(scratch), columns);
+    }
+  }
+}
+
 }  // namespace
 
 ConvolutionLayer::ConvolutionLayer(const LayerSpec& spec) : Layer(spec) {
@@ -208,26 +228,17 @@ void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
     // One image, band by band, straight into the top blob.
     const float* image = x + first * image_size;
     float* out = y + first * num_output_ * out_size;
-    for (int64_t row = 0; row < g.out_height(); row += plan_.rows_per_band) {
-      const int64_t row_end = std::min(row + plan_.rows_per_band, g.out_height());
-      const int64_t columns = (row_end - row) * out_w;
-      const float* col;
-      int64_t ld;
-      if (g.is_pointwise()) {
-        col = image + row * out_w, ld = out_size;
-      } else {
-        im2col(image, g, row, row_end, col_.ptr(), columns);
-        col = col_.ptr(), ld = columns;
-      }
-      float* c = out + row * out_w;
-      if (bias)
-        parallel_ranges(num_output_, min_parallel_work / columns, [&](int64_t begin, int64_t end) {
-          for (int64_t o = begin; o < end; ++o) std::fill_n(c + o * out_size, columns, bias[o]);
-        });
-      for (int64_t grp = 0; grp < group_; ++grp)
-        blas::gemm(Trans::no, Trans::no, m, columns, k, 1.0f, weight + grp * m * k, k, col + grp * k * ld, ld,
-                   bias ? 1.0f : 0.0f, c + grp * m * out_size, out_size);
-    }
+    for_each_band(g, plan_.rows_per_band, image, col_.ptr(),
+                  [&](int64_t row, int64_t, int64_t columns, const float* col, int64_t ld) {
+                    float* c = out + row * out_w;
+                    if (bias)
+                      parallel_ranges(num_output_, min_parallel_work / columns, [&](int64_t begin, int64_t end) {
+                        for (int64_t o = begin; o < end; ++o) std::fill_n(c + o * out_size, columns, bias[o]);
+                      });
+                    for (int64_t grp = 0; grp < group_; ++grp)
+                      blas::gemm(Trans::no, Trans::no, m, columns, k, 1.0f, weight + grp * m * k, k,
+                                 col + grp * k * ld, ld, bias ? 1.0f : 0.0f, c + grp * m * out_size, out_size);
+                  });
   }
 }
 
@@ -308,33 +319,26 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
     if (dimage && !g.is_pointwise())
       parallel_ranges(image_size, min_parallel_work,
                       [&](int64_t begin, int64_t end) { std::fill_n(dimage + begin, end - begin, 0.0f); });
-    for (int64_t row = 0; row < g.out_height(); row += plan_.rows_per_band) {
-      const int64_t row_end = std::min(row + plan_.rows_per_band, g.out_height());
-      const int64_t columns = (row_end - row) * out_w;
-      const float* col;
-      int64_t ld;
-      if (g.is_pointwise()) {
-        col = image + row * out_w, ld = out_size;
-      } else {
-        im2col(image, g, row, row_end, col_.ptr(), columns);
-        col = col_.ptr(), ld = columns;
-      }
-      const float* d = dout + row * out_w;
-      for (int64_t grp = 0; grp < group_; ++grp)
-        blas::gemm(Trans::no, Trans::yes, m, k, columns, 1.0f, d + grp * m * out_size, out_size, col + grp * k * ld, ld,
-                   1.0f, dweight + grp * m * k, k);
-      if (!dimage) continue;
-      if (g.is_pointwise()) {
-        for (int64_t grp = 0; grp < group_; ++grp)
-          blas::gemm(Trans::yes, Trans::no, k, columns, m, 1.0f, weight + grp * m * k, k, d + grp * m * out_size,
-                     out_size, 0.0f, dimage + grp * k * out_size + row * out_w, out_size);
-      } else {
-        for (int64_t grp = 0; grp < group_; ++grp)
-          blas::gemm(Trans::yes, Trans::no, k, columns, m, 1.0f, weight + grp * m * k, k, d + grp * m * out_size,
-                     out_size, 0.0f, col_.ptr() + grp * k * columns, columns);
-        col2im_add(col_.ptr(), columns, g, row, row_end, dimage);
-      }
-    }
+    for_each_band(g, plan_.rows_per_band, image, col_.ptr(),
+                  [&](int64_t row, int64_t row_end, int64_t columns, const float* col, int64_t ld) {
+                    const float* d = dout + row * out_w;
+                    for (int64_t grp = 0; grp < group_; ++grp)
+                      blas::gemm(Trans::no, Trans::yes, m, k, columns, 1.0f, d + grp * m * out_size, out_size,
+                                 col + grp * k * ld, ld, 1.0f, dweight + grp * m * k, k);
+                    if (!dimage) return;
+                    if (g.is_pointwise()) {
+                      for (int64_t grp = 0; grp < group_; ++grp)
+                        blas::gemm(Trans::yes, Trans::no, k, columns, m, 1.0f, weight + grp * m * k, k,
+                                   d + grp * m * out_size, out_size, 0.0f, dimage + grp * k * out_size + row * out_w,
+                                   out_size);
+                    } else {
+                      // The band's columns are no longer needed: its image gradient goes through them.
+                      for (int64_t grp = 0; grp < group_; ++grp)
+                        blas::gemm(Trans::yes, Trans::no, k, columns, m, 1.0f, weight + grp * m * k, k,
+                                   d + grp * m * out_size, out_size, 0.0f, col_.ptr() + grp * k * columns, columns);
+                      col2im_add(col_.ptr(), columns, g, row, row_end, dimage);
+                    }
+                  });
   }
 }
 
