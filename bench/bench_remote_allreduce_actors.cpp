@@ -81,7 +81,6 @@ struct Timing {
 bool pin_ranks = false;    // rank r runs on core r mod cores (--pin=1)
 bool print_stats = false;  // each rank prints its data plane's counters (--stats=1)
 
-// One rank's process.
 // A barrier across the rank processes in shared memory, as MPI_Barrier
 // before MPI_Wtime in allreduce_mpi.c: the ranks start each run together
 // rather than as the parent's "go" bytes wake them, one after another.
@@ -95,6 +94,7 @@ void wait_at(StartBarrier& barrier, int ranks, std::uint64_t run) {
   while (barrier.arrived.load() < all) std::this_thread::yield();
 }
 
+// One rank's process.
 int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, const std::string& secret,
               int poll_us, StartBarrier& barrier, int from_parent, int to_parent) {
   caf::actor_system_config cfg;
