@@ -82,39 +82,34 @@ std::vector<float> binomial_sum(const Buffers& x, std::size_t v) {
   return s;
 }
 
+// Chunk c of the bucket (schedule.hpp's split) summed from rank c on, adding
+// rank c + step, c + 2 step, ... (mod p) in that order.
+std::vector<float> chunk_sums(const Buffers& x, int p, int step) {
+  const std::size_t n = x[0].size();
+  std::vector<float> out(n);
+  for (int c = 0; c < p; ++c) {
+    const Range range = chunk(n, p, c);
+    for (std::size_t i = range.offset; i < range.end(); ++i) {
+      float s = x[static_cast<std::size_t>(c)][i];
+      for (int k = 1; k < p; ++k) s += x[static_cast<std::size_t>(((c + step * k) % p + p) % p)][i];
+      out[i] = s;
+    }
+  }
+  return out;
+}
+
 std::vector<float> promised_sum(Algorithm a, const Topology& t, const Buffers& x) {
   const int p = t.ranks();
-  const std::size_t n = x[0].size();
   auto pick = [&](const std::vector<int>& ranks) {
     Buffers out;
     for (int r : ranks) out.push_back(x[static_cast<std::size_t>(r)]);
     return out;
   };
   switch (a) {
-    case Algorithm::ring: {
-      std::vector<float> out(n);
-      for (int c = 0; c < p; ++c) {
-        const Range range = chunk(n, p, c);
-        for (std::size_t i = range.offset; i < range.end(); ++i) {
-          float s = x[static_cast<std::size_t>(c)][i];
-          for (int k = 1; k < p; ++k) s = x[static_cast<std::size_t>((c + k) % p)][i] + s;
-          out[i] = s;
-        }
-      }
-      return out;
-    }
-    case Algorithm::direct: {
-      std::vector<float> out(n);
-      for (int c = 0; c < p; ++c) {
-        const Range range = chunk(n, p, c);
-        for (std::size_t i = range.offset; i < range.end(); ++i) {
-          float s = x[static_cast<std::size_t>(c)][i];
-          for (int k = 1; k < p; ++k) s = s + x[static_cast<std::size_t>((c - k + p) % p)][i];
-          out[i] = s;
-        }
-      }
-      return out;
-    }
+    // Chunk c starts from rank c's values; the ring adds the ranks after c,
+    // direct the ranks before it, each one at a time.
+    case Algorithm::ring: return chunk_sums(x, p, +1);
+    case Algorithm::direct: return chunk_sums(x, p, -1);
     case Algorithm::rabenseifner: return butterfly(x);
     case Algorithm::topology_aware: return butterfly(pick(round_robin_order(t)));
     case Algorithm::hierarchical: {
