@@ -23,8 +23,10 @@ inline caf::error exception_reason(std::exception_ptr& e) {
 }
 
 // The text of an exit reason or failed request: the exception's message when
-// exception_reason() made it, CAF's rendering otherwise.
+// exception_reason() made it, CAF's rendering otherwise. A normal exit is an
+// empty error, which has no context to look at (CAF 0.17 would dereference null).
 inline std::string reason_text(caf::actor_system& system, const caf::error& e) {
+  if (!e) return "normal exit";
   if (e.context().match_elements<std::string>()) return e.context().get_as<std::string>(0);
   return system.render(e);
 }

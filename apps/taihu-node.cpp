@@ -5,7 +5,8 @@
 //   taihu-node --config-file=node.ini            # the same keys in [node]
 //
 // Exit codes: 0 training finished; 2 bad input; 4 coordinator unreachable;
-// 5 not admitted (wrong secret, cluster full); 6 setup failed; 7 coordinator lost.
+// 5 not admitted (wrong secret, cluster full); 6 setup failed; 7 coordinator lost;
+// 8 dropped from an elastic cluster after a failure of its own.
 
 #include <spdlog/spdlog.h>
 

@@ -61,7 +61,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
 
   // Elastic clusters (actors/compute/cluster.hpp).
   CAF_ADD_ATOM(taihu, taihu::msg, reform_atom, "reform")   // a node drops its replicas for a new cluster
-  CAF_ADD_ATOM(taihu, taihu::msg, leave_atom, "leave")     // the gate: a node is gone, its place is free
+  CAF_ADD_ATOM(taihu, taihu::msg, leave_atom, "leave")     // to the gate: a place is free; to a node: it is dropped
   CAF_ADD_ATOM(taihu, taihu::msg, restore_atom, "restore") // a worker loads a checkpoint file
   CAF_ADD_ATOM(taihu, taihu::msg, compressor_atom, "compressor")  // a shard's compressor state (get / set)
 

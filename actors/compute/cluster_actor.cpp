@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "actors/compute/coordinator.hpp"
+#include "actors/exception_reason.hpp"
 #include "actors/net/chunk_link.hpp"
 #include "actors/net/shared_arena.hpp"
 #include "actors/net/data_plane.hpp"
@@ -40,11 +41,6 @@ std::string hex(const net::Digest& d) {
   std::string out;
   for (auto b : d) out += fmt::format("{:02x}", b);
   return out;
-}
-
-std::string render(caf::actor_system& system, const caf::error& e) {
-  if (e.context().match_elements<std::string>()) return e.context().get_as<std::string>(0);
-  return system.render(e);
 }
 
 // --- the gate -------------------------------------------------------------
@@ -169,7 +165,7 @@ void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const Cl
     caf::anon_send_exit(cluster.gate, caf::exit_reason::user_shutdown);
     cluster.gate = nullptr;
     raise<ClusterError>("coordinator: cannot listen on {}:{}: {}", settings.listen, settings.port,
-                        render(system, port.error()));
+                        reason_text(system, port.error()));
   }
   cluster.port = *port;
   spdlog::info("coordinator: listening on {}:{}, waiting for {} nodes (join_timeout {} s): "
@@ -200,7 +196,7 @@ void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const Cl
             for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
               if (cluster.nodes[i].agent && cluster.nodes[i].agent.address() == dm.source)
                 raise<ClusterError>("node {} '{}' left before training started: {}", i, cluster.nodes[i].name,
-                                    render(system, dm.reason));
+                                    reason_text(system, dm.reason));
           },
           caf::after(left) >> [&] { timed_out = true; });
     }
@@ -238,7 +234,7 @@ void form_cluster(caf::actor_system& system, caf::scoped_actor& self, const Clus
   const auto timeout = millis(std::max(60.0, settings.join_timeout));
   auto fail = [&](int node, const char* what, const caf::error& e) {
     raise<ClusterError>("node {} '{}' failed to {}: {}", node, cluster.nodes[static_cast<std::size_t>(node)].name, what,
-                        render(system, e));
+                        reason_text(system, e));
   };
   msg::ClusterPeers peers;
   peers.hosts.resize(cluster.nodes.size());
@@ -276,6 +272,7 @@ void node_lost(caf::scoped_actor& self, Cluster& cluster, int node) {
   auto& n = cluster.nodes[static_cast<std::size_t>(node)];
   if (!n.agent) return;
   self->demonitor(n.agent);
+  self->send(n.agent, msg::leave_atom_v);  // one that still runs stops (a dead one never hears of it)
   n.agent = nullptr;
   self->send(cluster.gate, msg::leave_atom_v);
 }
@@ -334,7 +331,7 @@ int run_node(const NodeOptions& o) {
     }
     if (Clock::now() > deadline) {
       spdlog::error("node '{}': cannot reach the coordinator at {} within {} s: {}", name, where, o.join_timeout,
-                    render(system, g.error()));
+                    reason_text(system, g.error()));
       return 4;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -349,9 +346,9 @@ int run_node(const NodeOptions& o) {
             msg::JoinRequest request{o.protocol_version, name, challenge, control_proof(o.secret, challenge, name),
                                      caf::actor_cast<caf::actor>(self)};
             self->request(gate, std::chrono::seconds(10), std::move(request))
-                .receive([&](std::int32_t i) { index = i; }, [&](caf::error& e) { error = render(system, e); });
+                .receive([&](std::int32_t i) { index = i; }, [&](caf::error& e) { error = reason_text(system, e); });
           },
-          [&](caf::error& e) { error = render(system, e); });
+          [&](caf::error& e) { error = reason_text(system, e); });
   if (index < 0) {
     spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, error);
     return 5;
@@ -391,18 +388,17 @@ int run_node(const NodeOptions& o) {
         self->send_exit(a, caf::exit_reason::user_shutdown);  // still monitored: its down_msg says it stopped
       }
     const auto deadline = Clock::now() + std::chrono::seconds(10);
-    bool late = false;
-    self->receive_while([&] { return !running_actors.empty() && !late; })(
-        [&](const caf::down_msg& dm) {
-          if (running_actors.erase(dm.source) == 1) return;
-          if (running && (dm.source == gate.address() || (coordinator && dm.source == coordinator.address()))) {
-            spdlog::error("node {} '{}': lost the coordinator while dropping its replicas; stopping", index, name);
-            exit_code = 7;
-            running = false;
-          }
-        },
-        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())) >>
-            [&] { late = Clock::now() >= deadline; });
+    for (auto now = Clock::now(); !running_actors.empty() && now < deadline; now = Clock::now())
+      self->receive(
+          [&](const caf::down_msg& dm) {
+            if (running_actors.erase(dm.source) == 1) return;
+            if (running && (dm.source == gate.address() || (coordinator && dm.source == coordinator.address()))) {
+              spdlog::error("node {} '{}': lost the coordinator while dropping its replicas; stopping", index, name);
+              exit_code = 7;
+              running = false;
+            }
+          },
+          caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)) >> [] {});
     for (const auto& a : running_actors) {
       auto it = who.find(a);
       spdlog::warn("node {} '{}': {} did not stop within 10 s; going on without it", index, name,
@@ -533,19 +529,27 @@ int run_node(const NodeOptions& o) {
         return true;
       },
       [&](msg::stop_atom) { running = false; },
+      [&](msg::leave_atom) {
+        spdlog::error("node {} '{}': the coordinator dropped this node from the cluster; stopping", index, name);
+        exit_code = 8;
+        running = false;
+      },
       [&](const caf::down_msg& dm) {
         if (dm.source == gate.address() || (coordinator && dm.source == coordinator.address())) {
-          spdlog::error("node {} '{}': lost the coordinator ({}); stopping", index, name, render(system, dm.reason));
+          spdlog::error("node {} '{}': lost the coordinator ({}); stopping", index, name, reason_text(system, dm.reason));
           exit_code = 7;
           running = false;
           return;
         }
+        // It has ended: a teardown must not wait for it.
+        for (auto* group : {&workers, &shards})
+          std::erase_if(*group, [&](const caf::actor& a) { return a.address() == dm.source; });
         if (dm.reason == caf::exit_reason::user_shutdown) return;  // the coordinator's shutdown
         auto it = who.find(dm.source);
         const std::string what = it != who.end() ? it->second : "an actor";
         int rank = -1;
         if (it != who.end() && what.rfind("worker ", 0) == 0) rank = std::stoi(what.substr(7));
-        report(index, rank, fmt::format("{} on node {} failed: {}", what, index, render(system, dm.reason)));
+        report(index, rank, fmt::format("{} on node {} failed: {}", what, index, reason_text(system, dm.reason)));
       });
 
   teardown();

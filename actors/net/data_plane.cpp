@@ -112,6 +112,10 @@ struct RemoteMessage::State {
   const char* mapped = nullptr;      // the bytes, readable here (the sender's arena), or null
   std::shared_ptr<ArenaView> arena;  // keeps that mapping
   std::function<void()> release;     // acknowledges the message
+  // Tells the sink that the sender has gone, before read() throws: the
+  // failure is the sender's, and whoever hears of the reader's error next
+  // must already know whose it is.
+  std::function<void(const std::string&)> unreadable;
 
   ~State() {
     if (release) release();
@@ -227,6 +231,17 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   void stop() {
     io.stop();
     if (thread.joinable()) thread.join();
+    std::lock_guard lock(sink_mutex);
+    sink_open = false;
+  }
+
+  // A reader (any thread) could not read node's memory: the sink hears of it
+  // as a lost peer, unless the plane has stopped (the sink may be gone).
+  std::mutex sink_mutex;
+  bool sink_open = true;
+  void report_unreadable(int node, const std::string& why) {
+    std::lock_guard lock(sink_mutex);
+    if (sink_open) sink->peer_lost(node, why);
   }
 
   // --- server side ---------------------------------------------------------
@@ -473,11 +488,16 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       if (state->mapped) state->arena = in->arena;
     }
     state->release = std::move(acknowledge);
+    state->unreadable = [plane = weak_from_this(), node = in->node](const std::string& why) {
+      if (auto p = plane.lock()) p->report_unreadable(node, why);
+    };
     stats.bytes_received += bytes;
     ++stats.messages_received;
     ++stats.messages_read_remotely;
     if (sink->take_remote(in->node, chunk, RemoteMessage(state))) return {};
-    // The sink wants the bytes now, in its own buffer.
+    // The sink wants the bytes now, in its own buffer (a failure is a
+    // protocol error of this connection, reported as such).
+    state->unreadable = nullptr;
     Landing landing = sink->land(in->node, chunk, bytes);
     if (landing.data == nullptr && bytes > 0) return "message refused by the receiver";
     try {
@@ -855,7 +875,10 @@ void RemoteMessage::read(std::size_t offset, std::size_t n, void* to) const {
     return;
   }
   const std::string error = read_remote(s.pid, s.address + offset, to, n);
-  require<NetError>(error.empty(), "cannot read node {}'s memory (process {}): {}", s.sender, s.pid, error);
+  if (error.empty()) return;
+  const std::string why = fmt::format("cannot read node {}'s memory (process {}): {}", s.sender, s.pid, error);
+  if (s.unreadable) s.unreadable(why);
+  raise<NetError>("{}", why);
 }
 
 DataPlane::DataPlane(DataPlaneOptions options, FrameSink* sink)

@@ -74,7 +74,8 @@ class RemoteMessage {
   // lives; else null.
   const void* data() const;
   // Copies bytes [offset, offset + n) to `to`; throws NetError naming the
-  // sender when its memory cannot be read (it has gone).
+  // sender when its memory cannot be read (it has gone), after telling the
+  // sink (FrameSink::peer_lost) that the sender is lost.
   void read(std::size_t offset, std::size_t n, void* to) const;
 
  private:
@@ -96,7 +97,8 @@ class FrameSink {
   // (one copy, made where and when the bytes are needed). false: the sink
   // does not take it, and the data plane copies it into land()'s buffer.
   virtual bool take_remote(int from, const ChunkHeader& header, RemoteMessage message) { return false; }
-  // A connection to or from an authenticated node failed or closed.
+  // A connection to or from an authenticated node failed or closed, or a
+  // message left in its memory could not be read (then on the reader's thread).
   virtual void peer_lost(int node, const std::string& reason) {}
 };
 

@@ -213,7 +213,11 @@ print("elastic run:", {k: r[k] for k in ["workers", "test_accuracy", "iterations
 sys.exit(0 if r["workers"] == 3 and r["test_accuracy"] > 0.6 else 1)
 PY
     check "elastic: 3 workers at the end, a trained model" $?
-    for p in "${node_pids[0]}" "${node_pids[2]}" "${node_pids[3]}"; do wait "$p"; done
+    for p in "${node_pids[0]}" "${node_pids[2]}" "${node_pids[3]}"; do
+      wait "$p"
+      rc=$?
+      check "elastic: each node that was not killed finishes cleanly (exit $rc)" $rc
+    done
     ;;
   elastic-stop)
     # With RedSync compression: the survivors' compressor states carry over to the new ranks.
@@ -356,4 +360,11 @@ PY
 done
 
 echo "cluster: $passed passed, $failed failed"
+if ((failed > 0)); then
+  # Each process's errors and warnings, to tell from a CI log alone what went wrong where.
+  for f in "$work"/*.log; do
+    echo "--- $(basename "$f"): errors and warnings"
+    grep -E "\] (error|warning|critical) " "$f" | tail -n 8 | sed 's/^/    /'
+  done
+fi
 ((failed == 0))
