@@ -4,9 +4,7 @@
 //   taihu-node --coordinator=HOST:PORT --secret-file=PATH [--name=NAME] [--listen=ADDR]
 //   taihu-node --config-file=node.ini            # the same keys in [node]
 //
-// Exit codes: 0 training finished; 2 bad input; 4 coordinator unreachable;
-// 5 not admitted (wrong secret, cluster full); 6 setup failed; 7 coordinator lost;
-// 8 dropped from an elastic cluster after a failure of its own.
+// Exit codes: see the usage text below.
 
 #include <spdlog/spdlog.h>
 
@@ -38,6 +36,10 @@ options (or the same keys, with underscores, in [node] of --config-file):
   --config-file=FILE       read the options from [node] of an INI file
   --log-level=LEVEL        trace, debug, info, warn, error
   -h, --help               this text
+
+exit codes: 0 training finished; 2 bad input; 4 coordinator unreachable;
+5 not admitted (wrong secret, cluster full); 6 setup failed; 7 coordinator lost;
+8 dropped from an elastic cluster after a failure of its own
 )";
 
 }  // namespace

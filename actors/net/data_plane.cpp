@@ -125,6 +125,8 @@ struct RemoteMessage::State {
 struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   DataPlaneOptions options;
   FrameSink* sink;
+  std::mutex sink_mutex;  // sink_open, and calls to the sink from outside the I/O thread
+  bool sink_open = true;  // until stop()
   asio::io_context io;
   tcp::acceptor acceptor{io};
   std::thread thread;
@@ -237,8 +239,6 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // A reader (any thread) could not read node's memory: the sink hears of it
   // as a lost peer, unless the plane has stopped (the sink may be gone).
-  std::mutex sink_mutex;
-  bool sink_open = true;
   void report_unreadable(int node, const std::string& why) {
     std::lock_guard lock(sink_mutex);
     if (sink_open) sink->peer_lost(node, why);

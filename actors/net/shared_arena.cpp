@@ -26,6 +26,11 @@ std::size_t round_up(std::size_t bytes) {
 
 }  // namespace
 
+bool sealed_at_size(int fd) {
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  return seals >= 0 && (seals & F_SEAL_SHRINK) != 0 && (seals & F_SEAL_SEAL) != 0;
+}
+
 SharedArena* SharedArena::installed() { return the_arena.load(std::memory_order_acquire); }
 
 namespace {
@@ -46,9 +51,12 @@ void private_after_fork() {
 SharedArena& SharedArena::install() {
   std::lock_guard lock(install_mutex);
   if (SharedArena* a = installed()) return *a;
-  const int fd = ::memfd_create("taihu-arena", MFD_CLOEXEC);
+  const int fd = ::memfd_create("taihu-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   require(fd >= 0, "shared arena: memfd_create failed: {}", std::strerror(errno));
-  if (::ftruncate(fd, static_cast<off_t>(reserved_bytes)) != 0) {
+  // Sealed at its size: no one (this process included) can shrink it under
+  // a reader's mapping, which would make the reader's loads fault (SIGBUS).
+  if (::ftruncate(fd, static_cast<off_t>(reserved_bytes)) != 0 ||
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const int e = errno;
     ::close(fd);
     raise("shared arena: cannot reserve {} GB: {}", reserved_bytes >> 30, std::strerror(e));
@@ -130,6 +138,10 @@ std::unique_ptr<ArenaView> ArenaView::open(std::uint32_t pid, std::uint32_t fd, 
       static_cast<std::size_t>(st.st_size) != SharedArena::reserved_bytes) {
     ::close(local);
     raise("shared arena: {} is not an arena", path);
+  }
+  if (!sealed_at_size(local)) {
+    ::close(local);
+    raise("shared arena: {} is not sealed against shrinking (a reader could fault)", path);
   }
   void* p = ::mmap(nullptr, SharedArena::reserved_bytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, local, 0);
   ::close(local);  // the mapping keeps it

@@ -9,7 +9,8 @@
 //
 // Allocation: first fit over 64 KB granules, neighbours merged on release.
 // Like a heap, the arena keeps the memory of its peak use for reuse. Only
-// the owner writes; peers map it read-only. A child made by fork() gets a
+// the owner writes; peers map it read-only. It is sealed at its size, so a
+// peer's mapping stays whole whatever the owner does. A child made by fork() gets a
 // private copy of its parent's arena (its writes stay its own) and no
 // installed arena: install() in the child makes a new one.
 
@@ -52,11 +53,18 @@ class SharedArena {
   std::size_t used_ = 0;
 };
 
+// Whether the memfd `fd` can no longer shrink (F_SEAL_SHRINK) nor have its
+// seals changed: no one can then cut pages from under a mapping of it (a
+// load from them would fault, SIGBUS). The arena and the channel segments
+// are sealed so; their readers refuse anything else.
+bool sealed_at_size(int fd);
+
 // Another process's arena, mapped read-only.
 class ArenaView {
  public:
   // The arena that process `pid` holds as descriptor `fd`, mapped at `base`
-  // there. Throws taihu::Error when it cannot be opened or is not an arena.
+  // there. Throws taihu::Error when it cannot be opened or is not an arena
+  // (of the arena's size, sealed at it).
   static std::unique_ptr<ArenaView> open(std::uint32_t pid, std::uint32_t fd, std::uint64_t base);
   ~ArenaView();
   ArenaView(const ArenaView&) = delete;

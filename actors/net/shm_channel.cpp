@@ -10,6 +10,7 @@
 #include <string>
 
 #include "actors/net/data_plane.hpp"
+#include "actors/net/shared_arena.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::net {
@@ -48,9 +49,11 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std
               "shared-memory rings need address-free (lock-free) atomics");
 
 std::unique_ptr<ShmChannel> ShmChannel::create() {
-  const int fd = ::memfd_create("taihu-channel", MFD_CLOEXEC);
+  const int fd = ::memfd_create("taihu-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   require<NetError>(fd >= 0, "same-host channel: memfd_create failed: {}", std::strerror(errno));
-  if (::ftruncate(fd, sizeof(Layout)) != 0) {
+  // Sealed at its size, so that neither side's loads can fault (SIGBUS).
+  if (::ftruncate(fd, sizeof(Layout)) != 0 ||
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const int e = errno;
     ::close(fd);
     raise<NetError>("same-host channel: cannot size the segment: {}", std::strerror(e));
@@ -70,9 +73,10 @@ std::unique_ptr<ShmChannel> ShmChannel::open(std::uint32_t pid, std::uint32_t fd
   const int local = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   require<NetError>(local >= 0, "same-host channel: cannot open {}: {}", path, std::strerror(errno));
   struct stat st {};
-  if (::fstat(local, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != sizeof(Layout)) {
+  if (::fstat(local, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != sizeof(Layout) ||
+      !sealed_at_size(local)) {
     ::close(local);
-    raise<NetError>("same-host channel: {} is not a channel segment", path);
+    raise<NetError>("same-host channel: {} is not a channel segment (of its size, sealed at it)", path);
   }
   void* p = ::mmap(nullptr, sizeof(Layout), PROT_READ | PROT_WRITE, MAP_SHARED, local, 0);
   ::close(local);  // the mapping keeps the segment

@@ -9,7 +9,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <csignal>
 #include <unistd.h>
@@ -394,6 +396,19 @@ TEST_SUITE("net") {
     // Not a channel: a descriptor of the wrong kind, or no such descriptor.
     CHECK_THROWS_AS(ShmChannel::open(static_cast<std::uint32_t>(::getpid()), 0), NetError);
     CHECK_THROWS_AS(ShmChannel::open(static_cast<std::uint32_t>(::getpid()), 100000), NetError);
+    // Sealed at its size (neither side's loads can fault); an unsealed copy
+    // of the same segment is refused.
+    CHECK(::ftruncate(sender->fd(), 0) != 0);
+    struct stat st {};
+    REQUIRE(::fstat(sender->fd(), &st) == 0);
+    std::vector<char> bytes(static_cast<std::size_t>(st.st_size));
+    REQUIRE(::pread(sender->fd(), bytes.data(), bytes.size(), 0) == st.st_size);
+    const int unsealed = ::memfd_create("not-a-channel", MFD_CLOEXEC);
+    REQUIRE(unsealed >= 0);
+    REQUIRE(::pwrite(unsealed, bytes.data(), bytes.size(), 0) == st.st_size);
+    CHECK_THROWS_AS(ShmChannel::open(static_cast<std::uint32_t>(::getpid()), static_cast<std::uint32_t>(unsealed)),
+                    NetError);
+    ::close(unsealed);
   }
 
   TEST_CASE("the shared arena hands out, merges and reuses its space; a peer maps it read-only") {
@@ -426,6 +441,17 @@ TEST_SUITE("net") {
     arena.release(c, 2 * SharedArena::granule);
     CHECK(arena.used_bytes() == before);
     CHECK_THROWS(ArenaView::open(static_cast<std::uint32_t>(::getpid()), 0, 0));
+    // Sealed at its size: not even the owner can cut pages from under a
+    // reader's mapping, and a reader refuses a memfd that is not sealed so.
+    CHECK(sealed_at_size(arena.fd()));
+    CHECK(::ftruncate(arena.fd(), 0) != 0);
+    const int unsealed = ::memfd_create("not-an-arena", MFD_CLOEXEC);
+    REQUIRE(unsealed >= 0);
+    REQUIRE(::ftruncate(unsealed, static_cast<off_t>(SharedArena::reserved_bytes)) == 0);
+    CHECK(!sealed_at_size(unsealed));
+    CHECK_THROWS_WITH(ArenaView::open(static_cast<std::uint32_t>(::getpid()), static_cast<std::uint32_t>(unsealed), 0),
+                      doctest::Contains("not sealed"));
+    ::close(unsealed);
   }
 
   TEST_CASE("a child made by fork() writes to a private copy of its parent's arena and installs its own") {
