@@ -59,7 +59,7 @@ SharedArena& SharedArena::install() {
       ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const int e = errno;
     ::close(fd);
-    raise("shared arena: cannot reserve {} GB: {}", reserved_bytes >> 30, std::strerror(e));
+    raise("shared arena: cannot reserve and seal {} GB: {}", reserved_bytes >> 30, std::strerror(e));
   }
   void* p = ::mmap(nullptr, reserved_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
   if (p == MAP_FAILED) {

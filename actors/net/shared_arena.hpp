@@ -10,8 +10,8 @@
 // Allocation: first fit over 64 KB granules, neighbours merged on release.
 // Like a heap, the arena keeps the memory of its peak use for reuse. Only
 // the owner writes; peers map it read-only. It is sealed at its size, so a
-// peer's mapping stays whole whatever the owner does. A child made by fork() gets a
-// private copy of its parent's arena (its writes stay its own) and no
+// peer's mapping stays whole whatever the owner does. A child made by fork()
+// gets a private copy of its parent's arena (its writes stay its own) and no
 // installed arena: install() in the child makes a new one.
 
 #include <cstddef>

@@ -56,7 +56,7 @@ std::unique_ptr<ShmChannel> ShmChannel::create() {
       ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const int e = errno;
     ::close(fd);
-    raise<NetError>("same-host channel: cannot size the segment: {}", std::strerror(e));
+    raise<NetError>("same-host channel: cannot size and seal the segment: {}", std::strerror(e));
   }
   void* p = ::mmap(nullptr, sizeof(Layout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
