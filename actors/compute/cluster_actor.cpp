@@ -434,8 +434,12 @@ int run_node(const NodeOptions& o) {
           blas::set_threads(blas_threads > 0 ? blas_threads
                                              : std::max(1, blas::available_cores() /
                                                                std::max(1, static_cast<int>(local_ranks.size()))));
+          // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
+          const config::Section& cluster_section = doc->section("cluster");
+          const ClusterSettings defaults;
+          const bool same_host_copy = cluster_section.get_or<bool>("same_host_copy", defaults.same_host_copy);
           // Before the models allocate their buckets, so that peers on this host read them in place.
-          if (doc->section("cluster").get_or<bool>("same_host_copy", true)) {
+          if (same_host_copy) {
             try {
               net::SharedArena::install();
             } catch (const std::exception& e) {
@@ -449,8 +453,8 @@ int run_node(const NodeOptions& o) {
           options.node = index;
           options.secret = o.secret;
           options.listen_address = o.data_listen;
-          if (!doc->section("cluster").get_or<bool>("same_host_copy", true)) options.remote_read_min_bytes = 0;
-          options.poll_budget = std::chrono::microseconds(doc->section("cluster").get_or<int>("poll_us", 1000));
+          if (!same_host_copy) options.remote_read_min_bytes = 0;
+          options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
           link = std::make_shared<net::ChunkLink>(
               options, rank_node, [coordinator, generation, index](int node, const std::string& why) {
                 // On the I/O thread: tell the coordinator (by message; it names the node).

@@ -9,12 +9,12 @@
 // protects it). Shards poll the data plane's same-host channels while they
 // wait (ChunkRouter::poll). Incoming: each message lands in a TensorPayload
 // that becomes the Chunk's payload, so the bytes are copied once, by the
-// kernel. Landing
-// buffers are recycled once the shard has dropped the chunk (the pool's
-// reference is the only one left), so steady-state iterations allocate
-// nothing and touch no fresh pages. A message from another process of this
-// host is not copied here at all: its Chunk carries a ChunkSource, and the
-// shard's step reads it straight into place (messages/chunk_values.hpp).
+// kernel. Landing buffers are recycled once the shard has dropped the chunk
+// (the pool's reference is the only one left), so steady-state iterations
+// allocate nothing and touch no fresh pages. A message from another process
+// of this host is not copied here at all: its Chunk carries a ChunkSource,
+// and the shard's step reads it straight into place
+// (messages/chunk_values.hpp).
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>

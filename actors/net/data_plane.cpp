@@ -378,6 +378,22 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     sink->peer_lost(in->node, why);
   }
 
+  // A connection whose channel is open: polled and told whether this process polls.
+  template <class Connection>
+  void remember_in(std::vector<std::shared_ptr<Connection>>& list, const std::shared_ptr<Connection>& c,
+                   std::atomic<std::uint32_t>& polling) {
+    std::lock_guard lock(channels_mutex);
+    polling.store(holds > 0 ? 1 : 0);
+    list.push_back(c);
+    ++channel_count;
+  }
+  void remember(const std::shared_ptr<Inbound>& in) {
+    remember_in(inbound_channels, in, in->channel->receiver_polling());
+  }
+  void remember(const std::shared_ptr<Outbound>& out) {
+    remember_in(outbound_channels, out, out->channel->sender_polling());
+  }
+
   template <class Connection>
   void forget_in(std::vector<std::shared_ptr<Connection>>& list, const std::shared_ptr<Connection>& c) {
     std::lock_guard lock(channels_mutex);
@@ -631,12 +647,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       asio::async_write(in->socket, asio::buffer(&in->probe_answer, 1), [this, in](const asio::error_code& ec, std::size_t) {
         if (ec) return lose_inbound(in, ec.message());
         if (!in->channel) return read_header(in);
-        {
-          std::lock_guard lock(channels_mutex);
-          in->channel->receiver_polling().store(holds > 0 ? 1 : 0);
-          inbound_channels.push_back(in);
-          ++channel_count;
-        }
+        remember(in);
         // A bell may have been skipped while no one listened: look once.
         drain(in, true, false);
         read_bells(in);
@@ -685,6 +696,14 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       ++stats.messages_sent;
       out.awaiting_ack.erase(it);
     }
+  }
+
+  // Under out.channel_mutex: what the sender does whenever it looks at its
+  // channel. Empty, else the protocol error.
+  std::string reap_and_flush(Outbound& out) {
+    std::string error = reap_acks(out);
+    if (error.empty()) flush_overflow(out);
+    return error;
   }
 
   // Under out.channel_mutex: moves what fits from the overflow into the ring,
@@ -737,8 +756,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
         std::lock_guard lock(out->channel_mutex);
         out->channel->ack_bell().store(0, std::memory_order_seq_cst);
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        error = reap_acks(*out);
-        if (error.empty()) flush_overflow(*out);
+        error = reap_and_flush(*out);
       }
       if (!error.empty()) return outbound_protocol_error(out, error);
       watch_bells(out);
@@ -752,12 +770,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     {
       std::lock_guard lock(out->channel_mutex);
       if (out->lost) return;
-      error = reap_acks(*out);
-      if (error.empty()) {
-        out->overflow.push_back(std::move(m));
-        flush_overflow(*out);
-        waiting = !out->overflow.empty();
-      }
+      out->overflow.push_back(std::move(m));
+      error = reap_and_flush(*out);
+      waiting = !out->overflow.empty();
     }
     if (!error.empty()) {
       asio::post(io, [this, out, error] { outbound_protocol_error(out, error); });
@@ -779,12 +794,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
         continue;
       }
       if (out->lost) continue;
-      std::string error = reap_acks(*out);
-      if (error.empty()) {
-        flush_overflow(*out);
-      } else {
+      if (std::string error = reap_and_flush(*out); !error.empty())
         asio::post(io, [this, out, error] { outbound_protocol_error(out, error); });
-      }
     }
     return taken;
   }
@@ -1017,12 +1028,7 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
     std::lock_guard lock(im.mutex);
     im.outbound[node] = out;
   }
-  if (out->channel) {
-    std::lock_guard lock(im.channels_mutex);
-    out->channel->sender_polling().store(im.holds > 0 ? 1 : 0);
-    im.outbound_channels.push_back(out);
-    ++im.channel_count;
-  }
+  if (out->channel) im.remember(out);
   asio::post(im.io, [&im, out] {
     if (out->channel) {
       im.watch_bells(out);

@@ -31,8 +31,8 @@
 // transport. A process that does not poll is woken by a doorbell byte on the
 // socket, and its I/O thread takes the message as before.
 //
-// Plain C++: no CAF. The CAF side (actors/net/remote_*) plugs in a FrameSink
-// that turns messages into msg::Chunk for the local shard actors.
+// Plain C++: no CAF. The CAF side (actors/net/chunk_link.hpp) plugs in a
+// FrameSink that turns messages into msg::Chunk for the local shard actors.
 
 #include <chrono>
 #include <cstddef>

@@ -2,8 +2,9 @@
 // What a shard actor (plain or compressed) has been handed: its wiring (the
 // peers and the owner, once), its owner's inputs, queued by iteration, and
 // its peers' chunks that came before their step, kept by (iteration, sender,
-// seq); with the checks every kind of shard makes of them. A message that does not fit throws, naming the
-// shard, so the actor ends with a reason its owner sees.
+// seq); with the checks every kind of shard makes of them. A message that
+// does not fit throws, naming the shard, so the actor ends with a reason its
+// owner sees.
 
 #include <caf/actor.hpp>
 

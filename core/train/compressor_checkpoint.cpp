@@ -5,6 +5,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <sstream>
 
@@ -39,16 +40,6 @@ T decode(const std::string& bytes, std::string_view what) {
   return value;
 }
 
-}  // namespace
-
-std::filesystem::path compressor_checkpoint_path(const std::filesystem::path& checkpoint, int rank) {
-  auto path = checkpoint;
-  path += fmt::format(".compress-{}", rank);
-  return path;
-}
-
-namespace {
-
 std::filesystem::path previous(const std::filesystem::path& path) {
   auto p = path;
   p += ".prev";
@@ -56,6 +47,12 @@ std::filesystem::path previous(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+std::filesystem::path compressor_checkpoint_path(const std::filesystem::path& checkpoint, int rank) {
+  auto path = checkpoint;
+  path += fmt::format(".compress-{}", rank);
+  return path;
+}
 
 void save_compressor_checkpoint(const CompressorCheckpoint& checkpoint, const std::filesystem::path& path) {
   std::error_code ec;
@@ -72,21 +69,21 @@ CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& pat
 }
 
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path, int64_t iteration) {
-  std::string seen;
+  std::vector<std::string> seen;  // why each candidate is not it
   for (const auto& candidate : {path, previous(path)}) {
     if (!std::filesystem::exists(candidate)) {
-      seen += fmt::format("{}'{}' does not exist", seen.empty() ? "" : "; ", candidate.string());
+      seen.push_back(fmt::format("'{}' does not exist", candidate.string()));
       continue;
     }
     try {
       CompressorCheckpoint file = load_compressor_checkpoint(candidate);
       if (file.iteration == iteration) return file;
-      seen += fmt::format("{}'{}' holds iteration {}", seen.empty() ? "" : "; ", candidate.string(), file.iteration);
+      seen.push_back(fmt::format("'{}' holds iteration {}", candidate.string(), file.iteration));
     } catch (const Error& e) {
-      seen += fmt::format("{}{}", seen.empty() ? "" : "; ", e.what());
+      seen.push_back(e.what());
     }
   }
-  raise("no compressor checkpoint of iteration {}: {}", iteration, seen);
+  raise("no compressor checkpoint of iteration {}: {}", iteration, fmt::join(seen, "; "));
 }
 
 std::string encode_states(const std::vector<compress::CompressorState>& states) { return encode(states); }
