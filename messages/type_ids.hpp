@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "messages/checkpoint_restore.hpp"
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
 #include "messages/compressor_restore.hpp"
@@ -71,6 +72,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
 
   CAF_ADD_ATOM(taihu, taihu::msg, poll_atom, "poll")       // a waiting shard looks at its transport (to itself)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CompressorRestore))  // messages/compressor_restore.hpp
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::CheckpointRestore))  // messages/checkpoint_restore.hpp
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -221,6 +221,9 @@ struct DataParallelTrainer::Impl {
   MetricsLog metrics;
   std::filesystem::path checkpoint_path;
   std::filesystem::path resumed_from;  // resume()'s checkpoint: its compressor files load at the start
+  // resume()'s checkpoint for replicas on nodes (encode_checkpoint), sent to
+  // every rank once the cluster has formed; empty in process.
+  std::string resumed_checkpoint;
   int64_t checkpoint_every = 0;
   bool keep_all = false;
   TrainPosition start;
@@ -392,6 +395,8 @@ void DataParallelTrainer::resume(const std::filesystem::path& checkpoint) {
     im.start = m->replica->restore(c, m->rank == 0);
     m->replica->seek(im.start.epoch, im.start.batch);
   }
+  // With nodes, the replicas that train are theirs: each gets the checkpoint.
+  if (im.cluster.nodes > 0) im.resumed_checkpoint = encode_checkpoint(c);
   spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", checkpoint.string(), im.start.epoch + 1,
                im.start.batch, c.iteration);
   im.resumed_from = checkpoint;
@@ -717,6 +722,12 @@ RunRecord DataParallelTrainer::Impl::train() {
     };
 
     for (bool training = true; training;) try {
+      if (!im.resumed_checkpoint.empty()) {
+        for (int r = 0; r < im.ranks; ++r)
+          ask(r, "the checkpoint restore request", [](bool) {},
+              msg::CheckpointRestore{im.resumed_checkpoint, fmt::format("'{}'", im.resumed_from.string())});
+        im.resumed_checkpoint.clear();
+      }
       // Every replica starts from rank 0's weights.
       msg::Parameters p0;
       ask(0, "the parameter request", [&](msg::Parameters& p) { p0 = std::move(p); }, caf::get_atom_v);

@@ -287,6 +287,13 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
         m.replica->seek(epoch, batch);
         return true;
       },
+      [=](msg::CheckpointRestore& r) {
+        auto& m = *self->state.model;
+        const Checkpoint c = decode_checkpoint(r.checkpoint, r.source);
+        const TrainPosition at = m.replica->restore(c, m.rank == 0);
+        m.replica->seek(at.epoch, at.batch);
+        return true;
+      },
   };
 }
 

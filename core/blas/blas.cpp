@@ -2,17 +2,60 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "core/blas/tiling.hpp"
+#include "core/kernels/parallel.hpp"
+
 namespace taihu::blas {
 
 namespace {
+
 CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::yes ? CblasTrans : CblasNoTrans; }
+blasint as_blasint(int64_t v) { return static_cast<blasint>(v); }
+
+std::atomic<int> g_threads{0};
+
+// Once per process, before the first product: OpenBLAS goes single-threaded
+// for good (tiling.hpp says why), and taihu's thread count starts from what
+// OpenBLAS read (OPENBLAS_NUM_THREADS, else one per core).
+void take_over_threads() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int expected = 0;
+    g_threads.compare_exchange_strong(expected, std::max(1, openblas_get_num_threads()));
+    openblas_set_num_threads(1);
+  });
+}
+
 }  // namespace
 
 void gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
-              static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  take_over_threads();
+  const Tiling tiling = gemm_tiling(m, n, k);
+  // Tile [begin, end) of C's rows (or columns) reads the same rows of op(A)
+  // (or columns of op(B)); the other operand is read whole.
+  parallel_for(tiling.tiles, [&](int64_t i) {
+    const TileRange r = tile_range(tiling.split_rows ? m : n, tiling.tiles, i);
+    const int64_t extent = r.end - r.begin;
+    const float* ta = a;
+    const float* tb = b;
+    float* tc = c;
+    if (tiling.split_rows) {
+      ta += trans_a == Trans::no ? r.begin * lda : r.begin;
+      tc += r.begin * ldc;
+    } else {
+      tb += trans_b == Trans::no ? r.begin : r.begin * ldb;
+      tc += r.begin;
+    }
+    cblas_sgemm(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), as_blasint(tiling.split_rows ? extent : m),
+                as_blasint(tiling.split_rows ? n : extent), as_blasint(k), alpha, ta, as_blasint(lda), tb,
+                as_blasint(ldb), beta, tc, as_blasint(ldc));
+  });
 }
 
 void gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -24,26 +67,52 @@ void gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float a
 
 void gemv(Trans trans_a, int64_t m, int64_t n, float alpha, const float* a, const float* x, float beta,
           float* y) {
-  cblas_sgemv(CblasRowMajor, to_cblas(trans_a), static_cast<blasint>(m), static_cast<blasint>(n), alpha,
-              a, static_cast<blasint>(n), x, 1, beta, y, 1);
+  take_over_threads();
+  // Tiles of y: rows of A (no transpose) or columns of A (transposed).
+  const bool rows = trans_a == Trans::no;
+  const int64_t outputs = rows ? m : n;
+  const int64_t tiles = gemv_tiles(outputs, rows ? n : m);
+  parallel_for(tiles, [&](int64_t i) {
+    const TileRange r = tile_range(outputs, tiles, i);
+    const int64_t extent = r.end - r.begin;
+    cblas_sgemv(CblasRowMajor, to_cblas(trans_a), as_blasint(rows ? extent : m), as_blasint(rows ? n : extent), alpha,
+                rows ? a + r.begin * n : a + r.begin, as_blasint(n), x, 1, beta, y + r.begin, 1);
+  });
 }
 
 void axpy(int64_t n, float alpha, const float* x, float* y) {
-  cblas_saxpy(static_cast<blasint>(n), alpha, x, 1, y, 1);
+  take_over_threads();
+  cblas_saxpy(as_blasint(n), alpha, x, 1, y, 1);
 }
 
-void scal(int64_t n, float alpha, float* x) { cblas_sscal(static_cast<blasint>(n), alpha, x, 1); }
+void scal(int64_t n, float alpha, float* x) {
+  take_over_threads();
+  cblas_sscal(as_blasint(n), alpha, x, 1);
+}
 
 float dot(int64_t n, const float* x, const float* y) {
-  return cblas_sdot(static_cast<blasint>(n), x, 1, y, 1);
+  take_over_threads();
+  return cblas_sdot(as_blasint(n), x, 1, y, 1);
 }
 
-float nrm2(int64_t n, const float* x) { return cblas_snrm2(static_cast<blasint>(n), x, 1); }
+float nrm2(int64_t n, const float* x) {
+  take_over_threads();
+  return cblas_snrm2(as_blasint(n), x, 1);
+}
 
-float asum(int64_t n, const float* x) { return cblas_sasum(static_cast<blasint>(n), x, 1); }
+float asum(int64_t n, const float* x) {
+  take_over_threads();
+  return cblas_sasum(as_blasint(n), x, 1);
+}
 
-void set_threads(int threads) { openblas_set_num_threads(threads); }
+void set_threads(int threads) {
+  take_over_threads();
+  g_threads.store(std::max(1, threads));
+}
 
-int threads() { return openblas_get_num_threads(); }
+int threads() {
+  take_over_threads();
+  return g_threads.load();
+}
 
 }  // namespace taihu::blas

@@ -1,6 +1,10 @@
 #pragma once
 // taihu's BLAS layer: row-major wrappers over OpenBLAS's CBLAS interface.
 // Which OpenBLAS kernel runs is decided at start-up by kernel_selection.hpp.
+//
+// Results do not depend on the thread count: OpenBLAS runs single-threaded
+// and gemm/gemv are cut into tiles fixed by their shape, run on taihu's pool
+// (core/blas/tiling.hpp; core/kernels/parallel.hpp).
 
 #include <cstdint>
 
@@ -24,7 +28,9 @@ float dot(int64_t n, const float* x, const float* y);
 float nrm2(int64_t n, const float* x);
 float asum(int64_t n, const float* x);
 
-// OpenBLAS's thread count (the process-wide pool).
+// Compute threads of this process (taihu's pool, core/kernels/parallel.hpp):
+// at first OPENBLAS_NUM_THREADS, else one per core. OpenBLAS itself is kept
+// single-threaded.
 void set_threads(int threads);
 int threads();
 

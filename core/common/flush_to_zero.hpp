@@ -15,4 +15,19 @@ inline void enable_flush_to_zero() {
 #endif
 }
 
+// This thread's floating-point mode (MXCSR: flush-to-zero, rounding), so that
+// a helper thread can compute in exactly its caller's mode.
+inline unsigned float_mode() {
+#if defined(__x86_64__) || defined(__i386__)
+  return _mm_getcsr();
+#else
+  return 0;
+#endif
+}
+inline void set_float_mode(unsigned mode) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr(mode);
+#endif
+}
+
 }  // namespace taihu

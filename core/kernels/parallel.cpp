@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/blas/blas.hpp"
+#include "core/common/flush_to_zero.hpp"
 
 namespace taihu {
 
@@ -18,6 +19,7 @@ struct Job {
   void (*call)(void*, int64_t);
   void* context;
   int64_t pieces;
+  unsigned float_mode;  // the caller's: every piece computes in it, on any thread
   std::atomic<int64_t> next{0};
   std::atomic<int> users{0};  // workers that may still touch this job
 
@@ -48,7 +50,7 @@ class Pool {
   bool run(int64_t pieces, void (*call)(void*, int64_t), void* context, int threads) {
     std::unique_lock busy(run_mutex_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
-    Job job{call, context, pieces};
+    Job job{call, context, pieces, float_mode()};
     {
       std::lock_guard lock(mutex_);
       while (static_cast<int>(workers_.size()) < threads - 1) workers_.emplace_back([this] { loop(); });
@@ -82,7 +84,10 @@ class Pool {
         if (job == nullptr) continue;
         job->users.fetch_add(1, std::memory_order_relaxed);
       }
+      const unsigned own_mode = float_mode();
+      set_float_mode(job->float_mode);
       job->work();
+      set_float_mode(own_mode);
       job->users.fetch_sub(1, std::memory_order_release);
     }
   }
@@ -98,7 +103,7 @@ class Pool {
 
 }  // namespace
 
-int parallel_threads() { return inside_pool ? 1 : blas::threads(); }
+int parallel_threads() { return inside_pool ? 1 : blas::threads(); }  // BLAS calls use this pool too
 
 namespace detail {
 

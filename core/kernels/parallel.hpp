@@ -1,6 +1,7 @@
 #pragma once
-// A small persistent thread pool for the memory-bound parts around GEMM
-// (im2col, col2im, gathers), so they use the cores OpenBLAS uses.
+// A small persistent thread pool: the tiles of every BLAS product
+// (core/blas/tiling.hpp) and the memory-bound parts around them (im2col,
+// col2im, gathers) run on it.
 //
 // Work is cut into pieces claimed from an atomic counter, and the calling
 // thread claims pieces too: if a worker is slow to wake (the machine is
@@ -17,7 +18,7 @@ namespace detail {
 void run_pieces(int64_t pieces, void (*call)(void*, int64_t), void* context);
 }
 
-// Threads used by parallel_for: OpenBLAS's thread count.
+// Threads used by parallel_for: blas::threads() (1 inside a parallel_for).
 int parallel_threads();
 
 // Calls fn(piece) for every piece in [0, pieces), possibly concurrently.

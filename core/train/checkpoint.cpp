@@ -7,6 +7,7 @@
 #include <cereal/types/vector.hpp>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,7 +62,25 @@ NamedTensor NamedTensor::from(const std::string& name, const Tensor& tensor) {
   return t;
 }
 
+std::string NamedTensor::inconsistency() const {
+  // The element count of the shape, with every step checked, so that no
+  // shape a file can name overflows.
+  constexpr uint64_t limit = uint64_t{1} << 40;
+  uint64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || static_cast<uint64_t>(d) > limit || (d > 0 && count > limit / static_cast<uint64_t>(d)))
+      return fmt::format("tensor '{}' has an impossible shape [{}]", name, fmt::join(dims, ", "));
+    count *= static_cast<uint64_t>(d);
+  }
+  if (count != values.size())
+    return fmt::format("tensor '{}' holds {} values, but its shape [{}] has {}", name, values.size(),
+                       fmt::join(dims, ", "), count);
+  return {};
+}
+
 void NamedTensor::restore_into(Tensor& tensor) const {
+  const std::string problem = inconsistency();
+  require(problem.empty(), "checkpoint {}", problem);
   require(Shape(dims) == tensor.shape(), "checkpoint tensor '{}' has shape {}, the model expects {}", name,
           Shape(dims).str(), tensor.shape().str());
   std::copy(values.begin(), values.end(), tensor.ptr());
@@ -119,25 +138,40 @@ std::string load_framed(const std::filesystem::path& path, std::string_view magi
   return std::string(payload);
 }
 
-void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path) {
+std::string encode_checkpoint(const Checkpoint& checkpoint) {
   std::ostringstream payload;
   {
     cereal::PortableBinaryOutputArchive archive(payload);
     archive(checkpoint);
   }
-  save_framed(path, std::string_view(magic, sizeof magic), payload.str());
+  return std::move(payload).str();
+}
+
+Checkpoint decode_checkpoint(const std::string& payload, const std::string& source) {
+  std::istringstream in{payload};
+  Checkpoint checkpoint;
+  try {
+    cereal::PortableBinaryInputArchive archive(in);
+    archive(checkpoint);
+  } catch (const std::exception& e) {
+    raise("checkpoint {} cannot be decoded: {}", source, e.what());
+  }
+  // A file whose checksum holds may still be made up: every tensor must
+  // agree with its own shape before anything is copied from it.
+  for (const auto* tensors : {&checkpoint.params, &checkpoint.solver_state})
+    for (const NamedTensor& t : *tensors) {
+      const std::string problem = t.inconsistency();
+      require(problem.empty(), "checkpoint {} is malformed: {}", source, problem);
+    }
+  return checkpoint;
+}
+
+void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path) {
+  save_framed(path, std::string_view(magic, sizeof magic), encode_checkpoint(checkpoint));
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& path) {
-  std::istringstream payload{load_framed(path, std::string_view(magic, sizeof magic))};
-  Checkpoint checkpoint;
-  try {
-    cereal::PortableBinaryInputArchive archive(payload);
-    archive(checkpoint);
-  } catch (const std::exception& e) {
-    raise("checkpoint '{}' cannot be decoded: {}", path.string(), e.what());
-  }
-  return checkpoint;
+  return decode_checkpoint(load_framed(path, std::string_view(magic, sizeof magic)), fmt::format("'{}'", path.string()));
 }
 
 }  // namespace taihu

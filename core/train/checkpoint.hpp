@@ -24,6 +24,9 @@ struct NamedTensor {
   std::vector<float> values;
 
   static NamedTensor from(const std::string& name, const Tensor& tensor);
+  // Why the values do not fit the shape (a negative or overflowing
+  // dimension, another element count), or "" when they do.
+  std::string inconsistency() const;
   // Copies the values into `tensor`, which must have the same shape.
   void restore_into(Tensor& tensor) const;
 
@@ -62,5 +65,10 @@ void save_framed(const std::filesystem::path& path, std::string_view magic, std:
 std::string load_framed(const std::filesystem::path& path, std::string_view magic);
 // Reads and verifies the header and checksum; throws Error naming the file.
 Checkpoint load_checkpoint(const std::filesystem::path& path);
+// A checkpoint as bytes (the file's payload) and back, e.g. to send it to
+// replicas on nodes that cannot read the file; decoding checks it as loading
+// does, naming `source` in errors.
+std::string encode_checkpoint(const Checkpoint& checkpoint);
+Checkpoint decode_checkpoint(const std::string& payload, const std::string& source);
 
 }  // namespace taihu

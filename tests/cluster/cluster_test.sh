@@ -6,12 +6,13 @@
 #   4. a node killed with SIGKILL mid-training: detected within seconds, the
 #      report names it, the last checkpoint is intact
 #   5. a stopped node (SIGSTOP): treated as dead after dead_after
-#   6. a dynamic model (gated graph network) on 2 nodes trains to the in-process (workers=2) result
-#   7. elastic = true: a node killed mid-epoch, training goes on over 2 nodes; a restarted node
+#   6. a 2-node run resumed mid-epoch from its checkpoint ends bit for bit where the uninterrupted one ends
+#   7. a dynamic model (gated graph network) on 2 nodes trains to the in-process (workers=2) result
+#   8. elastic = true: a node killed mid-epoch, training goes on over 2 nodes; a restarted node
 #      joins at the next epoch boundary and the run finishes on 3
-#   8. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2;
+#   9. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2;
 #      with compression, the survivors' residuals and momentum carry over to the new ranks
-#   9. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
+#  10. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
 #      the packed messages crossing the data plane
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
@@ -20,7 +21,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval graph elastic elastic-stop compress)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop compress)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -165,6 +166,33 @@ print("cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or
 sys.exit(1 if diff else 0)
 PY
     check "3 nodes train to the in-process result" $?
+    ;;
+  resume)
+    # A 2-node run resumed mid-epoch from its own checkpoint ends exactly where the uninterrupted
+    # run ends (before: the nodes' replicas started from their initial weights and solver state).
+    run=(nodes=2 workers=2 epochs=2 data.limit_train=960 output.checkpoint_every=10 output.keep_all=true)
+    start_coordinator resume-full "${run[@]}" output.dir="$work/rfull" --report="$work/resume-full.json"
+    start_nodes ra rb
+    wait "$coordinator"
+    check "resume: the uninterrupted 2-node run finishes (exit $?)" $? "$work/resume-full.log"
+    for p in "${node_pids[@]}"; do wait "$p"; done
+    start_coordinator resume-half "${run[@]}" output.dir="$work/rhalf" --report="$work/resume-half.json" \
+      --resume="$work/rfull/lenet-fashion-cluster-iter40.ckpt"
+    start_nodes rc rd
+    wait "$coordinator"
+    check "resume: the 2-node run resumed at iteration 40 finishes (exit $?)" $? "$work/resume-half.log"
+    for p in "${node_pids[@]}"; do wait "$p"; done
+    grep -q "resumed from .*: epoch 2 batch 10 (iteration 40)" "$work/resume-half.log"
+    check "resume: it starts at epoch 2 batch 10" $? "$work/resume-half.log"
+    python3 - "$work/resume-full.json" "$work/resume-half.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+keys = ["train_loss", "test_loss", "test_accuracy", "iterations", "workers"]
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print("2 nodes, uninterrupted vs resumed:", {k: a[k] for k in keys}, "differences:", diff or "none")
+sys.exit(1 if diff else 0)
+PY
+    check "resume: 2 nodes resumed at iteration 40 end bit for bit where the uninterrupted run ends" $?
     ;;
   graph)
     # A dynamic model's replicas on 2 nodes: the same trajectory as 2 in-process workers.

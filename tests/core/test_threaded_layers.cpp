@@ -1,6 +1,8 @@
 // The memory-bound layers split large tensors over the thread pool (by
-// channel, row or block): on two threads they must give exactly what one
-// thread gives, and BatchNorm must still match the direct formula.
+// channel, row or block) and the GEMM layers' products are tiled by shape
+// (core/blas/tiling.hpp): on two or three threads every layer must give
+// exactly what one thread gives, and BatchNorm must still match the direct
+// formula.
 
 #include <doctest/doctest.h>
 
@@ -56,7 +58,7 @@ std::vector<std::vector<float>> run(const Case& c, Phase phase) {
 }  // namespace
 
 TEST_SUITE("threads") {
-  TEST_CASE("memory-bound layers on two threads match one thread") {
+  TEST_CASE("layers on two and three threads match one thread") {
     // 2 x 64 x 128 x 128 = 2097152 values: twice parallel_grain, so the
     // layers really split the work (by channel, by block or by plane).
     static_assert(2 * 64 * 128 * 128 >= 2 * parallel_grain);
@@ -73,6 +75,10 @@ TEST_SUITE("threads") {
         {"Split", "", {big}, 3},
         {"Pooling", "kernel_size = 3\nstride = 2\npool = max", {big}},
         {"Pooling", "kernel_size = 3\nstride = 2\npad = 1\npool = ave", {big}},
+        // LeNet's conv2 and ip1 at batch 64: products of several tiles.
+        {"Convolution", "num_output = 50\nkernel_size = 5", {Shape{64, 20, 12, 12}}},
+        {"InnerProduct", "num_output = 500", {Shape{64, 800}}},
+        {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\nstride = 2", {Shape{4, 32, 56, 56}}},
     };
     const int saved = blas::threads();
     for (const Case& c : cases)
@@ -82,10 +88,13 @@ TEST_SUITE("threads") {
         CAPTURE(c.bottoms.size());
         blas::set_threads(1);
         const auto one = run(c, phase);
-        blas::set_threads(2);
-        const auto two = run(c, phase);
-        REQUIRE(one.size() == two.size());
-        for (size_t b = 0; b < one.size(); ++b) REQUIRE(one[b] == two[b]);
+        for (int threads : {2, 3}) {
+          CAPTURE(threads);
+          blas::set_threads(threads);
+          const auto more = run(c, phase);
+          REQUIRE(one.size() == more.size());
+          for (size_t b = 0; b < one.size(); ++b) REQUIRE(one[b] == more[b]);
+        }
       }
     blas::set_threads(saved);
   }

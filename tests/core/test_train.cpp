@@ -77,6 +77,38 @@ TEST_SUITE("train") {
     CHECK_THROWS_WITH_AS(load_checkpoint(dir / "junk.ckpt"), doctest::Contains("not a taihu checkpoint"), Error);
   }
 
+  TEST_CASE("a checkpoint whose checksum holds but whose tensors do not fit their shapes is refused") {
+    // Before: more values than the shape crashed the loader, fewer were
+    // half-loaded. Every such file is refused, naming the tensor.
+    TempDir dir;
+    struct Bad {
+      std::vector<int64_t> dims;
+      std::vector<float> values;
+      const char* says;
+    };
+    const std::vector<Bad> cases = {
+        {{2, 2}, {1, 2, 3, 4, 5}, "holds 5 values, but its shape [2, 2] has 4"},
+        {{2, 2}, {1, 2, 3}, "holds 3 values, but its shape [2, 2] has 4"},
+        {{-1, 4}, {1, 2, 3, 4}, "has an impossible shape [-1, 4]"},
+        {{int64_t{1} << 32, int64_t{1} << 32}, {}, "has an impossible shape"},
+    };
+    for (const Bad& bad : cases) {
+      CAPTURE(bad.says);
+      for (bool solver : {false, true}) {
+        Checkpoint c;
+        c.net_name = "n";
+        (solver ? c.solver_state : c.params).push_back({"conv1/w", bad.dims, bad.values});
+        const auto path = dir / "made-up.ckpt";
+        save_checkpoint(c, path);
+        const std::string expected = "is malformed: tensor 'conv1/w' " + std::string(bad.says);
+        CHECK_THROWS_WITH_AS(load_checkpoint(path), doctest::Contains(expected.c_str()), Error);
+      }
+      // Nor is such a tensor ever copied into a model's.
+      Tensor target(Shape{2, 2});
+      CHECK_THROWS_AS(NamedTensor({"conv1/w", bad.dims, bad.values}).restore_into(target), Error);
+    }
+  }
+
   TEST_CASE("a failed checkpoint write leaves the previous file intact") {
     TempDir dir;
     Checkpoint c;
