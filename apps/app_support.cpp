@@ -11,6 +11,8 @@
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
 
+#include <sys/resource.h>
+
 namespace taihu::app {
 
 std::optional<std::string> CommandLine::flag(const std::string& name) const {
@@ -74,7 +76,15 @@ void setup_blas(const config::Document& doc, int argc, char** argv) {
   if (doc.root().get_or<bool>("flush_to_zero", true)) enable_flush_to_zero();
 }
 
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 int run_app(const std::function<int()>& body) {
+  raise_descriptor_limit();
   try {
     return body();
   } catch (const NumericError& e) {

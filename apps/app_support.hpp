@@ -35,9 +35,15 @@ void setup_logging(const std::string& level);
 // OpenBLAS loads the chosen kernel.
 void setup_blas(const config::Document& doc, int argc, char** argv);
 
-// Runs an app's body and turns what it throws into a logged message and an
-// exit code: 3 for a NaN/Inf loss (NumericError), 2 for bad input or a failed
-// run (taihu::Error), 1 for anything else.
+// Raises the soft limit on open descriptors to the hard one (as Go's runtime
+// does): a process with many peers needs more than the common default of
+// 1,024, and its listeners cap strangers themselves (actors/net/listener.hpp).
+void raise_descriptor_limit();
+
+// Runs an app's body (after raise_descriptor_limit) and turns what it throws
+// into a logged message and an exit code: 3 for a NaN/Inf loss
+// (NumericError), 2 for bad input or a failed run (taihu::Error), 1 for
+// anything else.
 int run_app(const std::function<int()>& body);
 
 }  // namespace taihu::app

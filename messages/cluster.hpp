@@ -4,9 +4,8 @@
 // Bulk tensors never travel here: chunks of the collectives go over the
 // data plane (actors/net).
 //
-//   node -> gate   (join_atom)                      -> std::string challenge (hex nonce)
-//   node -> gate   JoinRequest                      -> int32 node index, or an error
-//                  (refused, and logged, for another protocol version or a wrong proof)
+//   node -> gate   JoinRequest                      -> int32 node index, or an error (the cluster is full)
+//                  (the node proved the secret and its protocol version at the gatekeeper already)
 //   coord -> node  ClusterSetup                     -> NodeReady (data plane port)
 //   coord -> node  ClusterPeers                     -> NodeStarted (worker handles)
 //   node -> coord  NodeFailure                      a local actor or a data-plane peer failed
@@ -22,16 +21,13 @@
 namespace taihu::msg {
 
 struct JoinRequest {
-  std::int32_t version = 0;  // the node's cluster protocol version
-  std::string name;       // the node's name for logs and reports (host:pid by default)
-  std::string challenge;  // the gate's challenge being answered
-  std::string proof;      // hex HMAC-SHA-256(secret, "taihu-cp" | challenge | name)
-  caf::actor agent;       // the node's agent; the coordinator monitors it
+  std::string name;  // the node's name for logs and reports (host:pid by default)
+  caf::actor agent;  // the node's agent; the coordinator monitors it
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JoinRequest& x) {
-  return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.version, x.name, x.challenge, x.proof, x.agent);
+  return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.name, x.agent);
 }
 
 struct ClusterSetup {

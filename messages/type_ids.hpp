@@ -49,7 +49,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::ClusterPeers))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeStarted))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeFailure))
-  CAF_ADD_ATOM(taihu, taihu::msg, join_atom, "join")       // a node asks to join the cluster
+  CAF_ADD_ATOM(taihu, taihu::msg, join_atom, "join")       // the gate tells the coordinator a node joined
 
   // Dynamic networks (messages/vertex_work.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))

@@ -2,15 +2,16 @@
 // Training across processes: `taihu-train nodes=K` is the coordinator and
 // `taihu-node --coordinator=HOST:PORT` the nodes that host the replicas.
 //
-// Control plane (CAF's middleman, messages/cluster.hpp): the coordinator
-// publishes one gate actor on [cluster] listen:port (loopback by default). A
-// node first proves that it holds the cluster secret: it asks the gate for a
-// challenge and answers HMAC-SHA-256(secret, "taihu-cp" | challenge | name);
-// only then does the gate admit it and learn its agent's handle, so no other
-// actor of the coordinator is reachable without the secret. Refusals are
-// logged and the gate keeps serving. A node of another cluster protocol
-// version is refused (and logged) by the gate before its proof is looked at;
-// CAF's own handshake refuses non-taihu peers (middleman.app-identifiers).
+// Control plane (CAF's middleman, messages/cluster.hpp): the coordinator's
+// control port on [cluster] listen:port (loopback by default) is a
+// gatekeeper's (actors/compute/control_plane.hpp): a node and the
+// coordinator first prove to each other that they hold the cluster secret
+// (challenge-response, HMAC-SHA-256), and only then does CAF see the
+// connection, which serves one gate actor; the gate admits up to K nodes and
+// learns each one's agent. Nothing of CAF is reachable without the secret;
+// strangers, wrong secrets and other cluster protocol versions are refused and
+// logged (rate-limited), idle connections are closed after 5 s, and at most
+// 32 connections may be in the handshake at once.
 // Once K nodes joined (or join_timeout passed: a clear error naming who is
 // missing), the coordinator places ranks on nodes in contiguous blocks (rank r
 // on node r * K / workers), sends each node the merged config and its ranks;
@@ -67,12 +68,14 @@
 #include <string>
 #include <vector>
 
+#include "actors/net/gatekeeper.hpp"
 #include "core/config/config.hpp"
 #include "core/common/error.hpp"
 
 namespace taihu::compute {
 
-inline constexpr int cluster_protocol_version = 1;
+// 2: admission by the gatekeeper (actors/net/gatekeeper.hpp), before any CAF byte.
+inline constexpr int cluster_protocol_version = 2;
 
 class ClusterError : public Error {
  public:
@@ -99,9 +102,6 @@ struct ClusterSettings {
 // Loads the middleman with taihu's app identifier and heartbeats.
 void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after);
 
-// The proof a node sends for a challenge (hex).
-std::string control_proof(const std::string& secret, const std::string& challenge, const std::string& name);
-
 struct ClusterNode {
   std::string name;
   caf::actor agent;  // null once the node is lost
@@ -113,6 +113,7 @@ struct Cluster {
   std::vector<int> rank_node;        // rank -> node
   std::vector<caf::actor> workers;   // by rank (proxies)
   caf::actor gate;
+  std::shared_ptr<net::Gatekeeper> gatekeeper;  // the control port
   std::uint16_t port = 0;
 };
 

@@ -13,12 +13,12 @@
 #include <set>
 #include <thread>
 
+#include "actors/compute/control_plane.hpp"
 #include "actors/compute/coordinator.hpp"
 #include "actors/exception_reason.hpp"
 #include "actors/net/chunk_link.hpp"
 #include "actors/net/shared_arena.hpp"
 #include "actors/net/data_plane.hpp"
-#include "actors/net/sha256.hpp"
 #include "actors/sync/algorithms.hpp"
 #include "actors/sync/buckets.hpp"
 #include "actors/sync/bucket_shards.hpp"
@@ -37,55 +37,25 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
-std::string hex(const net::Digest& d) {
-  std::string out;
-  for (auto b : d) out += fmt::format("{:02x}", b);
-  return out;
-}
-
 // --- the gate -------------------------------------------------------------
 
+// The actor the control port serves. Every connection reaching it has proven
+// the secret at the gatekeeper (actors/compute/control_plane.hpp), so it only
+// counts places: at most `capacity` live nodes.
 struct GateState {
   static inline const char* name = "taihu.gate";
-  std::string secret;
   int capacity = 0;
-  caf::actor coordinator;  // gets (join_atom, index, name, agent) per admitted node
-  std::set<std::string> challenges;
+  caf::actor coordinator;             // gets (join_atom, index, name, agent) per admitted node
   std::vector<std::string> admitted;  // by node index, ever
   int live = 0;                       // admitted and not reported gone
 };
 
-caf::behavior gate(caf::stateful_actor<GateState>* self, std::string secret, int capacity, caf::actor coordinator) {
-  self->state.secret = std::move(secret);
+caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, caf::actor coordinator) {
   self->state.capacity = capacity;
   self->state.coordinator = std::move(coordinator);
   return {
-      [=](msg::join_atom) -> std::string {
-        auto& s = self->state;
-        // Bounded: a stranger asking again and again cannot grow the set.
-        if (s.challenges.size() > 1024) s.challenges.erase(s.challenges.begin());
-        const std::string challenge = net::random_secret();
-        s.challenges.insert(challenge);
-        return challenge;
-      },
       [=](msg::JoinRequest& r) -> caf::result<std::int32_t> {
         auto& s = self->state;
-        if (r.version != cluster_protocol_version) {
-          spdlog::warn("coordinator: refused node '{}': it speaks cluster protocol version {}, this coordinator {}",
-                       r.name, r.version, cluster_protocol_version);
-          return caf::make_error(caf::sec::runtime_error,
-                                 fmt::format("refused: protocol version {} (the coordinator speaks {})", r.version,
-                                             cluster_protocol_version));
-        }
-        const bool known = s.challenges.erase(r.challenge) == 1;
-        const std::string expected = control_proof(s.secret, r.challenge, r.name);
-        const bool proven =
-            known && net::equal_constant_time({reinterpret_cast<const std::uint8_t*>(expected.data()), expected.size()},
-                                               {reinterpret_cast<const std::uint8_t*>(r.proof.data()), r.proof.size()});
-        if (!proven) {
-          spdlog::warn("coordinator: refused node '{}': it does not hold the cluster secret", r.name);
-          return caf::make_error(caf::sec::runtime_error, std::string("refused: wrong cluster secret"));
-        }
         if (s.live >= s.capacity) {
           spdlog::warn("coordinator: refused node '{}': all {} nodes have joined", r.name, s.capacity);
           return caf::make_error(caf::sec::runtime_error, fmt::format("refused: the cluster is full ({} nodes)", s.capacity));
@@ -147,27 +117,27 @@ void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, do
   cfg.set("middleman.app-identifiers", std::vector<std::string>{"taihu"});
 }
 
-std::string control_proof(const std::string& secret, const std::string& challenge, const std::string& name) {
-  const std::string message = "taihu-cp|" + challenge + "|" + name;
-  return hex(net::hmac_sha256({reinterpret_cast<const std::uint8_t*>(secret.data()), secret.size()},
-                              {reinterpret_cast<const std::uint8_t*>(message.data()), message.size()}));
-}
-
 void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
                     const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
                     Cluster& cluster) {
   require<ClusterError>(ranks % settings.nodes == 0, "workers = {} must be a multiple of nodes = {}", ranks,
                         settings.nodes);
   cluster = Cluster{};
-  cluster.gate = system.spawn(gate, settings.secret, settings.nodes, caf::actor_cast<caf::actor>(self));
-  auto port = system.middleman().publish(cluster.gate, settings.port, settings.listen.c_str(), true);
-  if (!port) {
+  cluster.gate = system.spawn(gate, settings.nodes, caf::actor_cast<caf::actor>(self));
+  try {
+    net::GatekeeperOptions gate_options;
+    gate_options.what = "coordinator control port";
+    gate_options.secret = settings.secret;
+    gate_options.listen_address = settings.listen;
+    gate_options.port = settings.port;
+    gate_options.version = cluster_protocol_version;
+    cluster.gatekeeper = serve_control_port(system, cluster.gate, std::move(gate_options));
+  } catch (const net::NetError& e) {
     caf::anon_send_exit(cluster.gate, caf::exit_reason::user_shutdown);
     cluster.gate = nullptr;
-    raise<ClusterError>("coordinator: cannot listen on {}:{}: {}", settings.listen, settings.port,
-                        reason_text(system, port.error()));
+    raise<ClusterError>("coordinator: {}", e.what());
   }
-  cluster.port = *port;
+  cluster.port = cluster.gatekeeper->port();
   spdlog::info("coordinator: listening on {}:{}, waiting for {} nodes (join_timeout {} s): "
                "taihu-node --coordinator={}:{} --secret-file=...",
                settings.listen, cluster.port, settings.nodes, settings.join_timeout, settings.listen, cluster.port);
@@ -302,10 +272,8 @@ void stop_cluster(caf::actor_system& system, caf::scoped_actor& self, Cluster& c
     self->demonitor(n.agent);
     self->send(n.agent, msg::stop_atom_v);
   }
-  if (cluster.gate) {
-    system.middleman().unpublish(cluster.gate, cluster.port);
-    self->send_exit(cluster.gate, caf::exit_reason::user_shutdown);
-  }
+  cluster.gatekeeper.reset();  // no new connections
+  if (cluster.gate) self->send_exit(cluster.gate, caf::exit_reason::user_shutdown);
 }
 
 // --- the node ----------------------------------------------------------------
@@ -320,19 +288,29 @@ int run_node(const NodeOptions& o) {
   const std::string name = o.name.empty() ? fmt::format("node-{}", ::getpid()) : o.name;
   const std::string where = fmt::format("{}:{}", o.coordinator_host, o.coordinator_port);
 
-  // Reach the coordinator (it may start after us).
+  // Reach the coordinator (it may start after us): the gatekeeper first,
+  // where both sides prove the secret, then the gate actor behind it.
   caf::actor gate;
+  net::GateClientOptions gate_options;
+  gate_options.host = o.coordinator_host;
+  gate_options.port = o.coordinator_port;
+  gate_options.secret = o.secret;
+  gate_options.version = static_cast<std::uint32_t>(o.protocol_version);
+  gate_options.name = name;
   const auto deadline = Clock::now() + millis(o.join_timeout);
   for (;;) {
-    auto g = system.middleman().remote_actor(o.coordinator_host, o.coordinator_port);
-    if (g) {
-      gate = *g;
+    try {
+      gate = join_control_port(system, gate_options);
       break;
-    }
-    if (Clock::now() > deadline) {
-      spdlog::error("node '{}': cannot reach the coordinator at {} within {} s: {}", name, where, o.join_timeout,
-                    reason_text(system, g.error()));
-      return 4;
+    } catch (const net::GateRefused& e) {
+      spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, e.what());
+      return 5;
+    } catch (const net::NetError& e) {
+      if (Clock::now() > deadline) {
+        spdlog::error("node '{}': cannot reach the coordinator at {} within {} s: {}", name, where, o.join_timeout,
+                      e.what());
+        return 4;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -340,15 +318,8 @@ int run_node(const NodeOptions& o) {
   caf::scoped_actor self{system};
   int index = -1;
   std::string error;
-  self->request(gate, std::chrono::seconds(10), msg::join_atom_v)
-      .receive(
-          [&](const std::string& challenge) {
-            msg::JoinRequest request{o.protocol_version, name, challenge, control_proof(o.secret, challenge, name),
-                                     caf::actor_cast<caf::actor>(self)};
-            self->request(gate, std::chrono::seconds(10), std::move(request))
-                .receive([&](std::int32_t i) { index = i; }, [&](caf::error& e) { error = reason_text(system, e); });
-          },
-          [&](caf::error& e) { error = reason_text(system, e); });
+  self->request(gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self)})
+      .receive([&](std::int32_t i) { index = i; }, [&](caf::error& e) { error = reason_text(system, e); });
   if (index < 0) {
     spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, error);
     return 5;

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "actors/net/listener.hpp"
 #include "actors/net/sha256.hpp"
 #include "actors/net/shm_channel.hpp"
 #include "actors/net/shared_arena.hpp"
@@ -32,12 +33,8 @@ using asio::ip::tcp;
 using Nonce = std::array<std::uint8_t, nonce_bytes>;
 
 Nonce fresh_nonce() {
-  static thread_local std::random_device device;
   Nonce n;
-  for (std::size_t i = 0; i < n.size(); i += 4) {
-    const std::uint32_t v = device();
-    std::memcpy(n.data() + i, &v, 4);
-  }
+  random_bytes(n);
   return n;
 }
 
@@ -128,7 +125,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   std::mutex sink_mutex;  // sink_open, and calls to the sink from outside the I/O thread
   bool sink_open = true;  // until stop()
   asio::io_context io;
-  tcp::acceptor acceptor{io};
+  std::shared_ptr<Listener> listener;
   std::thread thread;
 
   struct Stats {
@@ -169,7 +166,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // A connection this node receives on (server side).
   struct Inbound {
-    explicit Inbound(asio::io_context& io) : socket(io), timer(io) {}
+    explicit Inbound(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+    Listener::Ticket ticket;  // its place among the connections in the handshake (until authenticated)
     tcp::socket socket;
     asio::steady_timer timer;
     std::string peer;  // address, for logs
@@ -211,13 +209,23 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   Impl(DataPlaneOptions o, FrameSink* s) : options(std::move(o)), sink(s) {}
 
   void start() {
-    const auto address = asio::ip::make_address(options.listen_address);
-    tcp::endpoint endpoint{address, options.port};
-    acceptor.open(endpoint.protocol());
-    acceptor.set_option(tcp::acceptor::reuse_address(true));
-    acceptor.bind(endpoint);
-    acceptor.listen();
-    accept_next();
+    ListenerOptions lo;
+    lo.what = fmt::format("data plane node {}", options.node);
+    lo.address = options.listen_address;
+    lo.port = options.port;
+    lo.max_open = options.max_pending;
+    listener = std::make_shared<Listener>(io, lo, [this](tcp::socket socket, Listener::Ticket ticket) {
+      auto in = std::make_shared<Inbound>(std::move(socket));
+      in->ticket = std::move(ticket);
+      in->ticket->evict = [this, weak = std::weak_ptr<Inbound>(in)] {
+        if (auto i = weak.lock()) close(i);
+      };
+      in->peer = endpoint_text(in->socket);
+      asio::error_code ignored;
+      in->socket.set_option(tcp::no_delay(true), ignored);
+      begin_handshake(in);
+    });
+    listener->start();
     thread = std::thread([self = shared_from_this()] {
       for (;;) {
         try {
@@ -245,19 +253,6 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   }
 
   // --- server side ---------------------------------------------------------
-
-  void accept_next() {
-    auto in = std::make_shared<Inbound>(io);
-    acceptor.async_accept(in->socket, [this, in](const asio::error_code& ec) {
-      if (ec == asio::error::operation_aborted) return;
-      if (!ec) {
-        in->peer = endpoint_text(in->socket);
-        in->socket.set_option(tcp::no_delay(true));
-        begin_handshake(in);
-      }
-      accept_next();
-    });
-  }
 
   void refuse(const std::shared_ptr<Inbound>& in, const std::string& why) {
     spdlog::warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
@@ -365,6 +360,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     asio::async_write(in->socket, asio::buffer(*welcome), [this, in, welcome](const asio::error_code& ec, std::size_t) {
       if (ec) return close(in);
       in->timer.cancel();
+      in->ticket.reset();  // authenticated: no longer counted among strangers
       in->node = in->hello.node;
       ++stats.accepted;
       spdlog::debug("data plane node {}: node {} connected from {}", options.node, in->node, in->peer);
@@ -914,7 +910,7 @@ DataPlane::DataPlane(DataPlaneOptions options, FrameSink* sink)
 
 DataPlane::~DataPlane() { impl_->stop(); }
 
-std::uint16_t DataPlane::port() const { return impl_->acceptor.local_endpoint().port(); }
+std::uint16_t DataPlane::port() const { return impl_->listener->port(); }
 int DataPlane::node() const { return impl_->options.node; }
 
 void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {

@@ -111,6 +111,10 @@ struct DataPlaneOptions {
   std::size_t max_part_bytes = 64u << 20;  // largest frame it accepts
   std::uint64_t max_message_bytes = std::uint64_t{1} << 34;
   std::chrono::milliseconds handshake_timeout{5000};
+  // Inbound connections in the handshake at once; beyond it a connection is
+  // closed when accepted (actors/net/listener.hpp). Authenticated ones do
+  // not count.
+  std::size_t max_pending = 64;
   std::uint32_t version = protocol_version;  // tests speak other versions
   // Messages of at least this many bytes to a peer that can read this
   // process's memory (same host and user) go as one remote read instead of

@@ -1,5 +1,8 @@
 #include "actors/net/sha256.hpp"
 
+#include <algorithm>
+#include <random>
+
 #include <bit>
 #include <cstring>
 #include <vector>
@@ -118,6 +121,14 @@ Digest hmac_sha256(std::span<const std::uint8_t> key, std::span<const std::uint8
   outer.update(outer_pad);
   outer.update(inner_digest);
   return outer.finish();
+}
+
+void random_bytes(std::span<std::uint8_t> out) {
+  static thread_local std::random_device device;
+  for (std::size_t i = 0; i < out.size(); i += 4) {
+    const std::uint32_t v = device();
+    std::memcpy(out.data() + i, &v, std::min<std::size_t>(4, out.size() - i));
+  }
 }
 
 bool equal_constant_time(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {

@@ -38,4 +38,7 @@ Digest hmac_sha256(std::span<const std::uint8_t> key, std::span<const std::uint8
 // Compares without an early exit, so timing says nothing about where they differ.
 bool equal_constant_time(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b);
 
+// Fills `out` from the operating system's random source (nonces, secrets).
+void random_bytes(std::span<std::uint8_t> out);
+
 }  // namespace taihu::net

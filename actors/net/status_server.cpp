@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "actors/net/data_plane.hpp"
+#include "actors/net/listener.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::net {
@@ -15,9 +16,10 @@ namespace {
 using asio::ip::tcp;
 
 struct Connection {
-  explicit Connection(asio::io_context& io) : socket(io), timer(io) {}
+  explicit Connection(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
   tcp::socket socket;
   asio::steady_timer timer;
+  Listener::Ticket ticket;  // a place among the connections the server keeps open
   asio::streambuf request{8192};  // a request line and headers, nothing more
   std::string response;
 };
@@ -31,18 +33,9 @@ std::string reply(int code, const char* reason, const std::string& type, const s
 
 struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl> {
   asio::io_context io;
-  tcp::acceptor acceptor{io};
+  std::shared_ptr<Listener> listener;
   std::map<std::string, StatusPage> pages;
   std::thread thread;
-
-  void accept() {
-    auto c = std::make_shared<Connection>(io);
-    acceptor.async_accept(c->socket, [this, c](const asio::error_code& ec) {
-      if (ec == asio::error::operation_aborted) return;
-      if (!ec) serve(c);
-      accept();
-    });
-  }
 
   void serve(const std::shared_ptr<Connection>& c) {
     c->timer.expires_after(std::chrono::seconds(5));
@@ -50,6 +43,7 @@ struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl> {
       if (!ec) {
         asio::error_code ignored;
         c->socket.close(ignored);
+        c->ticket.reset();
       }
     });
     asio::async_read_until(c->socket, c->request, "\r\n\r\n", [this, c](const asio::error_code& ec, std::size_t) {
@@ -88,6 +82,7 @@ struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl> {
       c->timer.cancel();
       c->socket.shutdown(tcp::socket::shutdown_both, ignored);
       c->socket.close(ignored);
+      c->ticket.reset();
     });
   }
 };
@@ -95,16 +90,24 @@ struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl> {
 StatusServer::StatusServer(const std::string& address, std::uint16_t port, std::map<std::string, StatusPage> pages)
     : impl_(std::make_shared<Impl>()) {
   impl_->pages = std::move(pages);
-  try {
-    tcp::endpoint endpoint{asio::ip::make_address(address), port};
-    impl_->acceptor.open(endpoint.protocol());
-    impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
-    impl_->acceptor.bind(endpoint);
-    impl_->acceptor.listen();
-  } catch (const std::system_error& e) {
-    raise<NetError>("status endpoint: cannot listen on {}:{}: {}", address, port, e.what());
-  }
-  impl_->accept();
+  ListenerOptions options;
+  options.what = "status endpoint";
+  options.address = address;
+  options.port = port;
+  options.max_open = 32;  // a scraper needs one; a flood must not take the process's descriptors
+  options.backoff = std::chrono::milliseconds(100);
+  impl_->listener = std::make_shared<Listener>(impl_->io, options, [impl = impl_.get()](tcp::socket s, Listener::Ticket t) {
+    auto c = std::make_shared<Connection>(std::move(s));
+    c->ticket = std::move(t);
+    c->ticket->evict = [weak = std::weak_ptr<Connection>(c)] {
+      if (auto conn = weak.lock()) {
+        asio::error_code ignored;
+        conn->socket.close(ignored);
+      }
+    };
+    impl->serve(c);
+  });
+  impl_->listener->start();
   impl_->thread = std::thread([impl = impl_] { impl->io.run(); });
 }
 
@@ -113,7 +116,7 @@ StatusServer::~StatusServer() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-std::uint16_t StatusServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+std::uint16_t StatusServer::port() const { return impl_->listener->port(); }
 
 std::string json_escape(const std::string& text) {
   std::string out;

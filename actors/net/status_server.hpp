@@ -2,7 +2,9 @@
 // A minimal HTTP/1.1 server on Asio for read-only status pages (one I/O
 // thread, one request per connection, GET only). taihu-train serves
 // /metrics (Prometheus text format) and /status (JSON) with it; the pages are
-// rendered by callbacks at request time.
+// rendered by callbacks at request time. At most 32 connections are kept,
+// each for at most 5 s (actors/net/listener.hpp), so idle or slow clients
+// cannot take the process's descriptors.
 
 #include <cstdint>
 #include <functional>

@@ -1,0 +1,69 @@
+#include "actors/compute/control_plane.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <caf/io/basp_broker.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "actors/exception_reason.hpp"
+#include "core/common/check.hpp"
+
+namespace taihu::compute {
+namespace {
+
+// CAF's BASP broker: it takes a connected socket as a scribe, as its own
+// acceptor and connector hand it one (caf/io/basp_broker.hpp).
+caf::actor basp_broker(caf::actor_system& system) {
+  return system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+}
+
+}  // namespace
+
+std::unique_ptr<net::Gatekeeper> serve_control_port(caf::actor_system& system, const caf::actor& gate,
+                                                    net::GatekeeperOptions options) {
+  auto& mm = system.middleman();
+  const caf::actor basp = basp_broker(system);
+  const auto whom = caf::actor_cast<caf::strong_actor_ptr>(gate);
+  auto port = std::make_shared<std::uint16_t>(0);
+  auto gatekeeper = std::make_unique<net::Gatekeeper>(std::move(options), [&mm, basp, whom, port](net::Admitted a) {
+    // In the middleman's own thread: the scribe joins its event loop, and
+    // BASP greets the node as it greets any accepted connection (the server
+    // handshake naming `gate` as the actor published at this port).
+    mm.run_later([&mm, basp, whom, port, fd = a.fd] {
+      auto scribe = mm.backend().new_scribe(fd);
+      caf::anon_send(basp, caf::publish_atom_v, std::move(scribe), *port, whom, std::set<std::string>{});
+    });
+    spdlog::debug("control port: admitted '{}' from {}", a.name, a.peer);
+  });
+  *port = gatekeeper->port();
+  return gatekeeper;
+}
+
+caf::actor join_control_port(caf::actor_system& system, const net::GateClientOptions& options) {
+  const int fd = net::admit_through_gate(options);
+  auto& mm = system.middleman();
+  caf::io::scribe_ptr scribe;
+  try {
+    scribe = mm.backend().new_scribe(fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  caf::scoped_actor self{system};
+  caf::actor gate;
+  std::string error;
+  self->request(basp_broker(system), std::chrono::seconds(30), caf::connect_atom_v, std::move(scribe), options.port)
+      .receive(
+          [&](caf::node_id&, caf::strong_actor_ptr& addr, std::set<std::string>&) {
+            gate = caf::actor_cast<caf::actor>(addr);
+          },
+          [&](caf::error& e) { error = reason_text(system, e); });
+  require<net::NetError>(gate != nullptr, "the coordinator at {}:{} admitted this node but served no actor{}",
+                         options.host, options.port, error.empty() ? "" : ": " + error);
+  return gate;
+}
+
+}  // namespace taihu::compute
