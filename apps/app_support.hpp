@@ -37,7 +37,7 @@ void setup_blas(const config::Document& doc, int argc, char** argv);
 
 // Raises the soft limit on open descriptors to the hard one (as Go's runtime
 // does): a process with many peers needs more than the common default of
-// 1,024, and its listeners cap strangers themselves (actors/net/listener.hpp).
+// 1,024, and its listeners cap strangers themselves (transport/listener.hpp).
 void raise_descriptor_limit();
 
 // Runs an app's body (after raise_descriptor_limit) and turns what it throws

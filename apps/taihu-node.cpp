@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "actors/compute/cluster.hpp"
-#include "actors/net/data_plane.hpp"
+#include "transport/data_plane.hpp"
 #include "apps/app_support.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
@@ -75,9 +75,9 @@ int main(int argc, char** argv) {
     const std::string secret_file = option("secret-file", "secret_file", "");
     if (secret_file.empty()) throw ConfigError("taihu-node: --secret-file=PATH is required (the cluster secret)");
     try {
-      o.secret = net::read_secret_file(cl.flag("secret-file") ? std::filesystem::path(secret_file)
+      o.secret = transport::read_secret_file(cl.flag("secret-file") ? std::filesystem::path(secret_file)
                                                                 : doc.resolve(secret_file));
-    } catch (const net::NetError& e) {
+    } catch (const transport::NetError& e) {
       throw ConfigError(std::string("taihu-node: ") + e.what());
     }
     o.name = option("name", "name", "");

@@ -23,11 +23,11 @@
 
 #include <fmt/format.h>
 
-#include "actors/sim/engine.hpp"
-#include "actors/sim/network.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/network.hpp"
 #include "actors/sim/simulation.hpp"
-#include "actors/sim/sparse_allgather.hpp"
-#include "actors/sync/algorithms.hpp"
+#include "collectives/sparse_allgather.hpp"
+#include "collectives/algorithms.hpp"
 #include "apps/app_support.hpp"
 #include "core/common/error.hpp"
 #include "core/net/net.hpp"
@@ -43,7 +43,7 @@ using namespace taihu;
 constexpr const char* usage = R"(usage: taihu-sim --config-file=FILE [options] [key=value ...]
 
 Simulates the shard actors' collectives on the cluster described in [network]
-(see actors/sim/network.hpp and config/topologies/*.ini) for every node count
+(see simulator/network.hpp and config/topologies/*.ini) for every node count
 and algorithm of [simulation]:
 
   [simulation]
@@ -150,7 +150,7 @@ Settings read_settings(const config::Document& doc, const config::Section& s) {
   for (const auto& a : out.algorithms) {
     if (a != "sparse_allgather") {
       try {
-        (void)sync::parse_algorithm(a);
+        (void)collectives::parse_algorithm(a);
       } catch (const Error& e) {
         throw s.error("algorithms", e.what());
       }
@@ -230,15 +230,15 @@ void check_sums(const sim::SimResult& result, const std::vector<msg::TensorPaylo
 
 Row simulate_one(caf::actor_system& system, const config::Section& network_section, const Settings& s,
                  const std::string& algorithm, int p) {
-  auto network = sim::Network::from_config(network_section, p);
+  auto network = simulator::Network::from_config(network_section, p);
   const bool sparse = algorithm == "sparse_allgather";
   std::vector<std::size_t> packed;
-  sync::Schedule schedule;
+  collectives::Schedule schedule;
   if (sparse) {
-    packed = sim::packed_sizes(p, s.elements, s.density, s.spread);
-    schedule = sim::sparse_allgather(packed);
+    packed = collectives::packed_sizes(p, s.elements, s.density, s.spread);
+    schedule = collectives::sparse_allgather(packed);
   } else {
-    schedule = sync::make_allreduce(sync::parse_algorithm(algorithm), network->topology(), s.elements);
+    schedule = collectives::make_allreduce(collectives::parse_algorithm(algorithm), network->topology(), s.elements);
   }
   Row row;
   row.algorithm = algorithm;
@@ -258,13 +258,13 @@ Row simulate_one(caf::actor_system& system, const config::Section& network_secti
     row.messages = result.stats.messages;
     row.probes = result.probes;
   } else {
-    const auto timing = sim::time_without_actors(schedule, *network);
+    const auto timing = simulator::time_without_actors(schedule, *network);
     row.comm = timing.seconds;
     row.host_seconds = timing.host_seconds;
     row.messages = timing.stats.messages;
   }
   // RedSync adds the P packed vectors into the gradients after the allgather.
-  if (sparse) row.comm += network->reduce_time(sim::sparse_decompress_bytes(packed));
+  if (sparse) row.comm += network->reduce_time(collectives::sparse_decompress_bytes(packed));
   row.seconds = s.compute + row.comm;
   row.bandwidth = row.comm > 0 ? s.bytes / row.comm : 0;
   row.comm_share = row.seconds > 0 ? row.comm / row.seconds : 0;
@@ -437,7 +437,7 @@ int main(int argc, char** argv) {
     const Settings settings = read_settings(doc, doc.section("simulation"));
     const config::Section& network_section = doc.section("network");
     // Reads every [network] key once, so that typos are reported before the runs.
-    const auto probe = sim::Network::from_config(network_section, settings.nodes.front());
+    const auto probe = simulator::Network::from_config(network_section, settings.nodes.front());
     doc.reject_unused();
 
     ActorConfig actor_config(settings.threads);

@@ -11,7 +11,7 @@
 // processes; batch_size is then per worker.
 // A config with a [model] section trains a dynamic network (a Cavs vertex
 // function over input graphs, core/train/graph_trainer.hpp): one replica on
-// the graph actor runtime (actors/graph/graph_runner.hpp), or with workers /
+// the graph actor runtime (actors/graph_runtime/graph_runner.hpp), or with workers /
 // nodes as data-parallel replicas like a net.
 
 #include <fmt/format.h>
@@ -24,7 +24,7 @@
 #include "apps/app_support.hpp"
 #include "actors/compute/coordinator.hpp"
 #include "actors/device/sw26010_executor.hpp"
-#include "actors/graph/graph_runner.hpp"
+#include "actors/graph_runtime/graph_runner.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"

@@ -1,5 +1,5 @@
 // Training (or inference) throughput of a dynamic network through taihu's
-// real runtime — the graph actor runtime (actors/graph) or one inline
+// real runtime — the graph actor runtime (actors/graph_runtime) or one inline
 // executor — on a tree workload file shared with the PyTorch baselines
 // (bench/pytorch/, bench/compare_cavs.sh). A timed training step is what the
 // trainer does per mini-batch: schedule + forward + backward + weight
@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/graph/graph_runner.hpp"
+#include "actors/graph_runtime/graph_runner.hpp"
 #include "bench/bench_args.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"

@@ -1,5 +1,5 @@
 // Allreduce across P processes on loopback by the shard actors over the data
-// plane (actors/net/chunk_link.hpp): each process is one rank, with its own
+// plane (actors/chunk_link/chunk_link.hpp): each process is one rank, with its own
 // CAF system, its shard actor of one bucket and its data plane; chunks for
 // other ranks go over authenticated TCP connections (and, between processes
 // of this host, their shared-memory channels). Each run starts after a
@@ -33,8 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include "actors/net/chunk_link.hpp"
-#include "actors/sync/algorithms.hpp"
+#include "actors/chunk_link/chunk_link.hpp"
+#include "collectives/algorithms.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "bench/bench_args.hpp"
 #include "messages/type_ids.hpp"
@@ -95,7 +95,7 @@ void wait_at(StartBarrier& barrier, int ranks, std::uint64_t run) {
 }
 
 // One rank's process.
-int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, const std::string& secret,
+int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::Algorithm algorithm, const std::string& secret,
               int poll_us, StartBarrier& barrier, int from_parent, int to_parent) {
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
@@ -104,14 +104,14 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
   cfg.set("scheduler.max-threads", static_cast<int>(std::max(1u, cores / static_cast<unsigned>(ranks))));
   cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system system{cfg};
-  net::DataPlaneOptions options;
+  transport::DataPlaneOptions options;
   options.node = rank;
   options.secret = secret;
   if (poll_us >= 0) options.poll_budget = std::chrono::microseconds(poll_us);
   std::vector<int> rank_node(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) rank_node[static_cast<std::size_t>(r)] = r;
   static std::atomic<bool> closing{false};
-  auto link = std::make_shared<net::ChunkLink>(options, rank_node, [rank](int node, const std::string& why) {
+  auto link = std::make_shared<transport::ChunkLink>(options, rank_node, [rank](int node, const std::string& why) {
     if (!closing) std::fprintf(stderr, "rank %d lost node %d: %s\n", rank, node, why.c_str());
   });
   const std::uint16_t port = link->port();
@@ -121,8 +121,8 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
   for (int r = 0; r < ranks; ++r)
     if (r != rank) link->plane().connect(r, "127.0.0.1", ports[static_cast<std::size_t>(r)]);
 
-  const auto topology = sync::Topology::uniform(ranks, sync::Link{30e-6, 3e9}, 6e9);
-  const auto schedule = sync::make_allreduce(algorithm, topology, elements);
+  const auto topology = collectives::Topology::uniform(ranks, collectives::Link{30e-6, 3e9}, 6e9);
+  const auto schedule = collectives::make_allreduce(algorithm, topology, elements);
   auto spec = sync::shard_specs(schedule, 0)[static_cast<std::size_t>(rank)];
   auto shard = sync::spawn_shard(system, std::move(spec), link);
   link->attach(0, rank, shard);
@@ -192,8 +192,8 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, sync::Algorit
 }
 
 // Median seconds per allreduce (after one warm-up run).
-Timing measure(int ranks, std::size_t elements, int runs, sync::Algorithm algorithm, int poll_us) {
-  const std::string secret = net::random_secret();
+Timing measure(int ranks, std::size_t elements, int runs, collectives::Algorithm algorithm, int poll_us) {
+  const std::string secret = transport::random_secret();
   void* shared = ::mmap(nullptr, sizeof(StartBarrier), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) throw std::runtime_error("mmap");
   auto* barrier = new (shared) StartBarrier{};
@@ -281,10 +281,10 @@ int main(int argc, char** argv) {
   const int poll_us = std::stoi(arg_value(argc, argv, "poll-us", "-1"));
   pin_ranks = arg_value(argc, argv, "pin", "0") == "1";
   print_stats = arg_value(argc, argv, "stats", "0") == "1";
-  std::vector<sync::Algorithm> algorithms;
+  std::vector<collectives::Algorithm> algorithms;
   {
     std::stringstream in(algorithms_text);
-    for (std::string item; std::getline(in, item, ',');) algorithms.push_back(sync::parse_algorithm(item));
+    for (std::string item; std::getline(in, item, ',');) algorithms.push_back(collectives::parse_algorithm(item));
   }
   fmt::print("allreduce across {} processes on loopback (shard actors over the data plane), median of {} runs\n",
              ranks, runs);
@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
     const auto elements = static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
     for (auto a : algorithms) {
       const Timing t = measure(ranks, elements, runs, a, poll_us);
-      fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} |\n", mb, sync::name(a), t.slowest_rank * 1e3,
+      fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} |\n", mb, collectives::name(a), t.slowest_rank * 1e3,
                  static_cast<double>(elements * sizeof(float)) / t.slowest_rank / 1e9, t.span * 1e3);
       std::fflush(stdout);
     }

@@ -243,7 +243,7 @@ void wire(int argc, char** argv) {
               path.c_str(), layers.size(), total, policy.min_elements(), density, sparse_n, "layers", dense_n);
   std::printf("bsearch sent %.0f entries for k = %.0f (x%.3f); packed message %.3f MB\n", sent_entries,
               density * sparse_n, sent_entries / (density * sparse_n), msg_bytes / 1e6);
-  // Fusion buckets as actors/sync/buckets.cpp makes them: backward order (last layer first), a layer's
+  // Fusion buckets as collectives/buckets.cpp makes them: backward order (last layer first), a layer's
   // params together, a bucket closed when the next layer would overflow bucket_mb.
   const double bucket_bytes = std::stod(bench::arg_value(argc, argv, "bucket_mb", "25")) * 1024 * 1024;
   struct BucketRow {

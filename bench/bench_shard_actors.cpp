@@ -17,12 +17,13 @@
 #include <vector>
 
 #include "bench/bench_args.hpp"
-#include "actors/sync/algorithms.hpp"
+#include "collectives/algorithms.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "messages/type_ids.hpp"
 
 using namespace taihu;
 using namespace taihu::sync;
+using namespace taihu::collectives;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -16,10 +16,10 @@
 
 #include <fmt/format.h>
 
-#include "actors/sim/engine.hpp"
-#include "actors/sim/network.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/network.hpp"
 #include "actors/sim/simulation.hpp"
-#include "actors/sync/algorithms.hpp"
+#include "collectives/algorithms.hpp"
 #include "bench/bench_args.hpp"
 #include "core/config/config.hpp"
 #include "messages/type_ids.hpp"
@@ -75,17 +75,17 @@ int main(int argc, char** argv) {
   for (const auto& algorithm : algorithms) {
     for (double n : nodes) {
       const int p = static_cast<int>(n);
-      auto network = sim::Network::from_config(doc.section("network"), p);
-      const auto schedule = sync::make_allreduce(sync::parse_algorithm(algorithm), network->topology(), elements);
+      auto network = simulator::Network::from_config(doc.section("network"), p);
+      const auto schedule = collectives::make_allreduce(collectives::parse_algorithm(algorithm), network->topology(), elements);
       std::vector<double> actor_times, engine_times, actor_cpu;
       sim::SimResult last;
-      sim::Timing timing;
+      simulator::Timing timing;
       for (int i = 0; i < runs; ++i) {
         const std::clock_t cpu0 = std::clock();
         last = sim::simulate(system, schedule, *network, {});
         actor_cpu.push_back(static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
         actor_times.push_back(last.host_seconds);
-        timing = sim::time_without_actors(schedule, *network);
+        timing = simulator::time_without_actors(schedule, *network);
         engine_times.push_back(timing.host_seconds);
       }
       if (timing.seconds != last.seconds) {

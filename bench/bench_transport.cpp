@@ -1,5 +1,5 @@
 // Point-to-point tensor throughput between two processes on loopback: the
-// data plane (actors/net/data_plane.hpp: handshake, framed messages, gather
+// data plane (transport/data_plane.hpp: handshake, framed messages, gather
 // writes from the sender's tensor, reads straight into the receiver's) against
 // a plain blocking TCP socket copy of the same bytes (write() from one buffer,
 // read() into one buffer). The sender is a forked child; the receiver times
@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "actors/net/data_plane.hpp"
+#include "transport/data_plane.hpp"
 #include "bench/bench_args.hpp"
 
 using namespace taihu;
@@ -113,12 +113,12 @@ double plain_socket(std::size_t bytes, std::size_t count) {
   return static_cast<double>(total) / seconds;
 }
 
-class TimingSink : public net::FrameSink {
+class TimingSink : public transport::FrameSink {
  public:
   TimingSink(std::size_t bytes, std::size_t count, bool fresh) : count_(count), fresh_(fresh), reused_(bytes) {
     std::memset(reused_.data(), 0, bytes);
   }
-  net::Landing land(int, const net::ChunkHeader&, std::size_t bytes) override {
+  transport::Landing land(int, const transport::ChunkHeader&, std::size_t bytes) override {
     if (!started_) {
       started_ = true;
       start_ = Clock::now();
@@ -129,7 +129,7 @@ class TimingSink : public net::FrameSink {
     }
     return {reused_.data(), nullptr};
   }
-  void deliver(int, const net::ChunkHeader&, net::Landing) override {
+  void deliver(int, const transport::ChunkHeader&, transport::Landing) override {
     if (++delivered_ == count_) {
       std::lock_guard lock(mutex_);
       end_ = Clock::now();
@@ -155,7 +155,7 @@ class TimingSink : public net::FrameSink {
 };
 
 double data_plane(std::size_t bytes, std::size_t count, bool fresh) {
-  const std::string secret = net::random_secret();
+  const std::string secret = transport::random_secret();
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe");
   // Fork before any thread exists in this process; the port comes through the pipe.
@@ -163,24 +163,24 @@ double data_plane(std::size_t bytes, std::size_t count, bool fresh) {
     std::uint16_t port = 0;
     if (::read(pipe_fds[0], &port, sizeof port) != sizeof port) return 2;
     TimingSink unused(1, 1, false);
-    net::DataPlaneOptions options;
+    transport::DataPlaneOptions options;
     options.node = 1;
     options.secret = secret;
-    net::DataPlane plane(options, &unused);
+    transport::DataPlane plane(options, &unused);
     plane.connect(0, "127.0.0.1", port);
     auto buffer = std::make_shared<std::vector<float>>(bytes / sizeof(float), 1.0f);
     for (std::size_t m = 0; m < count; ++m)
-      plane.send(0, net::ChunkHeader{0, 1, 0, static_cast<std::uint32_t>(m), 0, 0}, buffer->data(), bytes, buffer);
+      plane.send(0, transport::ChunkHeader{0, 1, 0, static_cast<std::uint32_t>(m), 0, 0}, buffer->data(), bytes, buffer);
     while (plane.stats().messages_sent < count) std::this_thread::sleep_for(std::chrono::microseconds(200));
     return 0;
   });
   TimingSink sink(bytes, count, fresh);
-  net::DataPlaneOptions options;
+  transport::DataPlaneOptions options;
   options.node = 0;
   options.secret = secret;
   double seconds;
   {
-    net::DataPlane plane(options, &sink);
+    transport::DataPlane plane(options, &sink);
     const std::uint16_t port = plane.port();
     (void)!::write(pipe_fds[1], &port, sizeof port);
     seconds = sink.wait_seconds();

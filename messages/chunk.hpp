@@ -2,11 +2,11 @@
 // One message of a collective between two shard actors of the same bucket:
 // the range [offset, offset + payload.size()) of the bucket, the sender's
 // snapshot of it. (sender, seq) names the message within one iteration of
-// one bucket, as in actors/sync/schedule.hpp; the receiver checks the range.
+// one bucket, as in collectives/schedule.hpp; the receiver checks the range.
 //
 // The floats are either in `payload` or, for a message from another process
 // of this host, still in the sender's memory (`source`, process-local: never
-// serialized; messages/chunk_values.hpp reads either kind).
+// serialized; actors/sync/chunk_ops.hpp reads either kind).
 
 #include <cstdint>
 #include <memory>
@@ -29,7 +29,7 @@ struct Chunk {
 };
 
 // The floats as a payload: reads a source into a fresh buffer and drops the
-// source, which releases the sender's memory (messages/chunk_values.cpp).
+// source, which releases the sender's memory (actors/sync/chunk_ops.cpp).
 const TensorPayload& chunk_payload(Chunk& chunk);
 
 template <class Inspector>

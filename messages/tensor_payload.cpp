@@ -10,26 +10,19 @@
 #include <atomic>
 #include <cstring>
 
-#include "actors/net/shared_arena.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::msg {
 
-TensorPayload TensorPayload::allocate(std::size_t n) {
+TensorPayload TensorPayload::allocate(std::size_t n, const PayloadAllocator* allocator) {
   if (n == 0) return {};
-  // Large buffers where peers on this host can map them (actors/net/shared_arena.hpp).
-  using net::SharedArena;
-  if (SharedArena* arena = SharedArena::installed(); arena != nullptr && n * sizeof(float) >= SharedArena::granule) {
-    const std::size_t bytes = n * sizeof(float);
-    if (void* p = arena->allocate(bytes))
-      return {std::shared_ptr<float[]>(static_cast<float*>(p), [arena, bytes](float* q) { arena->release(q, bytes); }),
-              0, n};
-  }
+  if (allocator != nullptr)
+    if (auto storage = allocator->allocate(n)) return {std::move(storage), 0, n};
   return {std::make_shared_for_overwrite<float[]>(n), 0, n};
 }
 
-TensorPayload TensorPayload::copy_of(std::span<const float> values) {
-  auto out = allocate(values.size());
+TensorPayload TensorPayload::copy_of(std::span<const float> values, const PayloadAllocator* allocator) {
+  auto out = allocate(values.size(), allocator);
   if (!values.empty()) std::memcpy(out.storage_.get(), values.data(), values.size_bytes());
   return out;
 }

@@ -14,9 +14,9 @@
 // apply_raw: host byte order, all nodes share it), ~10x faster than CAF's
 // element-wise default for std::vector<float>; the receiver gets a fresh
 // buffer holding exactly the view. Between processes of one host the data
-// plane lets the receiver read large buffers in place instead: they come
-// from the process's shared arena once one is installed
-// (actors/net/shared_arena.hpp).
+// plane lets the receiver read large buffers in place instead: those are
+// allocated by the process's shared arena, passed in as a PayloadAllocator
+// (messages/payload_allocator.hpp).
 
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
@@ -26,6 +26,8 @@
 #include <span>
 #include <vector>
 
+#include "messages/payload_allocator.hpp"
+
 namespace taihu::msg {
 
 class TensorPayload {
@@ -33,10 +35,13 @@ class TensorPayload {
   TensorPayload() = default;
 
   // A fresh, uninitialised buffer of n floats (the caller fills it while it is
-  // the only owner, through mutable_data()).
-  static TensorPayload allocate(std::size_t n);
-  static TensorPayload copy_of(std::span<const float> values);
-  static TensorPayload copy_of(const float* values, std::size_t n) { return copy_of({values, n}); }
+  // the only owner, through mutable_data()), from `allocator` when it takes
+  // that size, else from the heap.
+  static TensorPayload allocate(std::size_t n, const PayloadAllocator* allocator = nullptr);
+  static TensorPayload copy_of(std::span<const float> values, const PayloadAllocator* allocator = nullptr);
+  static TensorPayload copy_of(const float* values, std::size_t n, const PayloadAllocator* allocator = nullptr) {
+    return copy_of({values, n}, allocator);
+  }
   // n floats that are never read or written: a size without values, for
   // timing-only simulations (actors/sim/). data() and mutable_data() are
   // null; slices keep that; it must not go on the network.

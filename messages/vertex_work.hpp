@@ -1,6 +1,6 @@
 #pragma once
 // Dynamic-network work items between the graph batcher and its vertex
-// executors (actors/graph): one step of one executor's part of a mini-batch —
+// executors (actors/graph_runtime): one step of one executor's part of a mini-batch —
 // its eager ops, one round of vertices, its lazy ops, their backward, or its
 // weight gradients. The data stays with the executor; messages carry only
 // which step to run and, back, how long it took.

@@ -56,7 +56,7 @@
 //   heartbeat = 1             # seconds between CAF heartbeats
 //   dead_after = 5            # seconds of silence after which a node is dead
 //   same_host_copy = true     # nodes on one host copy large chunks straight from each other's
-//                             # memory (actors/net/wire.hpp); false: always through the sockets
+//                             # memory (transport/wire.hpp); false: always through the sockets
 //                             # (e.g. to measure shaped links between namespaces of one host)
 //   poll_us = 1000            # a shard waiting for a chunk from a node on its host polls the
 //                             # shared-memory channel this long before it sleeps; 0: never polls
@@ -68,13 +68,13 @@
 #include <string>
 #include <vector>
 
-#include "actors/net/gatekeeper.hpp"
+#include "transport/gatekeeper.hpp"
 #include "core/config/config.hpp"
 #include "core/common/error.hpp"
 
 namespace taihu::compute {
 
-// 2: admission by the gatekeeper (actors/net/gatekeeper.hpp), before any CAF byte.
+// 2: admission by the gatekeeper (transport/gatekeeper.hpp), before any CAF byte.
 inline constexpr int cluster_protocol_version = 2;
 
 class ClusterError : public Error {
@@ -113,7 +113,7 @@ struct Cluster {
   std::vector<int> rank_node;        // rank -> node
   std::vector<caf::actor> workers;   // by rank (proxies)
   caf::actor gate;
-  std::shared_ptr<net::Gatekeeper> gatekeeper;  // the control port
+  std::shared_ptr<transport::Gatekeeper> gatekeeper;  // the control port
   std::uint16_t port = 0;
 };
 

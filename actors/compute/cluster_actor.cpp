@@ -16,11 +16,12 @@
 #include "actors/compute/control_plane.hpp"
 #include "actors/compute/coordinator.hpp"
 #include "actors/exception_reason.hpp"
-#include "actors/net/chunk_link.hpp"
-#include "actors/net/shared_arena.hpp"
-#include "actors/net/data_plane.hpp"
-#include "actors/sync/algorithms.hpp"
-#include "actors/sync/buckets.hpp"
+#include "actors/chunk_link/arena_allocator.hpp"
+#include "actors/chunk_link/chunk_link.hpp"
+#include "transport/shared_arena.hpp"
+#include "transport/data_plane.hpp"
+#include "collectives/algorithms.hpp"
+#include "collectives/buckets.hpp"
 #include "actors/sync/bucket_shards.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "core/blas/blas.hpp"
@@ -94,8 +95,8 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   if (secret_file.empty())
     throw c.error("secret_file", "nodes > 0 needs a cluster secret: [cluster] secret_file = PATH (a file only you can read)");
   try {
-    s.secret = net::read_secret_file(doc.resolve(secret_file));
-  } catch (const net::NetError& e) {
+    s.secret = transport::read_secret_file(doc.resolve(secret_file));
+  } catch (const transport::NetError& e) {
     throw c.error("secret_file", e.what());
   }
   s.join_timeout = c.get_or<double>("join_timeout", s.join_timeout);
@@ -125,14 +126,14 @@ void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const Cl
   cluster = Cluster{};
   cluster.gate = system.spawn(gate, settings.nodes, caf::actor_cast<caf::actor>(self));
   try {
-    net::GatekeeperOptions gate_options;
+    transport::GatekeeperOptions gate_options;
     gate_options.what = "coordinator control port";
     gate_options.secret = settings.secret;
     gate_options.listen_address = settings.listen;
     gate_options.port = settings.port;
     gate_options.version = cluster_protocol_version;
     cluster.gatekeeper = serve_control_port(system, cluster.gate, std::move(gate_options));
-  } catch (const net::NetError& e) {
+  } catch (const transport::NetError& e) {
     caf::anon_send_exit(cluster.gate, caf::exit_reason::user_shutdown);
     cluster.gate = nullptr;
     raise<ClusterError>("coordinator: {}", e.what());
@@ -291,7 +292,7 @@ int run_node(const NodeOptions& o) {
   // Reach the coordinator (it may start after us): the gatekeeper first,
   // where both sides prove the secret, then the gate actor behind it.
   caf::actor gate;
-  net::GateClientOptions gate_options;
+  transport::GateClientOptions gate_options;
   gate_options.host = o.coordinator_host;
   gate_options.port = o.coordinator_port;
   gate_options.secret = o.secret;
@@ -302,10 +303,10 @@ int run_node(const NodeOptions& o) {
     try {
       gate = join_control_port(system, gate_options);
       break;
-    } catch (const net::GateRefused& e) {
+    } catch (const transport::GateRefused& e) {
       spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, e.what());
       return 5;
-    } catch (const net::NetError& e) {
+    } catch (const transport::NetError& e) {
       if (Clock::now() > deadline) {
         spdlog::error("node '{}': cannot reach the coordinator at {} within {} s: {}", name, where, o.join_timeout,
                       e.what());
@@ -335,7 +336,7 @@ int run_node(const NodeOptions& o) {
   std::vector<std::string> algorithms;
   std::vector<int> local_ranks;
   std::vector<std::shared_ptr<WorkerModel>> models;
-  std::shared_ptr<net::ChunkLink> link;
+  std::shared_ptr<transport::ChunkLink> link;
   std::vector<caf::actor> workers, shards;
   std::map<caf::actor_addr, std::string> who;
   int exit_code = 0;
@@ -409,29 +410,33 @@ int run_node(const NodeOptions& o) {
           const config::Section& cluster_section = doc->section("cluster");
           const ClusterSettings defaults;
           const bool same_host_copy = cluster_section.get_or<bool>("same_host_copy", defaults.same_host_copy);
-          // Before the models allocate their buckets, so that peers on this host read them in place.
+          // The buckets and the shards' copies live in the shared arena, so that peers on this host read them in place.
+          std::shared_ptr<const msg::PayloadAllocator> allocator;
           if (same_host_copy) {
             try {
-              net::SharedArena::install();
+              allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
             } catch (const std::exception& e) {
               spdlog::warn("node {}: no shared arena ({}); peers on this host read through the kernel", index, e.what());
             }
           }
           const ReplicaData data = ReplicaData::read(*doc, settings);
-          for (int r : local_ranks)
+          for (int r : local_ranks) {
             models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes));
-          net::DataPlaneOptions options;
+            models.back()->allocator = allocator;
+          }
+          transport::DataPlaneOptions options;
           options.node = index;
           options.secret = o.secret;
           options.listen_address = o.data_listen;
           if (!same_host_copy) options.remote_read_min_bytes = 0;
           options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
-          link = std::make_shared<net::ChunkLink>(
+          link = std::make_shared<transport::ChunkLink>(
               options, rank_node, [coordinator, generation, index](int node, const std::string& why) {
                 // On the I/O thread: tell the coordinator (by message; it names the node).
                 caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
                     "node {} lost its data-plane connection to node {}: {}", index, node, why)});
-              });
+              },
+              allocator);
           spdlog::info("node {} '{}': ranks {}..{} built; data plane on {}:{}", index, name, local_ranks.front(),
                        local_ranks.back(), o.data_listen, link->port());
           return msg::NodeReady{index, o.data_listen, link->port()};
@@ -449,15 +454,15 @@ int run_node(const NodeOptions& o) {
               link->plane().connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
           const int ranks = static_cast<int>(rank_node.size());
           const auto topology = training_topology(*doc, ranks);
-          const sync::Buckets& buckets = *models.front()->buckets;
+          const collectives::Buckets& buckets = *models.front()->buckets;
           require(algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
                   algorithms.size(), buckets.size());
           std::vector<std::vector<caf::actor>> bucket_shards(buckets.size(), std::vector<caf::actor>(ranks));
-          const auto compression = sync::plan_compression(*doc, buckets, ranks);
+          const auto compression = collectives::plan_compression(*doc, buckets, ranks);
           for (std::size_t b = 0; b < buckets.size(); ++b) {
             bucket_shards[b] = sync::spawn_bucket_shards(
                 system, topology,
-                {static_cast<std::uint32_t>(b), buckets[b].elements, sync::parse_algorithm(algorithms[b]),
+                {static_cast<std::uint32_t>(b), buckets[b].elements, collectives::parse_algorithm(algorithms[b]),
                  compression[b]},
                 link, [&](int r) { return rank_node[static_cast<std::size_t>(r)] == index; });
             for (int r = 0; r < ranks; ++r) {

@@ -1,6 +1,6 @@
 #pragma once
 // The control plane's transport: CAF's BASP, spoken only on sockets that the
-// gatekeeper (actors/net/gatekeeper.hpp) has authenticated both ways. The
+// gatekeeper (transport/gatekeeper.hpp) has authenticated both ways. The
 // coordinator's port is the gatekeeper's; CAF never listens itself.
 
 #include <caf/fwd.hpp>
@@ -9,20 +9,20 @@
 #include <memory>
 #include <string>
 
-#include "actors/net/gatekeeper.hpp"
+#include "transport/gatekeeper.hpp"
 
 namespace taihu::compute {
 
 // Coordinator: listens on options' address and port; every connection the
 // gatekeeper admits becomes a BASP connection that is served `gate` (what
 // the node's join_control_port returns). Throws net::NetError.
-std::unique_ptr<net::Gatekeeper> serve_control_port(caf::actor_system& system, const caf::actor& gate,
-                                                    net::GatekeeperOptions options);
+std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const caf::actor& gate,
+                                                    transport::GatekeeperOptions options);
 
 // Node: connects through the gatekeeper at options' host and port and returns
 // the actor it serves. Throws net::GateRefused (refused: wrong secret or
 // version; retrying will not help) or net::NetError (not reachable yet, or
 // it does not prove the secret).
-caf::actor join_control_port(caf::actor_system& system, const net::GateClientOptions& options);
+caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options);
 
 }  // namespace taihu::compute

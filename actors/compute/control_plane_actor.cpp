@@ -22,13 +22,13 @@ caf::actor basp_broker(caf::actor_system& system) {
 
 }  // namespace
 
-std::unique_ptr<net::Gatekeeper> serve_control_port(caf::actor_system& system, const caf::actor& gate,
-                                                    net::GatekeeperOptions options) {
+std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const caf::actor& gate,
+                                                    transport::GatekeeperOptions options) {
   auto& mm = system.middleman();
   const caf::actor basp = basp_broker(system);
   const auto whom = caf::actor_cast<caf::strong_actor_ptr>(gate);
   auto port = std::make_shared<std::uint16_t>(0);
-  auto gatekeeper = std::make_unique<net::Gatekeeper>(std::move(options), [&mm, basp, whom, port](net::Admitted a) {
+  auto gatekeeper = std::make_unique<transport::Gatekeeper>(std::move(options), [&mm, basp, whom, port](transport::Admitted a) {
     // In the middleman's own thread: the scribe joins its event loop, and
     // BASP greets the node as it greets any accepted connection (the server
     // handshake naming `gate` as the actor published at this port).
@@ -42,8 +42,8 @@ std::unique_ptr<net::Gatekeeper> serve_control_port(caf::actor_system& system, c
   return gatekeeper;
 }
 
-caf::actor join_control_port(caf::actor_system& system, const net::GateClientOptions& options) {
-  const int fd = net::admit_through_gate(options);
+caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options) {
+  const int fd = transport::admit_through_gate(options);
   auto& mm = system.middleman();
   caf::io::scribe_ptr scribe;
   try {
@@ -61,7 +61,7 @@ caf::actor join_control_port(caf::actor_system& system, const net::GateClientOpt
             gate = caf::actor_cast<caf::actor>(addr);
           },
           [&](caf::error& e) { error = reason_text(system, e); });
-  require<net::NetError>(gate != nullptr, "the coordinator at {}:{} admitted this node but served no actor{}",
+  require<transport::NetError>(gate != nullptr, "the coordinator at {}:{} admitted this node but served no actor{}",
                          options.host, options.port, error.empty() ? "" : ": " + error);
   return gate;
 }

@@ -18,10 +18,10 @@
 //   scheduler_threads = 0      # CAF threads for the shard actors; 0 = min(2, cores)
 //   scheduler = sharing        # CAF policy: sharing (threads sleep on a condition
 //                              # variable) or stealing (idle threads poll, #737)
-//   [topology]                 # optional, see actors/sync/topology.hpp; ranks = workers.
+//   [topology]                 # optional, see collectives/topology.hpp; ranks = workers.
 //                              # Default: one group, in-process link costs.
 //   [compress]                 # optional: RedSync's gradient compression per layer
-//                              # (core/compress/policy.hpp, actors/sync/compression_plan.hpp);
+//                              # (core/compress/policy.hpp, collectives/compression_plan.hpp);
 //                              # method = none keeps plain allreduce
 // `auto` picks each bucket's algorithm with the α-β-γ cost model and logs the
 // choice and the predicted time.
@@ -62,7 +62,7 @@
 #include <vector>
 
 #include "actors/compute/worker_actor.hpp"
-#include "actors/sync/topology.hpp"
+#include "collectives/topology.hpp"
 #include "core/common/error.hpp"
 #include "core/data/dataset.hpp"
 #include "core/config/config.hpp"
@@ -86,7 +86,7 @@ class WorkerFailure : public Error {
 // that every process builds the same replicas and schedules from one config.
 
 // The [topology] section, or (without one) uniform in-process links.
-sync::Topology training_topology(const config::Document& doc, int ranks);
+collectives::Topology training_topology(const config::Document& doc, int ranks);
 
 // Rank `rank`'s worker model: its replica (core/train/replica.hpp: a net or a
 // dynamic model, its solver, its shard of every global batch and, on rank 0,

@@ -14,11 +14,11 @@
 #include <optional>
 
 #include "actors/compute/cluster.hpp"
-#include "actors/net/status_server.hpp"
-#include "actors/sync/algorithms.hpp"
+#include "transport/status_server.hpp"
+#include "collectives/algorithms.hpp"
 #include "actors/sync/bucket_shards.hpp"
-#include "actors/sync/buckets.hpp"
-#include "actors/sync/cost_model.hpp"
+#include "collectives/buckets.hpp"
+#include "collectives/cost_model.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 // In-process links: a message costs a few microseconds, copies run near
 // memcpy speed, and adding floats is a little slower than copying them.
-sync::Topology in_process_topology(int ranks) { return sync::Topology::uniform(ranks, sync::Link{3e-6, 8e9}, 6e9); }
+collectives::Topology in_process_topology(int ranks) { return collectives::Topology::uniform(ranks, collectives::Link{3e-6, 8e9}, 6e9); }
 
 // The config as the nodes get it: the paths that are relative to the config
 // file made absolute, since the nodes parse it from a string.
@@ -65,9 +65,9 @@ struct Regroup {};
 
 }  // namespace
 
-sync::Topology training_topology(const config::Document& doc, int ranks) {
+collectives::Topology training_topology(const config::Document& doc, int ranks) {
   if (const config::Section* t = doc.find("topology")) {
-    auto topology = sync::Topology::from_config(*t);
+    auto topology = collectives::Topology::from_config(*t);
     if (topology.ranks() != ranks)
       throw t->error("ranks", fmt::format("the topology has {} ranks, but workers = {}", topology.ranks(), ranks));
     return topology;
@@ -83,7 +83,7 @@ std::shared_ptr<WorkerModel> build_worker_model(const config::Document& d, const
   m->ranks = ranks;
   m->fault = fault;
   m->replica = build_replica(d, settings, data, r, ranks);
-  m->buckets = std::make_unique<sync::Buckets>(m->replica->gradient_stages(), bucket_bytes);
+  m->buckets = std::make_unique<collectives::Buckets>(m->replica->gradient_stages(), bucket_bytes);
   return m;
 }
 
@@ -143,7 +143,7 @@ struct RunStatus {
       std::string r;
       for (int k : m.ranks) r += fmt::format("{}{}", r.empty() ? "" : ", ", k);
       members_json += fmt::format("{}\n    {{\"name\": \"{}\", \"state\": \"{}\", \"ranks\": [{}]}}",
-                                  members_json.empty() ? "" : ",", net::json_escape(m.name), m.state, r);
+                                  members_json.empty() ? "" : ",", transport::json_escape(m.name), m.state, r);
     }
     for (int n : rank_node) ranks_json += fmt::format("{}{}", ranks_json.empty() ? "" : ", ", n);
     for (const auto& b : buckets)
@@ -153,7 +153,7 @@ struct RunStatus {
         "{{\n  \"state\": \"{}\",\n  \"net\": \"{}\",\n  \"iteration\": {},\n  \"epoch\": {},\n  \"loss\": {},\n"
         "  \"images_per_second\": {},\n  \"members\": [{}\n  ],\n  \"topology\": {{\n    \"ranks\": {},\n    \"nodes\": {},\n"
         "    \"rank_node\": [{}],\n    \"buckets\": [{}\n    ]\n  }}\n}}\n",
-        net::json_escape(state), net::json_escape(net_name), iterations, epoch, loss, images_per_second, members_json,
+        transport::json_escape(state), transport::json_escape(net_name), iterations, epoch, loss, images_per_second, members_json,
         ranks, nodes, ranks_json, buckets_json);
   }
 };
@@ -198,14 +198,14 @@ struct DataParallelTrainer::Impl {
   int compute_slots = 0;
   int scheduler_threads = 0;
   std::string scheduler = "sharing";
-  std::optional<sync::Topology> topology;
+  std::optional<collectives::Topology> topology;
   ClusterSettings cluster;
   StatusSettings status_settings;
   std::vector<std::shared_ptr<WorkerModel>> models;
   std::vector<std::size_t> bucket_elements;
-  std::vector<sync::Algorithm> bucket_algorithms;
+  std::vector<collectives::Algorithm> bucket_algorithms;
   std::vector<BucketReport> bucket_reports;
-  std::vector<sync::BucketCompression> bucket_compression;  // [compress]; empty segments: allreduce
+  std::vector<collectives::BucketCompression> bucket_compression;  // [compress]; empty segments: allreduce
   double dense_bytes = 0;  // all ranks, per iteration, with dense ring allreduce
   int64_t per_epoch = 0;
   std::string net_name;  // or the dynamic model's type
@@ -252,35 +252,35 @@ struct DataParallelTrainer::Impl {
 
 void DataParallelTrainer::Impl::plan_buckets() {
   const auto stages = models[0]->replica->gradient_stages();
-  const sync::Buckets& buckets = *models[0]->buckets;
+  const collectives::Buckets& buckets = *models[0]->buckets;
   bucket_elements.clear();
   bucket_algorithms.clear();
   bucket_reports.clear();
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     const std::size_t n = buckets[b].elements;
     const double bytes = static_cast<double>(n) * sizeof(float);
-    sync::Algorithm a;
+    collectives::Algorithm a;
     double predicted;
     if (algorithm == "auto") {
-      const auto choice = sync::choose_algorithm(*topology, bytes);
+      const auto choice = collectives::choose_algorithm(*topology, bytes);
       a = choice.algorithm;
       predicted = choice.seconds;
     } else {
-      a = sync::parse_algorithm(algorithm);
-      predicted = sync::predict(sync::make_allreduce(a, *topology, n), *topology).seconds;
+      a = collectives::parse_algorithm(algorithm);
+      predicted = collectives::predict(collectives::make_allreduce(a, *topology, n), *topology).seconds;
     }
     bucket_elements.push_back(n);
     bucket_algorithms.push_back(a);
-    bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(sync::name(a)), predicted});
+    bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(collectives::name(a)), predicted});
     spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
-                 bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, sync::name(a),
+                 bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, collectives::name(a),
                  algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
   }
-  // RedSync's compression per bucket ([compress], actors/sync/compression_plan.hpp).
-  bucket_compression = sync::plan_compression(doc, buckets, ranks);
+  // RedSync's compression per bucket ([compress], collectives/compression_plan.hpp).
+  bucket_compression = collectives::plan_compression(doc, buckets, ranks);
   dense_bytes = 0;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
-    dense_bytes += sync::dense_ring_bytes_all_ranks(buckets[b].elements, ranks);
+    dense_bytes += collectives::dense_ring_bytes_all_ranks(buckets[b].elements, ranks);
     if (!bucket_compression[b].compressed()) continue;
     if (bucket_compression[b].allgather()) bucket_reports[b].algorithm = "compressed ring allgather";
     spdlog::info("bucket {}: compressed: {}", b, bucket_compression[b].describe());
@@ -437,10 +437,10 @@ RunRecord DataParallelTrainer::Impl::train() {
   status->ranks = im.ranks;
   status->nodes = im.cluster.nodes;
   for (std::size_t b = 0; b < im.bucket_elements.size(); ++b) {
-    const auto schedule = sync::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
+    const auto schedule = collectives::make_allreduce(im.bucket_algorithms[b], *im.topology, im.bucket_elements[b]);
     std::uint64_t elements = 0;
     for (int r = 0; r < im.ranks; ++r) elements += schedule.elements_sent(r);
-    status->buckets.push_back({im.bucket_elements[b], std::string(sync::name(im.bucket_algorithms[b])),
+    status->buckets.push_back({im.bucket_elements[b], std::string(collectives::name(im.bucket_algorithms[b])),
                                elements * sizeof(float)});
   }
   status->state = clustered ? "waiting for nodes" : "training";
@@ -448,11 +448,11 @@ RunRecord DataParallelTrainer::Impl::train() {
     for (int r = 0; r < im.ranks; ++r) status->members.push_back({fmt::format("worker {} (in-process)", r), "training", {r}});
     status->rank_node.assign(static_cast<std::size_t>(im.ranks), 0);
   }
-  std::unique_ptr<net::StatusServer> status_server;
+  std::unique_ptr<transport::StatusServer> status_server;
   if (im.status_settings.enabled) {
-    status_server = std::make_unique<net::StatusServer>(
+    status_server = std::make_unique<transport::StatusServer>(
         im.status_settings.listen, im.status_settings.port,
-        std::map<std::string, net::StatusPage>{
+        std::map<std::string, transport::StatusPage>{
             {"/metrics", {"text/plain; version=0.0.4", [status] { return status->metrics(); }}},
             {"/status", {"application/json", [status] { return status->status(); }}}});
     spdlog::info("status endpoint: http://{}:{}/metrics and /status", im.status_settings.listen, status_server->port());
@@ -473,7 +473,7 @@ RunRecord DataParallelTrainer::Impl::train() {
     Cluster cluster;
     auto algorithm_names = [&] {
       std::vector<std::string> names;
-      for (auto a : im.bucket_algorithms) names.emplace_back(sync::name(a));
+      for (auto a : im.bucket_algorithms) names.emplace_back(collectives::name(a));
       return names;
     };
     // Wires the coordinator to the cluster's current generation.
@@ -614,7 +614,7 @@ RunRecord DataParallelTrainer::Impl::train() {
     // Compressor residuals and momentum differ per rank: each rank writes its
     // own file next to the checkpoint, tagged with the iterations done.
     const bool compressed = std::any_of(im.bucket_compression.begin(), im.bucket_compression.end(),
-                                        [](const sync::BucketCompression& b) { return b.compressed(); });
+                                        [](const collectives::BucketCompression& b) { return b.compressed(); });
     auto iterations_done = [&](int64_t epoch, int64_t batch) { return epoch * im.per_epoch + batch; };
     // Which node each rank ran on when the checkpoint on disk was written
     // (in one process: all on node 0), and its batches per epoch.

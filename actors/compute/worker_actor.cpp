@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "actors/exception_reason.hpp"
-#include "actors/sync/buckets.hpp"
+#include "collectives/buckets.hpp"
 #include "core/common/check.hpp"
 #include "core/train/compressor_checkpoint.hpp"
 #include "messages/type_ids.hpp"
@@ -64,7 +64,7 @@ void send_bucket(Self* self, std::uint32_t b) {
   auto& m = *s.model;
   const std::size_t n = (*m.buckets)[b].elements;
   msg::TensorPayload& buffer = s.buffers[b];
-  if (buffer.size() != n) buffer = msg::TensorPayload::allocate(n);
+  if (buffer.size() != n) buffer = msg::TensorPayload::allocate(n, m.allocator.get());
   m.buckets->pack(b, buffer.mutable_data());  // copies first if a view still shares it
   if (m.fault.kind == WorkerFault::Kind::wrong_gradient_size && m.fault.rank == m.rank &&
       m.fault.iteration == s.iteration) {

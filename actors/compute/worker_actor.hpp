@@ -39,8 +39,9 @@
 #include <vector>
 
 #include "core/train/replica.hpp"
+#include "messages/payload_allocator.hpp"
 
-namespace taihu::sync {
+namespace taihu::collectives {
 class Buckets;
 }
 
@@ -63,9 +64,12 @@ struct WorkerModel {
   int rank = 0;
   int ranks = 1;
   std::unique_ptr<Replica> replica;
-  std::unique_ptr<sync::Buckets> buckets;
+  std::unique_ptr<collectives::Buckets> buckets;
   std::vector<caf::actor> shards;  // this rank's shard actor of each bucket
   std::shared_ptr<ComputeSlots> compute_slots;
+  // Where the bucket buffers live (a node's shared arena, so that shards on
+  // this host read them in place); null: the heap.
+  std::shared_ptr<const msg::PayloadAllocator> allocator;
   WorkerFault fault;
 
   WorkerModel();

@@ -27,9 +27,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "actors/sim/engine.hpp"
-#include "actors/sim/network.hpp"
-#include "actors/sync/schedule.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/network.hpp"
+#include "collectives/schedule.hpp"
 #include "messages/tensor_payload.hpp"
 
 namespace taihu::sim {
@@ -44,7 +44,7 @@ struct SimResult {
   double seconds = 0;                      // simulated: the last rank's finish
   std::vector<double> finish;              // per rank
   std::vector<msg::TensorPayload> outputs;  // data mode: each rank's result
-  EngineStats stats;
+  simulator::EngineStats stats;
   std::uint64_t probes = 0;   // waits for a shard (see above)
   double host_seconds = 0;    // wall time of the run, spawning included
 };
@@ -52,7 +52,7 @@ struct SimResult {
 // Runs `schedule` once. `inputs` (data mode only): one buffer of
 // schedule.elements floats per rank. Throws taihu::Error if a shard fails or
 // deviates from the schedule.
-SimResult simulate(caf::actor_system& system, const sync::Schedule& schedule, Network& network,
+SimResult simulate(caf::actor_system& system, const collectives::Schedule& schedule, simulator::Network& network,
                    const SimOptions& options, std::vector<msg::TensorPayload> inputs = {});
 
 }  // namespace taihu::sim

@@ -35,13 +35,13 @@ class SimRouter final : public sync::ChunkRouter {
 };
 
 struct Run {
-  const sync::Schedule* schedule = nullptr;
-  Network* network = nullptr;
+  const collectives::Schedule* schedule = nullptr;
+  simulator::Network* network = nullptr;
   SimOptions options;
   std::vector<msg::TensorPayload> inputs;
   std::shared_ptr<SimRouter> router = std::make_shared<SimRouter>();
   std::vector<caf::actor> shards;
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<simulator::Engine> engine;
   std::vector<msg::Chunk> slots;  // chunks in flight, by Sent::handle
   std::vector<std::uint64_t> free_slots;
   std::vector<std::pair<int, msg::Chunk>> taken;
@@ -81,7 +81,7 @@ void take_sends(Run& run) {
       handle = run.free_slots.back();
       run.free_slots.pop_back();
     }
-    const Sent sent{chunk.sender, to, chunk.seq, chunk.offset, chunk.payload.size(), handle};
+    const simulator::Sent sent{chunk.sender, to, chunk.seq, chunk.offset, chunk.payload.size(), handle};
     run.slots[handle] = std::move(chunk);
     run.engine->offer(sent);
   }
@@ -148,18 +148,18 @@ caf::behavior driver(Driver* self, std::shared_ptr<Run> run) {
           self->monitor(shard);
           self->send(shard, msg::ShardInit{bucket, {}, caf::actor_cast<caf::actor>(self)});  // the router takes all
         }
-        Engine::Callbacks callbacks;
+        simulator::Engine::Callbacks callbacks;
         callbacks.start = [self, run, bucket](int rank) {
           auto& input = run->inputs[static_cast<std::size_t>(rank)];
           self->send(run->shards[static_cast<std::size_t>(rank)], msg::GradientReady{bucket, 0, std::move(input)});
         };
-        callbacks.deliver = [self, run](int to, const Sent& sent) {
+        callbacks.deliver = [self, run](int to, const simulator::Sent& sent) {
           self->send(run->shards[static_cast<std::size_t>(to)], std::move(run->slots[sent.handle]));
           run->slots[sent.handle] = {};
           run->free_slots.push_back(sent.handle);
         };
         try {
-          run->engine = std::make_unique<Engine>(*run->network, run->schedule->steps, run->options.start_times,
+          run->engine = std::make_unique<simulator::Engine>(*run->network, run->schedule->steps, run->options.start_times,
                                                  std::move(callbacks));
         } catch (const std::exception& e) {
           return fail(self, *run, e.what());
@@ -177,7 +177,7 @@ caf::behavior driver(Driver* self, std::shared_ptr<Run> run) {
 
 }  // namespace
 
-SimResult simulate(caf::actor_system& system, const sync::Schedule& schedule, Network& network,
+SimResult simulate(caf::actor_system& system, const collectives::Schedule& schedule, simulator::Network& network,
                    const SimOptions& options, std::vector<msg::TensorPayload> inputs) {
   const auto begin = std::chrono::steady_clock::now();
   const int p = schedule.ranks;

@@ -16,23 +16,23 @@
 #include <memory>
 #include <vector>
 
-#include "actors/sync/algorithms.hpp"
-#include "actors/sync/compression_plan.hpp"
+#include "collectives/algorithms.hpp"
+#include "collectives/compression_plan.hpp"
 #include "actors/sync/shard_actor.hpp"
-#include "actors/sync/topology.hpp"
+#include "collectives/topology.hpp"
 
 namespace taihu::sync {
 
 struct BucketShardConfig {
   std::uint32_t bucket = 0;
   std::size_t elements = 0;
-  Algorithm algorithm = Algorithm::ring;  // for plain allreduce
-  BucketCompression compression;          // compressed() selects the compressed shard
+  collectives::Algorithm algorithm = collectives::Algorithm::ring;  // for plain allreduce
+  collectives::BucketCompression compression;          // compressed() selects the compressed shard
 };
 
 // result[r] is rank r's shard, or an empty handle where `local(r)` is false
 // (no predicate: every rank is local). The caller sends ShardInit.
-std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const Topology& topology,
+std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const collectives::Topology& topology,
                                             const BucketShardConfig& config,
                                             std::shared_ptr<ChunkRouter> router = nullptr,
                                             const std::function<bool(int rank)>& local = {});

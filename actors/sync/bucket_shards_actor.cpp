@@ -6,7 +6,7 @@
 
 namespace taihu::sync {
 
-std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const Topology& topology,
+std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const collectives::Topology& topology,
                                             const BucketShardConfig& config, std::shared_ptr<ChunkRouter> router,
                                             const std::function<bool(int)>& local) {
   const int ranks = topology.ranks();
@@ -18,8 +18,8 @@ std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const Top
     for (const auto& s : config.compression.segments)
       if (s.options.method == compress::Method::dense) dense += s.count;
     const bool split = ranks > 1 && dense > 0;
-    Schedule schedule;
-    if (split) schedule = make_allreduce(config.algorithm, topology, dense);
+    collectives::Schedule schedule;
+    if (split) schedule = collectives::make_allreduce(config.algorithm, topology, dense);
     for (int r = 0; r < ranks; ++r) {
       if (!is_local(r)) continue;
       CompressedShardSpec spec;
@@ -34,7 +34,7 @@ std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const Top
     }
     return shards;
   }
-  const auto schedule = make_allreduce(config.algorithm, topology, config.elements);
+  const auto schedule = collectives::make_allreduce(config.algorithm, topology, config.elements);
   for (auto& spec : shard_specs(schedule, config.bucket)) {
     const int r = spec.rank;
     if (!is_local(r)) continue;

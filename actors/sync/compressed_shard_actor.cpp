@@ -14,7 +14,7 @@
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "core/train/compressor_checkpoint.hpp"
-#include "messages/chunk_values.hpp"
+#include "actors/sync/chunk_ops.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -41,6 +41,7 @@ struct CompressedShardState {
 
   std::shared_ptr<Setup> setup;  // owned by this actor only
   std::shared_ptr<ChunkRouter> router;  // null in-process
+  const msg::PayloadAllocator* allocator() const { return router ? router->allocator() : nullptr; }
   ChunkPoller poller;                   // after `router`: gives its hold back before the router goes
   std::vector<std::uint32_t> words, dense_words;
   std::vector<float> sparse_scratch;  // gather of the sparse part, then its sum (split buckets only)
@@ -157,11 +158,12 @@ bool advance_dense(Self* self) {
   const auto& steps = s.spec().dense_steps;
   float* data = s.dense.mutable_data();
   while (s.dense_next < steps.size()) {
-    const Step& step = steps[s.dense_next];
+    const collectives::Step& step = steps[s.dense_next];
     if (step.sends() && !s.dense_sent) {
       send_chunk(self, step.send_to,
                  msg::Chunk{s.spec().bucket, s.iteration, s.spec().rank, dense_seq_base + step.send_seq,
-                            step.send.offset, msg::TensorPayload::copy_of(data + step.send.offset, step.send.length), nullptr});
+                            step.send.offset, msg::TensorPayload::copy_of(data + step.send.offset, step.send.length, s.allocator()),
+                            nullptr});
       s.dense_sent = true;
     }
     if (step.receives()) {
@@ -173,10 +175,10 @@ bool advance_dense(Self* self) {
               s.spec().bucket, s.spec().rank, chunk.seq - dense_seq_base, chunk.sender, chunk.offset,
               chunk.size(), step.recv.offset, step.recv.length);
       float* out = data + step.recv.offset;
-      if (step.combine == Combine::reduce) {
-        msg::add_chunk(chunk, out);
+      if (step.combine == collectives::Combine::reduce) {
+        sync::add_chunk(chunk, out);
       } else {
-        msg::copy_chunk(chunk, out);
+        sync::copy_chunk(chunk, out);
       }
       s.inbox.drop(s.iteration, step.recv_from, dense_seq_base + step.recv_seq);
     }
@@ -228,7 +230,7 @@ void start_next(Self* self) {
     s.dense_sent = false;
   }
   s.entries_sent += set.compressor->last_sent_entries();
-  auto own = msg::TensorPayload::allocate(s.words.size());
+  auto own = msg::TensorPayload::allocate(s.words.size(), s.allocator());
   std::memcpy(own.mutable_data(), s.words.data(), s.words.size() * sizeof(std::uint32_t));
   s.messages[static_cast<std::size_t>(set.spec.rank)] = std::move(own);
   s.next_step = 0;
@@ -334,7 +336,7 @@ std::shared_ptr<Setup> make_setup(CompressedShardSpec spec) {
     }
     require(!sparse.empty() && !dense.empty(),
             "spawn_compressed_shard: splitting bucket {} needs both sparse and dense segments", spec.bucket);
-    for (const Step& step : spec.dense_steps)
+    for (const collectives::Step& step : spec.dense_steps)
       require(step.send.end() <= set->dense_elements && step.recv.end() <= set->dense_elements,
               "spawn_compressed_shard: a dense step of bucket {} reaches past its {} dense floats", spec.bucket,
               set->dense_elements);

@@ -54,7 +54,7 @@ struct CompressedShardSpec {
   // correction; their chunks use seq dense_seq_base + the schedule's seq.
   // Without split_dense every segment goes in the packed message.
   bool split_dense = false;
-  std::vector<Step> dense_steps;
+  std::vector<collectives::Step> dense_steps;
 };
 
 inline constexpr std::uint32_t dense_seq_base = 1u << 24;

@@ -11,9 +11,9 @@
 #include "core/train/compressor_checkpoint.hpp"
 #include "actors/sync/chunk_poller.hpp"
 #include "actors/sync/shard_inbox.hpp"
-#include "actors/sync/zero_copy.hpp"
+#include "collectives/zero_copy.hpp"
 #include "actors/exception_reason.hpp"
-#include "messages/chunk_values.hpp"
+#include "actors/sync/chunk_ops.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -62,13 +62,14 @@ void advance(Self* self) {
   auto& s = self->state;
   const auto& steps = s.spec.steps;
   while (s.next_step < steps.size()) {
-    const Step& step = steps[s.next_step];
+    const collectives::Step& step = steps[s.next_step];
     if (step.sends() && !s.step_sent) {
       // A copy is the snapshot taken before this step's receive writes the
       // buffer; a view needs no snapshot (analyse_zero_copy cleared it).
       auto payload = s.spec.send_view[s.next_step] || s.spec.sizes_only
                          ? s.buffer.slice(step.send.offset, step.send.length)
-                         : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length);
+                         : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length,
+                                                       s.router ? s.router->allocator() : nullptr);
       s.copied_floats += s.spec.send_view[s.next_step] || s.spec.sizes_only ? 0 : step.send.length;
       s.iteration_bytes += step.send.length * sizeof(float);
       msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload), nullptr};
@@ -90,10 +91,10 @@ void advance(Self* self) {
               step.recv.length);
       if (!s.spec.sizes_only) {  // timing-only shards have no values to combine
         float* out = s.data + step.recv.offset;
-        if (step.combine == Combine::reduce) {
-          msg::add_chunk(chunk, out);
+        if (step.combine == collectives::Combine::reduce) {
+          sync::add_chunk(chunk, out);
         } else {
-          msg::copy_chunk(chunk, out);
+          sync::copy_chunk(chunk, out);
         }
       }
       s.inbox.drop(s.iteration, step.recv_from, step.recv_seq);  // releases a same-host sender's memory
@@ -199,7 +200,7 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
 
 }  // namespace
 
-std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucket, SendMode mode) {
+std::vector<ShardSpec> shard_specs(const collectives::Schedule& schedule, std::uint32_t bucket, SendMode mode) {
   std::vector<ShardSpec> specs;
   for (int r = 0; r < schedule.ranks; ++r) {
     const auto& steps = schedule.steps[static_cast<std::size_t>(r)];
@@ -207,7 +208,7 @@ std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucke
                               std::vector<std::uint8_t>(steps.size(), mode == SendMode::view_where_safe), nullptr});
   }
   if (mode == SendMode::view_where_safe) {
-    for (const SendRef& unsafe : analyse_zero_copy(schedule).overwritten) {
+    for (const collectives::SendRef& unsafe : collectives::analyse_zero_copy(schedule).overwritten) {
       specs[static_cast<std::size_t>(unsafe.rank)].send_view[unsafe.step] = 0;
     }
   }

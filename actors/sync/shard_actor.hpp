@@ -40,8 +40,9 @@
 #include <memory>
 #include <vector>
 
-#include "actors/sync/schedule.hpp"
+#include "collectives/schedule.hpp"
 #include "core/compress/compressor.hpp"
+#include "messages/payload_allocator.hpp"
 
 namespace taihu::msg {
 struct Chunk;
@@ -56,9 +57,9 @@ struct ShardSpec {
   int rank = 0;
   int ranks = 1;
   std::size_t elements = 0;            // bucket length in floats
-  std::vector<Step> steps;             // this rank's steps of a finalized schedule
+  std::vector<collectives::Step> steps;             // this rank's steps of a finalized schedule
   std::vector<std::uint8_t> send_view;  // per step: 1 = send a view, 0 = send a copy
-  // Compression that sends every segment dense (actors/sync/compression_plan.hpp):
+  // Compression that sends every segment dense (collectives/compression_plan.hpp):
   // the rank's gradient goes through it (momentum correction, clipping)
   // before the allreduce; this rank's own compressor, or null.
   std::shared_ptr<compress::BucketCompressor> precompress;
@@ -69,13 +70,13 @@ struct ShardSpec {
 };
 
 // Every rank's part of `schedule` for bucket `bucket` (one zero-copy analysis).
-std::vector<ShardSpec> shard_specs(const Schedule& schedule, std::uint32_t bucket,
+std::vector<ShardSpec> shard_specs(const collectives::Schedule& schedule, std::uint32_t bucket,
                                    SendMode mode = SendMode::view_where_safe);
 
 // The transport seam: where chunks for other processes go. A shard with no
 // router (in-process training) sends every chunk as a CAF message to its
 // peer; with one, chunks for the ranks the router calls remote go to
-// send() instead (the data plane, actors/net/chunk_link.hpp), and the
+// send() instead (the data plane, actors/chunk_link/chunk_link.hpp), and the
 // peers' entries in ShardInit may be empty handles (or, when the router
 // calls every rank remote, the list may be empty). Chunks from remote ranks
 // come back as ordinary Chunk messages, so the collective code is the same.
@@ -97,6 +98,9 @@ class ChunkRouter {
   // Delivers what has arrived (as Chunk messages to the shards); how many.
   virtual std::size_t poll() { return 0; }
   virtual void hold_polling(bool hold) {}
+  // Where the shard's outgoing copies come from (messages/payload_allocator.hpp);
+  // null: the heap.
+  virtual const msg::PayloadAllocator* allocator() const { return nullptr; }
 };
 
 caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router = nullptr);

@@ -2,7 +2,7 @@
 // How a trainer gets one mini-batch through a vertex function: forward and
 // backward, parameter diffs accumulated (+=) into the function's params.
 // InlineRunner runs an Executor's steps on the calling thread; the actor
-// runtime (actors/graph/graph_runner.hpp) runs the same steps as work items of
+// runtime (actors/graph_runtime/graph_runner.hpp) runs the same steps as work items of
 // several concurrent executors. Trainers see only this interface.
 
 #include <memory>

@@ -27,7 +27,7 @@ void add_row(float* __restrict y, const float* __restrict x, int32_t w) {
 
 ExecutorOptions ExecutorOptions::serial() {
   ExecutorOptions o;
-  o.schedule = ScheduleKind::serial;
+  o.schedule = LayoutKind::serial;
   o.eager_lazy = false;
   o.lazy_weight_gradients = false;
   return o;
@@ -257,7 +257,7 @@ MatrixView Executor::value(Value v) const {
 // A row-local step over its domain's rows of `r`: tile by tile when fused (one
 // pass over memory per tile; transient buffers hold one tile), else at once.
 template <class RunRows>
-void Executor::for_each_tile(const Step& s, const Range& r, RunRows&& run_rows) {
+void Executor::for_each_tile(const Instruction& s, const Range& r, RunRows&& run_rows) {
   const int32_t b = s.domain == Domain::edge ? r.edge_begin : r.begin;
   const int32_t e = s.domain == Domain::edge ? r.edge_end : r.end;
   if (!options_.fuse_elementwise) return run_rows(b, e);
@@ -267,16 +267,16 @@ void Executor::for_each_tile(const Step& s, const Range& r, RunRows&& run_rows) 
   }
 }
 
-void Executor::run_steps_forward(const std::vector<Step>& steps, const Range& r) {
-  for (const Step& s : steps) {
+void Executor::run_steps_forward(const std::vector<Instruction>& steps, const Range& r) {
+  for (const Instruction& s : steps) {
     switch (s.kind) {
-      case StepKind::op:
+      case InstructionKind::op:
         op_forward(s.index, r);
         break;
-      case StepKind::matmul:
+      case InstructionKind::matmul:
         matmul_forward(s.index, r);
         break;
-      case StepKind::rowwise:
+      case InstructionKind::rowwise:
         for_each_tile(s, r, [&](int32_t begin, int32_t end) {
           for (int32_t id : s.ops) rowwise_forward(id, begin, end);
         });
@@ -285,17 +285,17 @@ void Executor::run_steps_forward(const std::vector<Step>& steps, const Range& r)
   }
 }
 
-void Executor::run_steps_backward(const std::vector<Step>& steps, const Range& r) {
+void Executor::run_steps_backward(const std::vector<Instruction>& steps, const Range& r) {
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    const Step& s = *it;
+    const Instruction& s = *it;
     switch (s.kind) {
-      case StepKind::op:
+      case InstructionKind::op:
         op_backward(s.index, r);
         break;
-      case StepKind::matmul:
+      case InstructionKind::matmul:
         matmul_backward(s.index, r);
         break;
-      case StepKind::rowwise:
+      case InstructionKind::rowwise:
         for_each_tile(s, r, [&](int32_t begin, int32_t end) {
           // Tile-sized gradient buffers start each tile at zero.
           if (options_.fuse_elementwise)
@@ -702,7 +702,7 @@ void Executor::for_active_rows(const MatmulGroup& g, const Range& r, int32_t beg
   }
   if (g.zero_at_leaves || g.dead_at_leaves) {
     if (r.round >= 0 && schedule_.leaf_round(r.round)) return;
-    if (g.domain == Domain::vertex && schedule_.kind() == ScheduleKind::batched)
+    if (g.domain == Domain::vertex && schedule_.kind() == LayoutKind::batched)
       begin = std::max(begin, schedule_.first_inner_row());
   }
   if (g.sparse_input) {

@@ -32,13 +32,13 @@
 
 #include "core/cavs/function.hpp"
 #include "core/cavs/program.hpp"
-#include "core/cavs/schedule.hpp"
+#include "core/cavs/batch_layout.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace taihu::cavs {
 
 struct ExecutorOptions {
-  ScheduleKind schedule = ScheduleKind::batched;
+  LayoutKind schedule = LayoutKind::batched;
   // Eager ops once over all vertices before round 0, lazy ops once after the
   // last round; off: every op runs in every round.
   bool eager_lazy = true;
@@ -109,7 +109,7 @@ class Executor {
   // Builds the schedule (errors name sample and vertex; samples numbered
   // from `first_sample`) and sizes buffers.
   void set_inputs(std::span<const InputGraph> graphs, int32_t first_sample = 0);
-  const Schedule& schedule() const { return schedule_; }
+  const BatchLayout& schedule() const { return schedule_; }
   int32_t num_rounds() const { return schedule_.num_rounds(); }
 
   void forward_eager();
@@ -167,10 +167,10 @@ class Executor {
   Range round_range(int32_t round) const;
   Range all_range() const;
 
-  void run_steps_forward(const std::vector<Step>& steps, const Range& r);
-  void run_steps_backward(const std::vector<Step>& steps, const Range& r);
+  void run_steps_forward(const std::vector<Instruction>& steps, const Range& r);
+  void run_steps_backward(const std::vector<Instruction>& steps, const Range& r);
   template <class RunRows>
-  void for_each_tile(const Step& s, const Range& r, RunRows&& run_rows);
+  void for_each_tile(const Instruction& s, const Range& r, RunRows&& run_rows);
   void op_forward(int32_t id, const Range& r);
   void op_backward(int32_t id, const Range& r);
   void rowwise_forward(int32_t id, int32_t begin, int32_t end);
@@ -218,7 +218,7 @@ class Executor {
   VertexFunction& f_;
   ExecutorOptions options_;
   std::shared_ptr<const Program> program_;
-  Schedule schedule_;
+  BatchLayout schedule_;
   std::vector<Tensor> data_, grad_;      // per buffer
   std::vector<Tensor> merged_weights_;   // per group (empty for one member)
   std::vector<Tensor> merged_diffs_;     // per group, lazy weight-gradient scratch

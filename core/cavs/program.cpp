@@ -40,7 +40,7 @@ bool reads_children(OpKind kind) {
 
 int64_t Program::gemm_steps(OpClass p) const {
   int64_t n = 0;
-  for (const auto& s : steps[static_cast<size_t>(p)]) n += s.kind == StepKind::matmul;
+  for (const auto& s : steps[static_cast<size_t>(p)]) n += s.kind == InstructionKind::matmul;
   return n;
 }
 
@@ -328,16 +328,16 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
       done[u] = 1;
       const int cls = unit_class(u);
       if (cls == 1) {
-        Step s;
-        s.kind = u >= n ? StepKind::matmul : StepKind::op;
+        Instruction s;
+        s.kind = u >= n ? InstructionKind::matmul : InstructionKind::op;
         s.index = static_cast<int32_t>(u >= n ? u - n : u);
         s.domain = u >= n ? p.groups[u - n].domain : d.ops[u].domain;
         steps.push_back(std::move(s));
       } else if (cls == 2) {
         const Domain dom = d.ops[u].domain;
-        if (steps.empty() || steps.back().kind != StepKind::rowwise || steps.back().domain != dom) {
-          Step s;
-          s.kind = StepKind::rowwise;
+        if (steps.empty() || steps.back().kind != InstructionKind::rowwise || steps.back().domain != dom) {
+          Instruction s;
+          s.kind = InstructionKind::rowwise;
           s.domain = dom;
           steps.push_back(std::move(s));
         }
@@ -358,7 +358,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
     int32_t step_id = 0;
     for (const auto& phase_steps : p.steps)
       for (const auto& step : phase_steps) {
-        if (step.kind == StepKind::rowwise)
+        if (step.kind == InstructionKind::rowwise)
           for (int32_t op : step.ops) step_of[static_cast<size_t>(op)] = step_id;
         ++step_id;
       }
@@ -374,7 +374,7 @@ std::shared_ptr<const Program> Program::compile(std::shared_ptr<const Definition
         if (op.kind == OpKind::mul) data_unread[v] = 0;  // mul's backward reads its operands
       }
     }
-    std::vector<Step*> step_ptr;
+    std::vector<Instruction*> step_ptr;
     for (auto& phase_steps : p.steps)
       for (auto& step : phase_steps) step_ptr.push_back(&step);
     for (size_t v = 0; v < n; ++v) {

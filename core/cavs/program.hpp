@@ -63,10 +63,10 @@ struct MatmulGroup {
 // Rows a fused step processes per pass of its ops (the transient scratch height).
 inline constexpr int32_t fused_tile_rows = 4;
 
-enum class StepKind : uint8_t { op, matmul, rowwise };
+enum class InstructionKind : uint8_t { op, matmul, rowwise };
 
-struct Step {
-  StepKind kind = StepKind::op;
+struct Instruction {
+  InstructionKind kind = InstructionKind::op;
   Domain domain = Domain::vertex;
   int32_t index = -1;        // op id (op) or group id (matmul)
   std::vector<int32_t> ops;  // rowwise: the ops, in forward order
@@ -94,7 +94,7 @@ struct Program {
   std::vector<BufferInfo> buffers;
   std::vector<MatmulGroup> groups;
   std::vector<int32_t> op_group;  // per op, -1 unless a matmul
-  std::array<std::vector<Step>, 3> steps;  // by phase, each a topological order
+  std::array<std::vector<Instruction>, 3> steps;  // by phase, each a topological order
 
   static std::shared_ptr<const Program> compile(std::shared_ptr<const Definition> def, CompileOptions options = {});
   int64_t gemm_steps(OpClass p) const;

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "actors/compute/coordinator.hpp"
-#include "actors/net/chunk_link.hpp"
-#include "actors/sync/algorithms.hpp"
+#include "actors/chunk_link/chunk_link.hpp"
+#include "collectives/algorithms.hpp"
 #include "actors/sync/compressed_shard_actor.hpp"
 #include "core/common/random.hpp"
 #include "core/compress/packed.hpp"
@@ -34,6 +34,7 @@
 
 using namespace taihu;
 using namespace taihu::sync;
+using namespace taihu::collectives;
 using taihu::testing::TempDir;
 
 namespace {

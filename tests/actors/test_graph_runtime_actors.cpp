@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/graph/graph_runner.hpp"
+#include "actors/graph_runtime/graph_runner.hpp"
 #include "core/cavs/batch_runner.hpp"
 #include "core/cavs/models/tree_lstm.hpp"
 #include "core/common/error.hpp"

@@ -12,15 +12,16 @@
 #include <thread>
 #include <vector>
 
-#include "actors/net/chunk_link.hpp"
-#include "actors/sync/algorithms.hpp"
-#include "actors/sync/reference_executor.hpp"
+#include "actors/chunk_link/chunk_link.hpp"
+#include "collectives/algorithms.hpp"
+#include "collectives/reference_executor.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "support/actor_fixture.hpp"
 #include "support/two_nodes.hpp"
 
 using namespace taihu;
 using namespace taihu::sync;
+using namespace taihu::collectives;
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/sync/algorithms.hpp"
-#include "actors/sync/reference_executor.hpp"
+#include "collectives/algorithms.hpp"
+#include "collectives/reference_executor.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "support/actor_fixture.hpp"
 
@@ -23,6 +23,7 @@
 
 using namespace taihu;
 using namespace taihu::sync;
+using namespace taihu::collectives;
 
 namespace {
 

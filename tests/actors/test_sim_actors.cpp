@@ -7,18 +7,19 @@
 #include <string>
 #include <vector>
 
-#include "actors/sim/engine.hpp"
+#include "simulator/engine.hpp"
 #include "actors/sim/simulation.hpp"
-#include "actors/sim/sparse_allgather.hpp"
-#include "actors/sync/algorithms.hpp"
-#include "actors/sync/cost_model.hpp"
+#include "collectives/sparse_allgather.hpp"
+#include "collectives/algorithms.hpp"
+#include "collectives/cost_model.hpp"
 #include "core/config/config.hpp"
 #include "messages/type_ids.hpp"
 #include "support/actor_fixture.hpp"
 
 using namespace taihu;
 using namespace taihu::sim;
-using namespace taihu::sync;
+using namespace taihu::simulator;
+using namespace taihu::collectives;
 
 namespace {
 

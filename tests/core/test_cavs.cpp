@@ -238,11 +238,11 @@ TEST_SUITE("cavs") {
       max_height = std::max(max_height, t.height());
       vertices += t.num_vertices();
     }
-    for (ScheduleKind kind : {ScheduleKind::batched, ScheduleKind::serial}) {
-      Schedule s;
+    for (LayoutKind kind : {LayoutKind::batched, LayoutKind::serial}) {
+      BatchLayout s;
       s.build(f.definition(), trees, kind);
       CHECK(s.num_rows() == vertices);
-      CHECK(s.num_rounds() == (kind == ScheduleKind::batched ? max_height + 1 : vertices));
+      CHECK(s.num_rounds() == (kind == LayoutKind::batched ? max_height + 1 : vertices));
       std::vector<int32_t> round_of_row(static_cast<size_t>(s.num_rows()), -1);
       for (int32_t r = 0; r < s.num_rounds(); ++r)
         for (int32_t row = s.round_begin(r); row < s.round_end(r); ++row) {
@@ -260,7 +260,7 @@ TEST_SUITE("cavs") {
           CHECK(s.row_vertex(row) == v);
           CHECK(s.tokens()[static_cast<size_t>(row)] == t.token(v));
           CHECK(s.labels()[static_cast<size_t>(row)] == t.label(v));
-          if (kind == ScheduleKind::batched) CHECK(round_of_row[static_cast<size_t>(row)] == heights[static_cast<size_t>(v)]);
+          if (kind == LayoutKind::batched) CHECK(round_of_row[static_cast<size_t>(row)] == heights[static_cast<size_t>(v)]);
           const auto children = t.children(v);
           for (size_t k = 0; k < children.size(); ++k) {
             const int32_t child_row = s.row(sample, children[k]);
@@ -269,7 +269,7 @@ TEST_SUITE("cavs") {
             CHECK(s.edge_parents()[static_cast<size_t>(s.child_offsets()[static_cast<size_t>(row)] + static_cast<int32_t>(k))] == row);
           }
           CHECK(s.child(row, static_cast<int32_t>(children.size())) == -1);
-          CHECK(s.leaf_round(round_of_row[static_cast<size_t>(row)]) == (kind == ScheduleKind::batched ? heights[static_cast<size_t>(v)] == 0 : t.is_leaf(v)));
+          CHECK(s.leaf_round(round_of_row[static_cast<size_t>(row)]) == (kind == LayoutKind::batched ? heights[static_cast<size_t>(v)] == 0 : t.is_leaf(v)));
         }
       }
       CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
@@ -283,8 +283,8 @@ TEST_SUITE("cavs") {
     o.classes = 3;
     VertexFunction f = make_gated_graph_network(o);
     const auto dags = random_dags(91, 12, 9, 3);
-    Schedule s;
-    s.build(f.definition(), dags, ScheduleKind::batched);
+    BatchLayout s;
+    s.build(f.definition(), dags, LayoutKind::batched);
     int32_t max_height = 0;
     for (const auto& g : dags) max_height = std::max(max_height, g.height());
     CHECK(s.num_rounds() == max_height + 1);
@@ -312,22 +312,22 @@ TEST_SUITE("cavs") {
 
   TEST_CASE("schedule errors name the sample and the vertex") {
     VertexFunction f = make_binary_tree_lstm(small_lstm(10, 3));
-    Schedule s;
+    BatchLayout s;
     std::vector<InputGraph> graphs = random_trees(2, 3, 10, 3);
     InputGraph wide;
     const int32_t a = wide.add_leaf(1), b = wide.add_leaf(2), c = wide.add_leaf(3);
     const std::vector<int32_t> kids{a, b, c};
     wide.add_vertex(kids, 0);
     graphs.push_back(wide);
-    CHECK(error_of([&] { s.build(f.definition(), graphs, ScheduleKind::batched); }) ==
+    CHECK(error_of([&] { s.build(f.definition(), graphs, LayoutKind::batched); }) ==
           "cavs schedule: sample 3, vertex 3 has 3 children, but F allows at most 2");
     graphs.pop_back();
     graphs[1].set_token(0, 10);
-    CHECK(error_of([&] { s.build(f.definition(), graphs, ScheduleKind::batched); }) ==
+    CHECK(error_of([&] { s.build(f.definition(), graphs, LayoutKind::batched); }) ==
           "cavs schedule: sample 1, vertex 0: token 10 is outside the vocabulary [0, 10)");
     graphs[1].set_token(0, 1);
     graphs[2].set_label(graphs[2].num_vertices() - 1, 3);
-    CHECK(error_of([&] { s.build(f.definition(), graphs, ScheduleKind::serial); }) ==
+    CHECK(error_of([&] { s.build(f.definition(), graphs, LayoutKind::serial); }) ==
           fmt::format("cavs schedule: sample 2, vertex {}: label 3 is outside [0, 3)", graphs[2].num_vertices() - 1));
   }
 
@@ -404,7 +404,7 @@ TEST_SUITE("cavs") {
     CHECK(program->gemm_steps(OpClass::recurrent) == 1);
     CHECK(program->gemm_steps(OpClass::lazy) == 1);
     int rowwise_recurrent = 0;
-    for (const auto& s : program->steps[1]) rowwise_recurrent += s.kind == StepKind::rowwise;
+    for (const auto& s : program->steps[1]) rowwise_recurrent += s.kind == InstructionKind::rowwise;
     CHECK(rowwise_recurrent == 2);  // concat(h_l, h_r), then the whole gate chain up to concat(h, c)
     const auto unmerged = Program::compile(f.shared_definition(), {.merge_matmuls = false});
     CHECK(unmerged->gemm_steps(OpClass::eager) == 4);

@@ -9,22 +9,22 @@
 #include <string>
 #include <vector>
 
-#include "actors/net/chunk_link.hpp"
+#include "actors/chunk_link/chunk_link.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::testing {
 
 // part_bytes 0: the data plane's default frame size.
-inline std::vector<std::shared_ptr<net::ChunkLink>> two_linked_nodes(const std::vector<int>& rank_node,
+inline std::vector<std::shared_ptr<transport::ChunkLink>> two_linked_nodes(const std::vector<int>& rank_node,
                                                                      std::size_t part_bytes = 0) {
-  const std::string secret = net::random_secret();
-  std::vector<std::shared_ptr<net::ChunkLink>> links;
+  const std::string secret = transport::random_secret();
+  std::vector<std::shared_ptr<transport::ChunkLink>> links;
   for (int node = 0; node < 2; ++node) {
-    net::DataPlaneOptions o;
+    transport::DataPlaneOptions o;
     o.node = node;
     o.secret = secret;
     if (part_bytes > 0) o.part_bytes = part_bytes;
-    links.push_back(std::make_shared<net::ChunkLink>(o, rank_node, [](int, const std::string&) {}));
+    links.push_back(std::make_shared<transport::ChunkLink>(o, rank_node, [](int, const std::string&) {}));
   }
   links[0]->plane().connect(1, "127.0.0.1", links[1]->port());
   links[1]->plane().connect(0, "127.0.0.1", links[0]->port());

@@ -1,0 +1,357 @@
+#include "simulator/network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/common/check.hpp"
+
+namespace taihu::simulator {
+
+std::uint32_t Network::add_link(std::string name, double bandwidth) {
+  links_.push_back(LinkState{std::move(name), bandwidth, 0.0, {}});
+  return static_cast<std::uint32_t>(links_.size() - 1);
+}
+
+void Network::place(int ranks, int group_nodes, collectives::Placement placement, bool derive_topology) {
+  require(ranks >= 1 && group_nodes >= 1, "network: {} ranks in groups of {}", ranks, group_nodes);
+  node_of_.resize(static_cast<std::size_t>(ranks));
+  const int groups = (ranks + group_nodes - 1) / group_nodes;
+  for (int r = 0; r < ranks; ++r) {
+    node_of_[static_cast<std::size_t>(r)] =
+        placement == collectives::Placement::block ? r : (r % groups) * group_nodes + r / groups;
+  }
+  if (!derive_topology) return;
+  // Lone-message costs inside a group (nodes 0, 1) and across (0, group_nodes).
+  auto lone = [&](int a, int b) {
+    Route route;
+    this->route(a, b, route);
+    double cap = route.bandwidth;
+    for (int h = 0; h < route.hops; ++h) cap = std::min(cap, links_[route.links[static_cast<std::size_t>(h)]].bandwidth);
+    return collectives::Link{route.latency, cap};
+  };
+  // Only nodes that hold ranks have links; a class no pair of ranks uses
+  // takes the other's cost.
+  const int last = *std::max_element(node_of_.begin(), node_of_.end());
+  const collectives::Link intra = group_nodes > 1 && last >= 1 ? lone(0, 1) : collectives::Link{};
+  const collectives::Link inter = last >= group_nodes ? lone(0, group_nodes) : intra;
+  topology_ = std::make_unique<collectives::Topology>(ranks, group_nodes, placement, intra, inter, reduce_rate_);
+}
+
+Route Network::route_between(int from, int to) const {
+  Route r;
+  route(node_of(from), node_of(to), r);
+  return r;
+}
+
+double Network::transmit(int from, int to, double bytes, double t) {
+  Route r;
+  route(node_of(from), node_of(to), r);
+  double cap = r.bandwidth;
+  for (int h = 0; h < r.hops; ++h) {
+    LinkState& link = links_[r.links[static_cast<std::size_t>(h)]];
+    cap = std::min(cap, link.bandwidth);
+    link.usage.bytes += bytes;
+    ++link.usage.messages;
+  }
+  double latency = r.latency;
+  if (rendezvous_bytes_ > 0 && bytes > rendezvous_bytes_) latency += rendezvous_latency_;
+  // The α-β expression exactly as sync::Link::time() writes it, so that an
+  // uncontended run reproduces sync::predict() bit for bit.
+  const double lone = t + (latency + bytes / cap);
+  if (contention_ == Contention::none) return lone;
+  double start = t, end = t;
+  bool waited = false;
+  for (int h = 0; h < r.hops; ++h) {
+    LinkState& link = links_[r.links[static_cast<std::size_t>(h)]];
+    if (link.free_at > start) {
+      start = link.free_at;
+      waited = true;
+    }
+    link.free_at = start + bytes / link.bandwidth;
+    end = std::max(end, link.free_at);
+  }
+  if (!waited) return lone;
+  return std::max(end, start + bytes / cap) + latency;
+}
+
+std::size_t Network::find_link(const std::string& name) const {
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].name == name) return i;
+  }
+  raise<Error>("network: no link called '{}'", name);
+}
+
+void Network::reset() {
+  for (auto& link : links_) {
+    link.free_at = 0;
+    link.usage = {};
+  }
+}
+
+namespace {
+
+double positive(const config::Section& s, const char* key, double fallback) {
+  const double v = s.get_or<double>(key, fallback);
+  if (!(v > 0) || !std::isfinite(v)) throw s.error(key, "must be positive");
+  return v;
+}
+double positive(const config::Section& s, const char* key) {
+  if (!s.has(key)) throw s.error(key, "is required");
+  return positive(s, key, 1.0);
+}
+double non_negative(const config::Section& s, const char* key, double fallback) {
+  const double v = s.get_or<double>(key, fallback);
+  if (!(v >= 0) || !std::isfinite(v)) throw s.error(key, "must not be negative");
+  return v;
+}
+int positive_int(const config::Section& s, const char* key) {
+  if (!s.has(key)) throw s.error(key, "is required");
+  const int v = s.get<int>(key);
+  if (v < 1) throw s.error(key, "must be at least 1");
+  return v;
+}
+
+collectives::Placement read_placement(const config::Section& s) {
+  return s.get_choice("placement", {"block", "round_robin"}, "block") == "block" ? collectives::Placement::block
+                                                                                : collectives::Placement::round_robin;
+}
+
+// Per-level list: one value for all levels, or exactly `levels` values.
+std::vector<double> per_level(const config::Section& s, const char* key, std::size_t levels,
+                              std::vector<double> fallback, bool allow_zero) {
+  auto values = s.get_list_or<double>(key, std::move(fallback));
+  if (values.size() == 1 && levels > 1) values.assign(levels, values[0]);
+  if (values.size() != levels) {
+    throw s.error(key, "needs one value or " + std::to_string(levels) + " (one per level), got " +
+                           std::to_string(values.size()));
+  }
+  for (double v : values) {
+    if (!std::isfinite(v) || v < 0 || (!allow_zero && v == 0)) {
+      throw s.error(key, allow_zero ? "values must not be negative" : "values must be positive");
+    }
+  }
+  return values;
+}
+
+class ClassesNetwork final : public Network {
+ public:
+  ClassesNetwork(const collectives::Topology& topology, Contention contention, double rendezvous_bytes,
+                 double rendezvous_latency)
+      : classes_(topology) {
+    model_ = "classes";
+    contention_ = contention;
+    reduce_rate_ = topology.reduce_rate();
+    rendezvous_bytes_ = rendezvous_bytes;
+    rendezvous_latency_ = rendezvous_latency;
+    const double nic = std::max(topology.intra().bandwidth, topology.inter().bandwidth);
+    for (int n = 0; n < topology.ranks(); ++n) {
+      add_link("node" + std::to_string(n) + ".out", nic);
+      add_link("node" + std::to_string(n) + ".in", nic);
+    }
+    place(topology.ranks(), topology.ranks(), collectives::Placement::block, false);
+    set_topology(topology);  // the collectives see the given groups and placement
+  }
+
+ protected:
+  void route(int a, int b, Route& out) const override {
+    out.add(static_cast<std::uint32_t>(2 * a));
+    out.add(static_cast<std::uint32_t>(2 * b + 1));
+    const collectives::Link& link = classes_.link(a, b);
+    out.latency = link.latency;
+    out.bandwidth = link.bandwidth;
+  }
+
+ private:
+  collectives::Topology classes_;
+};
+
+class TreeNetwork final : public Network {
+ public:
+  TreeNetwork(const config::Section& s, int ranks) {
+    model_ = "tree";
+    auto sizes = s.get_list_or<int>("group_sizes", {});
+    if (sizes.empty()) throw s.error("group_sizes", "is required (nodes per group at each level below the top)");
+    if (2 * sizes.size() + 2 > static_cast<std::size_t>(Route::max_hops)) {
+      throw s.error("group_sizes", "at most " + std::to_string(Route::max_hops / 2 - 1) + " levels below the top");
+    }
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 1 || (i > 0 && sizes[i] % sizes[i - 1] != 0) || (i > 0 && sizes[i] <= sizes[i - 1])) {
+        throw s.error("group_sizes", "each size must be positive and a larger multiple of the one before");
+      }
+    }
+    sizes_ = sizes;
+    const std::size_t levels = sizes.size() + 1;  // the top switch is the last level
+    node_bandwidth_ = positive(s, "node_bandwidth");
+    latency_ = per_level(s, "latency", levels, {1e-6}, true);
+    flow_ = per_level(s, "flow_bandwidth", levels, {node_bandwidth_}, false);
+    std::vector<double> uplink;
+    if (s.has("uplink_bandwidth")) {
+      uplink = per_level(s, "uplink_bandwidth", sizes.size(), {}, false);
+    } else {
+      const auto taper = per_level(s, "taper", sizes.size(), {1.0}, false);
+      for (std::size_t k = 0; k < sizes.size(); ++k) uplink.push_back(sizes[k] * node_bandwidth_ / taper[k]);
+    }
+    read_common(s);
+    const auto placement = read_placement(s);
+    // Nodes used: block fills 0 … P-1; round-robin spreads over the groups used.
+    const int g1 = sizes[0];
+    const int groups = (ranks + g1 - 1) / g1;
+    nodes_ = placement == collectives::Placement::block ? ranks : groups * g1;
+    for (int n = 0; n < nodes_; ++n) {
+      add_link("node" + std::to_string(n) + ".up", node_bandwidth_);
+      add_link("node" + std::to_string(n) + ".down", node_bandwidth_);
+    }
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      first_group_link_.push_back(static_cast<std::uint32_t>(link_count()));
+      const int count = (nodes_ + sizes[k] - 1) / sizes[k];
+      for (int g = 0; g < count; ++g) {
+        const std::string name = "level" + std::to_string(k + 1) + ".group" + std::to_string(g);
+        add_link(name + ".up", uplink[k]);
+        add_link(name + ".down", uplink[k]);
+      }
+    }
+    place(ranks, g1, placement);
+  }
+
+ protected:
+  void route(int a, int b, Route& out) const override {
+    std::size_t top = sizes_.size();  // index into latency_: 0 = same level-1 group
+    for (std::size_t k = 0; k < sizes_.size(); ++k) {
+      if (a / sizes_[k] == b / sizes_[k]) {
+        top = k;
+        break;
+      }
+    }
+    out.add(static_cast<std::uint32_t>(2 * a));
+    for (std::size_t k = 0; k < top; ++k) out.add(first_group_link_[k] + static_cast<std::uint32_t>(2 * (a / sizes_[k])));
+    for (std::size_t k = top; k-- > 0;) {
+      out.add(first_group_link_[k] + static_cast<std::uint32_t>(2 * (b / sizes_[k]) + 1));
+    }
+    out.add(static_cast<std::uint32_t>(2 * b + 1));
+    out.latency = latency_[top];
+    out.bandwidth = flow_[top];
+  }
+
+ private:
+  void read_common(const config::Section& s);
+
+  std::vector<int> sizes_;
+  double node_bandwidth_ = 0;
+  std::vector<double> latency_, flow_;
+  std::vector<std::uint32_t> first_group_link_;
+  int nodes_ = 0;
+};
+
+class DragonflyNetwork final : public Network {
+ public:
+  DragonflyNetwork(const config::Section& s, int ranks) {
+    model_ = "dragonfly";
+    p_ = positive_int(s, "nodes_per_router");
+    a_ = positive_int(s, "routers_per_group");
+    const int group_nodes = p_ * a_;
+    const int needed = (ranks + group_nodes - 1) / group_nodes;
+    groups_ = s.get_or<int>("groups", needed);
+    if (groups_ < needed) {
+      throw s.error("groups", "holds " + std::to_string(groups_ * group_nodes) + " nodes, " + std::to_string(ranks) +
+                                  " ranks need " + std::to_string(needed) + " groups");
+    }
+    const double node_bw = positive(s, "node_bandwidth");
+    const double local_bw = positive(s, "local_bandwidth");
+    const double global_bw = positive(s, "global_bandwidth");
+    base_latency_ = non_negative(s, "latency", 1e-6);
+    hop_latency_ = non_negative(s, "hop_latency", 1e-7);
+    flow_ = node_bw;
+    reduce_rate_ = non_negative(s, "reduce_rate", 0.0);
+    contention_ = s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
+    rendezvous_bytes_ = non_negative(s, "rendezvous_bytes", 0.0);
+    rendezvous_latency_ = non_negative(s, "rendezvous_latency", 0.0);
+    const auto placement = read_placement(s);
+    const int nodes = groups_ * group_nodes;
+    for (int n = 0; n < nodes; ++n) {
+      add_link("node" + std::to_string(n) + ".up", node_bw);
+      add_link("node" + std::to_string(n) + ".down", node_bw);
+    }
+    local0_ = static_cast<std::uint32_t>(link_count());
+    for (int g = 0; g < groups_; ++g) {
+      for (int i = 0; i < a_; ++i) {
+        for (int j = 0; j < a_; ++j) {
+          add_link("group" + std::to_string(g) + ".local" + std::to_string(i) + "-" + std::to_string(j), local_bw);
+        }
+      }
+    }
+    global0_ = static_cast<std::uint32_t>(link_count());
+    for (int g = 0; g < groups_; ++g) {
+      for (int h = 0; h < groups_; ++h) add_link("global" + std::to_string(g) + "-" + std::to_string(h), global_bw);
+    }
+    place(ranks, group_nodes, placement);
+  }
+
+ protected:
+  void route(int a, int b, Route& out) const override {
+    const int ra = a / p_, rb = b / p_;
+    const int ga = ra / a_, gb = rb / a_;
+    int routers = 1;
+    out.add(static_cast<std::uint32_t>(2 * a));
+    if (ga == gb) {
+      if (ra != rb) {
+        out.add(local(ga, ra % a_, rb % a_));
+        ++routers;
+      }
+    } else {
+      const int exit = gb % a_, entry = ga % a_;  // gateway routers of the global link
+      if (ra % a_ != exit) {
+        out.add(local(ga, ra % a_, exit));
+        ++routers;
+      }
+      out.add(global0_ + static_cast<std::uint32_t>(ga * groups_ + gb));
+      ++routers;
+      if (entry != rb % a_) {
+        out.add(local(gb, entry, rb % a_));
+        ++routers;
+      }
+    }
+    out.add(static_cast<std::uint32_t>(2 * b + 1));
+    out.latency = base_latency_ + routers * hop_latency_;
+    out.bandwidth = flow_;
+  }
+
+ private:
+  std::uint32_t local(int group, int i, int j) const {
+    return local0_ + static_cast<std::uint32_t>((group * a_ + i) * a_ + j);
+  }
+  int p_ = 1, a_ = 1, groups_ = 1;
+  double base_latency_ = 0, hop_latency_ = 0, flow_ = 0;
+  std::uint32_t local0_ = 0, global0_ = 0;
+};
+
+void TreeNetwork::read_common(const config::Section& s) {
+  reduce_rate_ = non_negative(s, "reduce_rate", 0.0);
+  contention_ = s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
+  rendezvous_bytes_ = non_negative(s, "rendezvous_bytes", 0.0);
+  rendezvous_latency_ = non_negative(s, "rendezvous_latency", 0.0);
+}
+
+}  // namespace
+
+std::unique_ptr<Network> Network::from_topology(const collectives::Topology& topology, Contention contention) {
+  return std::make_unique<ClassesNetwork>(topology, contention, 0.0, 0.0);
+}
+
+std::unique_ptr<Network> Network::from_config(const config::Section& s, int ranks) {
+  require(ranks >= 1, "network: {} ranks", ranks);
+  const std::string model = s.get_choice("model", {"classes", "tree", "dragonfly"}, "tree");
+  if (model == "tree") return std::make_unique<TreeNetwork>(s, ranks);
+  if (model == "dragonfly") return std::make_unique<DragonflyNetwork>(s, ranks);
+  const int group_size = s.get_or<int>("group_size", ranks);
+  if (group_size < 1) throw s.error("group_size", "must be at least 1");
+  collectives::Link intra{non_negative(s, "intra_latency", 1e-6), positive(s, "intra_bandwidth", 12e9)};
+  collectives::Link inter{non_negative(s, "inter_latency", intra.latency), positive(s, "inter_bandwidth", intra.bandwidth)};
+  const collectives::Topology topology(ranks, group_size, read_placement(s), intra, inter, non_negative(s, "reduce_rate", 0.0));
+  const auto contention =
+      s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
+  return std::make_unique<ClassesNetwork>(topology, contention, non_negative(s, "rendezvous_bytes", 0.0),
+                                          non_negative(s, "rendezvous_latency", 0.0));
+}
+
+}  // namespace taihu::simulator
