@@ -4,15 +4,12 @@
 //               [--dump-config] [--report=FILE] [--resume=FILE] [--progress=auto|bar|lines|quiet]
 //               [--log-level=info]
 //
-// device=sw26010 runs the layers on the simulated SW26010 (actors/device:
-// one actor per core group) and reports the simulated time per layer.
-// workers=N (N > 1) trains N in-process replicas with the actor runtime
-// (actors/compute/coordinator.hpp), nodes=K spreads them over taihu-node
-// processes; batch_size is then per worker.
-// A config with a [model] section trains a dynamic network (a Cavs vertex
-// function over input graphs, core/train/graph_trainer.hpp): one replica on
-// the graph actor runtime (actors/graph_runtime/graph_runner.hpp), or with workers /
-// nodes as data-parallel replicas like a net.
+// One training loop for everything (actors/compute/coordinator.hpp): a net
+// or, with a [model] section, a dynamic network (a Cavs vertex function over
+// input graphs, on the graph actor runtime); workers=N in-process replicas,
+// nodes=K spread over taihu-node processes (batch_size is per worker);
+// device=sw26010 runs every replica's layers on a simulated SW26010 (one actor
+// per core group) and reports the simulated time per layer.
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -21,16 +18,16 @@
 #include <cstdio>
 #include <fstream>
 
-#include "apps/app_support.hpp"
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
 #include "actors/compute/coordinator.hpp"
-#include "actors/device/sw26010_executor.hpp"
-#include "actors/graph_runtime/graph_runner.hpp"
+#include "actors/compute/replica_services.hpp"
+#include "actors/compute/run_plan.hpp"
+#include "apps/app_support.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
-#include "core/train/graph_trainer.hpp"
-#include "core/train/trainer.hpp"
-#include "devices/sw26010/params.hpp"
 
 namespace {
 
@@ -66,25 +63,13 @@ void write_report(const taihu::app::CommandLine& cl, const std::string& json) {
   }
 }
 
-// Device models for the single-replica Trainer (`device = sw26010`): the
-// chip's parameters are config/devices/sw26010.ini's, overridden by an
-// optional [sw26010] section of the app config.
-std::unique_ptr<taihu::LayerExecutor> make_device(const std::string& device, taihu::Net& net,
-                                                  const taihu::config::Document& doc) {
-  using namespace taihu;
-  const config::Section* section = doc.find("sw26010");
-  const sw26010::Params params = section ? sw26010::Params::from(*section) : sw26010::Params::defaults();
-  spdlog::info("device sw26010: 4 core-group actors, {:.2f} GHz, {} CPEs each", params.clock_hz / 1e9, 64);
-  return device::make_sw26010_executor(net, params);
-}
-
 // Which epoch the reported test figures come from.
 std::string selected_epoch(const taihu::GraphTrainReport& report) {
   return report.has_dev ? fmt::format("best dev epoch {}", report.best_epoch)
                         : fmt::format("epoch {}, no dev set", report.best_epoch);
 }
 
-void log_graph_report(const taihu::GraphTrainReport& report) {
+void log_report(const taihu::GraphTrainReport& report) {
   if (report.language_model)
     spdlog::info("finished: test perplexity {:.2f} ({}), {:.0f} tokens/s", report.test.perplexity,
                  selected_epoch(report), report.vertices_per_second);
@@ -93,45 +78,34 @@ void log_graph_report(const taihu::GraphTrainReport& report) {
                  selected_epoch(report), report.samples_per_second, report.data == "dag" ? "graphs" : "trees");
 }
 
-// Replicas (workers = N > 1, or remote nodes) train with the data-parallel
-// runtime. By default workers x BLAS threads stays within the cores.
-bool data_parallel(taihu::config::Document& doc) {
-  using namespace taihu;
-  const int64_t workers = doc.root().get_or<int64_t>("workers", 1);
-  const int64_t nodes = doc.root().get_or<int64_t>("nodes", 0);
-  if (workers <= 1 && nodes <= 0) return false;
-  if (doc.section("blas").get_or<int>("threads", 0) == 0)
-    blas::set_threads(std::max(1, blas::available_cores() / static_cast<int>(std::max<int64_t>(workers, 1))));
-  return true;
+void log_report(const taihu::TrainReport& report) {
+  spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s", 100.0 * report.test_accuracy,
+               report.train_loss, report.images_per_second);
+  if (report.device != "cpu") {
+    spdlog::info("{}", taihu::device_report_table(report.device_report, report.batch_size / report.workers));
+    const auto& d = report.device_report;
+    spdlog::info("{}: {:.1f} simulated images/s ({:.1f} ms per simulated iteration, {:.1f} s of host time each)",
+                 report.device, d.simulated_images_per_second(), 1e3 * d.simulated_iteration_seconds(),
+                 d.iterations ? d.host_seconds / d.iterations : 0.0);
+  }
 }
 
-// A dynamic network: one replica on the graph actor runtime, or replicas. Its GEMMs are small (a round
-// of vertices), so by default every core runs an executor with one BLAS
-// thread; executors x BLAS threads stay within the cores unless [blas]
-// threads says otherwise.
-int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine& cl, taihu::Progress::Mode progress) {
+// Compute threads per replica unless [blas] threads says: replicas share the
+// cores; a dynamic model's vertex executors take the cores (one BLAS thread
+// each, as its GEMMs are small: a round of vertices); a device model's core
+// groups run concurrently (one each). Never more threads than cores.
+void default_threads(const taihu::config::Document& doc) {
   using namespace taihu;
-  if (data_parallel(doc)) {
-    compute::DataParallelTrainer trainer(std::move(doc), progress);
-    if (auto resume = cl.flag("resume")) trainer.resume(*resume);
-    const GraphTrainReport report = trainer.run_graph();
-    log_graph_report(report);
-    write_report(cl, report.to_json());
-    return 0;
-  }
-  const int executors = doc.root().get_or<int>("executors", 0);
-  if (doc.section("blas").get_or<int>("threads", 0) == 0)
-    blas::set_threads(executors > 0 ? std::max(1, blas::available_cores() / executors) : 1);
-  GraphTrainer trainer(std::move(doc), progress, [](cavs::VertexFunction& f, const config::Document& d) {
-    const auto options = graph::read_graph_runner_options(d);
-    spdlog::info("graph runtime: {} vertex executors x {} BLAS threads", options.executors, blas::threads());
-    return graph::make_graph_runner(f, options);
-  });
-  if (auto resume = cl.flag("resume")) trainer.resume(*resume);
-  const GraphTrainReport report = trainer.run();
-  log_graph_report(report);
-  write_report(cl, report.to_json());
-  return 0;
+  if (doc.section("blas").get_or<int>("threads", 0) != 0) return;
+  const int cores = blas::available_cores();
+  const auto workers = std::max<int64_t>(1, doc.root().get_or<int64_t>("workers", 0));
+  const auto nodes = doc.root().get_or<int64_t>("nodes", 0);
+  if (workers > 1 || nodes > 0)
+    blas::set_threads(std::max(1, cores / static_cast<int>(workers)));
+  else if (doc.find("model") != nullptr)
+    blas::set_threads(std::max(1, cores / std::max(1, doc.root().get_or<int>("executors", cores))));
+  else if (doc.root().get_or<std::string>("device", "cpu") != "cpu")
+    blas::set_threads(1);
 }
 
 }  // namespace
@@ -153,31 +127,24 @@ int main(int argc, char** argv) {
       return 0;
     }
     app::setup_blas(doc, argc, argv);
+    default_threads(doc);
 
-    const auto progress = progress_mode(cl.flag("progress").value_or("auto"));
-    if (doc.find("model") != nullptr) return train_graph_model(std::move(doc), cl, progress);
-    TrainReport report;
-    if (data_parallel(doc)) {
-      compute::DataParallelTrainer trainer(std::move(doc), progress);
-      if (auto resume = cl.flag("resume")) trainer.resume(*resume);
-      report = trainer.run();
-    } else {
-      // On a device model, the 4 core groups run concurrently and each CPE's
-      // host GEMMs are small: one BLAS thread each.
-      if (doc.root().get_or<std::string>("device", "cpu") != "cpu" && doc.section("blas").get_or<int>("threads", 0) == 0)
-        blas::set_threads(1);
-      Trainer trainer(std::move(doc), progress, make_device);
-      if (auto resume = cl.flag("resume")) trainer.resume(*resume);
-      report = trainer.run();
-    }
-    spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s",
-                 100.0 * report.test_accuracy, report.train_loss, report.images_per_second);
-    if (report.device != "cpu")
-      spdlog::info("{}: {:.1f} simulated images/s ({:.1f} ms per simulated iteration, {:.1f} s of host time each)",
-                   report.device, report.device_report.simulated_images_per_second(),
-                   1e3 * report.device_report.simulated_iteration_seconds(),
-                   report.device_report.iterations ? report.device_report.host_seconds / report.device_report.iterations : 0.0);
-    write_report(cl, report.to_json());
+    // The process's one actor system: every actor of the run lives in it.
+    caf::actor_system_config cfg;
+    compute::configure_actor_system(cfg, doc);
+    caf::actor_system system{cfg};
+    const int local_replicas = doc.root().get_or<int>("nodes", 0) > 0 ? 1 : doc.root().get_or<int>("workers", 1);
+    compute::RunPlan plan = compute::RunPlan::read(std::move(doc), compute::replica_services(system, local_replicas));
+    compute::TrainingOptions options;
+    options.progress = progress_mode(cl.flag("progress").value_or("auto"));
+    if (auto resume = cl.flag("resume")) options.resume = *resume;
+    const compute::TrainingResult result = compute::train(system, std::move(plan), options);
+    std::visit(
+        [&](const auto& report) {
+          log_report(report);
+          write_report(cl, report.to_json());
+        },
+        result.report);
     return 0;
   });
 }

@@ -5,6 +5,7 @@
 // data plane (actors/net).
 //
 //   node -> gate   JoinRequest                      -> int32 node index, or an error (the cluster is full)
+//   gate -> coord  NodeJoined
 //                  (the node proved the secret and its protocol version at the gatekeeper already)
 //   coord -> node  ClusterSetup                     -> NodeReady (data plane port)
 //   coord -> node  ClusterPeers                     -> NodeStarted (worker handles)
@@ -28,6 +29,19 @@ struct JoinRequest {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JoinRequest& x) {
   return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.name, x.agent);
+}
+
+// The gate's word to the coordinator: node `node` (its index, in order of
+// admission) joined, with its agent.
+struct NodeJoined {
+  std::int32_t node = 0;
+  std::string name;
+  caf::actor agent;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeJoined& x) {
+  return f(caf::meta::type_name("taihu::msg::NodeJoined"), x.node, x.name, x.agent);
 }
 
 struct ClusterSetup {

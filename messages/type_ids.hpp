@@ -11,17 +11,17 @@
 #include <string>
 #include <vector>
 
-#include "messages/checkpoint_restore.hpp"
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
 #include "messages/compressor_restore.hpp"
 #include "messages/core_group_work.hpp"
 #include "messages/evaluation.hpp"
 #include "messages/gradient_ready.hpp"
+#include "messages/iteration.hpp"
 #include "messages/parameters.hpp"
 #include "messages/reduced.hpp"
+#include "messages/replica_control.hpp"
 #include "messages/shard_init.hpp"
-#include "messages/step.hpp"
 #include "messages/tensor_payload.hpp"
 #include "messages/vertex_work.hpp"
 
@@ -31,16 +31,15 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::GradientReady))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::Reduced))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::ShardInit))
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::Step))
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::StepStats))
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::StepDone))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::Iterate))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::IterationStats))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::IterationDone))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::Parameters))
 
   CAF_ADD_ATOM(taihu, taihu::msg, stats_atom, "stats")     // ask an actor for its counters
   CAF_ADD_ATOM(taihu, taihu::msg, stop_atom, "stop")       // finish the current step, then quit
   CAF_ADD_ATOM(taihu, taihu::msg, ready_atom, "ready")     // a worker or shard is wired up
   CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on held-out data: ReplicaEvaluation
-  CAF_ADD_ATOM(taihu, taihu::msg, save_atom, "save")       // write a checkpoint
 
   // Remote nodes (messages/cluster.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::JoinRequest))
@@ -49,7 +48,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::ClusterPeers))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeStarted))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeFailure))
-  CAF_ADD_ATOM(taihu, taihu::msg, join_atom, "join")       // the gate tells the coordinator a node joined
 
   // Dynamic networks (messages/vertex_work.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))
@@ -63,7 +61,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   // Elastic clusters (actors/compute/cluster.hpp).
   CAF_ADD_ATOM(taihu, taihu::msg, reform_atom, "reform")   // a node drops its replicas for a new cluster
   CAF_ADD_ATOM(taihu, taihu::msg, leave_atom, "leave")     // to the gate: a place is free; to a node: it is dropped
-  CAF_ADD_ATOM(taihu, taihu::msg, restore_atom, "restore") // a worker loads a checkpoint file
   CAF_ADD_ATOM(taihu, taihu::msg, compressor_atom, "compressor")  // a shard's compressor state (get / set)
 
   // Simulated devices (messages/core_group_work.hpp).
@@ -72,7 +69,15 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
 
   CAF_ADD_ATOM(taihu, taihu::msg, poll_atom, "poll")       // a waiting shard looks at its transport (to itself)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CompressorRestore))  // messages/compressor_restore.hpp
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::CheckpointRestore))  // messages/checkpoint_restore.hpp
+  // What the coordinator asks of a replica (messages/replica_control.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::SaveCheckpoint))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::SaveCompressorState))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RestoreCheckpoint))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::WorkerProbe))
+  CAF_ADD_TYPE_ID(taihu, (taihu::ReplicaFigures))
+  CAF_ADD_ATOM(taihu, taihu::msg, figures_atom, "figures")  // a replica's own figures at the end
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeJoined))         // messages/cluster.hpp
+  CAF_ADD_ATOM(taihu, taihu::msg, join_deadline_atom, "joindeadln")  // the coordinator's join_timeout passed
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -118,21 +118,4 @@ StatusServer::~StatusServer() {
 
 std::uint16_t StatusServer::port() const { return impl_->listener->port(); }
 
-std::string json_escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) out += fmt::format("\\u{:04x}", ch);
-        else out += ch;
-    }
-  }
-  return out;
-}
-
 }  // namespace taihu::transport

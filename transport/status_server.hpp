@@ -34,7 +34,4 @@ class StatusServer {
   std::shared_ptr<Impl> impl_;
 };
 
-// Escapes a string for a JSON string literal (without the quotes).
-std::string json_escape(const std::string& text);
-
 }  // namespace taihu::transport

@@ -17,10 +17,11 @@
 // on node r * K / workers), sends each node the merged config and its ranks;
 // the nodes build their replicas and shard actors and report their data-plane
 // ports, connect to each other, and hand back their workers' handles. From
-// then on the coordinator drives training exactly as in-process (Step,
-// StepDone, evaluation, checkpoints by rank 0's node) through proxies.
+// then on the coordinator drives training exactly as in-process (Iterate,
+// IterationDone, evaluation, checkpoints by rank 0's node) through proxies
+// (cluster_members.hpp is the coordinator's side, node_actor.cpp the node's).
 //
-// Data plane (actors/net): the shard actors' chunks for ranks on other nodes
+// Data plane (transport/): the shard actors' chunks for ranks on other nodes
 // go over direct, authenticated TCP connections between the nodes
 // (ChunkLink); the collectives themselves are unchanged.
 //
@@ -68,14 +69,14 @@
 #include <string>
 #include <vector>
 
-#include "transport/gatekeeper.hpp"
 #include "core/config/config.hpp"
 #include "core/common/error.hpp"
 
 namespace taihu::compute {
 
 // 2: admission by the gatekeeper (transport/gatekeeper.hpp), before any CAF byte.
-inline constexpr int cluster_protocol_version = 2;
+// 3: the typed worker protocol (actors/compute/worker_actor.hpp).
+inline constexpr int cluster_protocol_version = 3;
 
 class ClusterError : public Error {
  public:
@@ -101,41 +102,6 @@ struct ClusterSettings {
 
 // Loads the middleman with taihu's app identifier and heartbeats.
 void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after);
-
-struct ClusterNode {
-  std::string name;
-  caf::actor agent;  // null once the node is lost
-};
-
-struct Cluster {
-  std::vector<ClusterNode> nodes;    // by node index (the order of admission)
-  std::int32_t generation = 0;       // formations so far
-  std::vector<int> rank_node;        // rank -> node
-  std::vector<caf::actor> workers;   // by rank (proxies)
-  caf::actor gate;
-  std::shared_ptr<transport::Gatekeeper> gatekeeper;  // the control port
-  std::uint16_t port = 0;
-};
-
-// Coordinator side: publishes the gate, admits settings.nodes authenticated
-// nodes, sets them up with `config_text` and the buckets' algorithms, and
-// fills `cluster` (also when it throws ClusterError, e.g. on join_timeout,
-// so that stop_cluster can release what was started).
-void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
-                    const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
-                    Cluster& cluster);
-// Places `ranks` ranks on the live nodes in contiguous blocks, sets them up
-// and starts them: a new generation of the cluster.
-void form_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
-                  const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
-                  Cluster& cluster);
-// Forgets a lost node and frees its place at the gate.
-void node_lost(caf::scoped_actor& self, Cluster& cluster, int node);
-// Takes in the nodes the gate admitted since (without waiting); their count.
-int admit_waiting_nodes(caf::scoped_actor& self, Cluster& cluster);
-std::vector<int> live_nodes(const Cluster& cluster);
-// Tells every node to shut down and closes the gate.
-void stop_cluster(caf::actor_system& system, caf::scoped_actor& self, Cluster& cluster);
 
 // Node side (taihu-node).
 struct NodeOptions {

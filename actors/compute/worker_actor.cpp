@@ -21,6 +21,19 @@ namespace taihu::compute {
 WorkerModel::WorkerModel() = default;
 WorkerModel::~WorkerModel() = default;
 
+std::shared_ptr<WorkerModel> build_worker_model(const config::Document& doc, const TrainSettings& settings,
+                                                const ReplicaData& data, int rank, int ranks,
+                                                std::size_t bucket_bytes, const ReplicaServices& services,
+                                                WorkerFault fault) {
+  auto m = std::make_shared<WorkerModel>();
+  m->rank = rank;
+  m->ranks = ranks;
+  m->fault = fault;
+  m->replica = build_replica(doc, settings, data, rank, ranks, services);
+  m->buckets = std::make_unique<collectives::Buckets>(m->replica->gradient_stages(), bucket_bytes);
+  return m;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -35,16 +48,16 @@ struct WorkerState {
   std::shared_ptr<WorkerModel> model;
   std::vector<msg::TensorPayload> buffers;  // per bucket, reused between iterations
   std::vector<Clock::time_point> sent_at;   // per bucket, this iteration
-  caf::actor coordinator;
+  caf::typed_response_promise<msg::IterationDone> done;  // the coordinator's Iterate
   bool in_step = false;
   std::uint64_t iteration = 0;
   std::size_t pending = 0;  // buckets not yet reduced
   float loss = 0.0f;
-  msg::StepStats stats;
+  msg::IterationStats stats;
   Clock::time_point backward_end;
 };
 
-using Self = caf::stateful_actor<WorkerState>;
+using Self = worker_actor::stateful_pointer<WorkerState>;
 
 // Releases a compute slot when the scope ends (also on exceptions).
 struct SlotGuard {
@@ -59,7 +72,7 @@ struct SlotGuard {
   SlotGuard& operator=(const SlotGuard&) = delete;
 };
 
-void send_bucket(Self* self, std::uint32_t b) {
+void send_bucket(Self self, std::uint32_t b) {
   auto& s = self->state;
   auto& m = *s.model;
   const std::size_t n = (*m.buckets)[b].elements;
@@ -71,17 +84,18 @@ void send_bucket(Self* self, std::uint32_t b) {
     buffer = msg::TensorPayload::allocate(n + 1);
   }
   s.sent_at[b] = Clock::now();
-  self->send(m.shards[b], msg::GradientReady{b, s.iteration, std::move(buffer)});
+  // The shard answers the owner named in its ShardInit (this worker), not the sender.
+  caf::anon_send(m.shards[b], msg::GradientReady{b, s.iteration, std::move(buffer)});
   s.buffers[b] = {};
 }
 
-void run_step(Self* self, std::uint64_t iteration) {
+void run_step(Self self, std::uint64_t iteration) {
   auto& s = self->state;
   auto& m = *s.model;
   require(!s.in_step, "worker {}: step {} arrived while step {} runs", m.rank, iteration, s.iteration);
   s.in_step = true;
   s.iteration = iteration;
-  s.pending = m.buckets->size();
+  s.pending = m.shards.empty() ? 0 : m.buckets->size();
   s.stats = {};
   if (m.fault.rank == m.rank && m.fault.iteration == iteration) {
     if (m.fault.kind == WorkerFault::Kind::throw_in_step)
@@ -91,6 +105,7 @@ void run_step(Self* self, std::uint64_t iteration) {
   }
   SlotGuard slot(m.compute_slots.get());
   const ReplicaStep step = m.replica->compute(iteration, [&](std::size_t stage) {
+    if (m.shards.empty()) return;  // one replica: its gradient is the gradient
     for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b);
   });
   s.backward_end = Clock::now();
@@ -101,18 +116,19 @@ void run_step(Self* self, std::uint64_t iteration) {
   s.stats.backward_seconds = step.backward_seconds;
 }
 
-void finish_step(Self* self) {
+msg::IterationDone finish_step(Self self) {
   auto& s = self->state;
   auto& m = *s.model;
   const auto reduced = Clock::now();
   s.stats.exposed_comm_seconds = seconds_between(s.backward_end, reduced);
+  s.stats.learning_rate = m.replica->learning_rate();
   m.replica->update();
   s.stats.update_seconds = seconds_between(reduced, Clock::now());
   s.in_step = false;
-  self->send(s.coordinator, msg::StepDone{s.iteration, m.rank, s.loss, s.stats});
+  return msg::IterationDone{s.iteration, m.rank, s.loss, s.stats};
 }
 
-caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
+worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model) {
   self->state.model = std::move(model);
   self->state.buffers.resize(self->state.model->buckets->size());
   self->state.sent_at.resize(self->state.model->buckets->size());
@@ -146,10 +162,11 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
           offset += c;
         }
       },
-      [=](msg::Step step) {
-        self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
-        run_step(self, step.iteration);
-        if (self->state.pending == 0) finish_step(self);
+      [=](msg::Iterate it) -> caf::result<msg::IterationDone> {
+        run_step(self, it.iteration);
+        if (self->state.pending == 0) return finish_step(self);
+        self->state.done = self->make_response_promise<msg::IterationDone>();
+        return self->state.done;
       },
       [=](msg::Reduced& r) {
         auto& s = self->state;
@@ -168,28 +185,30 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
         s.stats.bytes_sent += r.bytes_sent;
         m.buckets->unpack(r.bucket, r.buffer.data(), 1.0f / static_cast<float>(m.ranks));
         s.buffers[r.bucket] = std::move(r.buffer);
-        if (--s.pending == 0) finish_step(self);
+        if (--s.pending == 0) s.done.deliver(finish_step(self));
       },
       // A probe: a worker that is busy computing cannot answer it.
       [=](msg::stats_atom) {
         const auto& s = self->state;
-        return caf::make_message(s.iteration, s.in_step, static_cast<std::uint64_t>(s.pending));
+        return msg::WorkerProbe{s.iteration, s.in_step, static_cast<std::uint64_t>(s.pending)};
       },
-      [=](msg::save_atom, const std::string& path, bool keep_all, std::int64_t epoch, std::int64_t batch,
-          double elapsed, double epoch_loss_sum) {
+      [=](const msg::SaveCheckpoint& c) {
         auto& m = *self->state.model;
-        save_checkpoint_files(m.replica->checkpoint(TrainPosition{epoch, batch, elapsed, epoch_loss_sum}), path,
-                              keep_all);
+        save_checkpoint_files(
+            m.replica->checkpoint(TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum}), c.path,
+            c.keep_all);
         return true;
       },
       [=](msg::eval_atom) { return self->state.model->replica->evaluate(); },
+      [=](msg::figures_atom) { return self->state.model->replica->figures(); },
       // This rank's compressor state (every shard's residuals and momentum),
       // next to the model checkpoint at `path`, taken between iterations.
-      [=](msg::save_atom, msg::compressor_atom, const std::string& path, std::int64_t iteration) {
+      [=](const msg::SaveCompressorState& c) -> caf::result<bool> {
+        const std::string path = c.path;
         auto promise = self->make_response_promise<bool>();
         auto& m = *self->state.model;
         auto file = std::make_shared<CompressorCheckpoint>();
-        file->iteration = iteration;
+        file->iteration = c.iteration;
         file->rank = m.rank;
         file->ranks = m.ranks;
         file->buckets.resize(m.shards.size());
@@ -215,7 +234,7 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
       // when resuming; the old ranks of this node after an elastic regroup),
       // merged with r.weight. false: the compressors start from zero, with a
       // warning saying why.
-      [=](msg::restore_atom, msg::CompressorRestore& r) {
+      [=](msg::CompressorRestore& r) -> caf::result<bool> {
         auto promise = self->make_response_promise<bool>();
         auto& m = *self->state.model;
         auto start_from_zero = [&](const std::string& why) {
@@ -281,16 +300,11 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
         }
         return promise;
       },
-      [=](msg::restore_atom, const std::string& path, std::int64_t epoch, std::int64_t batch) {
+      [=](const msg::RestoreCheckpoint& r) {
         auto& m = *self->state.model;
-        m.replica->restore(load_checkpoint(path), m.rank == 0);
-        m.replica->seek(epoch, batch);
-        return true;
-      },
-      [=](msg::CheckpointRestore& r) {
-        auto& m = *self->state.model;
-        const Checkpoint c = decode_checkpoint(r.checkpoint, r.source);
-        const TrainPosition at = m.replica->restore(c, m.rank == 0);
+        const Checkpoint c = r.bytes.empty() ? load_checkpoint(r.path) : decode_checkpoint(r.bytes, r.source);
+        TrainPosition at = m.replica->restore(c, m.rank == 0);
+        if (r.reposition) at = TrainPosition{r.epoch, r.batch, at.elapsed_seconds, at.epoch_loss_sum};
         m.replica->seek(at.epoch, at.batch);
         return true;
       },
@@ -299,9 +313,9 @@ caf::behavior worker(Self* self, std::shared_ptr<WorkerModel> model) {
 
 }  // namespace
 
-caf::actor spawn_worker(caf::actor_system& system, std::shared_ptr<WorkerModel> model) {
+worker_actor spawn_worker(caf::actor_system& system, std::shared_ptr<WorkerModel> model) {
   require(model && model->replica && model->buckets &&
-              model->shards.size() == model->buckets->size(),
+              (model->shards.empty() ? model->ranks == 1 : model->shards.size() == model->buckets->size()),
           "spawn_worker: incomplete worker model");
   return system.spawn<caf::detached>(worker, std::move(model));
 }

@@ -1,36 +1,37 @@
 #pragma once
 // One data-parallel replica as an actor: it owns a Replica (a net or a dynamic
-// network with its solver and its shard of the training data,
+// network with its solver and its share of the training data,
 // core/train/replica.hpp) and its view of the fusion buckets.
 //
-// Protocol (messages/):
-//   get_atom                 -> msg::Parameters: every param's values (rank 0's are broadcast)
-//   msg::Parameters          overwrite every param (the broadcast from rank 0)
-//   msg::Step{it}            from the coordinator: forward, then backward stage
-//                            by stage; as soon as the lowest stage of a bucket
-//                            has run, pack the bucket and send GradientReady to
-//                            this rank's shard of it (the collective runs while
-//                            backward goes on)
-//   msg::Reduced             from a shard: write the sum back scaled by 1/N; when
-//                            all buckets are back, solver step, then StepDone to
-//                            the sender of Step
-//   eval_atom                -> ReplicaEvaluation on the held-out data (rank 0)
-//   (restore_atom, path, epoch, batch)
-//                            -> true once the checkpoint at `path` is loaded and the
-//                            data positioned at (epoch, batch) (elastic clusters)
-//   stats_atom               -> (uint64 iteration, bool in_step, uint64 buckets pending)
-//   (save_atom, path, keep_all, epoch, batch, elapsed, epoch_loss_sum)
-//                            -> true once this replica's checkpoint is on disk
+// Protocol (worker_actor below; messages/):
+//   get_atom              -> Parameters: every param's values (rank 0's are broadcast)
+//   Parameters            overwrite every param (the broadcast from rank 0)
+//   Iterate{it}           -> IterationDone, once the iteration is over: forward,
+//                         then backward stage by stage; as soon as the lowest
+//                         stage of a bucket has run, the bucket goes to this
+//                         rank's shard of it (GradientReady), so the collective
+//                         runs while backward goes on; when every bucket is back
+//                         (Reduced, scaled by 1/N), the solver steps. One
+//                         replica alone (no shards) steps at once.
+//   Reduced               from a shard: one bucket's sum
+//   stats_atom            -> WorkerProbe (a worker busy computing cannot answer)
+//   eval_atom             -> ReplicaEvaluation on the held-out data (rank 0)
+//   figures_atom          -> ReplicaFigures (device time, executor shares)
+//   SaveCheckpoint        -> true once this replica's checkpoint is on disk
+//   SaveCompressorState   -> true once this rank's compressor file is on disk
+//   CompressorRestore     -> true, or false when the compressors start from zero
+//   RestoreCheckpoint     -> true once restored and positioned
 // An exception (or a malformed Reduced) terminates the worker with the reason
 // as its exit error, which the coordinator sees through its monitor.
 //
 // Threads: a forward/backward blocks for tens of milliseconds and CAF cannot
 // preempt it, so workers are detached actors (a thread each) and never sit on
 // a scheduler thread that the shard actors need. `compute_slots` bounds how
-// many workers compute at the same time (see coordinator.hpp for the rule).
+// many workers compute at the same time (coordinator.hpp states the rule).
 
-#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/replies_to.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -39,13 +40,22 @@
 #include <vector>
 
 #include "core/train/replica.hpp"
-#include "messages/payload_allocator.hpp"
+#include "messages/type_ids.hpp"
 
 namespace taihu::collectives {
 class Buckets;
 }
 
 namespace taihu::compute {
+
+using worker_actor = caf::typed_actor<
+    caf::replies_to<caf::get_atom>::with<msg::Parameters>, caf::reacts_to<msg::Parameters>,
+    caf::replies_to<msg::Iterate>::with<msg::IterationDone>, caf::reacts_to<msg::Reduced>,
+    caf::replies_to<msg::stats_atom>::with<msg::WorkerProbe>,
+    caf::replies_to<msg::eval_atom>::with<ReplicaEvaluation>,
+    caf::replies_to<msg::figures_atom>::with<ReplicaFigures>,
+    caf::replies_to<msg::SaveCheckpoint>::with<bool>, caf::replies_to<msg::SaveCompressorState>::with<bool>,
+    caf::replies_to<msg::CompressorRestore>::with<bool>, caf::replies_to<msg::RestoreCheckpoint>::with<bool>>;
 
 // A test hook: make one worker misbehave at one iteration.
 struct WorkerFault {
@@ -58,14 +68,14 @@ struct WorkerFault {
 
 using ComputeSlots = std::counting_semaphore<1024>;
 
-// Everything a replica owns; built by the coordinator, then handed to (and
-// only touched by) the worker actor.
+// Everything a replica owns; built by whoever hosts the rank (the
+// coordinator, or a node), then handed to (and only touched by) its worker.
 struct WorkerModel {
   int rank = 0;
   int ranks = 1;
   std::unique_ptr<Replica> replica;
   std::unique_ptr<collectives::Buckets> buckets;
-  std::vector<caf::actor> shards;  // this rank's shard actor of each bucket
+  std::vector<caf::actor> shards;  // this rank's shard actor of each bucket; none with one rank
   std::shared_ptr<ComputeSlots> compute_slots;
   // Where the bucket buffers live (a node's shared arena, so that shards on
   // this host read them in place); null: the heap.
@@ -76,6 +86,15 @@ struct WorkerModel {
   ~WorkerModel();
 };
 
-caf::actor spawn_worker(caf::actor_system& system, std::shared_ptr<WorkerModel> model);
+// Rank `rank` of `ranks`: its replica (core/train/replica.hpp: a net or a
+// dynamic model, its solver, its share of every global batch and, on rank 0,
+// the held-out data; device executors and graph runners from `services`) and
+// its view of the fusion buckets of `bucket_bytes`.
+std::shared_ptr<WorkerModel> build_worker_model(const config::Document& doc, const TrainSettings& settings,
+                                                const ReplicaData& data, int rank, int ranks,
+                                                std::size_t bucket_bytes, const ReplicaServices& services = {},
+                                                WorkerFault fault = {});
+
+worker_actor spawn_worker(caf::actor_system& system, std::shared_ptr<WorkerModel> model);
 
 }  // namespace taihu::compute

@@ -35,21 +35,26 @@ Scores evaluate_graphs(cavs::BatchRunner& runner, std::span<const InputGraph> gr
 }
 
 GraphReplica::GraphReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data,
-                           int rank, int ranks)
+                           int rank, int ranks, const RunnerFactory& runner)
     : rank_(rank), ranks_(ranks), settings_(settings), data_(data.graphs) {
   require(data_ != nullptr, "GraphReplica: no graph data set");
   const config::Section& root = doc.root();
   per_vertex_loss_ = root.get_choice("loss", {"per_sample", "per_vertex"},
                                      data_->language_model ? "per_vertex" : "per_sample") == "per_vertex";
   const int64_t global_batch = settings.batch_size * ranks;
-  per_epoch_ = static_cast<int64_t>(data_->train.size()) / global_batch;
+  // One replica also trains the tail that does not fill a batch; replicas
+  // leave it out, so that every rank has a full share.
+  const auto graphs = static_cast<int64_t>(data_->train.size());
+  per_epoch_ = ranks == 1 ? (graphs + global_batch - 1) / global_batch : graphs / global_batch;
   require<ConfigError>(per_epoch_ > 0, "{}: the training set has {} graphs, fewer than workers x batch_size = {}",
                        root.where().str(), data_->train.size(), global_batch);
   const config::Section& model = doc.section("model");
   model_type_ = model.get_or<std::string>("type", "");
   // Weights come from rank 0's broadcast; the seed only has to be valid.
   model_ = std::make_unique<cavs::VertexFunction>(cavs::build_model(model, *data_, settings.seed));
-  runner_ = std::make_unique<cavs::InlineRunner>(*model_);
+  if (runner) runner_ = runner(*model_, doc);
+  if (!runner_) runner_ = std::make_unique<cavs::InlineRunner>(*model_);
+  runner_name_ = dynamic_cast<const cavs::InlineRunner*>(runner_.get()) != nullptr ? "inline" : "actors";
   solver_ = Solver::create(doc.section("solver"), model_->param_pointers(), settings.epochs * per_epoch_);
   model_->zero_diffs();
   batch_.reserve(static_cast<size_t>(settings.batch_size));
@@ -64,6 +69,8 @@ int64_t GraphReplica::learnable_parameters() const {
 }
 
 int64_t GraphReplica::iteration() const { return solver_->iteration(); }
+
+float GraphReplica::learning_rate() const { return solver_->learning_rate(); }
 
 bool GraphReplica::language_model() const { return data_->language_model; }
 
@@ -94,7 +101,8 @@ ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(s
   }
   const int64_t first = (b * ranks_ + rank_) * settings_.batch_size;
   batch_.clear();
-  for (int64_t i = first; i < first + settings_.batch_size; ++i)
+  const int64_t last = std::min<int64_t>(first + settings_.batch_size, static_cast<int64_t>(order_.size()));
+  for (int64_t i = first; i < last; ++i)
     batch_.push_back(data_->train[static_cast<size_t>(order_[static_cast<size_t>(i)])]);
   const int64_t labelled = cavs::count_labelled(batch_);
   const float scale = per_vertex_loss_ ? 1.0f / static_cast<float>(std::max<int64_t>(labelled, 1))
@@ -103,6 +111,7 @@ ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(s
   const cavs::GraphMetrics m = runner_->train(batch_, scale);
   stage_done(0);
   const cavs::ExecutorStats s = runner_->stats();
+  trained_ += s;
   ReplicaStep step;
   step.forward_seconds = s.schedule_seconds + s.forward_seconds;
   step.backward_seconds = s.backward_seconds + s.weight_gradient_seconds;
@@ -114,10 +123,11 @@ ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(s
 
 void GraphReplica::update() {
   solver_->step();
-  // The averaged gradient covers every row of an embedding table, not only
-  // the rows this rank touched: clear it all.
   runner_->zero_gradients();
-  model_->zero_diffs();
+  // The averaged gradient covers every row of an embedding table, not only
+  // the rows this rank touched: clear it all. One replica's gradient is its
+  // own, where zero_gradients() already cleared the rows it touched.
+  if (ranks_ > 1) model_->zero_diffs();
 }
 
 ReplicaEvaluation GraphReplica::evaluate() {
@@ -135,6 +145,13 @@ Checkpoint GraphReplica::checkpoint(const TrainPosition& position) {
 
 TrainPosition GraphReplica::restore(const Checkpoint& checkpoint, bool) {
   return restore_checkpoint(checkpoint, model_type_, model_->param_pointers(), *solver_, settings_.seed);
+}
+
+ReplicaFigures GraphReplica::figures() const {
+  ReplicaFigures f;
+  f.executor = trained_;
+  f.runner = runner_name_;
+  return f;
 }
 
 }  // namespace taihu

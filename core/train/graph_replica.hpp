@@ -7,7 +7,8 @@
 // Global batch b of epoch e is graphs [b·G, (b+1)·G) of that epoch's seeded
 // permutation, G = ranks × batch_size; rank r trains on its r-th slice of
 // batch_size graphs. An epoch has floor(graphs / G) batches (the tail that
-// does not fill a global batch is left out, as for nets). Each rank scales
+// does not fill a global batch is left out, as for nets), but one replica
+// alone also trains that tail as a last, smaller batch. Each rank scales
 // its gradient as the single-process trainer does for its own slice (1/graphs
 // or 1/labelled vertices); the allreduce then averages over the ranks.
 //
@@ -38,8 +39,10 @@ Scores evaluate_graphs(cavs::BatchRunner& runner, std::span<const InputGraph> gr
 
 class GraphReplica final : public Replica {
  public:
+  // `runner`: what gets mini-batches through F (the graph actor runtime);
+  // empty: an InlineRunner on the worker's thread.
   GraphReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data, int rank,
-               int ranks);
+               int ranks, const RunnerFactory& runner = {});
   ~GraphReplica() override;
 
   const std::string& name() const override { return model_type_; }
@@ -48,6 +51,7 @@ class GraphReplica final : public Replica {
   std::vector<GradientStage> gradient_stages() override;
   std::vector<Param*> params() override { return model_->param_pointers(); }
   int64_t iteration() const override;
+  float learning_rate() const override;
   int64_t batches_per_epoch() const override { return per_epoch_; }
   void seek(int64_t epoch, int64_t batch) override;
   ReplicaStep compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) override;
@@ -55,6 +59,7 @@ class GraphReplica final : public Replica {
   ReplicaEvaluation evaluate() override;
   Checkpoint checkpoint(const TrainPosition& position) override;
   TrainPosition restore(const Checkpoint& checkpoint, bool rngs) override;
+  ReplicaFigures figures() const override;
 
   bool language_model() const;
   const std::string& data_source() const;
@@ -68,7 +73,9 @@ class GraphReplica final : public Replica {
   bool per_vertex_loss_ = false;
   int64_t per_epoch_ = 0;
   std::unique_ptr<cavs::VertexFunction> model_;
-  std::unique_ptr<cavs::InlineRunner> runner_;
+  std::unique_ptr<cavs::BatchRunner> runner_;
+  std::string runner_name_;
+  cavs::ExecutorStats trained_;  // the runner's counters over the training batches
   std::unique_ptr<Solver> solver_;
   int64_t order_epoch_ = -1;  // the epoch `order_` is for
   std::vector<int64_t> order_;

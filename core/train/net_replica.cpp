@@ -30,11 +30,19 @@ std::vector<GradientStage> layer_stages(Net& net) {
 }
 
 NetReplica::NetReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data,
-                       int rank, int ranks)
+                       int rank, int ranks, const LayerExecutorFactory& devices)
     : rank_(rank), settings_(settings) {
   const int64_t global_batch = settings.batch_size * ranks;
   // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
   net_ = build_net(doc, settings, settings.batch_size, settings.seed + static_cast<uint64_t>(rank));
+  // device = sw26010: every replica is a simulated chip of its own.
+  const config::Section& root = doc.root();
+  device_ = root.get_choice("device", {"cpu", "sw26010"}, "cpu");
+  if (device_ != "cpu") {
+    if (!devices) throw root.error("device", "this program runs nets on the cpu only");
+    executor_ = devices(device_, *net_, doc);
+    net_->set_executor(executor_.get());
+  }
   if (rank == 0) check_sample_shape(doc, *net_, *data.train, settings);
   require<ConfigError>(data.train->size() >= global_batch,
                        "{}: the training set has {} samples, fewer than workers x batch_size = {}",
@@ -71,6 +79,8 @@ std::vector<Param*> NetReplica::params() { return net_->params(); }
 
 int64_t NetReplica::iteration() const { return solver_->iteration(); }
 
+float NetReplica::learning_rate() const { return solver_->learning_rate(); }
+
 int64_t NetReplica::batches_per_epoch() const { return train_->batches_per_epoch(); }
 
 void NetReplica::seek(int64_t epoch, int64_t batch) { train_->seek(epoch, batch); }
@@ -93,6 +103,7 @@ ReplicaStep NetReplica::compute(uint64_t iteration, const std::function<void(std
   const uint64_t step_seed = derive_seed(settings_.seed, fmt::format("rank {} step {}", rank_, iteration));
   for (std::size_t i = 0; i < net.num_layers(); ++i) net.layer(i).seed(step_seed);
   net.zero_param_diffs();
+  if (executor_) executor_->begin_iteration(static_cast<int64_t>(step.samples));
   float loss = 0.0f;
   for (std::size_t i = 0; i < net.num_layers(); ++i) loss += net.forward_layer(i);
   step.loss = loss;
@@ -102,6 +113,7 @@ ReplicaStep NetReplica::compute(uint64_t iteration, const std::function<void(std
     net.backward_layer(i);
     stage_done(i);
   }
+  if (executor_) executor_->end_iteration();
   step.forward_seconds = seconds_between(start, forward_end);
   step.backward_seconds = seconds_between(forward_end, Clock::now());
   return step;
@@ -124,6 +136,15 @@ Checkpoint NetReplica::checkpoint(const TrainPosition& position) {
 
 TrainPosition NetReplica::restore(const Checkpoint& checkpoint, bool rngs) {
   return restore_checkpoint(checkpoint, *net_, *solver_, settings_.seed, rngs);
+}
+
+ReplicaFigures NetReplica::figures() const {
+  ReplicaFigures f;
+  if (executor_) {
+    f.device = executor_->report();
+    f.device.device = device_;
+  }
+  return f;
 }
 
 }  // namespace taihu

@@ -20,8 +20,9 @@ std::vector<GradientStage> layer_stages(Net& net);
 
 class NetReplica final : public Replica {
  public:
+  // `devices` makes the executor for a `device` other than cpu (root key).
   NetReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data, int rank,
-             int ranks);
+             int ranks, const LayerExecutorFactory& devices = {});
   ~NetReplica() override;
 
   const std::string& name() const override;
@@ -30,6 +31,7 @@ class NetReplica final : public Replica {
   std::vector<GradientStage> gradient_stages() override { return layer_stages(*net_); }
   std::vector<Param*> params() override;
   int64_t iteration() const override;
+  float learning_rate() const override;
   int64_t batches_per_epoch() const override;
   void seek(int64_t epoch, int64_t batch) override;
   ReplicaStep compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) override;
@@ -37,6 +39,7 @@ class NetReplica final : public Replica {
   ReplicaEvaluation evaluate() override;
   Checkpoint checkpoint(const TrainPosition& position) override;
   TrainPosition restore(const Checkpoint& checkpoint, bool rngs) override;
+  ReplicaFigures figures() const override;
 
   Net& net() { return *net_; }
 
@@ -44,6 +47,8 @@ class NetReplica final : public Replica {
   int rank_;
   TrainSettings settings_;
   std::unique_ptr<Net> net_;
+  std::string device_ = "cpu";
+  std::unique_ptr<LayerExecutor> executor_;  // after net_: destroyed first
   std::unique_ptr<Solver> solver_;
   std::unique_ptr<BatchSource> train_;  // this rank's shard of every global batch
   std::unique_ptr<BatchSource> test_;   // rank 0 only

@@ -34,9 +34,10 @@ ReplicaData ReplicaData::read(const config::Document& doc, const TrainSettings& 
 }
 
 std::unique_ptr<Replica> build_replica(const config::Document& doc, const TrainSettings& settings,
-                                       const ReplicaData& data, int rank, int ranks) {
-  if (data.graphs) return std::make_unique<GraphReplica>(doc, settings, data, rank, ranks);
-  return std::make_unique<NetReplica>(doc, settings, data, rank, ranks);
+                                       const ReplicaData& data, int rank, int ranks,
+                                       const ReplicaServices& services) {
+  if (data.graphs) return std::make_unique<GraphReplica>(doc, settings, data, rank, ranks, services.runner);
+  return std::make_unique<NetReplica>(doc, settings, data, rank, ranks, services.devices);
 }
 
 }  // namespace taihu

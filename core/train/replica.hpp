@@ -21,15 +21,23 @@
 #include <string>
 #include <vector>
 
+#include "core/cavs/batch_runner.hpp"
+#include "core/cavs/executor.hpp"
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"
 #include "core/layers/layer.hpp"
+#include "core/net/layer_executor.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/train_setup.hpp"
 
 namespace taihu {
 
 struct GraphDataset;
+class Net;
+
+namespace cavs {
+class VertexFunction;
+}
 
 // Parameters whose gradients become final together: a layer of a net, or all
 // of a vertex function (its weight gradients are computed after backward).
@@ -61,6 +69,15 @@ struct ReplicaEvaluation {
   Scores test;
 };
 
+// A replica's own figures at the end of a run: a device model's simulated
+// time (device.device != "cpu"), or a dynamic model's executor time shares
+// and which runner ran it.
+struct ReplicaFigures {
+  DeviceReport device;
+  cavs::ExecutorStats executor;
+  std::string runner;  // dynamic models: "inline" or "actors"
+};
+
 class Replica {
  public:
   virtual ~Replica() = default;
@@ -77,8 +94,9 @@ class Replica {
   // batch-norm statistics), in a fixed order: what rank 0 broadcasts.
   virtual std::vector<Param*> params() = 0;
 
-  // Solver steps taken.
+  // Solver steps taken, and the rate of the next one.
   virtual int64_t iteration() const = 0;
+  virtual float learning_rate() const = 0;
   virtual int64_t batches_per_epoch() const = 0;
   // Positions the training data at `batch` of `epoch` (both 0-based).
   virtual void seek(int64_t epoch, int64_t batch) = 0;
@@ -92,6 +110,24 @@ class Replica {
   // Restores after checking that the checkpoint fits; with `rngs` also the
   // random generators (one rank's). Returns the checkpoint's position.
   virtual TrainPosition restore(const Checkpoint& checkpoint, bool rngs) = 0;
+
+  // Summed over the iterations so far.
+  virtual ReplicaFigures figures() const = 0;
+};
+
+// What the layers above core supply to replicas, which cannot spawn actors
+// themselves: the executor that runs a net's layers on a device model
+// (`device` other than cpu, e.g. the SW26010's core-group actors), and the
+// runner that gets a dynamic model's mini-batches through F (the graph actor
+// runtime). Empty: a net runs on the CPU only, F on the calling thread.
+using LayerExecutorFactory =
+    std::function<std::unique_ptr<LayerExecutor>(const std::string& device, Net& net, const config::Document& doc)>;
+using RunnerFactory =
+    std::function<std::unique_ptr<cavs::BatchRunner>(cavs::VertexFunction& f, const config::Document& doc)>;
+
+struct ReplicaServices {
+  LayerExecutorFactory devices;
+  RunnerFactory runner;
 };
 
 // The data every replica of one run reads (shared, read-only): images for a
@@ -113,6 +149,7 @@ TrainSettings read_replica_settings(const config::Document& doc);
 // Rank `rank` of `ranks`: every rank reads its own share of each global batch
 // of ranks x settings.batch_size samples; rank 0 also holds the held-out data.
 std::unique_ptr<Replica> build_replica(const config::Document& doc, const TrainSettings& settings,
-                                       const ReplicaData& data, int rank, int ranks);
+                                       const ReplicaData& data, int rank, int ranks,
+                                       const ReplicaServices& services = {});
 
 }  // namespace taihu

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "actors/compute/coordinator.hpp"
+#include "support/training.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
 #include "collectives/algorithms.hpp"
 #include "actors/sync/compressed_shard_actor.hpp"
 #include "core/common/random.hpp"
 #include "core/compress/packed.hpp"
-#include "core/train/trainer.hpp"
 #include "support/actor_fixture.hpp"
 #include "support/two_nodes.hpp"
 #include "support/mlp_net.hpp"
@@ -460,9 +460,9 @@ TEST_SUITE("compressed shard actors") {
 TEST_SUITE("data_parallel") {
   TEST_CASE("compression at density 1 with momentum correction follows dense momentum SGD") {
     TempDir dir;
-    compute::DataParallelTrainer dense(load(dir, train_config(dir, "0.9", "")), Progress::Mode::quiet);
-    const TrainReport dense_report = dense.run();
-    const auto reference = dense.final_parameters();
+    const auto dense = testing::run_training(load(dir, train_config(dir, "0.9", "")));
+    const TrainReport dense_report = testing::net_report(dense);
+    const auto& reference = dense.final_parameters;
     const double n = 864 + 24 + 96 + 4;
     CHECK(dense_report.bytes_sent_per_iteration == doctest::Approx(2 * 2 * 4 * n));  // ring: 2(P-1)·4n, all ranks
     CHECK(dense_report.dense_bytes_per_iteration == doctest::Approx(2 * 2 * 4 * n));
@@ -475,12 +475,11 @@ TEST_SUITE("data_parallel") {
     for (const char* method : {"topk\ndensity = 1\nmomentum_masking = false", "dense",
                                "topk\ndensity = 1\nmomentum_masking = false\n[compress ip1/bias]\nmethod = dense"}) {
       CAPTURE(method);
-      compute::DataParallelTrainer sparse(
-          load(dir, train_config(dir, "0", std::string("[compress]\nmin_elements = 0\nmomentum = 0.9\nmethod = ") +
-                                               method + "\n")),
-          Progress::Mode::quiet);
-      const TrainReport report = sparse.run();
-      const auto& params = sparse.final_parameters();
+      const auto sparse = testing::run_training(load(
+          dir, train_config(dir, "0", std::string("[compress]\nmin_elements = 0\nmomentum = 0.9\nmethod = ") + method +
+                                          "\n")));
+      const TrainReport report = testing::net_report(sparse);
+      const auto& params = sparse.final_parameters;
       REQUIRE(params.size() == 3);
       double worst = 0;
       for (std::size_t i = 0; i < params[0].size(); ++i)
@@ -505,15 +504,12 @@ TEST_SUITE("data_parallel") {
 
   TEST_CASE("sparse compression sends fewer bytes and still trains; method = none keeps allreduce") {
     TempDir dir;
-    compute::DataParallelTrainer sparse(
-        load(dir, train_config(dir, "0", "[compress]\nmethod = bsearch\ndensity = 0.05\nmin_elements = 500\nmomentum = 0.9\n")),
-        Progress::Mode::quiet);
-    const TrainReport report = sparse.run();
+    const TrainReport report = testing::net_report(testing::run_training(
+        load(dir, train_config(dir, "0", "[compress]\nmethod = bsearch\ndensity = 0.05\nmin_elements = 500\nmomentum = 0.9\n"))));
     CHECK(report.bytes_sent_per_iteration < 0.5 * report.dense_bytes_per_iteration);
     CHECK(std::isfinite(report.train_loss));
-    compute::DataParallelTrainer off(load(dir, train_config(dir, "0.9", "[compress]\nmethod = none\nmomentum = 0.9\n")),
-                                     Progress::Mode::quiet);
-    const TrainReport off_report = off.run();
+    const TrainReport off_report = testing::net_report(
+        testing::run_training(load(dir, train_config(dir, "0.9", "[compress]\nmethod = none\nmomentum = 0.9\n"))));
     CHECK(off_report.to_json().find("compressed") == std::string::npos);
     CHECK(off_report.bytes_sent_per_iteration == doctest::Approx(off_report.dense_bytes_per_iteration));
   }
@@ -521,9 +517,8 @@ TEST_SUITE("data_parallel") {
   TEST_CASE("compressor momentum needs solver momentum 0") {
     TempDir dir;
     try {
-      compute::DataParallelTrainer dp(
-          load(dir, train_config(dir, "0.9", "[compress]\nmethod = topk\ndensity = 0.1\nmomentum = 0.9\n")),
-          Progress::Mode::quiet);
+      testing::run_training(
+          load(dir, train_config(dir, "0.9", "[compress]\nmethod = topk\ndensity = 0.1\nmomentum = 0.9\n")));
       FAIL("expected a config error");
     } catch (const ConfigError& e) {
       const std::string what = e.what();

@@ -16,12 +16,15 @@
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/compressor_checkpoint.hpp"
-#include "core/train/trainer.hpp"
 #include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
+#include "support/training.hpp"
 
 using namespace taihu;
+using taihu::testing::net_report;
+using taihu::testing::run_training;
 using taihu::testing::TempDir;
+using taihu::testing::Training;
 
 namespace {
 
@@ -43,21 +46,13 @@ config::Document load(const TempDir& dir, const std::string& text, const std::st
   return config::Document::parse_file(dir.write("app.ini", text));
 }
 
-std::vector<float> flat_params(Net& net) {
-  std::vector<float> out;
-  for (const Param* p : net.params()) out.insert(out.end(), p->blob->data().ptr(), p->blob->data().ptr() + p->blob->count());
-  return out;
-}
-
+// One replica at the global batch: the same loop with workers = 1.
 std::vector<float> single_worker_params(const TempDir& dir, int global_batch) {
-  Trainer trainer(load(dir, app_config(dir, 1, global_batch)), Progress::Mode::quiet);
-  trainer.run();
-  return flat_params(trainer.net());
+  return run_training(load(dir, app_config(dir, 1, global_batch))).final_parameters.at(0);
 }
 
 std::vector<float> initial_params(const TempDir& dir) {
-  Trainer trainer(load(dir, app_config(dir, 1, 4)), Progress::Mode::quiet);
-  return flat_params(trainer.net());
+  return taihu::testing::initial_parameters(load(dir, app_config(dir, 1, 4)));
 }
 
 }  // namespace
@@ -78,16 +73,14 @@ TEST_SUITE("data_parallel") {
           CAPTURE(n);
           CAPTURE(algorithm);
           CAPTURE(bucket_mb);
-          compute::DataParallelTrainer dp(
-              load(dir, app_config(dir, n, b,
-                                   std::string("algorithm = ") + algorithm + "\nbucket_mb = " + bucket_mb +
-                                       "\nstep_timeout = 20\n")),
-              Progress::Mode::quiet);
-          const TrainReport report = dp.run();
+          const auto run = run_training(load(dir, app_config(dir, n, b,
+                                                             std::string("algorithm = ") + algorithm +
+                                                                 "\nbucket_mb = " + bucket_mb + "\nstep_timeout = 20\n")));
+          const TrainReport report = net_report(run);
           CHECK(report.workers == n);
           CHECK(report.iterations == 48 / (n * b));
           CHECK(report.buckets.size() == (std::string(bucket_mb) == "0" ? 1u : 2u));
-          const auto& params = dp.final_parameters();
+          const auto& params = run.final_parameters;
           REQUIRE(params.size() == static_cast<std::size_t>(n));
           for (int r = 0; r < n; ++r) {
             const auto& p = params[static_cast<std::size_t>(r)];
@@ -106,9 +99,8 @@ TEST_SUITE("data_parallel") {
 
   TEST_CASE("the report has the single-replica keys plus workers and an algorithm per bucket") {
     TempDir dir;
-    compute::DataParallelTrainer dp(load(dir, app_config(dir, 2, 4, "algorithm = auto\nbucket_mb = 0.0005\n")),
-                                    Progress::Mode::quiet);
-    const TrainReport report = dp.run();
+    const TrainReport report =
+        net_report(run_training(load(dir, app_config(dir, 2, 4, "algorithm = auto\nbucket_mb = 0.0005\n"))));
     const std::string json = report.to_json();
     for (const char* key : {"\"net\"", "\"test_accuracy\"", "\"images_per_second\"", "\"history\"", "\"workers\": 2",
                             "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\""})
@@ -123,12 +115,11 @@ TEST_SUITE("data_parallel") {
     fault.kind = compute::WorkerFault::Kind::throw_in_step;
     fault.rank = 1;
     fault.iteration = 2;
-    compute::DataParallelTrainer dp(load(dir, app_config(dir, 3, 4, "step_timeout = 20\nbucket_mb = 0.0005\n")),
-                                    Progress::Mode::quiet, fault);
+    auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 20\nbucket_mb = 0.0005\n"));
     const auto start = std::chrono::steady_clock::now();
     try {
-      dp.run();
-      FAIL("run() should have thrown");
+      run_training(std::move(doc), Training{{}, fault});
+      FAIL("training should have failed");
     } catch (const compute::WorkerFailure& e) {
       CHECK(e.rank() == 1);
       const std::string what = e.what();
@@ -144,11 +135,10 @@ TEST_SUITE("data_parallel") {
     fault.kind = compute::WorkerFault::Kind::wrong_gradient_size;
     fault.rank = 2;
     fault.iteration = 1;
-    compute::DataParallelTrainer dp(load(dir, app_config(dir, 3, 4, "step_timeout = 20\n")), Progress::Mode::quiet,
-                                    fault);
+    auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 20\n"));
     try {
-      dp.run();
-      FAIL("run() should have thrown");
+      run_training(std::move(doc), Training{{}, fault});
+      FAIL("training should have failed");
     } catch (const compute::WorkerFailure& e) {
       CHECK(e.rank() == 2);
       const std::string what = e.what();
@@ -164,12 +154,11 @@ TEST_SUITE("data_parallel") {
     fault.rank = 1;
     fault.iteration = 1;
     fault.stall_seconds = 1.5;
-    compute::DataParallelTrainer dp(load(dir, app_config(dir, 3, 4, "step_timeout = 0.3\n")), Progress::Mode::quiet,
-                                    fault);
+    auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 0.3\n"));
     const auto start = std::chrono::steady_clock::now();
     try {
-      dp.run();
-      FAIL("run() should have thrown");
+      run_training(std::move(doc), Training{{}, fault});
+      FAIL("training should have failed");
     } catch (const compute::WorkerFailure& e) {
       CHECK(e.rank() == 1);
       const std::string what = e.what();
@@ -178,13 +167,11 @@ TEST_SUITE("data_parallel") {
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   }
 
-  TEST_CASE("workers and topology must agree; workers = 1 is the plain Trainer's") {
+  TEST_CASE("workers and topology must agree") {
     TempDir dir;
-    CHECK_THROWS_WITH_AS(compute::DataParallelTrainer(
-                             load(dir, app_config(dir, 2, 4) + "[topology]\nranks = 3\n"), Progress::Mode::quiet),
+    CHECK_THROWS_WITH_AS(run_training(load(dir, app_config(dir, 2, 4) + "[topology]\nranks = 3\n")),
                          doctest::Contains("workers = 2"), ConfigError);
-    CHECK_THROWS_WITH_AS(Trainer(load(dir, app_config(dir, 2, 4)), Progress::Mode::quiet),
-                         doctest::Contains("actor runtime"), ConfigError);
+    CHECK_THROWS_WITH_AS(run_training(load(dir, app_config(dir, 0, 4))), doctest::Contains("at least 1"), ConfigError);
   }
 }
 
@@ -199,30 +186,25 @@ TEST_SUITE("data_parallel") {
       text.replace(text.find("checkpoint = "), 13, "checkpoint_every = 4\ncheckpoint = " + checkpoint);
       return load(dir, text, dropout_net);
     };
-    compute::DataParallelTrainer straight(config(2, "straight.ckpt"), Progress::Mode::quiet);
-    straight.run();
+    const auto straight = run_training(config(2, "straight.ckpt"));
     // 6 iterations per epoch: checkpoints at iteration 4 (epoch 1, batch 4) and after each epoch.
-    compute::DataParallelTrainer first(config(1, "first.ckpt"), Progress::Mode::quiet);
-    first.run();
+    run_training(config(1, "first.ckpt"));
     const Checkpoint c = load_checkpoint(dir / "out/first.ckpt");
     CHECK(c.epoch == 1);
     CHECK(c.iteration == 6);
-    compute::DataParallelTrainer resumed(config(2, "resumed.ckpt"), Progress::Mode::quiet);
-    resumed.resume(dir / "out/first.ckpt");
-    const TrainReport report = resumed.run();
-    CHECK(report.history.size() == 1);
-    REQUIRE(resumed.final_parameters().size() == 2);
-    CHECK(resumed.final_parameters()[0] == straight.final_parameters()[0]);
-    CHECK(resumed.final_parameters()[1] == straight.final_parameters()[1]);
+    const auto resumed = run_training(config(2, "resumed.ckpt"), Training{dir / "out/first.ckpt", {}});
+    CHECK(net_report(resumed).history.size() == 1);
+    REQUIRE(resumed.final_parameters.size() == 2);
+    CHECK(resumed.final_parameters[0] == straight.final_parameters[0]);
+    CHECK(resumed.final_parameters[1] == straight.final_parameters[1]);
 
     compute::WorkerFault fault;
     fault.kind = compute::WorkerFault::Kind::throw_in_step;
     fault.rank = 1;
     fault.iteration = 5;
-    compute::DataParallelTrainer failing(config(1, "failing.ckpt"), Progress::Mode::quiet, fault);
     try {
-      failing.run();
-      FAIL("run() should have thrown");
+      run_training(config(1, "failing.ckpt"), Training{{}, fault});
+      FAIL("training should have failed");
     } catch (const compute::WorkerFailure& e) {
       CHECK(e.rank() == 1);
       CHECK_MESSAGE(std::string(e.what()).find("failing.ckpt' is intact") != std::string::npos, e.what());
@@ -244,10 +226,8 @@ TEST_SUITE("data_parallel") {
       text.replace(text.find("checkpoint = "), 13, "checkpoint = " + checkpoint);
       return load(dir, text);
     };
-    compute::DataParallelTrainer straight(config(2, "straight.ckpt"), Progress::Mode::quiet);
-    straight.run();
-    compute::DataParallelTrainer first(config(1, "first.ckpt"), Progress::Mode::quiet);
-    first.run();
+    const auto straight = run_training(config(2, "straight.ckpt"));
+    run_training(config(1, "first.ckpt"));
     for (int r = 0; r < 2; ++r) {
       const auto file = load_compressor_checkpoint(compressor_checkpoint_path(dir / "out/first.ckpt", r));
       CHECK(file.rank == r);
@@ -268,18 +248,14 @@ TEST_SUITE("data_parallel") {
       }
       CHECK(residual_kept);
     }
-    compute::DataParallelTrainer resumed(config(2, "resumed.ckpt"), Progress::Mode::quiet);
-    resumed.resume(dir / "out/first.ckpt");
-    resumed.run();
-    REQUIRE(resumed.final_parameters().size() == 2);
-    CHECK(resumed.final_parameters()[0] == straight.final_parameters()[0]);
-    CHECK(resumed.final_parameters()[1] == straight.final_parameters()[1]);
+    const auto resumed = run_training(config(2, "resumed.ckpt"), Training{dir / "out/first.ckpt", {}});
+    REQUIRE(resumed.final_parameters.size() == 2);
+    CHECK(resumed.final_parameters[0] == straight.final_parameters[0]);
+    CHECK(resumed.final_parameters[1] == straight.final_parameters[1]);
 
     // Without the compressor files the residuals restart at zero: another trajectory.
     for (int r = 0; r < 2; ++r) std::filesystem::remove(compressor_checkpoint_path(dir / "out/first.ckpt", r));
-    compute::DataParallelTrainer forgetful(config(2, "forgetful.ckpt"), Progress::Mode::quiet);
-    forgetful.resume(dir / "out/first.ckpt");
-    forgetful.run();
-    CHECK(forgetful.final_parameters()[0] != straight.final_parameters()[0]);
+    const auto forgetful = run_training(config(2, "forgetful.ckpt"), Training{dir / "out/first.ckpt", {}});
+    CHECK(forgetful.final_parameters[0] != straight.final_parameters[0]);
   }
 }

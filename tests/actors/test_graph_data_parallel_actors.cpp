@@ -1,6 +1,6 @@
 // Data-parallel training of dynamic networks over the worker and shard
 // actors: N replicas of a vertex function at batch b follow one replica at
-// batch N·b (the single-process GraphTrainer), for tree and DAG models.
+// batch N·b (the same loop with workers = 1), for tree and DAG models.
 
 #include <doctest/doctest.h>
 
@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/compute/coordinator.hpp"
-#include "core/train/graph_trainer.hpp"
 #include "support/temp_dir.hpp"
+#include "support/training.hpp"
 
 using namespace taihu;
+using taihu::testing::graph_report;
+using taihu::testing::run_training;
 using taihu::testing::TempDir;
 
 namespace {
@@ -42,13 +43,6 @@ config::Document load(const TempDir& dir, const std::string& text) {
   return config::Document::parse_file(dir.write("app.ini", text));
 }
 
-std::vector<float> flat_params(cavs::VertexFunction& f) {
-  std::vector<float> out;
-  for (const Param* p : f.param_pointers())
-    out.insert(out.end(), p->blob->data().ptr(), p->blob->data().ptr() + p->blob->count());
-  return out;
-}
-
 }  // namespace
 
 TEST_SUITE("graph_data_parallel") {
@@ -57,16 +51,12 @@ TEST_SUITE("graph_data_parallel") {
     const int b = 5;
     for (const ModelCase& c : cases) {
       CAPTURE(c.name);
-      std::vector<float> start;
-      {
-        GraphTrainer untrained(load(dir, app_config(dir, c, 1, b)), Progress::Mode::quiet);
-        start = flat_params(untrained.model());
-      }
+      const std::vector<float> start = taihu::testing::initial_parameters(load(dir, app_config(dir, c, 1, b)));
       for (int n : {2, 3}) {
         CAPTURE(n);
-        GraphTrainer single(load(dir, app_config(dir, c, 1, n * b)), Progress::Mode::quiet);
-        const GraphTrainReport single_report = single.run();
-        const auto reference = flat_params(single.model());
+        const auto single = run_training(load(dir, app_config(dir, c, 1, n * b)));
+        const GraphTrainReport single_report = graph_report(single);
+        const auto& reference = single.final_parameters.at(0);
         double moved = 0;
         for (std::size_t i = 0; i < start.size(); ++i)
           moved = std::max(moved, double(std::abs(reference[i] - start[i])));
@@ -75,15 +65,14 @@ TEST_SUITE("graph_data_parallel") {
         // 0.0002 MB: several buckets, all reduced after backward.
         for (const char* sync : {"bucket_mb = 0\nalgorithm = ring\n", "bucket_mb = 0.0002\nalgorithm = auto\n"}) {
           CAPTURE(sync);
-          compute::DataParallelTrainer dp(load(dir, app_config(dir, c, n, b, sync)), Progress::Mode::quiet);
-          REQUIRE(dp.dynamic_model());
-          const GraphTrainReport report = dp.run_graph();
+          const auto run = run_training(load(dir, app_config(dir, c, n, b, sync)));
+          const GraphTrainReport report = graph_report(run);
           CHECK(report.workers == n);
           CHECK(report.iterations == single_report.iterations);
           CHECK(report.history.size() == 2);
           CHECK(report.samples_per_second > 0);
           CHECK(report.test.loss == doctest::Approx(single_report.test.loss).epsilon(1e-3));
-          const auto& params = dp.final_parameters();
+          const auto& params = run.final_parameters;
           REQUIRE(params.size() == static_cast<std::size_t>(n));
           for (int r = 0; r < n; ++r) {
             const auto& p = params[static_cast<std::size_t>(r)];
@@ -97,11 +86,5 @@ TEST_SUITE("graph_data_parallel") {
         }
       }
     }
-  }
-
-  TEST_CASE("a net's entry point refuses a dynamic model and the other way round") {
-    TempDir dir;
-    compute::DataParallelTrainer dp(load(dir, app_config(dir, cases[1], 2, 5)), Progress::Mode::quiet);
-    CHECK_THROWS_WITH_AS(dp.run(), doctest::Contains("run_graph"), Error);
   }
 }

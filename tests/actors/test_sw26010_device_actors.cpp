@@ -14,7 +14,7 @@
 #include "actors/device/sw26010_executor.hpp"
 #include "core/common/random.hpp"
 #include "core/net/net.hpp"
-#include "core/train/trainer.hpp"
+#include "support/training.hpp"
 #include "devices/sw26010/net_plan.hpp"
 #include "support/actor_fixture.hpp"
 #include "support/temp_dir.hpp"
@@ -275,8 +275,7 @@ TEST_SUITE("sw26010_device") {
     CHECK(std::isfinite(dev.forward()));
   }
 
-  TEST_CASE("sw26010 device: taihu's Trainer with device = sw26010 follows device = cpu; iterations stops it") {
-    testing::ActorFixture fx;
+  TEST_CASE("sw26010 device: taihu's training loop with device = sw26010 follows device = cpu; iterations stops it") {
     testing::TempDir dir;
     dir.write("net.ini", net_text);
     const std::string app = "net = net.ini\nepochs = 2\nbatch_size = 6\ntest_batch_size = 12\nseed = 2\ndisplay = 0\n"
@@ -285,20 +284,14 @@ TEST_SUITE("sw26010_device") {
                             "prefetch = 0\n[solver]\ntype = sgd\nbase_lr = 0.05\nmomentum = 0.9\n"
                             "[output]\ndir = " + dir.path().string() + "/out\nmetrics = \ncheckpoint = \n";
     const auto path = dir.write("app.ini", app);
-    LayerExecutorFactory devices = [&](const std::string& device, Net& net, const config::Document&) {
-      CHECK(device == "sw26010");
-      return std::unique_ptr<LayerExecutor>(std::make_unique<device::Sw26010Executor>(fx.system, net));
-    };
-    auto run = [&](const std::string& device, std::vector<std::vector<float>>& params) {
+    auto run = [&](const std::string& device, std::vector<float>& params) {
       config::Document doc = config::Document::parse_file(path);
       doc.root().set("device", device, config::Location{"test", 0});
-      Trainer trainer(std::move(doc), Progress::Mode::quiet, devices);
-      const TrainReport report = trainer.run();
-      for (const Param* p : trainer.net().params())
-        params.emplace_back(p->blob->data().ptr(), p->blob->data().ptr() + p->blob->count());
-      return report;
+      const auto result = testing::run_training(std::move(doc));
+      params = result.final_parameters.at(0);
+      return testing::net_report(result);
     };
-    std::vector<std::vector<float>> cpu_params, dev_params;
+    std::vector<float> cpu_params, dev_params;
     const TrainReport cpu = run("cpu", cpu_params);
     const TrainReport dev = run("sw26010", dev_params);
     CHECK(cpu.iterations == 3);  // stopped inside the first epoch
@@ -306,9 +299,8 @@ TEST_SUITE("sw26010_device") {
     CHECK(dev.train_loss == doctest::Approx(cpu.train_loss).epsilon(1e-4));
     CHECK(dev.test_loss == doctest::Approx(cpu.test_loss).epsilon(1e-4));
     REQUIRE(cpu_params.size() == dev_params.size());
-    for (size_t k = 0; k < cpu_params.size(); ++k)
-      for (size_t e = 0; e < cpu_params[k].size(); ++e)
-        REQUIRE(dev_params[k][e] == doctest::Approx(cpu_params[k][e]).epsilon(1e-3).scale(1.0));
+    for (size_t e = 0; e < cpu_params.size(); ++e)
+      REQUIRE(dev_params[e] == doctest::Approx(cpu_params[e]).epsilon(1e-3).scale(1.0));
     CHECK(cpu.device == "cpu");
     CHECK(dev.device == "sw26010");
     CHECK(dev.device_report.iterations == 3);

@@ -161,11 +161,11 @@ PY
     check "a node with the wrong secret is refused (exit $rc)" $? "$work/intruder.log"
     grep -q "refused node 'intruder' (127.0.0.1:[0-9]*): it does not hold the cluster secret" "$work/train.log"
     check "the coordinator logs the refusal" $? "$work/train.log"
-    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name=future --protocol-version=3 \
+    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name=future --protocol-version=4 \
       --join-timeout=20 >"$work/future.log" 2>&1
     rc=$?
-    [[ $rc -eq 5 ]] && grep -q "protocol version 3 (the coordinator speaks 2)" "$work/future.log" &&
-      grep -q "refused node 'future' (127.0.0.1:[0-9]*): it speaks cluster protocol version 3, this side 2" "$work/train.log"
+    [[ $rc -eq 5 ]] && grep -q "protocol version 4 (the coordinator speaks 3)" "$work/future.log" &&
+      grep -q "refused node 'future' (127.0.0.1:[0-9]*): it speaks cluster protocol version 4, this side 3" "$work/train.log"
     check "a node of another protocol version is refused and logged (exit $rc)" $? "$work/future.log"
     # 1,100 idle connections each to the control and the status port, held while the nodes join and
     # train (before: the coordinator ran out of descriptors, spun at 93% CPU, and no node could join).

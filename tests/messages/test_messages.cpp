@@ -137,9 +137,9 @@ TEST_SUITE("messages") {
     Reduced with_bytes{2, 8, 3, iota_payload(5), 77, 123456789012ull};
     CHECK(round_trip(system, with_bytes).bytes_sent == 123456789012ull);
 
-    CHECK(round_trip(system, Step{123456789012ull}).iteration == 123456789012ull);
+    CHECK(round_trip(system, Iterate{123456789012ull}).iteration == 123456789012ull);
 
-    StepDone done{41, 2, 0.625f, StepStats{0.5, 1.25, 0.125, 0.0625, 64}};
+    IterationDone done{41, 2, 0.625f, IterationStats{0.5, 1.25, 0.125, 0.0625, 64}};
     const auto d = round_trip(system, done);
     CHECK(d.iteration == 41);
     CHECK(d.rank == 2);
@@ -149,19 +149,45 @@ TEST_SUITE("messages") {
     CHECK(d.stats.update_seconds == 0.125);
     CHECK(d.stats.exposed_comm_seconds == 0.0625);
     CHECK(d.stats.samples == 64);
-    CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5, 6}).samples == 5);
-    CHECK(round_trip(system, StepStats{1, 2, 3, 4, 5, 6}).vertices == 6);
-    StepStats with_bytes_stats;
+    CHECK(round_trip(system, IterationStats{1, 2, 3, 4, 5, 6}).samples == 5);
+    CHECK(round_trip(system, IterationStats{1, 2, 3, 4, 5, 6}).vertices == 6);
+    IterationStats with_bytes_stats;
     with_bytes_stats.bytes_sent = 987654321;
     CHECK(round_trip(system, with_bytes_stats).bytes_sent == 987654321u);
+    with_bytes_stats.learning_rate = 0.375f;
+    CHECK(round_trip(system, with_bytes_stats).learning_rate == 0.375f);
+    // What the coordinator asks of a replica, and what it answers.
+    const auto save = round_trip(system, SaveCheckpoint{"out/run.ckpt", true, 2, 7, 12.5, 3.25});
+    CHECK(save.path == "out/run.ckpt");
+    CHECK(save.keep_all);
+    CHECK(save.batch == 7);
+    CHECK(save.epoch_loss_sum == 3.25);
+    CHECK(round_trip(system, SaveCompressorState{"x.ckpt", 42}).iteration == 42);
+    const auto restore = round_trip(system, RestoreCheckpoint{"\x01bytes", "", "'a.ckpt'", true, 3, 9});
+    CHECK(restore.bytes == "\x01bytes");
+    CHECK(restore.reposition);
+    CHECK(restore.batch == 9);
+    const auto probe = round_trip(system, WorkerProbe{5, true, 2});
+    CHECK(probe.in_iteration);
+    CHECK(probe.buckets_pending == 2);
+    ReplicaFigures figures;
+    figures.runner = "actors";
+    figures.executor.rounds = 17;
+    figures.device.device = "sw26010";
+    figures.device.layers.push_back({"conv1", "Convolution", "implicit", true, 0.5, 0.25, 0.125});
+    const auto f = round_trip(system, figures);
+    CHECK(f.runner == "actors");
+    CHECK(f.executor.rounds == 17);
+    CHECK(f.device.layers.at(0).method == "implicit");
+    CHECK(f.device.layers.at(0).weight_gradient_seconds == 0.125);
     // A replica's evaluation answers eval_atom as the core type.
     const auto evaluation = round_trip(system, ReplicaEvaluation{true, {1, 0.5, 0.25, 2.7}, {2, 0.75, 0.5, 7.4}});
     CHECK(evaluation.has_dev);
     CHECK(evaluation.dev.root_accuracy == 0.25);
     CHECK(evaluation.test.perplexity == 7.4);
     // A NaN or infinite loss survives the wire (CAF's float encoding would not keep it).
-    CHECK(std::isnan(round_trip(system, StepDone{1, 0, std::numeric_limits<float>::quiet_NaN(), {}}).loss));
-    CHECK(round_trip(system, StepDone{1, 0, -std::numeric_limits<float>::infinity(), {}}).loss ==
+    CHECK(std::isnan(round_trip(system, IterationDone{1, 0, std::numeric_limits<float>::quiet_NaN(), {}}).loss));
+    CHECK(round_trip(system, IterationDone{1, 0, -std::numeric_limits<float>::infinity(), {}}).loss ==
           -std::numeric_limits<float>::infinity());
 
     // The cluster's control messages (actor handles are covered below).
@@ -209,7 +235,7 @@ TEST_SUITE("messages") {
   TEST_CASE_FIXTURE(testing::ActorFixture, "every type of the block is registered by name") {
     const auto names = registered_type_names();
     CHECK(names.size() == caf::id_block::taihu::end - caf::id_block::taihu::begin);
-    for (const char* name : {"taihu::msg::Chunk", "taihu::msg::StepDone", "taihu::msg::VertexWork", "taihu::msg::RunGraphBatch"})
+    for (const char* name : {"taihu::msg::Chunk", "taihu::msg::IterationDone", "taihu::msg::VertexWork", "taihu::msg::RunGraphBatch"})
       CHECK(std::find(names.begin(), names.end(), name) != names.end());
     CHECK(missing_message_types(system).empty());
     // A system without the block misses every one of them.

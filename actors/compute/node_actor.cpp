@@ -14,7 +14,9 @@
 #include <thread>
 
 #include "actors/compute/control_plane.hpp"
-#include "actors/compute/coordinator.hpp"
+#include "actors/compute/replica_services.hpp"
+#include "actors/compute/run_plan.hpp"
+#include "actors/compute/worker_actor.hpp"
 #include "actors/exception_reason.hpp"
 #include "actors/chunk_link/arena_allocator.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
@@ -38,244 +40,7 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
-// --- the gate -------------------------------------------------------------
-
-// The actor the control port serves. Every connection reaching it has proven
-// the secret at the gatekeeper (actors/compute/control_plane.hpp), so it only
-// counts places: at most `capacity` live nodes.
-struct GateState {
-  static inline const char* name = "taihu.gate";
-  int capacity = 0;
-  caf::actor coordinator;             // gets (join_atom, index, name, agent) per admitted node
-  std::vector<std::string> admitted;  // by node index, ever
-  int live = 0;                       // admitted and not reported gone
-};
-
-caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, caf::actor coordinator) {
-  self->state.capacity = capacity;
-  self->state.coordinator = std::move(coordinator);
-  return {
-      [=](msg::JoinRequest& r) -> caf::result<std::int32_t> {
-        auto& s = self->state;
-        if (s.live >= s.capacity) {
-          spdlog::warn("coordinator: refused node '{}': all {} nodes have joined", r.name, s.capacity);
-          return caf::make_error(caf::sec::runtime_error, fmt::format("refused: the cluster is full ({} nodes)", s.capacity));
-        }
-        const auto index = static_cast<std::int32_t>(s.admitted.size());
-        s.admitted.push_back(r.name);
-        ++s.live;
-        self->send(s.coordinator, msg::join_atom_v, index, r.name, r.agent);
-        return index;
-      },
-      // An elastic cluster lost a node: a restarted one may take its place.
-      [=](msg::leave_atom) { --self->state.live; },
-  };
-}
-
 }  // namespace
-
-ClusterSettings ClusterSettings::read(const config::Document& doc) {
-  ClusterSettings s;
-  const config::Section& root = doc.root();
-  s.nodes = root.get_or<int>("nodes", 0);
-  if (s.nodes < 0) throw root.error("nodes", "must not be negative");
-  s.elastic = root.get_or<bool>("elastic", false);
-  if (s.elastic && s.nodes == 0) throw root.error("elastic", "applies to remote nodes (nodes > 0) only");
-  if (s.nodes == 0) {
-    doc.section("cluster").mark_all_used();  // the same config also runs in one process
-    return s;
-  }
-  const config::Section& c = doc.section("cluster");
-  s.listen = c.get_or<std::string>("listen", s.listen);
-  const int port = c.get_or<int>("port", 0);
-  if (port < 0 || port > 65535) throw c.error("port", "must be in 0..65535");
-  s.port = static_cast<std::uint16_t>(port);
-  s.port_file = c.get_or<std::string>("port_file", "");
-  const std::string secret_file = c.get_or<std::string>("secret_file", "");
-  if (secret_file.empty())
-    throw c.error("secret_file", "nodes > 0 needs a cluster secret: [cluster] secret_file = PATH (a file only you can read)");
-  try {
-    s.secret = transport::read_secret_file(doc.resolve(secret_file));
-  } catch (const transport::NetError& e) {
-    throw c.error("secret_file", e.what());
-  }
-  s.join_timeout = c.get_or<double>("join_timeout", s.join_timeout);
-  s.heartbeat = c.get_or<double>("heartbeat", s.heartbeat);
-  s.dead_after = c.get_or<double>("dead_after", s.dead_after);
-  s.same_host_copy = c.get_or<bool>("same_host_copy", s.same_host_copy);
-  s.poll_us = c.get_or<int>("poll_us", s.poll_us);
-  if (s.poll_us < 0 || s.poll_us > 1000000) throw c.error("poll_us", "must be in 0..1000000 (microseconds)");
-  if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
-  if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");
-  if (!(s.dead_after > s.heartbeat)) throw c.error("dead_after", "must be longer than heartbeat");
-  return s;
-}
-
-void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after) {
-  cfg.load<caf::io::middleman>();
-  cfg.set("middleman.heartbeat-interval", caf::timespan{millis(heartbeat)});
-  cfg.set("middleman.connection-timeout", caf::timespan{millis(dead_after)});
-  cfg.set("middleman.app-identifiers", std::vector<std::string>{"taihu"});
-}
-
-void launch_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
-                    const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
-                    Cluster& cluster) {
-  require<ClusterError>(ranks % settings.nodes == 0, "workers = {} must be a multiple of nodes = {}", ranks,
-                        settings.nodes);
-  cluster = Cluster{};
-  cluster.gate = system.spawn(gate, settings.nodes, caf::actor_cast<caf::actor>(self));
-  try {
-    transport::GatekeeperOptions gate_options;
-    gate_options.what = "coordinator control port";
-    gate_options.secret = settings.secret;
-    gate_options.listen_address = settings.listen;
-    gate_options.port = settings.port;
-    gate_options.version = cluster_protocol_version;
-    cluster.gatekeeper = serve_control_port(system, cluster.gate, std::move(gate_options));
-  } catch (const transport::NetError& e) {
-    caf::anon_send_exit(cluster.gate, caf::exit_reason::user_shutdown);
-    cluster.gate = nullptr;
-    raise<ClusterError>("coordinator: {}", e.what());
-  }
-  cluster.port = cluster.gatekeeper->port();
-  spdlog::info("coordinator: listening on {}:{}, waiting for {} nodes (join_timeout {} s): "
-               "taihu-node --coordinator={}:{} --secret-file=...",
-               settings.listen, cluster.port, settings.nodes, settings.join_timeout, settings.listen, cluster.port);
-  if (!settings.port_file.empty()) {
-    std::ofstream out(settings.port_file + ".tmp");
-    out << cluster.port << "\n";
-    out.close();
-    std::filesystem::rename(settings.port_file + ".tmp", settings.port_file);
-  }
-
-  // Admission.
-  const auto deadline = Clock::now() + millis(settings.join_timeout);
-  cluster.nodes.resize(static_cast<std::size_t>(settings.nodes));
-  for (int joined = 0; joined < settings.nodes;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    bool timed_out = left.count() <= 0;
-    if (!timed_out) {
-      self->receive(
-          [&](msg::join_atom, std::int32_t index, const std::string& name, const caf::actor& agent) {
-            cluster.nodes[static_cast<std::size_t>(index)] = {name, agent};
-            self->monitor(agent);
-            ++joined;
-            spdlog::info("coordinator: node {} '{}' joined ({}/{})", index, name, joined, settings.nodes);
-          },
-          [&](const caf::down_msg& dm) {
-            for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
-              if (cluster.nodes[i].agent && cluster.nodes[i].agent.address() == dm.source)
-                raise<ClusterError>("node {} '{}' left before training started: {}", i, cluster.nodes[i].name,
-                                    reason_text(system, dm.reason));
-          },
-          caf::after(left) >> [&] { timed_out = true; });
-    }
-    if (timed_out) {
-      std::string names;
-      for (int i = 0; i < joined; ++i) names += fmt::format("{}'{}'", i ? ", " : "", cluster.nodes[i].name);
-      raise<ClusterError>("only {} of {} nodes joined within join_timeout = {} s{}; start the others with "
-                          "`taihu-node --coordinator={}:{} --secret-file=PATH`",
-                          joined, settings.nodes, settings.join_timeout,
-                          joined ? " (joined: " + names + ")" : "", settings.listen, cluster.port);
-    }
-  }
-
-  form_cluster(system, self, settings, config_text, ranks, algorithms, cluster);
-}
-
-std::vector<int> live_nodes(const Cluster& cluster) {
-  std::vector<int> live;
-  for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
-    if (cluster.nodes[i].agent) live.push_back(static_cast<int>(i));
-  return live;
-}
-
-void form_cluster(caf::actor_system& system, caf::scoped_actor& self, const ClusterSettings& settings,
-                  const std::string& config_text, int ranks, const std::vector<std::string>& algorithms,
-                  Cluster& cluster) {
-  const std::vector<int> live = live_nodes(cluster);
-  require<ClusterError>(!live.empty() && ranks % static_cast<int>(live.size()) == 0,
-                        "{} ranks cannot be placed on {} nodes", ranks, live.size());
-  ++cluster.generation;
-  // Placement: contiguous blocks of ranks per live node.
-  cluster.rank_node.clear();
-  for (int r = 0; r < ranks; ++r)
-    cluster.rank_node.push_back(live[static_cast<std::size_t>(r * static_cast<int>(live.size()) / ranks)]);
-  const auto timeout = millis(std::max(60.0, settings.join_timeout));
-  auto fail = [&](int node, const char* what, const caf::error& e) {
-    raise<ClusterError>("node {} '{}' failed to {}: {}", node, cluster.nodes[static_cast<std::size_t>(node)].name, what,
-                        reason_text(system, e));
-  };
-  msg::ClusterPeers peers;
-  peers.hosts.resize(cluster.nodes.size());
-  peers.ports.resize(cluster.nodes.size());
-  for (int i : live) {
-    const auto n = static_cast<std::size_t>(i);
-    msg::ClusterSetup setup{cluster.generation, i, static_cast<std::int32_t>(cluster.nodes.size()), config_text,
-                            std::vector<std::int32_t>(cluster.rank_node.begin(), cluster.rank_node.end()), algorithms};
-    self->request(cluster.nodes[n].agent, timeout, std::move(setup))
-        .receive(
-            [&](msg::NodeReady& ready) {
-              peers.hosts[n] = ready.data_host;
-              peers.ports[n] = ready.data_port;
-            },
-            [&](caf::error& e) { fail(i, "set up its replicas", e); });
-  }
-  cluster.workers.assign(static_cast<std::size_t>(ranks), caf::actor{});
-  for (int i : live) {
-    self->request(cluster.nodes[static_cast<std::size_t>(i)].agent, timeout, peers)
-        .receive(
-            [&](msg::NodeStarted& started) {
-              for (std::size_t k = 0; k < started.ranks.size(); ++k)
-                cluster.workers[static_cast<std::size_t>(started.ranks[k])] = started.workers[k];
-            },
-            [&](caf::error& e) { fail(i, "start its workers", e); });
-  }
-  for (int r = 0; r < ranks; ++r)
-    require<ClusterError>(static_cast<bool>(cluster.workers[static_cast<std::size_t>(r)]),
-                          "no node started rank {}", r);
-  spdlog::info("coordinator: {} nodes, {} ranks placed; training starts{}", live.size(), ranks,
-               cluster.generation > 1 ? fmt::format(" (cluster generation {})", cluster.generation) : "");
-}
-
-void node_lost(caf::scoped_actor& self, Cluster& cluster, int node) {
-  auto& n = cluster.nodes[static_cast<std::size_t>(node)];
-  if (!n.agent) return;
-  self->demonitor(n.agent);
-  self->send(n.agent, msg::leave_atom_v);  // one that still runs stops (a dead one never hears of it)
-  n.agent = nullptr;
-  self->send(cluster.gate, msg::leave_atom_v);
-}
-
-int admit_waiting_nodes(caf::scoped_actor& self, Cluster& cluster) {
-  int admitted = 0;
-  for (bool more = true; more;) {
-    more = false;
-    self->receive(
-        [&](msg::join_atom, std::int32_t index, const std::string& name, const caf::actor& agent) {
-          if (cluster.nodes.size() <= static_cast<std::size_t>(index))
-            cluster.nodes.resize(static_cast<std::size_t>(index) + 1);
-          cluster.nodes[static_cast<std::size_t>(index)] = {name, agent};
-          self->monitor(agent);
-          spdlog::info("coordinator: node {} '{}' joined; it takes part from the next epoch", index, name);
-          ++admitted;
-          more = true;
-        },
-        caf::after(std::chrono::milliseconds(0)) >> [] {});
-  }
-  return admitted;
-}
-
-void stop_cluster(caf::actor_system& system, caf::scoped_actor& self, Cluster& cluster) {
-  for (auto& n : cluster.nodes) {
-    if (!n.agent) continue;
-    self->demonitor(n.agent);
-    self->send(n.agent, msg::stop_atom_v);
-  }
-  cluster.gatekeeper.reset();  // no new connections
-  if (cluster.gate) self->send_exit(cluster.gate, caf::exit_reason::user_shutdown);
-}
 
 // --- the node ----------------------------------------------------------------
 
@@ -421,7 +186,8 @@ int run_node(const NodeOptions& o) {
           }
           const ReplicaData data = ReplicaData::read(*doc, settings);
           for (int r : local_ranks) {
-            models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes));
+            models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes,
+                                                replica_services(system, static_cast<int>(local_ranks.size()))));
             models.back()->allocator = allocator;
           }
           transport::DataPlaneOptions options;
@@ -480,7 +246,7 @@ int run_node(const NodeOptions& o) {
             const int r = m->rank;
             for (auto& s : bucket_shards) m->shards.push_back(s[static_cast<std::size_t>(r)]);
             m->compute_slots = slots;
-            auto w = spawn_worker(system, std::move(m));
+            auto w = caf::actor_cast<caf::actor>(spawn_worker(system, std::move(m)));
             who[w.address()] = fmt::format("worker {}", r);
             workers.push_back(w);
             started.ranks.push_back(r);

@@ -1,0 +1,79 @@
+#pragma once
+// The coordinator's side of a cluster (cluster.hpp): its control port and
+// gate, the nodes that joined, and the forming of a generation of replicas
+// over the live ones. Event-based: every step answers through a
+// continuation, run by the coordinator actor that owns this object.
+//
+// Forming (a generation): ranks are placed on the live nodes in contiguous
+// blocks (rank r on live node r * nodes / ranks); every node gets the config
+// and the placement (ClusterSetup -> NodeReady with its data-plane port), then
+// every node's peers (ClusterPeers -> NodeStarted with its workers' handles).
+// Both rounds wait for every node (fan_in.hpp); a node that fails either
+// fails the forming, naming it.
+
+#include <caf/actor.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/compute/cluster.hpp"
+#include "actors/compute/members.hpp"
+#include "transport/gatekeeper.hpp"
+
+namespace taihu::compute {
+
+struct RunPlan;
+
+class ClusterMembers {
+ public:
+  struct Node {
+    std::string name;
+    caf::actor agent;  // null once the node is lost
+  };
+
+  explicit ClusterMembers(ClusterSettings settings) : settings_(std::move(settings)) {}
+
+  // Opens the control port (the gatekeeper in front of the gate actor, which
+  // tells `self` of every node that joins: msg::NodeJoined). Throws
+  // ClusterError when the port cannot be opened.
+  void open(caf::event_based_actor* self);
+  std::uint16_t port() const { return port_; }
+
+  // A node joined (the gate's message); the coordinator monitors its agent.
+  void joined(caf::event_based_actor* self, const msg::NodeJoined& j);
+  // Nodes that joined and take part in no generation yet.
+  int waiting() const;
+  // Names of the nodes that joined, for the join_timeout message.
+  std::string joined_names() const;
+  std::vector<int> live() const;
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::string node_name(int node) const;
+
+  // Forms the next generation over the live nodes for `plan` (its ranks,
+  // buckets and algorithms); `done` gets its members, `failed` the reason.
+  void form(caf::event_based_actor* self, const RunPlan& plan, std::function<void(Members)> done,
+            std::function<void(std::string)> failed);
+  // Forgets a lost node, tells it so (one that still runs stops with exit 8)
+  // and frees its place at the gate.
+  void lose(caf::event_based_actor* self, int node);
+  // Elastic: every live node drops its replicas (reform_atom); a node that
+  // does not answer within `timeout` is lost too. Then `done`.
+  void drop_replicas(caf::event_based_actor* self, std::chrono::milliseconds timeout, std::function<void()> done);
+  // Training is over: every node shuts down; the port closes.
+  void stop(caf::event_based_actor* self);
+
+ private:
+  ClusterSettings settings_;
+  std::vector<Node> nodes_;  // by node index (the order of admission)
+  std::vector<bool> placed_;  // took part in the last generation
+  int generation_ = 0;
+  caf::actor gate_;
+  std::shared_ptr<transport::Gatekeeper> gatekeeper_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace taihu::compute

@@ -1,0 +1,64 @@
+#include "actors/compute/cluster.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "transport/data_plane.hpp"
+
+namespace taihu::compute {
+
+namespace {
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+}  // namespace
+
+ClusterSettings ClusterSettings::read(const config::Document& doc) {
+  ClusterSettings s;
+  const config::Section& root = doc.root();
+  s.nodes = root.get_or<int>("nodes", 0);
+  if (s.nodes < 0) throw root.error("nodes", "must not be negative");
+  s.elastic = root.get_or<bool>("elastic", false);
+  if (s.elastic && s.nodes == 0) throw root.error("elastic", "applies to remote nodes (nodes > 0) only");
+  if (s.nodes == 0) {
+    doc.section("cluster").mark_all_used();  // the same config also runs in one process
+    return s;
+  }
+  const config::Section& c = doc.section("cluster");
+  s.listen = c.get_or<std::string>("listen", s.listen);
+  const int port = c.get_or<int>("port", 0);
+  if (port < 0 || port > 65535) throw c.error("port", "must be in 0..65535");
+  s.port = static_cast<std::uint16_t>(port);
+  s.port_file = c.get_or<std::string>("port_file", "");
+  const std::string secret_file = c.get_or<std::string>("secret_file", "");
+  if (secret_file.empty())
+    throw c.error("secret_file", "nodes > 0 needs a cluster secret: [cluster] secret_file = PATH (a file only you can read)");
+  try {
+    s.secret = transport::read_secret_file(doc.resolve(secret_file));
+  } catch (const transport::NetError& e) {
+    throw c.error("secret_file", e.what());
+  }
+  s.join_timeout = c.get_or<double>("join_timeout", s.join_timeout);
+  s.heartbeat = c.get_or<double>("heartbeat", s.heartbeat);
+  s.dead_after = c.get_or<double>("dead_after", s.dead_after);
+  s.same_host_copy = c.get_or<bool>("same_host_copy", s.same_host_copy);
+  s.poll_us = c.get_or<int>("poll_us", s.poll_us);
+  if (s.poll_us < 0 || s.poll_us > 1000000) throw c.error("poll_us", "must be in 0..1000000 (microseconds)");
+  if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
+  if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");
+  if (!(s.dead_after > s.heartbeat)) throw c.error("dead_after", "must be longer than heartbeat");
+  return s;
+}
+
+void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after) {
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.heartbeat-interval", caf::timespan{millis(heartbeat)});
+  cfg.set("middleman.connection-timeout", caf::timespan{millis(dead_after)});
+  cfg.set("middleman.app-identifiers", std::vector<std::string>{"taihu"});
+}
+
+}  // namespace taihu::compute

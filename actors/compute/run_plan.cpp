@@ -1,0 +1,229 @@
+#include "actors/compute/run_plan.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "collectives/buckets.hpp"
+#include "collectives/cost_model.hpp"
+#include "core/blas/blas.hpp"
+#include "core/blas/kernel_selection.hpp"
+#include "core/common/check.hpp"
+#include "core/graph/graph_dataset.hpp"
+#include "messages/type_ids.hpp"
+
+namespace taihu::compute {
+
+namespace {
+
+// In-process links: a message costs a few microseconds, copies run near
+// memcpy speed, and adding floats is a little slower than copying them.
+collectives::Topology in_process_topology(int ranks) {
+  return collectives::Topology::uniform(ranks, collectives::Link{3e-6, 8e9}, 6e9);
+}
+
+StatusSettings read_status(const config::Document& d) {
+  StatusSettings s;
+  if (const config::Section* st = d.find("status")) {
+    const int port = st->get_or<int>("port", -1);
+    if (port > 65535) throw st->error("port", "must be in 0..65535 (or -1: off)");
+    s.enabled = port >= 0;
+    s.port = static_cast<std::uint16_t>(std::max(port, 0));
+    s.listen = st->get_or<std::string>("listen", s.listen);
+    s.port_file = st->get_or<std::string>("port_file", "");
+  }
+  return s;
+}
+
+}  // namespace
+
+collectives::Topology training_topology(const config::Document& doc, int ranks) {
+  if (const config::Section* t = doc.find("topology")) {
+    auto topology = collectives::Topology::from_config(*t);
+    if (topology.ranks() != ranks)
+      throw t->error("ranks", fmt::format("the topology has {} ranks, but workers = {}", topology.ranks(), ranks));
+    return topology;
+  }
+  return in_process_topology(ranks);
+}
+
+RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFault fault) {
+  RunPlan p;
+  p.doc = std::move(doc);
+  p.services = std::move(services);
+  const config::Document& d = p.doc;
+  const config::Section& root = d.root();
+  p.settings = read_replica_settings(d);
+  p.cluster = ClusterSettings::read(d);
+  // With nodes = K, workers defaults to K (one replica per node).
+  if (p.cluster.nodes > 0 && root.get_or<int64_t>("workers", 0) == 0) p.settings.workers = p.cluster.nodes;
+  p.ranks = static_cast<int>(p.settings.workers);
+  if (p.ranks < 1) throw root.error("workers", "must be at least 1");
+  if (p.cluster.nodes > 0 && p.ranks % p.cluster.nodes != 0)
+    throw root.error("workers", fmt::format("must be a multiple of nodes = {}", p.cluster.nodes));
+  p.max_iterations = root.get_or<int64_t>("iterations", 0);
+  if (p.max_iterations < 0) throw root.error("iterations", "must be >= 0 (0: run every epoch)");
+  if (p.cluster.elastic && p.max_iterations > 0)
+    throw root.error("iterations", "elastic runs re-form at epoch boundaries; run whole epochs (iterations = 0)");
+  p.device = root.get_choice("device", {"cpu", "sw26010"}, "cpu");
+
+  const config::Section& sync_section = d.section("sync");
+  const double bucket_mb = sync_section.get_or<double>("bucket_mb", 25.0);
+  if (!(bucket_mb >= 0)) throw sync_section.error("bucket_mb", "must not be negative");
+  p.bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
+  p.algorithm = sync_section.get_choice(
+      "algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical", "direct"}, "auto");
+  p.step_timeout = sync_section.get_or<double>("step_timeout", 60.0);
+  if (!(p.step_timeout > 0)) throw sync_section.error("step_timeout", "must be positive");
+  p.compute_slots = sync_section.get_or<int>("compute_slots", 0);
+  if (p.compute_slots < 0) throw sync_section.error("compute_slots", "must not be negative");
+  p.scheduler_threads = sync_section.get_or<int>("scheduler_threads", 0);
+  if (p.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
+  p.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
+  p.topology.emplace(training_topology(d, p.ranks));
+  if (p.cluster.elastic && d.find("topology") != nullptr)
+    throw d.section("topology").error("ranks", "elastic = true re-forms over any number of nodes; a fixed [topology] "
+                                               "does not apply (leave it out)");
+
+  // Data: one data set, shared read-only by all replicas of this process.
+  // Rank 0's model plans the buckets; with nodes = K the replicas live in
+  // the nodes and this one only plans.
+  p.data = ReplicaData::read(d, p.settings);
+  p.rank0 = p.build_model(0, fault);
+  const Replica& replica0 = *p.rank0->replica;
+  p.per_epoch = replica0.batches_per_epoch();
+  p.model_name = replica0.name();
+  p.parameters = replica0.learnable_parameters();
+  p.sample_unit = replica0.sample_unit();
+  if (p.data.graphs)
+    p.graphs.emplace(GraphRun{p.data.graphs->source, p.data.graphs->language_model, !p.data.graphs->dev.empty()});
+  p.plan_buckets();
+
+  const config::Section& output = d.section("output");
+  const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
+  const std::string metrics = output.get_or<std::string>("metrics", "metrics.jsonl");
+  if (!metrics.empty()) p.metrics_path = dir / metrics;
+  const std::string checkpoint = output.get_or<std::string>("checkpoint", "checkpoint.ckpt");
+  if (!checkpoint.empty()) p.checkpoint_path = dir / checkpoint;
+  // Rank 0's node writes it, maybe from another working directory.
+  if (p.clustered() && !p.checkpoint_path.empty()) p.checkpoint_path = std::filesystem::absolute(p.checkpoint_path);
+  p.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
+  if (p.checkpoint_every < 0) throw output.error("checkpoint_every", "must be >= 0 (0: after every epoch only)");
+  p.keep_all = output.get_or<bool>("keep_all", false);
+  if (p.cluster.elastic && p.checkpoint_path.empty())
+    throw output.error("checkpoint", "elastic = true continues from the last checkpoint after a node is lost: "
+                                     "give a checkpoint file");
+  p.status = read_status(d);
+
+  d.section("blas").mark_all_used();  // read by the app before the run
+  if (p.ranks == 1) {
+    d.section("sync").mark_all_used();  // one replica exchanges nothing
+    d.section("topology").mark_all_used();
+    d.section("compress").mark_all_used();
+  }
+  d.reject_unused();
+  if (p.graphs) {
+    const GraphDataset& g = *p.data.graphs;
+    spdlog::info("model '{}' on {} data: {} parameters, vocabulary {}, {} classes; {} training graphs ({} vertices), "
+                 "{} dev, {} test",
+                 p.model_name, g.source, p.parameters, g.vocabulary_size, g.num_classes, g.train.size(),
+                 g.train_vertices(), g.dev.size(), g.test.size());
+  } else {
+    spdlog::info("net '{}': {} learnable parameters; {} training and {} test samples", p.model_name, p.parameters,
+                 p.data.train->size(), p.data.test->size());
+  }
+  if (p.ranks > 1)
+    spdlog::info("{} workers x batch {} = global batch {}; {} buckets", p.ranks, p.settings.batch_size,
+                 p.global_batch(), p.bucket_elements.size());
+  return p;
+}
+
+std::shared_ptr<WorkerModel> RunPlan::build_model(int rank, WorkerFault fault) const {
+  return build_worker_model(doc, settings, data, rank, ranks, bucket_bytes, services, fault);
+}
+
+bool RunPlan::compressed() const {
+  return std::any_of(bucket_compression.begin(), bucket_compression.end(),
+                     [](const collectives::BucketCompression& b) { return b.compressed(); });
+}
+
+void RunPlan::plan_buckets() {
+  bucket_elements.clear();
+  bucket_algorithms.clear();
+  bucket_reports.clear();
+  bucket_compression.clear();
+  dense_bytes = 0;
+  if (ranks == 1) return;  // one replica's gradient is the gradient
+  const auto stages = rank0->replica->gradient_stages();
+  const collectives::Buckets& buckets = *rank0->buckets;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::size_t n = buckets[b].elements;
+    const double bytes = static_cast<double>(n) * sizeof(float);
+    collectives::Algorithm a;
+    double predicted;
+    if (algorithm == "auto") {
+      const auto choice = collectives::choose_algorithm(*topology, bytes);
+      a = choice.algorithm;
+      predicted = choice.seconds;
+    } else {
+      a = collectives::parse_algorithm(algorithm);
+      predicted = collectives::predict(collectives::make_allreduce(a, *topology, n), *topology).seconds;
+    }
+    bucket_elements.push_back(n);
+    bucket_algorithms.push_back(a);
+    bucket_reports.push_back(BucketReport{static_cast<int64_t>(n), std::string(collectives::name(a)), predicted});
+    spdlog::info("bucket {}: {} floats ({:.2f} MB, layers from {}) -> {}{}, predicted {:.1f} us", b, n,
+                 bytes / (1024.0 * 1024.0), stages[buckets[b].first_stage].name, collectives::name(a),
+                 algorithm == "auto" ? " (auto)" : "", predicted * 1e6);
+  }
+  // RedSync's compression per bucket ([compress], collectives/compression_plan.hpp).
+  bucket_compression = collectives::plan_compression(doc, buckets, ranks);
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    dense_bytes += collectives::dense_ring_bytes_all_ranks(buckets[b].elements, ranks);
+    if (!bucket_compression[b].compressed()) continue;
+    if (bucket_compression[b].allgather()) bucket_reports[b].algorithm = "compressed ring allgather";
+    spdlog::info("bucket {}: compressed: {}", b, bucket_compression[b].describe());
+  }
+}
+
+void RunPlan::replan(int new_ranks) {
+  const int64_t global = global_batch();
+  ranks = new_ranks;
+  // The global batch stays (as near as it divides), so the learning rate and
+  // the epoch's length still fit: each worker takes a larger share.
+  settings.batch_size = std::max<int64_t>(1, global / new_ranks);
+  doc.root().set("batch_size", std::to_string(settings.batch_size), doc.root().where());
+  topology.emplace(training_topology(doc, ranks));
+  rank0 = build_model(0);
+  per_epoch = rank0->replica->batches_per_epoch();
+  plan_buckets();
+}
+
+std::string RunPlan::config_for_nodes() const {
+  config::Document copy = doc;
+  config::Section& root = copy.root();
+  if (root.has("net"))
+    root.set("net", std::filesystem::absolute(doc.resolve(root.get<std::string>("net"))).string(), root.where());
+  if (config::Section* data_section = copy.find("data"); data_section != nullptr) {
+    const auto dir = data_section->get_or<std::string>("dir", "");
+    if (!dir.empty()) data_section->set("dir", std::filesystem::absolute(doc.resolve(dir)).string(), data_section->where());
+  }
+  return copy.dump();
+}
+
+void configure_actor_system(caf::actor_system_config& cfg, const config::Document& doc) {
+  cfg.add_message_types<caf::id_block::taihu>();
+  const config::Section& sync_section = doc.section("sync");
+  const int threads = sync_section.get_or<int>("scheduler_threads", 0);
+  const int cores = blas::available_cores();
+  cfg.set("scheduler.max-threads", threads > 0 ? threads : std::clamp(cores, 1, 2));
+  const std::string policy = sync_section.get_or<std::string>("scheduler", "sharing");
+  cfg.set("scheduler.policy", policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
+  cfg.set("work-stealing.aggressive-poll-attempts", 10);
+  const ClusterSettings cluster = ClusterSettings::read(doc);
+  if (cluster.nodes > 0) configure_control_plane(cfg, cluster.heartbeat, cluster.dead_after);
+}
+
+}  // namespace taihu::compute

@@ -1,0 +1,97 @@
+#include "core/train/train_report.hpp"
+
+#include <fmt/format.h>
+
+#include "core/train/metrics_log.hpp"
+
+namespace taihu {
+
+std::string TrainReport::to_json() const {
+  std::string epochs_json;
+  for (size_t i = 0; i < history.size(); ++i) {
+    const auto& e = history[i];
+    epochs_json += (i ? ",\n    " : "") +
+                   taihu::to_json({{"epoch", e.epoch},
+                                   {"train_loss", e.train_loss},
+                                   {"test_loss", e.test_loss},
+                                   {"test_accuracy", e.test_accuracy},
+                                   {"seconds", e.seconds},
+                                   {"images_per_second", e.images_per_second}});
+  }
+  std::string buckets_json;
+  if (!buckets.empty()) {
+    buckets_json = "\n  \"buckets\": [";
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      buckets_json += (i ? ",\n    " : "\n    ") +
+                      taihu::to_json({{"elements", buckets[i].elements},
+                                      {"algorithm", buckets[i].algorithm},
+                                      {"predicted_seconds", buckets[i].predicted_seconds}});
+    }
+    buckets_json += fmt::format(
+        "\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},\n"
+        "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},",
+        exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration);
+  }
+  std::string device_json;
+  if (device != "cpu") {
+    const DeviceReport& d = device_report;
+    std::string layers_json;
+    for (size_t i = 0; i < d.layers.size(); ++i) {
+      const auto& l = d.layers[i];
+      layers_json += (i ? ",\n    " : "\n    ") +
+                     taihu::to_json({{"name", l.name},
+                                     {"type", l.type},
+                                     {"method", l.method},
+                                     {"simulated", std::string(l.simulated ? "true" : "false")},
+                                     {"forward_seconds", l.forward_seconds},
+                                     {"backward_seconds", l.backward_seconds()},
+                                     {"data_gradient_seconds", l.data_gradient_seconds},
+                                     {"weight_gradient_seconds", l.weight_gradient_seconds}});
+    }
+    // "simulated" is a JSON boolean, not a string
+    for (const char* b : {"true", "false"}) {
+      const std::string quoted = fmt::format("\"simulated\": \"{}\"", b), plain = fmt::format("\"simulated\": {}", b);
+      for (size_t at = layers_json.find(quoted); at != std::string::npos; at = layers_json.find(quoted, at))
+        layers_json.replace(at, quoted.size(), plain);
+    }
+    device_json = fmt::format(
+        "\n  \"device\": {},\n  \"simulated_iterations\": {},\n  \"simulated_iteration_seconds\": {:.6g},"
+        "\n  \"simulated_images_per_second\": {:.6g},\n  \"host_seconds_per_simulated_iteration\": {:.6g},"
+        "\n  \"host_cpu_seconds_per_simulated_iteration\": {:.6g},\n  \"layers\": [{}\n  ],",
+        json_quote(device), d.iterations, d.simulated_iteration_seconds(), d.simulated_images_per_second(),
+        d.iterations ? d.host_seconds / double(d.iterations) : 0.0,
+        d.iterations ? d.host_cpu_seconds / double(d.iterations) : 0.0, layers_json);
+  }
+  return fmt::format(
+      "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
+      "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
+      "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
+      "  \"blas_kernel\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
+      json_quote(net), parameters, epochs, iterations, batch_size, train_loss, test_loss, test_accuracy,
+      images_per_second, seconds, json_quote(blas_kernel), workers, buckets_json, device_json, epochs_json);
+}
+
+std::string device_report_table(const DeviceReport& r, int64_t batch) {
+  std::string out = fmt::format("{}: simulated time per iteration (batch {}), ms\n  {:<24} {:<16} {:<10} {:>10} {:>10} {:>10}\n",
+                                r.device, batch, "layer", "type", "method", "forward", "data grad", "weight grad");
+  double forward = 0, backward = 0;
+  for (const auto& l : r.layers) {
+    if (!l.simulated) {
+      out += fmt::format("  {:<24} {:<16} {:<10} {:>10} {:>10} {:>10}\n", l.name, l.type, l.method, "host", "-", "-");
+      continue;
+    }
+    out += fmt::format("  {:<24} {:<16} {:<10} {:>10.3f} {:>10.3f} {:>10.3f}\n", l.name, l.type, l.method,
+                       1e3 * l.forward_seconds, 1e3 * l.data_gradient_seconds, 1e3 * l.weight_gradient_seconds);
+    forward += l.forward_seconds;
+    backward += l.backward_seconds();
+  }
+  out += fmt::format(
+      "  simulated: forward {:.1f} ms, backward {:.1f} ms, iteration {:.1f} ms, {:.1f} images/s; host {:.1f} s "
+      "({:.1f} s of CPU) per simulated iteration",
+      1e3 * forward, 1e3 * backward, 1e3 * r.simulated_iteration_seconds(), r.simulated_images_per_second(),
+      r.iterations ? r.host_seconds / double(r.iterations) : 0.0,
+      r.iterations ? r.host_cpu_seconds / double(r.iterations) : 0.0);
+  return out;
+}
+
+}  // namespace taihu

@@ -1,0 +1,62 @@
+#pragma once
+// What a training run reports: per epoch, and in the end (report keys:
+// README "Using taihu-train"); the JSON `taihu-train --report` writes.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/net/layer_executor.hpp"
+
+namespace taihu {
+
+struct EpochResult {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0.0;
+  double test_loss = 0.0;
+  double test_accuracy = 0.0;  // fraction in [0, 1]
+  double seconds = 0.0;        // training time of this epoch
+  double images_per_second = 0.0;
+};
+
+// One fusion bucket of a data-parallel run: its size and collective.
+struct BucketReport {
+  int64_t elements = 0;
+  std::string algorithm;
+  double predicted_seconds = 0.0;  // cost model's allreduce time
+};
+
+struct TrainReport {
+  std::string net;
+  int64_t parameters = 0;
+  int64_t epochs = 0;
+  int64_t iterations = 0;
+  int64_t batch_size = 0;
+  double train_loss = 0.0;
+  double test_loss = 0.0;
+  double test_accuracy = 0.0;
+  double images_per_second = 0.0;  // training images over training time
+  double seconds = 0.0;
+  std::string blas_kernel;
+  std::vector<EpochResult> history;
+  int64_t workers = 1;
+  std::vector<BucketReport> buckets;  // data-parallel runs only
+  // Data-parallel runs: time a worker waited for reductions after its
+  // backward ended, and the share of communication hidden behind backward.
+  double exposed_comm_seconds = 0.0;
+  double comm_hidden_fraction = 0.0;  // of the buckets' collective time
+  // Payload bytes all ranks' shards sent per iteration (measured; packed
+  // messages when compressed), and what dense ring allreduce would send.
+  double bytes_sent_per_iteration = 0.0;
+  double dense_bytes_per_iteration = 0.0;
+  // device != "cpu": the device model's simulated time (per layer, per iteration).
+  std::string device = "cpu";
+  DeviceReport device_report;
+
+  std::string to_json() const;
+};
+
+// The per-layer table of a device report, for logs.
+std::string device_report_table(const DeviceReport& report, int64_t batch);
+
+}  // namespace taihu

@@ -1,0 +1,66 @@
+#pragma once
+// One training iteration between the coordinator and a worker
+// (actors/compute/worker.hpp): Iterate starts it (it carries no tensors); the
+// worker answers IterationDone once every bucket of its gradient is reduced
+// and the solver has stepped.
+
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+
+namespace taihu::msg {
+
+struct Iterate {
+  std::uint64_t iteration = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Iterate& x) {
+  return f(caf::meta::type_name("taihu::msg::Iterate"), x.iteration);
+}
+
+// Where a worker's time went in one iteration (seconds) and what it did.
+struct IterationStats {
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  double update_seconds = 0;
+  // Backward finished -> last bucket reduced: communication not hidden.
+  double exposed_comm_seconds = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t vertices = 0;  // of the input graphs (dynamic models)
+  // Buckets' collectives, from GradientReady sent to reduced, summed; and the
+  // part of that which ran while backward was still computing.
+  double comm_seconds = 0;
+  double hidden_comm_seconds = 0;
+  // Payload bytes this rank's shards sent for all buckets (Reduced::bytes_sent).
+  std::uint64_t bytes_sent = 0;
+  float learning_rate = 0;  // of this iteration's solver step
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, IterationStats& x) {
+  return f(caf::meta::type_name("taihu::msg::IterationStats"), x.forward_seconds, x.backward_seconds,
+           x.update_seconds, x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds,
+           x.bytes_sent, x.learning_rate);
+}
+
+struct IterationDone {
+  std::uint64_t iteration = 0;
+  std::int32_t rank = 0;
+  float loss = 0;
+  IterationStats stats;
+};
+
+// On the wire the loss goes as its bits: CAF 0.17's portable float encoding
+// does not keep NaN and infinity, and a NaN loss must stop training on a
+// coordinator in another process too (iteration.cpp).
+caf::error inspect(caf::serializer& f, IterationDone& x);
+caf::error inspect(caf::deserializer& f, IterationDone& x);
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, IterationDone& x) {
+  return f(caf::meta::type_name("taihu::msg::IterationDone"), x.iteration, x.rank, x.loss, x.stats);
+}
+
+}  // namespace taihu::msg
