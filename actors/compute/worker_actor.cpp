@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "actors/compute/fan_in.hpp"
 #include "actors/exception_reason.hpp"
 #include "collectives/buckets.hpp"
 #include "core/common/check.hpp"
@@ -212,22 +213,14 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
         file->rank = m.rank;
         file->ranks = m.ranks;
         file->buckets.resize(m.shards.size());
-        auto remaining = std::make_shared<std::size_t>(m.shards.size());
-        if (m.shards.empty()) {
-          save_compressor_checkpoint(*file, compressor_checkpoint_path(path, file->rank));
-          promise.deliver(true);
-        }
-        for (std::size_t b = 0; b < m.shards.size(); ++b) {
-          self->request(m.shards[b], std::chrono::seconds(60), msg::compressor_atom_v)
-              .then(
-                  [=](std::string& bytes) mutable {
-                    file->buckets[b] = std::move(bytes);
-                    if (--*remaining > 0) return;
-                    save_compressor_checkpoint(*file, compressor_checkpoint_path(path, file->rank));
-                    promise.deliver(true);
-                  },
-                  [=](caf::error& e) mutable { promise.deliver(e); });
-        }
+        fan_in<std::string>(
+            self, m.shards, std::chrono::seconds(60), msg::compressor_atom_v,
+            [=](std::vector<std::string>& states) mutable {
+              file->buckets = std::move(states);
+              save_compressor_checkpoint(*file, compressor_checkpoint_path(path, file->rank));
+              promise.deliver(true);
+            },
+            [=](std::size_t, caf::error& e) mutable { promise.deliver(e); });
         return promise;
       },
       // Loads what the save above wrote for the ranks `r.sources` (this rank
@@ -284,20 +277,22 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
         if (files.size() > 1 || r.weight != 1.0f)
           spdlog::info("worker {}: compressor residuals and momentum of rank(s) {} of {} carried over (x {:.4g})",
                        m.rank, fmt::join(r.sources, ", "), r.ranks, r.weight);
-        auto remaining = std::make_shared<std::size_t>(0);
-        auto restored = std::make_shared<bool>(true);  // false: a shard kept its state (it said why)
-        for (const auto& bytes : buckets) *remaining += bytes.empty() ? 0 : 1;
-        if (*remaining == 0) promise.deliver(true);
-        for (std::size_t b = 0; b < m.shards.size(); ++b) {
-          if (buckets[b].empty()) continue;
-          self->request(m.shards[b], std::chrono::seconds(60), msg::compressor_atom_v, buckets[b])
-              .then(
-                  [=](bool ok) mutable {
-                    *restored = *restored && ok;
-                    if (--*remaining == 0) promise.deliver(*restored);
-                  },
-                  [=](caf::error& e) mutable { promise.deliver(e); });
-        }
+        // Each bucket's shard takes its states (a bucket the plan does not
+        // compress has none to take); false: a shard kept its own, saying why.
+        std::vector<caf::actor> takers;
+        std::vector<std::string> states;
+        for (std::size_t b = 0; b < m.shards.size(); ++b)
+          if (!buckets[b].empty()) {
+            takers.push_back(m.shards[b]);
+            states.push_back(std::move(buckets[b]));
+          }
+        fan_in_each<bool>(
+            self, takers, std::chrono::seconds(60),
+            [states](std::size_t k) { return caf::make_message(msg::compressor_atom_v, states[k]); },
+            [=](std::vector<bool>& ok) mutable {
+              promise.deliver(std::all_of(ok.begin(), ok.end(), [](bool b) { return b; }));
+            },
+            [=](std::size_t, caf::error& e) mutable { promise.deliver(e); });
         return promise;
       },
       [=](const msg::RestoreCheckpoint& r) {
