@@ -17,10 +17,14 @@
 // thread per core, the 4 groups share the cores.
 
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
 #include <memory>
 
 #include "core/net/layer_executor.hpp"
 #include "devices/sw26010/params.hpp"
+#include "messages/core_group_work.hpp"
 
 namespace taihu {
 class Net;
@@ -32,10 +36,14 @@ class NetPlan;
 
 namespace taihu::device {
 
+// A core group's protocol: a phase of a layer's pass, answered with the
+// group's simulated cycles and DMA bytes.
+using core_group_actor = caf::typed_actor<caf::replies_to<msg::CoreGroupWork>::with<msg::CoreGroupDone>>;
+
 class Sw26010Executor final : public LayerExecutor {
  public:
-  // Spawns the 4 core-group actors in `system` (which must have taihu's
-  // message types).
+  // Spawns the 4 core-group actors in `system`, the process's one actor
+  // system (with taihu's message types).
   Sw26010Executor(caf::actor_system& system, Net& net,
                   const sw26010::Params& params = sw26010::Params::defaults());
   ~Sw26010Executor() override;
@@ -53,8 +61,5 @@ class Sw26010Executor final : public LayerExecutor {
   std::unique_ptr<Impl> impl_;
 };
 
-// An executor with its own actor system (scheduler threads = `threads`, 0 =
-// the cores available), for apps: taihu-train's device = sw26010.
-std::unique_ptr<LayerExecutor> make_sw26010_executor(Net& net, const sw26010::Params& params, int threads = 0);
 
 }  // namespace taihu::device

@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -31,14 +32,9 @@ using sw26010::Pass;
 using sw26010::Placement;
 using sw26010::Stage;
 
-struct CoreGroupState {
-  static inline const char* name = "sw26010_core_group";
-};
-using CoreGroupActor = caf::stateful_actor<CoreGroupState>;
-
 // One core group: runs its share of each phase it is sent on its CoreGroup
 // (the plan's group `group`, touched by no one else while a phase runs).
-caf::behavior core_group(CoreGroupActor* self, std::shared_ptr<NetPlan> plan, int group) {
+core_group_actor::behavior_type core_group(core_group_actor::pointer, std::shared_ptr<NetPlan> plan, int group) {
   return {
       [plan, group](const msg::CoreGroupWork& w) -> caf::result<msg::CoreGroupDone> {
         enable_flush_to_zero();  // whichever scheduler thread runs this
@@ -64,7 +60,7 @@ struct Sw26010Executor::Impl {
   caf::actor_system& system;
   Net& net;
   std::shared_ptr<NetPlan> plan;
-  std::array<caf::actor, sw26010::Chip::groups> groups;
+  std::array<core_group_actor, sw26010::Chip::groups> groups;
   std::vector<LayerCycles> cycles;  // summed over timed iterations
   bool timing = false;
   int64_t iterations = 0, images = 0, batch = 0;
@@ -185,42 +181,6 @@ DeviceReport Sw26010Executor::report() const {
     r.layers.push_back(std::move(t));
   }
   return r;
-}
-
-namespace {
-
-struct OwnSystemConfig : caf::actor_system_config {
-  explicit OwnSystemConfig(int threads) {
-    add_message_types<caf::id_block::taihu>();
-    set("scheduler.max-threads", threads);
-    set("scheduler.policy", caf::atom("sharing"));
-  }
-};
-
-// The executor and the actor system it runs in.
-class OwningExecutor final : public LayerExecutor {
- public:
-  OwningExecutor(Net& net, const sw26010::Params& params, int threads)
-      : config_(threads > 0 ? threads : std::max(1, blas::available_cores())),
-        system_(config_),
-        executor_(std::make_unique<Sw26010Executor>(system_, net, params)) {}
-  ~OwningExecutor() override { executor_.reset(); }
-  void forward(std::size_t i) override { executor_->forward(i); }
-  void backward(std::size_t i) override { executor_->backward(i); }
-  void begin_iteration(int64_t batch) override { executor_->begin_iteration(batch); }
-  void end_iteration() override { executor_->end_iteration(); }
-  DeviceReport report() const override { return executor_->report(); }
-
- private:
-  OwnSystemConfig config_;
-  caf::actor_system system_;
-  std::unique_ptr<Sw26010Executor> executor_;
-};
-
-}  // namespace
-
-std::unique_ptr<LayerExecutor> make_sw26010_executor(Net& net, const sw26010::Params& params, int threads) {
-  return std::make_unique<OwningExecutor>(net, params, threads);
 }
 
 }  // namespace taihu::device
