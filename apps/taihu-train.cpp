@@ -87,6 +87,13 @@ void log_report(const taihu::TrainReport& report) {
     spdlog::info("{}: {:.1f} simulated images/s ({:.1f} ms per simulated iteration, {:.1f} s of host time each)",
                  report.device, d.simulated_images_per_second(), 1e3 * d.simulated_iteration_seconds(),
                  d.iterations ? d.host_seconds / d.iterations : 0.0);
+    if (!report.chip_iteration_seconds.empty())
+      spdlog::info("{} chips: {:.1f} ms compute (slowest chip) + {:.1f} ms allreduce per iteration ({:.1f}% "
+                   "allreduce), {:.1f} simulated images/s in all",
+                   report.chip_iteration_seconds.size(),
+                   1e3 * *std::max_element(report.chip_iteration_seconds.begin(), report.chip_iteration_seconds.end()),
+                   1e3 * report.simulated_allreduce_seconds, 100.0 * report.simulated_allreduce_share(),
+                   report.simulated_system_images_per_second());
   }
 }
 

@@ -444,6 +444,10 @@ TrainReport net_report(const RunPlan& plan, const Outcome& o) {
   if (plan.device != "cpu" && !o.figures.empty()) {
     report.device = plan.device;
     report.device_report = o.figures.front().device;
+    if (plan.ranks > 1) {
+      for (const auto& f : o.figures) report.chip_iteration_seconds.push_back(f.device.simulated_iteration_seconds());
+      report.simulated_allreduce_seconds = plan.simulated_allreduce_seconds;
+    }
   }
   return report;
 }

@@ -221,11 +221,12 @@ int run_node(const NodeOptions& o) {
           const int ranks = static_cast<int>(rank_node.size());
           const auto topology = training_topology(*doc, ranks);
           const collectives::Buckets& buckets = *models.front()->buckets;
-          require(algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
-                  algorithms.size(), buckets.size());
+          // One rank exchanges nothing: no buckets are planned, no shards spawned.
+          require(ranks == 1 || algorithms.size() == buckets.size(),
+                  "the coordinator sent {} algorithms for {} buckets", algorithms.size(), buckets.size());
           std::vector<std::vector<caf::actor>> bucket_shards(buckets.size(), std::vector<caf::actor>(ranks));
           const auto compression = collectives::plan_compression(*doc, buckets, ranks);
-          for (std::size_t b = 0; b < buckets.size(); ++b) {
+          for (std::size_t b = 0; ranks > 1 && b < buckets.size(); ++b) {
             bucket_shards[b] = sync::spawn_bucket_shards(
                 system, topology,
                 {static_cast<std::uint32_t>(b), buckets[b].elements, collectives::parse_algorithm(algorithms[b]),
@@ -244,7 +245,8 @@ int run_node(const NodeOptions& o) {
           msg::NodeStarted started{index, {}, {}};
           for (auto& m : models) {
             const int r = m->rank;
-            for (auto& s : bucket_shards) m->shards.push_back(s[static_cast<std::size_t>(r)]);
+            if (ranks > 1)
+              for (auto& s : bucket_shards) m->shards.push_back(s[static_cast<std::size_t>(r)]);
             m->compute_slots = slots;
             auto w = caf::actor_cast<caf::actor>(spawn_worker(system, std::move(m)));
             who[w.address()] = fmt::format("worker {}", r);
@@ -253,7 +255,7 @@ int run_node(const NodeOptions& o) {
             started.workers.push_back(w);
           }
           models.clear();
-          for (std::size_t b = 0; b < bucket_shards.size(); ++b)
+          for (std::size_t b = 0; ranks > 1 && b < bucket_shards.size(); ++b)
             for (std::size_t k = 0; k < started.ranks.size(); ++k) {
               const auto r = static_cast<std::size_t>(started.ranks[k]);
               self->send(bucket_shards[b][r], msg::ShardInit{static_cast<std::uint32_t>(b), bucket_shards[b],

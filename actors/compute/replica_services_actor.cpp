@@ -28,9 +28,9 @@ ReplicaServices replica_services(caf::actor_system& system, int replicas) {
   services.runner = [per_process](cavs::VertexFunction& f,
                                   const config::Document& doc) -> std::unique_ptr<cavs::BatchRunner> {
     const config::Section& root = doc.root();
+    auto options = graph::read_graph_runner_options(doc);  // read either way: no "unknown option"
     if (root.get_choice("graph_runtime", {"actors", "inline"}, "actors") == "inline")
       return std::make_unique<cavs::InlineRunner>(f);
-    auto options = graph::read_graph_runner_options(doc);
     if (root.get_or<int>("executors", 0) == 0)
       options.executors = std::max(1, blas::available_cores() / (std::max(1, blas::threads()) * per_process));
     spdlog::info("graph runtime: {} vertex executors x {} BLAS threads per replica", options.executors,

@@ -5,14 +5,18 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "collectives/buckets.hpp"
 #include "collectives/cost_model.hpp"
+#include "collectives/sparse_allgather.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
 #include "core/graph/graph_dataset.hpp"
 #include "messages/type_ids.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/network.hpp"
 
 namespace taihu::compute {
 
@@ -46,6 +50,9 @@ collectives::Topology training_topology(const config::Document& doc, int ranks) 
       throw t->error("ranks", fmt::format("the topology has {} ranks, but workers = {}", topology.ranks(), ranks));
     return topology;
   }
+  // Simulated chips: the collectives' view of the chips' network.
+  if (ranks > 1 && doc.root().get_or<std::string>("device", "cpu") != "cpu")
+    if (const config::Section* n = doc.find("network")) return simulator::Network::from_config(*n, ranks)->topology();
   return in_process_topology(ranks);
 }
 
@@ -83,6 +90,7 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
   if (p.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
   p.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
   p.topology.emplace(training_topology(d, p.ranks));
+  if (p.device != "cpu" && p.ranks == 1) d.section("network").mark_all_used();  // one chip: no network
   if (p.cluster.elastic && d.find("topology") != nullptr)
     throw d.section("topology").error("ranks", "elastic = true re-forms over any number of nodes; a fixed [topology] "
                                                "does not apply (leave it out)");
@@ -155,7 +163,18 @@ void RunPlan::plan_buckets() {
   bucket_reports.clear();
   bucket_compression.clear();
   dense_bytes = 0;
+  simulated_allreduce_seconds = 0;
   if (ranks == 1) return;  // one replica's gradient is the gradient
+  // Simulated chips: their network decides the algorithms and times them.
+  std::unique_ptr<simulator::Network> network;
+  if (device != "cpu") {
+    const config::Section* section = doc.find("network");
+    if (section == nullptr)
+      throw doc.root().error("device", fmt::format("device = {} with workers = {} needs a [network] section: the "
+                                                   "chips' interconnect (e.g. config/topologies/taihulight.ini's)",
+                                                   device, ranks));
+    network = simulator::Network::from_config(*section, ranks);
+  }
   const auto stages = rank0->replica->gradient_stages();
   const collectives::Buckets& buckets = *rank0->buckets;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
@@ -182,10 +201,29 @@ void RunPlan::plan_buckets() {
   bucket_compression = collectives::plan_compression(doc, buckets, ranks);
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     dense_bytes += collectives::dense_ring_bytes_all_ranks(buckets[b].elements, ranks);
+    if (network) simulated_allreduce_seconds += simulated_seconds(b, *network);
     if (!bucket_compression[b].compressed()) continue;
     if (bucket_compression[b].allgather()) bucket_reports[b].algorithm = "compressed ring allgather";
     spdlog::info("bucket {}: compressed: {}", b, bucket_compression[b].describe());
   }
+  if (network)
+    spdlog::info("{} simulated chips: the gradient's exchange takes {:.2f} ms per iteration on [network]", ranks,
+                 1e3 * simulated_allreduce_seconds);
+}
+
+double RunPlan::simulated_seconds(std::size_t b, simulator::Network& network) const {
+  const collectives::BucketCompression& c = bucket_compression[b];
+  if (!c.allgather())
+    return simulator::time_without_actors(collectives::make_allreduce(bucket_algorithms[b], *topology,
+                                                                      bucket_elements[b]),
+                                          network)
+        .seconds;
+  // RedSync's packed messages [len, indices, values] of every rank to every
+  // rank, then each rank adds the P vectors into its gradient.
+  const auto words = static_cast<std::size_t>(1 + 2 * std::llround(c.expected_entries()));
+  const std::vector<std::size_t> counts(static_cast<std::size_t>(ranks), words);
+  return simulator::time_without_actors(collectives::sparse_allgather(counts), network).seconds +
+         network.reduce_time(collectives::sparse_decompress_bytes(counts));
 }
 
 void RunPlan::replan(int new_ranks) {

@@ -34,6 +34,9 @@
 //   scheduler = sharing       # CAF policy: sharing or stealing
 //   [topology]                # optional (collectives/topology.hpp); ranks = workers
 //   [compress]                # optional: RedSync's compression per layer (collectives/compression_plan.hpp)
+//   [network]                 # device = sw26010 with workers > 1: the chips' interconnect
+//                             # (simulator/network.hpp; e.g. config/topologies/taihulight.ini's);
+//                             # it also decides the buckets' algorithms
 //   [status]
 //   port = -1                 # >= 0: serve /metrics and /status over HTTP (0: any free port)
 //   listen = 127.0.0.1
@@ -57,9 +60,15 @@
 #include "core/train/replica.hpp"
 #include "core/train/train_report.hpp"
 
+namespace taihu::simulator {
+class Network;
+}
+
 namespace taihu::compute {
 
-// The [topology] section, or (without one) uniform in-process links.
+// The [topology] section; or, for replicas on simulated chips (device other
+// than cpu), the collectives' view of the [network] section; or else uniform
+// in-process links. The coordinator and every node derive the same.
 collectives::Topology training_topology(const config::Document& doc, int ranks);
 
 struct StatusSettings {
@@ -102,6 +111,11 @@ struct RunPlan {
   std::vector<BucketReport> bucket_reports;
   std::vector<collectives::BucketCompression> bucket_compression;  // empty segments: plain allreduce
   double dense_bytes = 0;  // all ranks, per iteration, with dense ring allreduce
+  // device != cpu with several replicas: every replica is a simulated chip,
+  // and the gradient's allreduce between them is timed on the simulated
+  // network of the config's [network] section (simulator/network.hpp), per
+  // iteration, over every bucket.
+  double simulated_allreduce_seconds = 0;
 
   // Threads and timing.
   double step_timeout = 60.0;
@@ -125,6 +139,9 @@ struct RunPlan {
   bool compressed() const;
   bool exchanges_gradients() const { return ranks > 1; }
   int64_t global_batch() const { return settings.batch_size * ranks; }
+  // Simulated chips: bucket b's exchange on `network` (its allreduce, or
+  // RedSync's packed allgather and the sum of what arrives).
+  double simulated_seconds(std::size_t b, simulator::Network& network) const;
   // Rank r's model for this plan (rank 0's is built already).
   std::shared_ptr<WorkerModel> build_model(int rank, WorkerFault fault = {}) const;
   // Each bucket's collective for the current ranks (from rank 0's model).

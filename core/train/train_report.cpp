@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/train/metrics_log.hpp"
 
 namespace taihu {
@@ -54,7 +56,16 @@ std::string TrainReport::to_json() const {
       for (size_t at = layers_json.find(quoted); at != std::string::npos; at = layers_json.find(quoted, at))
         layers_json.replace(at, quoted.size(), plain);
     }
-    device_json = fmt::format(
+    if (!chip_iteration_seconds.empty()) {
+      std::string chips;
+      for (std::size_t r = 0; r < chip_iteration_seconds.size(); ++r)
+        chips += fmt::format("{}{:.6g}", r ? ", " : "", chip_iteration_seconds[r]);
+      device_json += fmt::format(
+          "\n  \"chip_iteration_seconds\": [{}],\n  \"simulated_allreduce_seconds\": {:.6g},"
+          "\n  \"simulated_allreduce_share\": {:.4f},\n  \"simulated_system_images_per_second\": {:.6g},",
+          chips, simulated_allreduce_seconds, simulated_allreduce_share(), simulated_system_images_per_second());
+    }
+    device_json += fmt::format(
         "\n  \"device\": {},\n  \"simulated_iterations\": {},\n  \"simulated_iteration_seconds\": {:.6g},"
         "\n  \"simulated_images_per_second\": {:.6g},\n  \"host_seconds_per_simulated_iteration\": {:.6g},"
         "\n  \"host_cpu_seconds_per_simulated_iteration\": {:.6g},\n  \"layers\": [{}\n  ],",
@@ -69,6 +80,20 @@ std::string TrainReport::to_json() const {
       "  \"blas_kernel\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
       json_quote(net), parameters, epochs, iterations, batch_size, train_loss, test_loss, test_accuracy,
       images_per_second, seconds, json_quote(blas_kernel), workers, buckets_json, device_json, epochs_json);
+}
+
+double TrainReport::simulated_allreduce_share() const {
+  if (chip_iteration_seconds.empty()) return 0.0;
+  const double compute = *std::max_element(chip_iteration_seconds.begin(), chip_iteration_seconds.end());
+  const double total = compute + simulated_allreduce_seconds;
+  return total > 0 ? simulated_allreduce_seconds / total : 0.0;
+}
+
+double TrainReport::simulated_system_images_per_second() const {
+  if (chip_iteration_seconds.empty()) return 0.0;
+  const double compute = *std::max_element(chip_iteration_seconds.begin(), chip_iteration_seconds.end());
+  const double total = compute + simulated_allreduce_seconds;
+  return total > 0 ? static_cast<double>(batch_size) / total : 0.0;
 }
 
 std::string device_report_table(const DeviceReport& r, int64_t batch) {

@@ -49,9 +49,18 @@ struct TrainReport {
   // messages when compressed), and what dense ring allreduce would send.
   double bytes_sent_per_iteration = 0.0;
   double dense_bytes_per_iteration = 0.0;
-  // device != "cpu": the device model's simulated time (per layer, per iteration).
+  // device != "cpu": the device model's simulated time (per layer, per
+  // iteration) of rank 0's chip. With several replicas, every chip is
+  // simulated: each one's iteration time, and the allreduce of the gradient
+  // between them on the simulated network ([network], simulator/network.hpp),
+  // summed over the buckets and not overlapped with compute.
   std::string device = "cpu";
   DeviceReport device_report;
+  std::vector<double> chip_iteration_seconds;  // by rank
+  double simulated_allreduce_seconds = 0.0;    // per iteration
+  // Of a simulated iteration: the slowest chip's compute, then the allreduce.
+  double simulated_allreduce_share() const;
+  double simulated_system_images_per_second() const;
 
   std::string to_json() const;
 };

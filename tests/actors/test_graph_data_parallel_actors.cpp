@@ -87,4 +87,26 @@ TEST_SUITE("graph_data_parallel") {
       }
     }
   }
+
+  TEST_CASE("replicas on the graph actor runtime equal replicas on the inline runner, bit for bit; RedSync too") {
+    TempDir dir;
+    const ModelCase& c = cases[0];
+    auto run = [&](const char* runtime, const std::string& extra = "") {
+      return run_training(load(dir, std::string("graph_runtime = ") + runtime + "\nexecutors = 1\n" +
+                                        app_config(dir, c, 2, 5, "algorithm = ring\n") + extra));
+    };
+    const auto actors = run("actors");
+    const auto inline_run = run("inline");
+    CHECK(graph_report(actors).runner == "data-parallel, actors");
+    CHECK(graph_report(inline_run).runner == "data-parallel, inline");
+    REQUIRE(actors.final_parameters.size() == 2);
+    CHECK(actors.final_parameters == inline_run.final_parameters);
+    // RedSync's compression of the replicas' gradients, on either runner.
+    const std::string compress = "[compress]\nmethod = topk\ndensity = 0.1\nmin_elements = 0\n";
+    const auto compressed = run("actors", compress);
+    const GraphTrainReport report = graph_report(compressed);
+    CHECK(report.bytes_sent_per_iteration < report.dense_bytes_per_iteration);
+    CHECK(std::isfinite(report.train_loss));
+    CHECK(compressed.final_parameters == run("inline", compress).final_parameters);
+  }
 }

@@ -310,4 +310,51 @@ TEST_SUITE("sw26010_device") {
     CHECK(json.find("\"name\": \"conv1\", \"type\": \"Convolution\", \"method\": \"") != std::string::npos);
     CHECK(cpu.to_json().find("simulated") == std::string::npos);
   }
+
+  TEST_CASE("sw26010 device: replicas on simulated chips train data-parallel; the report has each chip's time and "
+            "the allreduce's share; RedSync compresses their gradients") {
+    testing::TempDir dir;
+    dir.write("net.ini", net_text);
+    // The chips' interconnect: a TaihuLight supernode (config/topologies/taihulight.ini).
+    const std::string app = "net = net.ini\nepochs = 1\nbatch_size = 6\ntest_batch_size = 12\nseed = 2\ndisplay = 0\n"
+                            "iterations = 2\nworkers = 2\n"
+                            "[data]\nsource = synthetic\nshape = 2 14 14\nclasses = 5\ntrain_size = 24\ntest_size = 12\n"
+                            "prefetch = 0\n[solver]\ntype = sgd\nbase_lr = 0.05\nmomentum = 0.9\n"
+                            "[sync]\nstep_timeout = 120\n"
+                            "[network]\nmodel = tree\ngroup_sizes = 256\nnode_bandwidth = 5.9e9\ntaper = 4\n"
+                            "latency = 1e-6 2e-6\nrendezvous_bytes = 2048\nrendezvous_latency = 2.4e-3\n"
+                            "reduce_rate = 4e9\ncontention = fifo\nplacement = block\n"
+                            "[output]\ndir = " + dir.path().string() + "/out\nmetrics = \ncheckpoint = \n";
+    auto run = [&](const std::string& device, const std::string& extra = "") {
+      config::Document doc = config::Document::parse_file(dir.write("app.ini", app + extra));
+      doc.root().set("device", device, config::Location{"test", 0});
+      if (device == "cpu") doc.section("network").mark_all_used();
+      return testing::run_training(std::move(doc));
+    };
+    const auto cpu = run("cpu");
+    const auto chips = run("sw26010");
+    // Each chip trains like a CPU replica (its BatchNorm statistics are its own
+    // batch's, on either), up to the device kernels' float order.
+    REQUIRE(chips.final_parameters.size() == 2);
+    for (int r = 0; r < 2; ++r)
+      for (size_t e = 0; e < cpu.final_parameters[r].size(); ++e)
+        REQUIRE(chips.final_parameters[r][e] == doctest::Approx(cpu.final_parameters[r][e]).epsilon(1e-3).scale(1.0));
+    const TrainReport report = testing::net_report(chips);
+    CHECK(report.workers == 2);
+    REQUIRE(report.chip_iteration_seconds.size() == 2);
+    for (double t : report.chip_iteration_seconds) CHECK(t > 0);
+    CHECK(report.simulated_allreduce_seconds > 0);
+    CHECK(report.simulated_allreduce_share() > 0);
+    CHECK(report.simulated_allreduce_share() < 1);
+    const std::string json = report.to_json();
+    for (const char* key : {"\"chip_iteration_seconds\"", "\"simulated_allreduce_seconds\"",
+                            "\"simulated_allreduce_share\"", "\"simulated_system_images_per_second\""})
+      CHECK_MESSAGE(json.find(key) != std::string::npos, key);
+    // RedSync on the chips' gradients: fewer bytes between them, still training.
+    const TrainReport compressed = testing::net_report(
+        run("sw26010", "[compress]\nmethod = topk\ndensity = 0.1\nmin_elements = 0\n"));
+    CHECK(compressed.bytes_sent_per_iteration < compressed.dense_bytes_per_iteration);
+    CHECK(std::isfinite(compressed.train_loss));
+    CHECK(compressed.chip_iteration_seconds.size() == 2);
+  }
 }
