@@ -92,6 +92,16 @@ start_nodes() {  # start_nodes NAME... [-- OPTION...]: start_node for each; sets
     node_pids+=("$last")
   done
 }
+same_report() {  # same_report LABEL A.json B.json KEY...: the two reports agree on every key (printed)
+  python3 - "$@" <<'PY'
+import json, sys
+label, pa, pb, *keys = sys.argv[1:]
+a, b = json.load(open(pa)), json.load(open(pb))
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print(label + ":", {k: a[k] for k in keys}, "differences:", diff or "none")
+sys.exit(1 if diff else 0)
+PY
+}
 wait_for_line() {  # wait_for_line FILE PATTERN SECONDS
   for _ in $(seq $(($3 * 10))); do
     grep -q -- "$2" "$1" 2>/dev/null && return 0
@@ -201,14 +211,8 @@ PY
     done
     "$train" "${common[@]}" "${small[@]}" nodes=0 --report="$work/inproc.json" >"$work/inproc.log" 2>&1
     check "in-process workers=3 run" $? "$work/inproc.log"
-    python3 - "$work/cluster.json" "$work/inproc.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-keys = ["train_loss", "test_loss", "test_accuracy", "iterations", "workers"]
-diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
-print("cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or "none")
-sys.exit(1 if diff else 0)
-PY
+    same_report "cluster vs in-process" "$work/cluster.json" "$work/inproc.json" train_loss test_loss test_accuracy \
+      iterations workers
     check "3 nodes train to the in-process result" $?
     ;;
   resume)
@@ -228,14 +232,8 @@ PY
     for p in "${node_pids[@]}"; do wait "$p"; done
     grep -q "resumed from .*: epoch 2 batch 10 (iteration 40)" "$work/resume-half.log"
     check "resume: it starts at epoch 2 batch 10" $? "$work/resume-half.log"
-    python3 - "$work/resume-full.json" "$work/resume-half.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-keys = ["train_loss", "test_loss", "test_accuracy", "iterations", "workers"]
-diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
-print("2 nodes, uninterrupted vs resumed:", {k: a[k] for k in keys}, "differences:", diff or "none")
-sys.exit(1 if diff else 0)
-PY
+    same_report "2 nodes, uninterrupted vs resumed" "$work/resume-full.json" "$work/resume-half.json" train_loss \
+      test_loss test_accuracy iterations workers
     check "resume: 2 nodes resumed at iteration 40 end bit for bit where the uninterrupted run ends" $?
     ;;
   graph)
@@ -251,15 +249,10 @@ PY
     for p in "${node_pids[@]}"; do wait "$p"; done
     "$train" "${common[@]}" workers=2 --report="$work/graph-inproc.json" >"$work/graph-inproc.log" 2>&1
     check "graph: in-process workers=2 run" $? "$work/graph-inproc.log"
-    python3 - "$work/graph-cluster.json" "$work/graph-inproc.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-keys = ["train_loss", "test_loss", "test_accuracy", "dev_accuracy", "iterations", "workers", "runner"]
-diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
-print("graph model, cluster vs in-process:", {k: a[k] for k in keys}, "differences:", diff or "none")
-# Both on the graph actor runtime (vertex-executor actors in each replica's process).
-sys.exit(1 if diff or a["runner"] != "data-parallel, actors" else 0)
-PY
+    # Both on the graph actor runtime (vertex-executor actors in each replica's process).
+    same_report "graph model, cluster vs in-process" "$work/graph-cluster.json" "$work/graph-inproc.json" \
+      train_loss test_loss test_accuracy dev_accuracy iterations workers runner &&
+      grep -q '"runner": "data-parallel, actors"' "$work/graph-cluster.json"
     check "graph: 2 nodes train a dynamic model to the in-process result" $?
     common=("${saved[@]}")
     ;;
@@ -325,17 +318,11 @@ PY
     "$train" "${common[@]}" "${small[@]}" "${sparse[@]}" nodes=0 --report="$work/compress-inproc.json" \
       >"$work/compress-inproc.log" 2>&1
     check "compress: in-process workers=3 run" $? "$work/compress-inproc.log"
-    python3 - "$work/compress.json" "$work/compress-inproc.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-keys = ["train_loss", "test_loss", "test_accuracy", "iterations", "workers", "bytes_sent_per_iteration"]
-diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
-print("compressed, cluster vs in-process:", {k: a[k] for k in keys + ["dense_bytes_per_iteration"]},
-      "differences:", diff or "none")
-ok = not diff and any(x["algorithm"] == "compressed ring allgather" for x in a["buckets"]) and \
-    a["bytes_sent_per_iteration"] < 0.5 * a["dense_bytes_per_iteration"]
-sys.exit(0 if ok else 1)
-PY
+    same_report "compressed, cluster vs in-process" "$work/compress.json" "$work/compress-inproc.json" train_loss \
+      test_loss test_accuracy iterations workers bytes_sent_per_iteration &&
+      python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))
+sys.exit(0 if any(x["algorithm"] == "compressed ring allgather" for x in a["buckets"])
+         and a["bytes_sent_per_iteration"] < 0.5 * a["dense_bytes_per_iteration"] else 1)' "$work/compress.json"
     check "compress: 3 nodes train to the in-process result, sending fewer bytes" $?
     ;;
   timeout)
