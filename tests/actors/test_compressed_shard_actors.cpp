@@ -7,11 +7,13 @@
 // training, density 1 with momentum correction reproduces dense momentum SGD.
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -149,6 +151,11 @@ struct Reference {
     return p == 1 ? 0 : bytes;
   }
 };
+
+// Where rank `origin`'s message sits in the allgather (actors/sync/packed_slots.hpp).
+std::uint64_t slot_offset(int origin, std::size_t n, const std::vector<compress::Segment>& segments) {
+  return static_cast<std::uint64_t>(origin) * compress::BucketCompressor(n, segments).max_message_words();
+}
 
 std::string reason_of_down(caf::scoped_actor& owner, const caf::actor& shard) {
   std::string reason;
@@ -333,6 +340,39 @@ TEST_SUITE("compressed shard actors") {
     }
   }
 
+  TEST_CASE_FIXTURE(testing::ActorFixture, "packed messages of different sizes reach every rank") {
+    // Binary search keeps what passes a threshold (k to 2k entries): the
+    // ranks' messages differ in length, the more so for unlike gradients
+    // (rank 1's has few large entries, rank 2's is zero).
+    const std::size_t n = 600;
+    const int p = 4;
+    const std::vector<compress::Segment> segments{segment(0, n, compress::Method::bsearch, 0.02)};
+    CompressedGroup group(system, p, n, segments);
+    Reference reference(p, n, segments);
+    for (std::uint64_t it = 0; it < 2; ++it) {
+      CAPTURE(it);
+      Buffers inputs = random_gradients(p, n, 40 + it);
+      for (std::size_t i = 0; i < n; ++i) {
+        inputs[1][i] = i % 7 == 0 ? inputs[1][i] * 100.0f : 0.0f;  // few large entries
+        inputs[2][i] = 0.0f;
+      }
+      group.start(it, inputs);
+      const auto expected = reference.step(inputs);
+      std::vector<std::size_t> sizes;
+      std::string words;
+      for (const auto& m : reference.messages) {
+        sizes.push_back(m.size());
+        words += std::to_string(m.size()) + " ";
+      }
+      CAPTURE(words);
+      CHECK(std::set<std::size_t>(sizes.begin(), sizes.end()).size() >= 3);
+      for (const auto& out : group.collect(it)) {
+        CHECK(same_bits(out.buffer.to_vector(), expected));
+        CHECK(out.bytes_sent == reference.bytes_sent_by(out.rank));
+      }
+    }
+  }
+
   TEST_CASE_FIXTURE(testing::ActorFixture, "the same index from several ranks is summed, not overwritten") {
     // k = 2 of 8 per rank; all ranks send index 5, and one other index each.
     const std::vector<compress::Segment> segments{segment(0, 8, compress::Method::topk, 0.25)};
@@ -379,7 +419,8 @@ TEST_SUITE("compressed shard actors") {
       group.owner->monitor(group.shards[0]);
       std::vector<float> garbage(12);
       for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<float>(i) * 1.5f;
-      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(garbage), nullptr});
+      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, slot_offset(1, 100, segments),
+                                                   msg::TensorPayload::copy_of(garbage), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
@@ -395,22 +436,38 @@ TEST_SUITE("compressed shard actors") {
       c.compress(std::vector<float>(100, 2.0f), 1.0f, words);
       words.pop_back();
       group.owner->send(group.shards[0],
-                        msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(compress::words_as_floats(words)), nullptr});
+                        msg::Chunk{7, 0, 1, 0, slot_offset(1, 100, segments),
+                                   msg::TensorPayload::copy_of(compress::words_as_floats(words)), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
       CHECK_MESSAGE(reason.find("the packed message of rank 1 in iteration 0 is malformed") != std::string::npos,
                     reason);
     }
-    SUBCASE("a message that names the wrong origin") {
+    SUBCASE("a message in the wrong slot") {
       CompressedGroup group(system, 3, 100, segments);
       group.owner->monitor(group.shards[0]);
       // Rank 0's left neighbour is rank 2; in step 0 it forwards its own message (origin 2), not rank 1's.
-      group.owner->send(group.shards[0], msg::Chunk{7, 0, 2, 0, 1, msg::TensorPayload::copy_of(std::vector<float>(5)), nullptr});
+      const std::uint64_t wrong = slot_offset(1, 100, segments), right = slot_offset(2, 100, segments);
+      group.owner->send(group.shards[0],
+                        msg::Chunk{7, 0, 2, 0, wrong, msg::TensorPayload::copy_of(std::vector<float>(5)), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
-      CHECK_MESSAGE(reason.find("ring step 0 from rank 2 carries the message of rank 1") != std::string::npos, reason);
+      CHECK_MESSAGE(reason.find(fmt::format("compressed shard 7/0: chunk 0 from rank 2 holds [{}, +5), step 0 expects [{}, ",
+                                            wrong, right)) != std::string::npos,
+                    reason);
+    }
+    SUBCASE("a chunk no step receives") {
+      CompressedGroup group(system, 3, 100, segments);
+      group.owner->monitor(group.shards[0]);
+      // Rank 0 receives only from its left neighbour, rank 2.
+      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, slot_offset(1, 100, segments),
+                                                   msg::TensorPayload::copy_of(std::vector<float>(5)), nullptr});
+      const std::string reason = reason_of_down(group.owner, group.shards[0]);
+      CHECK_MESSAGE(reason.find("compressed shard 7/0: no step of this rank receives chunk 0 from rank 1") !=
+                        std::string::npos,
+                    reason);
     }
   }
 
