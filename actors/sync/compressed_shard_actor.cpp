@@ -53,9 +53,9 @@ struct CompressedShardState {
   bool running = false;
   std::uint64_t iteration = 0;
   msg::TensorPayload buffer;  // the gradient in, the sum out
-  StepEngine allgather;         // the allgather of the packed messages
+  StepEngine allgather;       // of the packed messages
   PackedSlots messages;       // by origin rank
-  StepEngine allreduce;      // the dense part's allreduce (split buckets; else no steps)
+  StepEngine allreduce;       // of the dense part (split buckets; else no steps)
   FloatBuffer dense;          // the dense part, reduced in place
   std::uint64_t iteration_bytes = 0;
 
@@ -142,7 +142,7 @@ void start_next(Self* self) {
     for (const Part& p : set.sparse_parts)
       std::memcpy(s.sparse_scratch.data() + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
     set.compressor->compress(s.sparse_scratch, 1.0f, s.words);
-    // Sends copy their ranges, so the buffer is ours again after each iteration.
+    // Sends copy their ranges, so the buffer is ours again after each iteration: reused.
     msg::TensorPayload dense = s.dense.release();
     if (dense.size() != set.dense_elements || !dense.unique()) dense = msg::TensorPayload::allocate(set.dense_elements);
     s.dense.bind(std::move(dense));

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -26,6 +25,7 @@
 #include "core/compress/packed.hpp"
 #include "core/train/trainer.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/collective_inputs.hpp"
 #include "support/two_nodes.hpp"
 #include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
@@ -41,7 +41,8 @@ using taihu::testing::TempDir;
 
 namespace {
 
-using Buffers = std::vector<std::vector<float>>;
+using testing::Buffers;
+using testing::same_bits;
 
 CompressedShardSpec shard_spec(std::uint32_t bucket, int rank, int ranks, std::size_t elements,
                                std::vector<compress::Segment> segments) {
@@ -69,18 +70,6 @@ compress::Segment segment(std::size_t offset, std::size_t count, compress::Metho
 std::vector<compress::Segment> mixed_segments() {
   return {segment(0, 400, compress::Method::topk, 0.02), segment(400, 50, compress::Method::dense, 1.0),
           segment(450, 550, compress::Method::bsearch, 0.01)};
-}
-
-Buffers random_gradients(int p, std::size_t n, std::uint64_t seed) {
-  Rng rng(seed);
-  Buffers b(static_cast<std::size_t>(p), std::vector<float>(n));
-  for (auto& v : b)
-    for (auto& f : v) f = rng.normal(0.0f, 1.0f);
-  return b;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // P compressed shards of one bucket, wired to a scoped actor as their owner.
@@ -215,7 +204,7 @@ void run_interleaved(int p, int iterations, std::uint64_t seed) {
     shards.push_back(spawn_compressed_shard(system, std::move(spec)));
   }
   std::vector<Buffers> inputs;
-  for (int it = 0; it < iterations; ++it) inputs.push_back(random_gradients(p, n, 300 + it));
+  for (int it = 0; it < iterations; ++it) inputs.push_back(testing::random_inputs(p, n, 300 + it));
   for (int it = 0; it < iterations; ++it)
     for (int r = 0; r < p; ++r)
       caf::anon_send(shards[static_cast<std::size_t>(r)],
@@ -272,7 +261,7 @@ TEST_SUITE("compressed shard actors") {
       Reference reference(p, n, mixed_segments());
       for (std::uint64_t it = 0; it < 4; ++it) {
         CAPTURE(it);
-        const Buffers inputs = random_gradients(p, n, 100 + it);
+        const Buffers inputs = testing::random_inputs(p, n, 100 + it);
         group.start(it, inputs);
         const auto expected = reference.step(inputs);
         const auto results = group.collect(it);
@@ -307,7 +296,7 @@ TEST_SUITE("compressed shard actors") {
       for (auto& shard : shards) owner->send(shard, msg::ShardInit{7, shards, owner});
       Reference reference(p, 950, sparse_only);  // the sparse part, compacted
       for (std::uint64_t it = 0; it < 3; ++it) {
-        const Buffers inputs = random_gradients(p, n, 50 + it);
+        const Buffers inputs = testing::random_inputs(p, n, 50 + it);
         for (int r = 0; r < p; ++r)
           owner->send(shards[static_cast<std::size_t>(r)],
                       msg::GradientReady{7, it, msg::TensorPayload::copy_of(inputs[static_cast<std::size_t>(r)])});
@@ -351,7 +340,7 @@ TEST_SUITE("compressed shard actors") {
     Reference reference(p, n, segments);
     for (std::uint64_t it = 0; it < 2; ++it) {
       CAPTURE(it);
-      Buffers inputs = random_gradients(p, n, 40 + it);
+      Buffers inputs = testing::random_inputs(p, n, 40 + it);
       for (std::size_t i = 0; i < n; ++i) {
         inputs[1][i] = i % 7 == 0 ? inputs[1][i] * 100.0f : 0.0f;  // few large entries
         inputs[2][i] = 0.0f;
@@ -487,7 +476,7 @@ TEST_SUITE("compressed shard actors") {
     Reference reference(p, n, mixed_segments());
     std::uint64_t crossing = 0;
     for (std::uint64_t it = 0; it < 3; ++it) {
-      const Buffers inputs = random_gradients(p, n, 7 + it);
+      const Buffers inputs = testing::random_inputs(p, n, 7 + it);
       for (int r = 0; r < p; ++r)
         owner->send(shards[static_cast<std::size_t>(r)],
                     msg::GradientReady{3, it, msg::TensorPayload::copy_of(inputs[static_cast<std::size_t>(r)])});

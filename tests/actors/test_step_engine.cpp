@@ -9,7 +9,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -21,41 +20,14 @@
 #include "actors/sync/step_engine.hpp"
 #include "collectives/algorithms.hpp"
 #include "collectives/reference_executor.hpp"
-#include "core/common/random.hpp"
+#include "support/collective_inputs.hpp"
 
 using namespace taihu;
 using namespace taihu::sync;
 using namespace taihu::collectives;
+using namespace taihu::testing;
 
 namespace {
-
-using Buffers = std::vector<std::vector<float>>;
-
-constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                                              Algorithm::hierarchical, Algorithm::direct};
-
-// Groups of 2 make topology-aware and hierarchical differ from Rabenseifner.
-Topology test_topology(int p) { return Topology(p, 2, Placement::block, Link{1e-6, 12e9}, Link{2e-6, 3e9}, 10e9); }
-
-Buffers integer_inputs(int p, std::size_t n, int salt) {
-  Buffers b(static_cast<std::size_t>(p), std::vector<float>(n));
-  for (int r = 0; r < p; ++r)
-    for (std::size_t i = 0; i < n; ++i)
-      b[static_cast<std::size_t>(r)][i] = static_cast<float>((r * 7 + i * 3 + static_cast<std::size_t>(salt)) % 11) - 5;
-  return b;
-}
-
-Buffers random_inputs(int p, std::size_t n, std::uint64_t seed) {
-  Rng rng(seed);
-  Buffers b(static_cast<std::size_t>(p), std::vector<float>(n));
-  for (auto& v : b)
-    for (auto& f : v) f = rng.normal(0.0f, 1.0f);
-  return b;
-}
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
-}
 
 // P ranks running their steps of one schedule over buffers of type B, with
 // the chunks between them in flight until the test delivers them.
