@@ -16,20 +16,30 @@
 //                its range or a copy; a receive adds into it or overwrites it
 //   PackedSlots  (packed_slots.hpp)  one packed message per rank: a send passes
 //                a message on unchanged; a receive keeps it
-// Sending itself is the caller's (a CAF message to a peer, or a router).
+// Sending itself is the caller's (a CAF message to a peer, or a router): the
+// engine knows no actors.
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "actors/sync/shard_inbox.hpp"
 #include "collectives/schedule.hpp"
 #include "core/common/check.hpp"
 #include "messages/chunk.hpp"
 
 namespace taihu::sync {
+
+// Where the chunks that came wait for their step: ShardInbox
+// (actors/sync/shard_inbox.hpp), whose name() names the shard in errors.
+template <class I>
+concept ChunkInbox = requires(I& inbox, std::uint64_t iteration, int sender, std::uint32_t seq) {
+  { inbox.find(iteration, sender, seq) } -> std::same_as<msg::Chunk*>;
+  inbox.drop(iteration, sender, seq);
+  { inbox.name() } -> std::convertible_to<std::string_view>;
+};
 
 template <class B>
 concept StepBuffer = requires(B& buffer, std::size_t index, const collectives::Step& step, msg::Chunk& chunk) {
@@ -74,8 +84,8 @@ class StepEngine {
   // Runs steps until one waits for a chunk that `inbox` does not hold; each
   // send goes to post(int to, msg::Chunk). True when the last step is done.
   // A chunk whose range is not the step's throws, naming the shard.
-  template <StepBuffer Buffer, class Post>
-  bool advance(ShardInbox& inbox, Buffer& buffer, Post&& post) {
+  template <ChunkInbox Inbox, StepBuffer Buffer, class Post>
+  bool advance(Inbox& inbox, Buffer& buffer, Post&& post) {
     while (next_ < steps_.size()) {
       const collectives::Step& step = steps_[next_];
       if (step.sends() && !sent_) {

@@ -17,6 +17,7 @@
 #include "actors/sync/float_buffer.hpp"
 #include "actors/sync/packed_slots.hpp"
 #include "actors/sync/shard_actor.hpp"
+#include "actors/sync/shard_inbox.hpp"
 #include "actors/sync/step_engine.hpp"
 #include "collectives/algorithms.hpp"
 #include "collectives/reference_executor.hpp"
