@@ -10,11 +10,14 @@
 
 #include "actors/exception_reason.hpp"
 #include "actors/sync/chunk_poller.hpp"
+#include "actors/sync/float_buffer.hpp"
+#include "actors/sync/packed_slots.hpp"
+#include "actors/sync/send_chunk.hpp"
 #include "actors/sync/shard_inbox.hpp"
+#include "actors/sync/step_engine.hpp"
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "core/train/compressor_checkpoint.hpp"
-#include "actors/sync/chunk_ops.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -49,13 +52,11 @@ struct CompressedShardState {
   // The running iteration, if any.
   bool running = false;
   std::uint64_t iteration = 0;
-  msg::TensorPayload buffer;                 // the gradient in, the sum out
-  std::vector<msg::TensorPayload> messages;  // by origin rank
-  int next_step = 0;
-  bool step_sent = false;
-  msg::TensorPayload dense;  // the dense part, reduced in place (split buckets only)
-  std::size_t dense_next = 0;
-  bool dense_sent = false;
+  msg::TensorPayload buffer;  // the gradient in, the sum out
+  StepEngine allgather;       // of the packed messages
+  PackedSlots messages;       // by origin rank
+  StepEngine allreduce;       // of the dense part (split buckets; else no steps)
+  FloatBuffer dense;          // the dense part, reduced in place
   std::uint64_t iteration_bytes = 0;
 
   ShardInbox inbox;  // inputs and early chunks
@@ -66,27 +67,11 @@ struct CompressedShardState {
   std::uint64_t entries_sent = 0;
 
   const CompressedShardSpec& spec() const { return setup->spec; }
-  int left() const { return (spec().rank + spec().ranks - 1) % spec().ranks; }
-  int right() const { return (spec().rank + 1) % spec().ranks; }
-  // The origin whose message this rank sends in ring step s (it receives origin(s + 1)).
-  int origin(int s) const { return ((spec().rank - s) % spec().ranks + spec().ranks) % spec().ranks; }
 };
 
 using Self = caf::stateful_actor<CompressedShardState>;
 
 void start_next(Self* self);
-
-void send_chunk(Self* self, int to, msg::Chunk chunk) {
-  auto& s = self->state;
-  s.iteration_bytes += chunk.payload.size() * sizeof(float);
-  s.bytes_sent += chunk.payload.size() * sizeof(float);
-  ++s.chunks_sent;
-  if (s.router && s.router->remote(to)) {
-    s.router->send(to, std::move(chunk));
-  } else {
-    self->send(s.inbox.peer(to), std::move(chunk));
-  }
-}
 
 // Adds every message, in rank order, into the sparse part; hands the bucket back.
 void finish(Self* self) {
@@ -98,7 +83,7 @@ void finish(Self* self) {
   std::fill(sum.begin(), sum.end(), 0.0f);
   for (int r = 0; r < set.spec.ranks; ++r) {
     try {
-      compress::decompress_add(s.messages[static_cast<std::size_t>(r)].span(), sum);
+      compress::decompress_add(s.messages.message(r).span(), sum);
     } catch (const std::exception& e) {
       raise("compressed shard {}/{}: the packed message of rank {} in iteration {} is malformed: {}", set.spec.bucket,
             set.spec.rank, r, s.iteration, e.what());
@@ -113,7 +98,7 @@ void finish(Self* self) {
   s.poller.release();
   s.running = false;
   s.inbox.complete(s.iteration);
-  s.messages.assign(s.messages.size(), msg::TensorPayload{});
+  s.messages.clear();
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   msg::Reduced reduced{set.spec.bucket, s.iteration, set.spec.rank, std::move(s.buffer),
                        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes};
@@ -122,78 +107,21 @@ void finish(Self* self) {
   start_next(self);
 }
 
-// The ring allgather of the packed messages, up to the first missing one.
-bool advance_allgather(Self* self) {
-  auto& s = self->state;
-  const int steps = s.spec().ranks - 1;
-  while (s.next_step < steps) {
-    if (!s.step_sent) {
-      const int origin = s.origin(s.next_step);
-      send_chunk(self, s.right(),
-                 msg::Chunk{s.spec().bucket, s.iteration, s.spec().rank, static_cast<std::uint32_t>(s.next_step),
-                            static_cast<std::uint64_t>(origin), s.messages[static_cast<std::size_t>(origin)], nullptr});
-      s.step_sent = true;
-    }
-    msg::Chunk* found = s.inbox.find(s.iteration, s.left(), static_cast<std::uint32_t>(s.next_step));
-    if (found == nullptr) return false;
-    msg::Chunk& chunk = *found;
-    const int expected = s.origin(s.next_step + 1);
-    require(chunk.offset == static_cast<std::uint64_t>(expected) && chunk.size() > 0,
-            "compressed shard {}/{}: ring step {} from rank {} carries the message of rank {} ({} words), expected "
-            "rank {}'s",
-            s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, chunk.size(), expected);
-    s.messages[static_cast<std::size_t>(expected)] = msg::chunk_payload(chunk);  // kept: passed on next step
-    s.inbox.drop(s.iteration, s.left(), static_cast<std::uint32_t>(s.next_step));
-    s.step_sent = false;
-    ++s.next_step;
-  }
-  return true;
-}
-
-// The dense part's allreduce (split buckets), up to the first missing chunk.
-// Sends copy their range: the buffer is small and this keeps the steps free
-// of the zero-copy analysis.
-bool advance_dense(Self* self) {
-  auto& s = self->state;
-  const auto& steps = s.spec().dense_steps;
-  float* data = s.dense.mutable_data();
-  while (s.dense_next < steps.size()) {
-    const collectives::Step& step = steps[s.dense_next];
-    if (step.sends() && !s.dense_sent) {
-      send_chunk(self, step.send_to,
-                 msg::Chunk{s.spec().bucket, s.iteration, s.spec().rank, dense_seq_base + step.send_seq,
-                            step.send.offset, msg::TensorPayload::copy_of(data + step.send.offset, step.send.length, s.allocator()),
-                            nullptr});
-      s.dense_sent = true;
-    }
-    if (step.receives()) {
-      const msg::Chunk* found = s.inbox.find(s.iteration, step.recv_from, dense_seq_base + step.recv_seq);
-      if (found == nullptr) return false;
-      const msg::Chunk& chunk = *found;
-      require(chunk.offset == step.recv.offset && chunk.size() == step.recv.length,
-              "compressed shard {}/{}: dense chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})",
-              s.spec().bucket, s.spec().rank, chunk.seq - dense_seq_base, chunk.sender, chunk.offset,
-              chunk.size(), step.recv.offset, step.recv.length);
-      float* out = data + step.recv.offset;
-      if (step.combine == collectives::Combine::reduce) {
-        sync::add_chunk(chunk, out);
-      } else {
-        sync::copy_chunk(chunk, out);
-      }
-      s.inbox.drop(s.iteration, step.recv_from, dense_seq_base + step.recv_seq);
-    }
-    s.dense_sent = false;
-    ++s.dense_next;
-  }
-  return true;
-}
-
+// Both collectives, each up to its first missing chunk.
 void advance(Self* self) {
-  const bool gathered = advance_allgather(self);
-  const bool reduced = self->state.setup->dense_parts.empty() || advance_dense(self);
+  auto& s = self->state;
+  auto post = [self](int to, msg::Chunk chunk) {
+    auto& s = self->state;
+    s.iteration_bytes += chunk.size() * sizeof(float);
+    s.bytes_sent += chunk.size() * sizeof(float);
+    ++s.chunks_sent;
+    send_chunk(self, s.router.get(), s.inbox, to, std::move(chunk));
+  };
+  const bool gathered = s.allgather.advance(s.inbox, s.messages, post);
+  const bool reduced = s.allreduce.advance(s.inbox, s.dense, post);
   if (gathered && reduced) {
     finish(self);
-  } else if (self->state.poller.wait()) {
+  } else if (s.poller.wait()) {
     self->send(self, msg::poll_atom_v);  // look for the missing chunk rather than sleep
   }
 }
@@ -214,38 +142,43 @@ void start_next(Self* self) {
     for (const Part& p : set.sparse_parts)
       std::memcpy(s.sparse_scratch.data() + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
     set.compressor->compress(s.sparse_scratch, 1.0f, s.words);
-    // Sends copy their ranges, so the buffer is ours again after each iteration.
-    if (s.dense.size() != set.dense_elements || !s.dense.unique())
-      s.dense = msg::TensorPayload::allocate(set.dense_elements);
-    float* dense = s.dense.mutable_data();
+    // Sends copy their ranges, so the buffer is ours again after each iteration: reused.
+    msg::TensorPayload dense = s.dense.release();
+    if (dense.size() != set.dense_elements || !dense.unique()) dense = msg::TensorPayload::allocate(set.dense_elements);
+    s.dense.bind(std::move(dense));
+    float* d = s.dense.data();
     for (const Part& p : set.dense_parts)
-      std::memcpy(dense + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
+      std::memcpy(d + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
     if (set.dense_compressor) {
-      const std::span<float> d(dense, set.dense_elements);
-      set.dense_compressor->compress(d, 1.0f, s.dense_words);
-      std::fill(d.begin(), d.end(), 0.0f);
-      compress::decompress_add(s.dense_words, d);
+      const std::span<float> corrected(d, set.dense_elements);
+      set.dense_compressor->compress(corrected, 1.0f, s.dense_words);
+      std::fill(corrected.begin(), corrected.end(), 0.0f);
+      compress::decompress_add(s.dense_words, corrected);
     }
-    s.dense_next = 0;
-    s.dense_sent = false;
   }
   s.entries_sent += set.compressor->last_sent_entries();
   auto own = msg::TensorPayload::allocate(s.words.size(), s.allocator());
   std::memcpy(own.mutable_data(), s.words.data(), s.words.size() * sizeof(std::uint32_t));
-  s.messages[static_cast<std::size_t>(set.spec.rank)] = std::move(own);
-  s.next_step = 0;
-  s.step_sent = false;
+  s.messages.put(set.spec.rank, std::move(own));
+  s.allgather.start(s.iteration);
+  s.allreduce.start(s.iteration);
   advance(self);
 }
 
 caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::shared_ptr<ChunkRouter> router) {
   auto& st = self->state;
-  st.messages.resize(static_cast<std::size_t>(setup->spec.ranks));
+  const CompressedShardSpec& own = setup->spec;
+  // Built once: the slots' schedule depends on nothing an iteration decides (packed_slots.hpp).
+  const std::size_t capacity = setup->compressor->max_message_words();
+  st.messages = PackedSlots(own.ranks, capacity);
+  auto ring = PackedSlots::ring(own.ranks, capacity);
+  st.allgather = StepEngine(own.bucket, own.rank, std::move(ring.steps[static_cast<std::size_t>(own.rank)]));
+  st.allreduce = StepEngine(own.bucket, own.rank, std::move(setup->spec.dense_steps), dense_seq_base);
   if (!setup->dense_parts.empty()) st.sparse_scratch.resize(setup->sparse_elements);
-  st.setup = std::move(setup);
   st.router = std::move(router);
+  st.dense = FloatBuffer({}, st.allocator());  // every send copies (see start_next)
+  st.setup = std::move(setup);
   st.poller.attach(st.router.get());
-  const auto& own = st.setup->spec;
   st.inbox.init(fmt::format("compressed shard {}/{}", own.bucket, own.rank), own.bucket, own.elements, own.ranks);
   self->set_exception_handler(exception_reason);
   return {
@@ -260,16 +193,10 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
       },
       [=](msg::Chunk& chunk) {
         auto& s = self->state;
-        const bool dense = chunk.seq >= dense_seq_base;
-        require(chunk.bucket == s.spec().bucket && s.spec().ranks > 1 && chunk.sender >= 0 &&
-                    chunk.sender < s.spec().ranks && (dense || chunk.sender == s.left()),
-                "compressed shard {}/{}: chunk of bucket {} from rank {}; the ring's left neighbour is rank {}",
-                s.spec().bucket, s.spec().rank, chunk.bucket, chunk.sender, s.left());
-        require(dense ? !s.setup->dense_parts.empty()
-                      : chunk.seq + 1 < static_cast<std::uint32_t>(s.spec().ranks) &&
-                            chunk.offset < static_cast<std::uint64_t>(s.spec().ranks),
-                "compressed shard {}/{}: chunk {} from rank {} names origin rank {}; the ring has {} ranks",
-                s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender, chunk.offset, s.spec().ranks);
+        // A chunk no step takes would wait in the inbox for ever: refuse it now.
+        require(s.allgather.expects(chunk) || s.allreduce.expects(chunk),
+                "compressed shard {}/{}: no step of this rank receives chunk {} from rank {}",
+                s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender);
         const bool current = s.running && chunk.iteration == s.iteration;
         if (!current) ++s.early_chunks;
         s.inbox.keep(std::move(chunk));

@@ -4,19 +4,22 @@
 // towards its owner:
 //   ShardInit{bucket, peers, owner}      once
 //   GradientReady{bucket, it, buffer}    per iteration: the rank's raw gradient
-//   Chunk{bucket, it, sender, seq, offset = origin rank, payload = packed message}
+//   Chunk{bucket, it, sender, seq, offset = origin rank's slot, payload = packed message}
 //                                        between peers (the ring allgather)
 //   Reduced{bucket, it, rank, buffer}    the dense SUM of every rank's
 //                                        decompressed message (the owner scales by 1/N)
 //
 // Per iteration: the bucket's BucketCompressor (its residual, and velocity
 // with momentum correction, live in this actor) writes this rank's packed
-// message (core/compress/packed.hpp); a ring allgather-v passes the messages
-// on (P-1 steps: step s sends the message of origin rank-s to the right
-// neighbour and receives origin rank-s-1 from the left; sizes differ per rank
-// and need no agreement, a Chunk carries its own length); then the messages
+// message (core/compress/packed.hpp); ring_allgatherv passes the messages on
+// (P-1 steps: step s sends the message of origin rank-s to the right
+// neighbour and receives origin rank-s-1 from the left), over one slot per
+// rank as long as the longest message the compressor can write, so that the
+// schedule is built once: a message fills a prefix of its slot and its Chunk
+// carries its own length (actors/sync/packed_slots.hpp); then the messages
 // are added in rank order into the gradient buffer, so every rank computes
-// the same floats and an index sent by several ranks is summed.
+// the same floats and an index sent by several ranks is summed. Both
+// collectives run through the shard's StepEngine (actors/sync/step_engine.hpp).
 //
 // Messages travel as float payloads (bit copies of the words): in-process a
 // forwarded message is a reference count, across processes the data plane

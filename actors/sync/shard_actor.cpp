@@ -6,14 +6,16 @@
 #include <chrono>
 #include <optional>
 
+#include "actors/exception_reason.hpp"
+#include "actors/sync/chunk_poller.hpp"
+#include "actors/sync/float_buffer.hpp"
+#include "actors/sync/send_chunk.hpp"
+#include "actors/sync/shard_inbox.hpp"
+#include "actors/sync/step_engine.hpp"
+#include "collectives/zero_copy.hpp"
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
 #include "core/train/compressor_checkpoint.hpp"
-#include "actors/sync/chunk_poller.hpp"
-#include "actors/sync/shard_inbox.hpp"
-#include "collectives/zero_copy.hpp"
-#include "actors/exception_reason.hpp"
-#include "actors/sync/chunk_ops.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -28,10 +30,8 @@ struct ShardState {
   // The running iteration, if any.
   bool running = false;
   std::uint64_t iteration = 0;
-  msg::TensorPayload buffer;
-  float* data = nullptr;
-  std::size_t next_step = 0;
-  bool step_sent = false;  // the current step's send went out
+  StepEngine engine;   // this rank's steps
+  FloatBuffer buffer;  // the gradient in, the sum out
   std::uint64_t iteration_bytes = 0;  // payload this rank sent in the running iteration
   std::vector<std::uint32_t> words;   // precompress's message
 
@@ -43,7 +43,6 @@ struct ShardState {
   std::uint64_t chunks_sent = 0;
   std::uint64_t early_chunks = 0;      // arrived before their step was waiting for them
   std::uint64_t buffer_copies = 0;     // GradientReady buffers that were shared, so copied
-  std::uint64_t copied_floats = 0;     // by sends that copy
 };
 
 using Self = caf::stateful_actor<ShardState>;
@@ -60,56 +59,19 @@ void wait_for_chunk(Self* self) {
 // step hands the buffer back to the owner and starts a queued iteration.
 void advance(Self* self) {
   auto& s = self->state;
-  const auto& steps = s.spec.steps;
-  while (s.next_step < steps.size()) {
-    const collectives::Step& step = steps[s.next_step];
-    if (step.sends() && !s.step_sent) {
-      // A copy is the snapshot taken before this step's receive writes the
-      // buffer; a view needs no snapshot (analyse_zero_copy cleared it).
-      auto payload = s.spec.send_view[s.next_step] || s.spec.sizes_only
-                         ? s.buffer.slice(step.send.offset, step.send.length)
-                         : msg::TensorPayload::copy_of(s.data + step.send.offset, step.send.length,
-                                                       s.router ? s.router->allocator() : nullptr);
-      s.copied_floats += s.spec.send_view[s.next_step] || s.spec.sizes_only ? 0 : step.send.length;
-      s.iteration_bytes += step.send.length * sizeof(float);
-      msg::Chunk chunk{s.spec.bucket, s.iteration, s.spec.rank, step.send_seq, step.send.offset, std::move(payload), nullptr};
-      if (s.router && s.router->remote(step.send_to)) {
-        s.router->send(step.send_to, std::move(chunk));
-      } else {
-        self->send(s.inbox.peer(step.send_to), std::move(chunk));
-      }
-      ++s.chunks_sent;
-      s.step_sent = true;
-    }
-    if (step.receives()) {
-      const msg::Chunk* found = s.inbox.find(s.iteration, step.recv_from, step.recv_seq);
-      if (found == nullptr) return wait_for_chunk(self);
-      const msg::Chunk& chunk = *found;
-      require(chunk.offset == step.recv.offset && chunk.size() == step.recv.length,
-              "shard {}/{}: chunk {} from rank {} holds [{}, +{}), step expects [{}, +{})", s.spec.bucket,
-              s.spec.rank, chunk.seq, chunk.sender, chunk.offset, chunk.size(), step.recv.offset,
-              step.recv.length);
-      if (!s.spec.sizes_only) {  // timing-only shards have no values to combine
-        float* out = s.data + step.recv.offset;
-        if (step.combine == collectives::Combine::reduce) {
-          sync::add_chunk(chunk, out);
-        } else {
-          sync::copy_chunk(chunk, out);
-        }
-      }
-      s.inbox.drop(s.iteration, step.recv_from, step.recv_seq);  // releases a same-host sender's memory
-    }
-    s.step_sent = false;
-    ++s.next_step;
-  }
+  const bool done = s.engine.advance(s.inbox, s.buffer, [self](int to, msg::Chunk chunk) {
+    auto& s = self->state;
+    s.iteration_bytes += chunk.size() * sizeof(float);
+    ++s.chunks_sent;
+    send_chunk(self, s.router.get(), s.inbox, to, std::move(chunk));
+  });
+  if (!done) return wait_for_chunk(self);
   s.poller.release();
   s.running = false;
-  s.data = nullptr;
   s.inbox.complete(s.iteration);
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  self->send(s.inbox.owner(), msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, std::move(s.buffer),
+  self->send(s.inbox.owner(), msg::Reduced{s.spec.bucket, s.iteration, s.spec.rank, s.buffer.release(),
                                    std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes});
-  s.buffer = {};
   start_next(self);
 }
 
@@ -119,28 +81,29 @@ void start_next(Self* self) {
   msg::GradientReady ready = s.inbox.next_input();
   s.running = true;
   s.iteration = ready.iteration;
-  s.buffer = std::move(ready.buffer);
-  if (!s.buffer.unique()) ++s.buffer_copies;
-  s.data = s.buffer.mutable_data();
+  if (s.buffer.bind(std::move(ready.buffer))) ++s.buffer_copies;
   if (s.spec.precompress) {
     // Dense segments only: the message is the corrected gradient; write it back in place.
-    const std::span<float> dense(s.data, s.spec.elements);
+    const std::span<float> dense(s.buffer.data(), s.spec.elements);
     s.spec.precompress->compress(dense, 1.0f, s.words);
     std::fill(dense.begin(), dense.end(), 0.0f);
     compress::decompress_add(s.words, dense);
   }
-  s.next_step = 0;
-  s.step_sent = false;
+  s.engine.start(s.iteration);
   s.iteration_bytes = 0;
   advance(self);
 }
 
 caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
-  self->state.spec = std::move(spec);
-  self->state.router = std::move(router);
-  self->state.poller.attach(self->state.router.get());
-  const ShardSpec& own = self->state.spec;
-  self->state.inbox.init(fmt::format("shard {}/{}", own.bucket, own.rank), own.bucket, own.elements, own.ranks);
+  auto& st = self->state;
+  st.router = std::move(router);
+  // The steps and send modes move on: the spec keeps the rest.
+  st.engine = StepEngine(spec.bucket, spec.rank, std::move(spec.steps));
+  st.buffer = FloatBuffer(std::move(spec.send_view), st.router ? st.router->allocator() : nullptr, spec.sizes_only);
+  st.spec = std::move(spec);
+  st.poller.attach(st.router.get());
+  const ShardSpec& own = st.spec;
+  st.inbox.init(fmt::format("shard {}/{}", own.bucket, own.rank), own.bucket, own.elements, own.ranks);
   // The reason travels in the down_msg, so an owner can say which shard failed and why.
   self->set_exception_handler(exception_reason);
   return {
@@ -159,11 +122,7 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
       [=](msg::Chunk& chunk) {
         auto& s = self->state;
         const bool current = s.running && chunk.iteration == s.iteration;
-        if (!current || s.next_step >= s.spec.steps.size() ||
-            s.spec.steps[s.next_step].recv_from != chunk.sender ||
-            s.spec.steps[s.next_step].recv_seq != chunk.seq) {
-          ++s.early_chunks;
-        }
+        if (!current || !s.engine.awaits(chunk)) ++s.early_chunks;
         s.inbox.keep(std::move(chunk));
         if (current) advance(self);
       },
@@ -172,7 +131,7 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
       },
       [=](msg::stats_atom) {
         const auto& s = self->state;
-        return caf::make_message(s.chunks_sent, s.early_chunks, s.buffer_copies, s.copied_floats);
+        return caf::make_message(s.chunks_sent, s.early_chunks, s.buffer_copies, s.buffer.copied_floats());
       },
       // The precompressor's residuals and momentum, for checkpoints (none: empty).
       [=](msg::compressor_atom) {

@@ -7,8 +7,9 @@
 //   Chunk{bucket, it, sender, seq, ...}  between peers, as the schedule says
 //   Reduced{bucket, it, rank, buffer}    to the owner when the rank's last step is done
 // The shard runs its rank's steps of the Schedule strictly in order, driven
-// only by arriving messages: a chunk that arrives before its step (or before
-// its iteration started) is kept, keyed by (iteration, sender, seq).
+// only by arriving messages (StepEngine, actors/sync/step_engine.hpp): a
+// chunk that arrives before its step (or before its iteration started) is
+// kept, keyed by (iteration, sender, seq).
 // GradientReady messages that arrive while an iteration runs, or before
 // ShardInit, queue up and start in iteration order.
 //

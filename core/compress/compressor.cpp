@@ -312,6 +312,12 @@ void BucketCompressor::compress(std::span<const float> grad, float scale, std::v
   }
 }
 
+std::size_t BucketCompressor::max_message_words() const {
+  std::vector<std::size_t> lengths;  // compress() writes one block per segment
+  for (const auto& s : segments_) lengths.push_back(s.count);
+  return max_packed_words(lengths);
+}
+
 std::size_t BucketCompressor::last_sent_entries() const {
   std::size_t total = 0;
   for (const auto& p : parts_) total += p.last_sent_entries();

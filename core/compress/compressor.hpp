@@ -164,6 +164,8 @@ class BucketCompressor {
   void compress(std::span<const float> grad, float scale, std::vector<std::uint32_t>& message);
 
   std::size_t elements() const { return elements_; }
+  // The longest message compress() can write, whatever it selects.
+  std::size_t max_message_words() const;
   std::size_t segments() const { return parts_.size(); }
   const Segment& segment(std::size_t i) const { return segments_[i]; }
   Compressor& compressor(std::size_t i) { return parts_[i]; }

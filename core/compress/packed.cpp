@@ -49,6 +49,12 @@ std::size_t PackedWriter::begin_block(BlockKind kind, std::size_t offset, std::s
   return at + block_header_words;
 }
 
+std::size_t max_packed_words(std::span<const std::size_t> block_lengths) {
+  std::size_t words = header_words;
+  for (std::size_t length : block_lengths) words += block_header_words + std::max(2 * length, length + 1);
+  return words;
+}
+
 void PackedWriter::dense_f32(std::size_t offset, std::span<const float> values) {
   const std::size_t at = begin_block(BlockKind::dense_f32, offset, values.size(), values.size(), values.size());
   if (!values.empty()) std::memcpy(words_.data() + at, values.data(), values.size_bytes());

@@ -50,6 +50,11 @@ class PackedWriter {
   std::size_t extent_;
 };
 
+// The most words a message can take whose blocks cover `block_lengths` floats
+// (one block each), whatever their kinds: a sparse block naming every index,
+// or a sparse_mean block over an empty range (its mean word), is the widest.
+std::size_t max_packed_words(std::span<const std::size_t> block_lengths);
+
 // Bytes a message of `words` words takes on the wire.
 inline std::size_t packed_bytes(std::span<const std::uint32_t> words) { return words.size() * 4; }
 

@@ -7,11 +7,12 @@
 // training, density 1 with momentum correction reproduces dense momentum SGD.
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "core/common/random.hpp"
 #include "core/compress/packed.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/collective_inputs.hpp"
 #include "support/two_nodes.hpp"
 #include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
@@ -39,7 +41,8 @@ using taihu::testing::TempDir;
 
 namespace {
 
-using Buffers = std::vector<std::vector<float>>;
+using testing::Buffers;
+using testing::same_bits;
 
 CompressedShardSpec shard_spec(std::uint32_t bucket, int rank, int ranks, std::size_t elements,
                                std::vector<compress::Segment> segments) {
@@ -67,18 +70,6 @@ compress::Segment segment(std::size_t offset, std::size_t count, compress::Metho
 std::vector<compress::Segment> mixed_segments() {
   return {segment(0, 400, compress::Method::topk, 0.02), segment(400, 50, compress::Method::dense, 1.0),
           segment(450, 550, compress::Method::bsearch, 0.01)};
-}
-
-Buffers random_gradients(int p, std::size_t n, std::uint64_t seed) {
-  Rng rng(seed);
-  Buffers b(static_cast<std::size_t>(p), std::vector<float>(n));
-  for (auto& v : b)
-    for (auto& f : v) f = rng.normal(0.0f, 1.0f);
-  return b;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // P compressed shards of one bucket, wired to a scoped actor as their owner.
@@ -150,6 +141,11 @@ struct Reference {
   }
 };
 
+// Where rank `origin`'s message sits in the allgather (actors/sync/packed_slots.hpp).
+std::uint64_t slot_offset(int origin, std::size_t n, const std::vector<compress::Segment>& segments) {
+  return static_cast<std::uint64_t>(origin) * compress::BucketCompressor(n, segments).max_message_words();
+}
+
 std::string reason_of_down(caf::scoped_actor& owner, const caf::actor& shard) {
   std::string reason;
   owner->receive(
@@ -208,7 +204,7 @@ void run_interleaved(int p, int iterations, std::uint64_t seed) {
     shards.push_back(spawn_compressed_shard(system, std::move(spec)));
   }
   std::vector<Buffers> inputs;
-  for (int it = 0; it < iterations; ++it) inputs.push_back(random_gradients(p, n, 300 + it));
+  for (int it = 0; it < iterations; ++it) inputs.push_back(testing::random_inputs(p, n, 300 + it));
   for (int it = 0; it < iterations; ++it)
     for (int r = 0; r < p; ++r)
       caf::anon_send(shards[static_cast<std::size_t>(r)],
@@ -265,7 +261,7 @@ TEST_SUITE("compressed shard actors") {
       Reference reference(p, n, mixed_segments());
       for (std::uint64_t it = 0; it < 4; ++it) {
         CAPTURE(it);
-        const Buffers inputs = random_gradients(p, n, 100 + it);
+        const Buffers inputs = testing::random_inputs(p, n, 100 + it);
         group.start(it, inputs);
         const auto expected = reference.step(inputs);
         const auto results = group.collect(it);
@@ -300,7 +296,7 @@ TEST_SUITE("compressed shard actors") {
       for (auto& shard : shards) owner->send(shard, msg::ShardInit{7, shards, owner});
       Reference reference(p, 950, sparse_only);  // the sparse part, compacted
       for (std::uint64_t it = 0; it < 3; ++it) {
-        const Buffers inputs = random_gradients(p, n, 50 + it);
+        const Buffers inputs = testing::random_inputs(p, n, 50 + it);
         for (int r = 0; r < p; ++r)
           owner->send(shards[static_cast<std::size_t>(r)],
                       msg::GradientReady{7, it, msg::TensorPayload::copy_of(inputs[static_cast<std::size_t>(r)])});
@@ -330,6 +326,39 @@ TEST_SUITE("compressed shard actors") {
         CHECK(bytes == (p - 1) * message_bytes + 2 * (p - 1) * 50 * 4);
       }
       for (auto& shard : shards) owner->send_exit(shard, caf::exit_reason::user_shutdown);
+    }
+  }
+
+  TEST_CASE_FIXTURE(testing::ActorFixture, "packed messages of different sizes reach every rank") {
+    // Binary search keeps what passes a threshold (k to 2k entries): the
+    // ranks' messages differ in length, the more so for unlike gradients
+    // (rank 1's has few large entries, rank 2's is zero).
+    const std::size_t n = 600;
+    const int p = 4;
+    const std::vector<compress::Segment> segments{segment(0, n, compress::Method::bsearch, 0.02)};
+    CompressedGroup group(system, p, n, segments);
+    Reference reference(p, n, segments);
+    for (std::uint64_t it = 0; it < 2; ++it) {
+      CAPTURE(it);
+      Buffers inputs = testing::random_inputs(p, n, 40 + it);
+      for (std::size_t i = 0; i < n; ++i) {
+        inputs[1][i] = i % 7 == 0 ? inputs[1][i] * 100.0f : 0.0f;  // few large entries
+        inputs[2][i] = 0.0f;
+      }
+      group.start(it, inputs);
+      const auto expected = reference.step(inputs);
+      std::vector<std::size_t> sizes;
+      std::string words;
+      for (const auto& m : reference.messages) {
+        sizes.push_back(m.size());
+        words += std::to_string(m.size()) + " ";
+      }
+      CAPTURE(words);
+      CHECK(std::set<std::size_t>(sizes.begin(), sizes.end()).size() >= 3);
+      for (const auto& out : group.collect(it)) {
+        CHECK(same_bits(out.buffer.to_vector(), expected));
+        CHECK(out.bytes_sent == reference.bytes_sent_by(out.rank));
+      }
     }
   }
 
@@ -379,7 +408,8 @@ TEST_SUITE("compressed shard actors") {
       group.owner->monitor(group.shards[0]);
       std::vector<float> garbage(12);
       for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<float>(i) * 1.5f;
-      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(garbage), nullptr});
+      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, slot_offset(1, 100, segments),
+                                                   msg::TensorPayload::copy_of(garbage), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
@@ -395,22 +425,38 @@ TEST_SUITE("compressed shard actors") {
       c.compress(std::vector<float>(100, 2.0f), 1.0f, words);
       words.pop_back();
       group.owner->send(group.shards[0],
-                        msg::Chunk{7, 0, 1, 0, 1, msg::TensorPayload::copy_of(compress::words_as_floats(words)), nullptr});
+                        msg::Chunk{7, 0, 1, 0, slot_offset(1, 100, segments),
+                                   msg::TensorPayload::copy_of(compress::words_as_floats(words)), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
       CHECK_MESSAGE(reason.find("the packed message of rank 1 in iteration 0 is malformed") != std::string::npos,
                     reason);
     }
-    SUBCASE("a message that names the wrong origin") {
+    SUBCASE("a message in the wrong slot") {
       CompressedGroup group(system, 3, 100, segments);
       group.owner->monitor(group.shards[0]);
       // Rank 0's left neighbour is rank 2; in step 0 it forwards its own message (origin 2), not rank 1's.
-      group.owner->send(group.shards[0], msg::Chunk{7, 0, 2, 0, 1, msg::TensorPayload::copy_of(std::vector<float>(5)), nullptr});
+      const std::uint64_t wrong = slot_offset(1, 100, segments), right = slot_offset(2, 100, segments);
+      group.owner->send(group.shards[0],
+                        msg::Chunk{7, 0, 2, 0, wrong, msg::TensorPayload::copy_of(std::vector<float>(5)), nullptr});
       group.owner->send(group.shards[0],
                         msg::GradientReady{7, 0, msg::TensorPayload::copy_of(std::vector<float>(100, 1.0f))});
       const std::string reason = reason_of_down(group.owner, group.shards[0]);
-      CHECK_MESSAGE(reason.find("ring step 0 from rank 2 carries the message of rank 1") != std::string::npos, reason);
+      CHECK_MESSAGE(reason.find(fmt::format("compressed shard 7/0: chunk 0 from rank 2 holds [{}, +5), step 0 expects [{}, ",
+                                            wrong, right)) != std::string::npos,
+                    reason);
+    }
+    SUBCASE("a chunk no step receives") {
+      CompressedGroup group(system, 3, 100, segments);
+      group.owner->monitor(group.shards[0]);
+      // Rank 0 receives only from its left neighbour, rank 2.
+      group.owner->send(group.shards[0], msg::Chunk{7, 0, 1, 0, slot_offset(1, 100, segments),
+                                                   msg::TensorPayload::copy_of(std::vector<float>(5)), nullptr});
+      const std::string reason = reason_of_down(group.owner, group.shards[0]);
+      CHECK_MESSAGE(reason.find("compressed shard 7/0: no step of this rank receives chunk 0 from rank 1") !=
+                        std::string::npos,
+                    reason);
     }
   }
 
@@ -430,7 +476,7 @@ TEST_SUITE("compressed shard actors") {
     Reference reference(p, n, mixed_segments());
     std::uint64_t crossing = 0;
     for (std::uint64_t it = 0; it < 3; ++it) {
-      const Buffers inputs = random_gradients(p, n, 7 + it);
+      const Buffers inputs = testing::random_inputs(p, n, 7 + it);
       for (int r = 0; r < p; ++r)
         owner->send(shards[static_cast<std::size_t>(r)],
                     msg::GradientReady{3, it, msg::TensorPayload::copy_of(inputs[static_cast<std::size_t>(r)])});

@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "collectives/reference_executor.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/collective_inputs.hpp"
 
 #include <caf/scheduler/test_coordinator.hpp>
 
@@ -24,30 +24,9 @@
 using namespace taihu;
 using namespace taihu::sync;
 using namespace taihu::collectives;
+using namespace taihu::testing;
 
 namespace {
-
-using Buffers = std::vector<std::vector<float>>;
-
-constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                                              Algorithm::hierarchical, Algorithm::direct};
-
-// Groups of 2 make topology-aware and hierarchical differ from Rabenseifner.
-Topology test_topology(int p) { return Topology(p, 2, Placement::block, Link{1e-6, 12e9}, Link{2e-6, 3e9}, 10e9); }
-
-Buffers integer_inputs(int p, std::size_t n, int salt) {
-  Buffers b(static_cast<std::size_t>(p), std::vector<float>(n));
-  for (int r = 0; r < p; ++r) {
-    for (std::size_t i = 0; i < n; ++i) {
-      b[static_cast<std::size_t>(r)][i] = static_cast<float>((r * 7 + i * 3 + static_cast<std::size_t>(salt)) % 11) - 5;
-    }
-  }
-  return b;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
 
 // P shard actors of one bucket, wired to a scoped actor as their owner.
 struct ShardGroup {

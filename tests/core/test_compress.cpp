@@ -647,6 +647,43 @@ TEST_SUITE("compress") {
     CHECK(e3.find("quantize") != std::string::npos);
   }
 
+  TEST_CASE("no message is longer than max_message_words, which a top-k of every entry reaches") {
+    // Three segments of 1, 7 and 64 floats, every method, selecting ones also quantized,
+    // at densities 1 and 0.05, during warm-up and after, on random and zero gradients.
+    const Method methods[] = {Method::dense, Method::fp16, Method::topk, Method::trimmed,
+                              Method::bsearch, Method::dgc, Method::randomk};
+    for (Method method : methods)
+      for (bool quantize : {false, true})
+        for (double density : {1.0, 0.05}) {
+          if (quantize && (!is_sparse(method) || method == Method::randomk)) continue;
+          CAPTURE(method_name(method));
+          CAPTURE(quantize);
+          CAPTURE(density);
+          Options o;
+          o.method = method;
+          o.quantize = quantize;
+          o.schedule.density = density;
+          o.schedule.dense_iterations = 1;
+          std::vector<Segment> segments{{"a", 0, 1, o}, {"b", 1, 7, o}, {"c", 8, 64, o}};
+          BucketCompressor c(72, segments);
+          CHECK(c.max_message_words() == 4 + 3 * 4 + 2 * 72);
+          std::vector<std::uint32_t> words;
+          for (int it = 0; it < 3; ++it) {
+            c.compress(it == 2 ? std::vector<float>(72, 0.0f) : normal(72, 5 + it), 1.0f, words);
+            CHECK(words.size() <= c.max_message_words());
+          }
+        }
+    Options every;
+    every.method = Method::topk;
+    every.schedule.density = 1.0;
+    BucketCompressor c(10, {{"all", 0, 10, every}});
+    std::vector<std::uint32_t> words;
+    c.compress(normal(10, 1), 1.0f, words);
+    CHECK(words.size() == c.max_message_words());
+    // An empty range's widest block is sparse_mean's: no index, one mean.
+    CHECK(max_packed_words(std::vector<std::size_t>{0}) == 4 + 4 + 1);
+  }
+
   TEST_CASE("bytes on the wire follow the reference formulas") {
     // ResNet-50 at P = 8, reference §3.2: 180.2 MB dense, 1.44 MB sparse (s = 8).
     CHECK(ring_allreduce_bytes(25.75e6, 8) == doctest::Approx(180.25e6));
