@@ -124,8 +124,8 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
   const auto topology = collectives::Topology::uniform(ranks, collectives::Link{30e-6, 3e9}, 6e9);
   const auto schedule = collectives::make_allreduce(algorithm, topology, elements);
   auto spec = sync::shard_specs(schedule, 0)[static_cast<std::size_t>(rank)];
-  auto shard = sync::spawn_shard(system, std::move(spec), link);
-  link->attach(0, rank, shard);
+  auto shard = caf::actor_cast<caf::actor>(sync::spawn_shard(system, std::move(spec), link));
+  link->attach(0, rank, caf::actor_cast<sync::shard_actor>(shard));
   // The shard's owner is an actor on the same scheduler, as a worker actor
   // is in training: it takes the start time when it hands the gradients over
   // and the end time when they come back, so the main thread's wake-ups

@@ -50,7 +50,7 @@ double memcpy_gbs(std::size_t bytes, int runs) {
 double allreduce_seconds(caf::actor_system& system, const Schedule& schedule, SendMode mode, int runs) {
   caf::scoped_actor owner{system};
   std::vector<caf::actor> shards;
-  for (auto& spec : shard_specs(schedule, 0, mode)) shards.push_back(spawn_shard(system, std::move(spec)));
+  for (auto& spec : shard_specs(schedule, 0, mode)) shards.push_back(caf::actor_cast<caf::actor>(spawn_shard(system, std::move(spec))));
   for (auto& s : shards) owner->send(s, msg::ShardInit{0, shards, owner});
   std::vector<msg::TensorPayload> buffers;
   for (int r = 0; r < schedule.ranks; ++r) {

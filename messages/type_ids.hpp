@@ -22,6 +22,7 @@
 #include "messages/reduced.hpp"
 #include "messages/replica_control.hpp"
 #include "messages/shard_init.hpp"
+#include "messages/shard_stats.hpp"
 #include "messages/tensor_payload.hpp"
 #include "messages/vertex_work.hpp"
 
@@ -78,6 +79,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, figures_atom, "figures")  // a replica's own figures at the end
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeJoined))         // messages/cluster.hpp
   CAF_ADD_ATOM(taihu, taihu::msg, join_deadline_atom, "joindeadln")  // the coordinator's join_timeout passed
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::ShardStats))         // messages/shard_stats.hpp
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -48,7 +48,7 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   DataPlane& plane() { return *plane_; }
 
   // The local shard that receives chunks of (bucket, rank).
-  void attach(std::uint32_t bucket, int rank, caf::actor shard);
+  void attach(std::uint32_t bucket, int rank, sync::shard_actor shard);
   // Stops delivering (chunks that arrive later are dropped).
   void detach_all();
 
@@ -72,8 +72,8 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   std::shared_ptr<const msg::PayloadAllocator> allocator_;
   std::function<void(int, const std::string&)> on_lost_;
   mutable std::mutex mutex_;
-  std::map<std::pair<std::uint32_t, int>, caf::actor> shards_;
-  caf::actor shard_for(int from, const ChunkHeader& header) const;
+  std::map<std::pair<std::uint32_t, int>, sync::shard_actor> shards_;
+  sync::shard_actor shard_for(int from, const ChunkHeader& header) const;
   std::chrono::microseconds poll_budget_;
   std::mutex pool_mutex_;  // land() runs on the I/O thread and on pollers
   std::vector<std::shared_ptr<msg::TensorPayload>> pool_;

@@ -23,7 +23,7 @@ ChunkLink::ChunkLink(DataPlaneOptions options, std::vector<int> rank_node,
 
 ChunkLink::~ChunkLink() { plane_.reset(); }
 
-void ChunkLink::attach(std::uint32_t bucket, int rank, caf::actor shard) {
+void ChunkLink::attach(std::uint32_t bucket, int rank, sync::shard_actor shard) {
   std::lock_guard lock(mutex_);
   shards_[{bucket, rank}] = std::move(shard);
 }
@@ -82,7 +82,7 @@ Landing ChunkLink::land(int, const ChunkHeader&, std::size_t bytes) {
   return {data, std::move(payload)};
 }
 
-caf::actor ChunkLink::shard_for(int from, const ChunkHeader& h) const {
+sync::shard_actor ChunkLink::shard_for(int from, const ChunkHeader& h) const {
   {
     std::lock_guard lock(mutex_);
     auto it = shards_.find({h.bucket, h.receiver});
@@ -113,7 +113,7 @@ class RemoteChunkSource final : public msg::ChunkSource {
 
 bool ChunkLink::take_remote(int from, const ChunkHeader& h, RemoteMessage message) {
   if (message.bytes() % sizeof(float) != 0) return false;  // land() refuses it: a protocol error
-  caf::actor shard = shard_for(from, h);
+  const sync::shard_actor shard = shard_for(from, h);
   if (!shard) return true;  // dropped (and so acknowledged)
   msg::Chunk chunk{h.bucket, h.iteration, h.sender, h.seq, h.offset, {}, nullptr};
   chunk.source = std::make_shared<RemoteChunkSource>(std::move(message));
@@ -122,7 +122,7 @@ bool ChunkLink::take_remote(int from, const ChunkHeader& h, RemoteMessage messag
 }
 
 void ChunkLink::deliver(int from, const ChunkHeader& h, Landing landing) {
-  caf::actor shard = shard_for(from, h);
+  const sync::shard_actor shard = shard_for(from, h);
   if (!shard) return;
   auto payload = std::static_pointer_cast<msg::TensorPayload>(landing.owner);
   // A second reference to the pooled buffer: it is free again when the shard drops the chunk.

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace taihu::compute {
@@ -70,7 +71,22 @@ class FanIn {
   OnError on_error_;
 };
 
-// fan_in with a message of its own for each target: message_for(i).
+namespace detail {
+
+// A request of one message, or of a tuple's elements (an atom and its argument).
+template <class Self, class Handle, class Message>
+auto request_of(Self* self, const Handle& target, std::chrono::milliseconds timeout, const Message& message) {
+  return self->request(target, timeout, message);
+}
+template <class Self, class Handle, class... Ts>
+auto request_of(Self* self, const Handle& target, std::chrono::milliseconds timeout, const std::tuple<Ts...>& message) {
+  return std::apply([&](const auto&... xs) { return self->request(target, timeout, xs...); }, message);
+}
+
+}  // namespace detail
+
+// fan_in with a message of its own for each target: message_for(i), one
+// message or a tuple of an atom and its arguments.
 template <class Result, class Self, class Handle, class MessageFor>
 std::shared_ptr<FanIn<Result>> fan_in_each(Self* self, const std::vector<Handle>& targets,
                                            std::chrono::milliseconds timeout, MessageFor message_for,
@@ -82,7 +98,7 @@ std::shared_ptr<FanIn<Result>> fan_in_each(Self* self, const std::vector<Handle>
     return fan;
   }
   for (std::size_t i = 0; i < targets.size(); ++i)
-    self->request(targets[i], timeout, message_for(i))
+    detail::request_of(self, targets[i], timeout, message_for(i))
         .then([fan, i](Result& r) { fan->answer(i, std::move(r)); },
               [fan, i](caf::error& e) { fan->fail(i, e); });
   return fan;

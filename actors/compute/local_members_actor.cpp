@@ -12,15 +12,15 @@ Members spawn_local_members(caf::actor_system& system, RunPlan& plan, std::share
   Members m;
   m.generation = 1;
   m.rank_node.assign(static_cast<std::size_t>(plan.ranks), 0);
-  std::vector<std::vector<caf::actor>> shards(plan.bucket_elements.size());
+  std::vector<std::vector<sync::shard_actor>> shards(plan.bucket_elements.size());
   for (std::size_t b = 0; b < shards.size(); ++b) {
     shards[b] = sync::spawn_bucket_shards(system, *plan.topology,
                                           {static_cast<std::uint32_t>(b), plan.bucket_elements[b],
                                            plan.bucket_algorithms[b], plan.bucket_compression[b]});
     for (int r = 0; r < plan.ranks; ++r) {
-      const caf::actor& s = shards[b][static_cast<std::size_t>(r)];
+      const sync::shard_actor& s = shards[b][static_cast<std::size_t>(r)];
       m.who[s.address()] = {r, fmt::format("shard of bucket {}", b), ""};
-      m.local.push_back(s);
+      m.local.push_back(caf::actor_cast<caf::actor>(s));
     }
   }
   for (int r = 0; r < plan.ranks; ++r) {
@@ -37,7 +37,7 @@ Members spawn_local_members(caf::actor_system& system, RunPlan& plan, std::share
   for (std::size_t b = 0; b < shards.size(); ++b)
     for (int r = 0; r < plan.ranks; ++r)
       caf::anon_send(shards[b][static_cast<std::size_t>(r)],
-                     msg::ShardInit{static_cast<std::uint32_t>(b), shards[b],
+                     msg::ShardInit{static_cast<std::uint32_t>(b), sync::as_peers(shards[b]),
                                     caf::actor_cast<caf::actor>(m.workers[static_cast<std::size_t>(r)])});
   return m;
 }

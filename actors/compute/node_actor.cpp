@@ -224,7 +224,8 @@ int run_node(const NodeOptions& o) {
           // One rank exchanges nothing: no buckets are planned, no shards spawned.
           require(ranks == 1 || algorithms.size() == buckets.size(),
                   "the coordinator sent {} algorithms for {} buckets", algorithms.size(), buckets.size());
-          std::vector<std::vector<caf::actor>> bucket_shards(buckets.size(), std::vector<caf::actor>(ranks));
+          std::vector<std::vector<sync::shard_actor>> bucket_shards(buckets.size(),
+                                                                    std::vector<sync::shard_actor>(ranks));
           const auto compression = collectives::plan_compression(*doc, buckets, ranks);
           for (std::size_t b = 0; ranks > 1 && b < buckets.size(); ++b) {
             bucket_shards[b] = sync::spawn_bucket_shards(
@@ -234,10 +235,10 @@ int run_node(const NodeOptions& o) {
                 link, [&](int r) { return rank_node[static_cast<std::size_t>(r)] == index; });
             for (int r = 0; r < ranks; ++r) {
               if (rank_node[static_cast<std::size_t>(r)] != index) continue;
-              const caf::actor& shard = bucket_shards[b][static_cast<std::size_t>(r)];
+              const sync::shard_actor& shard = bucket_shards[b][static_cast<std::size_t>(r)];
               link->attach(static_cast<std::uint32_t>(b), r, shard);
               who[shard.address()] = fmt::format("rank {}'s shard of bucket {}", r, b);
-              shards.push_back(shard);
+              shards.push_back(caf::actor_cast<caf::actor>(shard));
             }
           }
           const int cores = blas::available_cores();
@@ -258,7 +259,7 @@ int run_node(const NodeOptions& o) {
           for (std::size_t b = 0; ranks > 1 && b < bucket_shards.size(); ++b)
             for (std::size_t k = 0; k < started.ranks.size(); ++k) {
               const auto r = static_cast<std::size_t>(started.ranks[k]);
-              self->send(bucket_shards[b][r], msg::ShardInit{static_cast<std::uint32_t>(b), bucket_shards[b],
+              self->send(bucket_shards[b][r], msg::ShardInit{static_cast<std::uint32_t>(b), sync::as_peers(bucket_shards[b]),
                                                              started.workers[k]});
             }
           for (auto& a : workers) self->monitor(a);

@@ -279,7 +279,7 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
                        m.rank, fmt::join(r.sources, ", "), r.ranks, r.weight);
         // Each bucket's shard takes its states (a bucket the plan does not
         // compress has none to take); false: a shard kept its own, saying why.
-        std::vector<caf::actor> takers;
+        std::vector<sync::shard_actor> takers;
         std::vector<std::string> states;
         for (std::size_t b = 0; b < m.shards.size(); ++b)
           if (!buckets[b].empty()) {
@@ -288,7 +288,7 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
           }
         fan_in_each<bool>(
             self, takers, std::chrono::seconds(60),
-            [states](std::size_t k) { return caf::make_message(msg::compressor_atom_v, states[k]); },
+            [states](std::size_t k) { return std::make_tuple(msg::compressor_atom_v, states[k]); },
             [=](std::vector<bool>& ok) mutable {
               promise.deliver(std::all_of(ok.begin(), ok.end(), [](bool b) { return b; }));
             },

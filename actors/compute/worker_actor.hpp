@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/sync/shard_actor.hpp"
 #include "core/train/replica.hpp"
 #include "messages/type_ids.hpp"
 
@@ -75,7 +76,7 @@ struct WorkerModel {
   int ranks = 1;
   std::unique_ptr<Replica> replica;
   std::unique_ptr<collectives::Buckets> buckets;
-  std::vector<caf::actor> shards;  // this rank's shard actor of each bucket; none with one rank
+  std::vector<sync::shard_actor> shards;  // this rank's shard actor of each bucket; none with one rank
   std::shared_ptr<ComputeSlots> compute_slots;
   // Where the bucket buffers live (a node's shared arena, so that shards on
   // this host read them in place); null: the heap.

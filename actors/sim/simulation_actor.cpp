@@ -40,7 +40,7 @@ struct Run {
   SimOptions options;
   std::vector<msg::TensorPayload> inputs;
   std::shared_ptr<SimRouter> router = std::make_shared<SimRouter>();
-  std::vector<caf::actor> shards;
+  std::vector<sync::shard_actor> shards;
   std::unique_ptr<simulator::Engine> engine;
   std::vector<msg::Chunk> slots;  // chunks in flight, by Sent::handle
   std::vector<std::uint64_t> free_slots;
@@ -57,7 +57,7 @@ using Driver = caf::event_based_actor;
 
 void stop(Driver* self, Run& run) {
   run.finished = true;
-  for (auto& shard : run.shards) self->send_exit(shard, caf::exit_reason::user_shutdown);
+  for (auto& shard : run.shards) self->send_exit(caf::actor_cast<caf::actor>(shard), caf::exit_reason::user_shutdown);
   run.shards.clear();
   run.engine.reset();  // its callbacks hold the Run
   self->quit();
@@ -118,7 +118,7 @@ void pump(Driver* self, const std::shared_ptr<Run>& run) {
       ++run->probes;
       self->request(run->shards[static_cast<std::size_t>(r)], caf::infinite, msg::stats_atom_v)
           .then(
-              [self, run, r](std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t) {
+              [self, run, r](const msg::ShardStats&) {
                 run->probing = false;
                 if (run->finished) return;
                 take_sends(*run);
@@ -145,7 +145,7 @@ caf::behavior driver(Driver* self, std::shared_ptr<Run> run) {
       [self, run](msg::ready_atom) {
         const std::uint32_t bucket = run->options.bucket;
         for (auto& shard : run->shards) {
-          self->monitor(shard);
+          self->monitor(caf::actor_cast<caf::actor>(shard));
           self->send(shard, msg::ShardInit{bucket, {}, caf::actor_cast<caf::actor>(self)});  // the router takes all
         }
         simulator::Engine::Callbacks callbacks;

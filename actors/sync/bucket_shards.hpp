@@ -32,7 +32,7 @@ struct BucketShardConfig {
 
 // result[r] is rank r's shard, or an empty handle where `local(r)` is false
 // (no predicate: every rank is local). The caller sends ShardInit.
-std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const collectives::Topology& topology,
+std::vector<shard_actor> spawn_bucket_shards(caf::actor_system& system, const collectives::Topology& topology,
                                             const BucketShardConfig& config,
                                             std::shared_ptr<ChunkRouter> router = nullptr,
                                             const std::function<bool(int rank)>& local = {});

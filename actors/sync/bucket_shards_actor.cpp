@@ -6,11 +6,11 @@
 
 namespace taihu::sync {
 
-std::vector<caf::actor> spawn_bucket_shards(caf::actor_system& system, const collectives::Topology& topology,
+std::vector<shard_actor> spawn_bucket_shards(caf::actor_system& system, const collectives::Topology& topology,
                                             const BucketShardConfig& config, std::shared_ptr<ChunkRouter> router,
                                             const std::function<bool(int)>& local) {
   const int ranks = topology.ranks();
-  std::vector<caf::actor> shards(static_cast<std::size_t>(ranks));
+  std::vector<shard_actor> shards(static_cast<std::size_t>(ranks));
   auto is_local = [&](int r) { return !local || local(r); };
   if (config.compression.allgather()) {
     // Dense segments next to sparse ones go by allreduce (fewer bytes than in every message).

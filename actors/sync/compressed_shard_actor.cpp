@@ -69,7 +69,7 @@ struct CompressedShardState {
   const CompressedShardSpec& spec() const { return setup->spec; }
 };
 
-using Self = caf::stateful_actor<CompressedShardState>;
+using Self = shard_actor::stateful_base<CompressedShardState>;
 
 void start_next(Self* self);
 
@@ -165,7 +165,7 @@ void start_next(Self* self) {
   advance(self);
 }
 
-caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::shared_ptr<ChunkRouter> router) {
+shard_actor::behavior_type compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::shared_ptr<ChunkRouter> router) {
   auto& st = self->state;
   const CompressedShardSpec& own = setup->spec;
   // Built once: the slots' schedule depends on nothing an iteration decides (packed_slots.hpp).
@@ -207,7 +207,7 @@ caf::behavior compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::sh
       },
       [=](msg::stats_atom) {
         const auto& s = self->state;
-        return caf::make_message(s.chunks_sent, s.early_chunks, s.bytes_sent, s.entries_sent);
+        return msg::ShardStats{s.chunks_sent, s.early_chunks, 0, 0, s.bytes_sent, s.entries_sent};
       },
       // Residuals and momentum, for checkpoints: the sparse part's, then the dense part's.
       [=](msg::compressor_atom) {
@@ -287,7 +287,7 @@ std::shared_ptr<Setup> make_setup(CompressedShardSpec spec) {
 
 }  // namespace
 
-caf::actor spawn_compressed_shard(caf::actor_system& system, CompressedShardSpec spec,
+shard_actor spawn_compressed_shard(caf::actor_system& system, CompressedShardSpec spec,
                                   std::shared_ptr<ChunkRouter> router) {
   require(spec.ranks >= 1 && spec.rank >= 0 && spec.rank < spec.ranks,
           "spawn_compressed_shard: rank {} of {} ranks", spec.rank, spec.ranks);

@@ -62,9 +62,9 @@ struct CompressedShardSpec {
 
 inline constexpr std::uint32_t dense_seq_base = 1u << 24;
 
-// stats_atom answers (uint64 chunks sent, uint64 early chunks, uint64 bytes
-// sent, uint64 entries this rank sent in its own messages), all iterations.
-caf::actor spawn_compressed_shard(caf::actor_system& system, CompressedShardSpec spec,
+// The shard_actor protocol; ShardStats counts chunks, early chunks, bytes
+// sent and the entries of this rank's own messages.
+shard_actor spawn_compressed_shard(caf::actor_system& system, CompressedShardSpec spec,
                                   std::shared_ptr<ChunkRouter> router = nullptr);
 
 }  // namespace taihu::sync

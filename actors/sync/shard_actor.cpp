@@ -45,7 +45,7 @@ struct ShardState {
   std::uint64_t buffer_copies = 0;     // GradientReady buffers that were shared, so copied
 };
 
-using Self = caf::stateful_actor<ShardState>;
+using Self = shard_actor::stateful_base<ShardState>;
 
 void start_next(Self* self);
 
@@ -94,7 +94,7 @@ void start_next(Self* self) {
   advance(self);
 }
 
-caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
+shard_actor::behavior_type shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
   auto& st = self->state;
   st.router = std::move(router);
   // The steps and send modes move on: the spec keeps the rest.
@@ -131,7 +131,7 @@ caf::behavior shard(Self* self, ShardSpec spec, std::shared_ptr<ChunkRouter> rou
       },
       [=](msg::stats_atom) {
         const auto& s = self->state;
-        return caf::make_message(s.chunks_sent, s.early_chunks, s.buffer_copies, s.buffer.copied_floats());
+        return msg::ShardStats{s.chunks_sent, s.early_chunks, s.buffer_copies, s.buffer.copied_floats(), 0, 0};
       },
       // The precompressor's residuals and momentum, for checkpoints (none: empty).
       [=](msg::compressor_atom) {
@@ -174,7 +174,14 @@ std::vector<ShardSpec> shard_specs(const collectives::Schedule& schedule, std::u
   return specs;
 }
 
-caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
+std::vector<caf::actor> as_peers(const std::vector<shard_actor>& shards) {
+  std::vector<caf::actor> out;
+  out.reserve(shards.size());
+  for (const auto& s : shards) out.push_back(caf::actor_cast<caf::actor>(s));
+  return out;
+}
+
+shard_actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {
   require(spec.send_view.size() == spec.steps.size(), "spawn_shard: {} send modes for {} steps",
           spec.send_view.size(), spec.steps.size());
   return system.spawn(shard, std::move(spec), std::move(router));

@@ -1,11 +1,15 @@
 #pragma once
 // The collective executor as an actor: one per (bucket, rank).
 //
-// Protocol (messages/):
+// Protocol (shard_actor below; messages/):
 //   ShardInit{bucket, peers, owner}      once: peers[r] is rank r's shard of this bucket
 //   GradientReady{bucket, it, buffer}    per iteration, from the owner: the rank's input
 //   Chunk{bucket, it, sender, seq, ...}  between peers, as the schedule says
 //   Reduced{bucket, it, rank, buffer}    to the owner when the rank's last step is done
+//   stats_atom                           -> ShardStats
+//   compressor_atom                      -> its compressor state (empty: none)
+//   (compressor_atom, bytes)             -> true once restored (false: another layout, kept its own)
+//   poll_atom                            to itself, while it polls its router
 // The shard runs its rank's steps of the Schedule strictly in order, driven
 // only by arriving messages (StepEngine, actors/sync/step_engine.hpp): a
 // chunk that arrives before its step (or before its iteration started) is
@@ -34,6 +38,8 @@
 // terminates with an error that its owner sees through a monitor.
 
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -44,12 +50,19 @@
 #include "collectives/schedule.hpp"
 #include "core/compress/compressor.hpp"
 #include "messages/payload_allocator.hpp"
-
-namespace taihu::msg {
-struct Chunk;
-}
+#include "messages/type_ids.hpp"
 
 namespace taihu::sync {
+
+// Both kinds of shard (this one and compressed_shard_actor.hpp) speak it.
+using shard_actor = caf::typed_actor<
+    caf::reacts_to<msg::ShardInit>, caf::reacts_to<msg::GradientReady>, caf::reacts_to<msg::Chunk>,
+    caf::reacts_to<msg::poll_atom>, caf::replies_to<msg::stats_atom>::with<msg::ShardStats>,
+    caf::replies_to<msg::compressor_atom>::with<std::string>,
+    caf::replies_to<msg::compressor_atom, std::string>::with<bool>>;
+
+// Who gets a shard's Reduced: its owner (a worker, actors/compute/worker_actor.hpp).
+using reduced_receiver = caf::typed_actor<caf::reacts_to<msg::Reduced>>;
 
 enum class SendMode : std::uint8_t { copy, view_where_safe };
 
@@ -104,6 +117,10 @@ class ChunkRouter {
   virtual const msg::PayloadAllocator* allocator() const { return nullptr; }
 };
 
-caf::actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router = nullptr);
+shard_actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router = nullptr);
+
+// The handles as ShardInit's peers carry them (messages/ knows no actor
+// interfaces; the shards cast them back, ShardInbox::wire).
+std::vector<caf::actor> as_peers(const std::vector<shard_actor>& shards);
 
 }  // namespace taihu::sync

@@ -20,6 +20,7 @@
 #include "core/common/check.hpp"
 #include "messages/chunk.hpp"
 #include "messages/gradient_ready.hpp"
+#include "actors/sync/shard_actor.hpp"
 #include "messages/shard_init.hpp"
 
 namespace taihu::sync {
@@ -43,18 +44,21 @@ class ShardInbox {
     require(init.bucket == bucket_ && (static_cast<int>(init.peers.size()) == ranks_ ||
                                        (peers_optional && init.peers.empty())),
             "{}: init for bucket {} with {} peers, expected {} peers", name_, init.bucket, init.peers.size(), ranks_);
-    peers_ = std::move(init.peers);
-    owner_ = std::move(init.owner);
+    // ShardInit carries plain handles (messages/ knows no actor interfaces):
+    // the peers are shards, the owner takes Reduced.
+    peers_.clear();
+    for (auto& p : init.peers) peers_.push_back(caf::actor_cast<shard_actor>(std::move(p)));
+    owner_ = caf::actor_cast<reduced_receiver>(std::move(init.owner));
     wired_ = true;
   }
   bool wired() const { return wired_; }
   // Rank r's shard (empty where a router takes its chunks).
-  const caf::actor& peer(int rank) const {
+  const shard_actor& peer(int rank) const {
     require(static_cast<std::size_t>(rank) < peers_.size() && peers_[static_cast<std::size_t>(rank)],
             "{}: no peer handle for rank {}", name_, rank);
     return peers_[static_cast<std::size_t>(rank)];
   }
-  const caf::actor& owner() const { return owner_; }
+  const reduced_receiver& owner() const { return owner_; }
 
   // The owner's input for one iteration; `running`: the iteration in progress, if any.
   void queue(msg::GradientReady ready, std::optional<std::uint64_t> running) {
@@ -104,8 +108,8 @@ class ShardInbox {
   std::size_t elements_ = 0;
   int ranks_ = 0;
   bool wired_ = false;
-  std::vector<caf::actor> peers_;
-  caf::actor owner_;
+  std::vector<shard_actor> peers_;
+  reduced_receiver owner_;
   std::optional<std::uint64_t> last_completed_;
   std::map<Key, msg::Chunk> arrived_;
   std::map<std::uint64_t, msg::GradientReady> queued_;

@@ -82,7 +82,7 @@ struct CompressedGroup {
 
   CompressedGroup(caf::actor_system& sys, int p, std::size_t n, const std::vector<compress::Segment>& segments)
       : system(sys), elements(n) {
-    for (int r = 0; r < p; ++r) shards.push_back(spawn_compressed_shard(system, shard_spec(bucket, r, p, n, segments)));
+    for (int r = 0; r < p; ++r) shards.push_back(caf::actor_cast<caf::actor>(spawn_compressed_shard(system, shard_spec(bucket, r, p, n, segments))));
     for (auto& shard : shards) owner->send(shard, msg::ShardInit{bucket, shards, owner});
   }
   ~CompressedGroup() {
@@ -201,7 +201,7 @@ void run_interleaved(int p, int iterations, std::uint64_t seed) {
     CompressedShardSpec spec = shard_spec(0, r, p, n, mixed_segments());
     spec.split_dense = true;
     spec.dense_steps = dense_schedule.steps[static_cast<std::size_t>(r)];
-    shards.push_back(spawn_compressed_shard(system, std::move(spec)));
+    shards.push_back(caf::actor_cast<caf::actor>(spawn_compressed_shard(system, std::move(spec))));
   }
   std::vector<Buffers> inputs;
   for (int it = 0; it < iterations; ++it) inputs.push_back(testing::random_inputs(p, n, 300 + it));
@@ -291,7 +291,7 @@ TEST_SUITE("compressed shard actors") {
         CompressedShardSpec spec = shard_spec(7, r, p, n, mixed_segments());
         spec.split_dense = true;
         spec.dense_steps = dense_schedule.steps[static_cast<std::size_t>(r)];
-        shards.push_back(spawn_compressed_shard(system, std::move(spec)));
+        shards.push_back(caf::actor_cast<caf::actor>(spawn_compressed_shard(system, std::move(spec))));
       }
       for (auto& shard : shards) owner->send(shard, msg::ShardInit{7, shards, owner});
       Reference reference(p, 950, sparse_only);  // the sparse part, compacted
@@ -469,8 +469,8 @@ TEST_SUITE("compressed shard actors") {
     std::vector<caf::actor> shards;
     for (int r = 0; r < p; ++r) {
       auto& link = links[static_cast<std::size_t>(rank_node[static_cast<std::size_t>(r)])];
-      shards.push_back(spawn_compressed_shard(system, shard_spec(3, r, p, n, mixed_segments()), link));
-      link->attach(3, r, shards.back());
+      shards.push_back(caf::actor_cast<caf::actor>(spawn_compressed_shard(system, shard_spec(3, r, p, n, mixed_segments()), link)));
+      link->attach(3, r, caf::actor_cast<sync::shard_actor>(shards.back()));
     }
     testing::wire_across_nodes(owner, 3, shards, rank_node);
     Reference reference(p, n, mixed_segments());

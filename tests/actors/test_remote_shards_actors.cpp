@@ -72,8 +72,8 @@ TEST_SUITE("net") {
         for (auto& spec : shard_specs(schedule, 3)) {
           const int r = spec.rank;
           auto& link = links[static_cast<std::size_t>(rank_node[static_cast<std::size_t>(r)])];
-          shards.push_back(spawn_shard(system, std::move(spec), link));
-          link->attach(3, r, shards.back());
+          shards.push_back(caf::actor_cast<caf::actor>(spawn_shard(system, std::move(spec), link)));
+          link->attach(3, r, caf::actor_cast<sync::shard_actor>(shards.back()));
         }
         testing::wire_across_nodes(owner, 3, shards, rank_node);
         for (std::uint64_t it = 0; it < 2; ++it) {

@@ -38,7 +38,7 @@ struct ShardGroup {
 
   ShardGroup(caf::actor_system& sys, Schedule s, SendMode mode = SendMode::view_where_safe, std::uint32_t b = 7)
       : system(sys), schedule(std::move(s)), bucket(b) {
-    for (auto& spec : shard_specs(schedule, bucket, mode)) shards.push_back(spawn_shard(system, std::move(spec)));
+    for (auto& spec : shard_specs(schedule, bucket, mode)) shards.push_back(caf::actor_cast<caf::actor>(spawn_shard(system, std::move(spec))));
     for (auto& shard : shards) owner->send(shard, msg::ShardInit{bucket, shards, owner});
   }
   ~ShardGroup() {
@@ -74,8 +74,8 @@ struct ShardGroup {
   Stats stats(int r) {
     Stats result;
     owner->request(shards[static_cast<std::size_t>(r)], std::chrono::seconds(5), msg::stats_atom_v)
-        .receive([&](std::uint64_t sent, std::uint64_t early, std::uint64_t copies,
-                     std::uint64_t floats) { result = {sent, early, copies, floats}; },
+        .receive([&](const msg::ShardStats& s) { result = {s.chunks_sent, s.early_chunks, s.buffer_copies,
+                                                          s.copied_floats}; },
                  [&](caf::error& e) { FAIL(owner->system().render(e)); });
     return result;
   }
@@ -144,7 +144,7 @@ std::uint64_t run_interleaved(const Schedule& schedule, int iterations, std::uin
     return {[collected](msg::Reduced& r) { collected->reduced.push_back(std::move(r)); }};
   });
   std::vector<caf::actor> shards;
-  for (auto& spec : shard_specs(schedule, 0)) shards.push_back(spawn_shard(system, std::move(spec)));
+  for (auto& spec : shard_specs(schedule, 0)) shards.push_back(caf::actor_cast<caf::actor>(spawn_shard(system, std::move(spec))));
   const int p = schedule.ranks;
   const auto n = schedule.elements;
   std::vector<Buffers> inputs;
@@ -176,7 +176,7 @@ std::uint64_t run_interleaved(const Schedule& schedule, int iterations, std::uin
     caf::scoped_actor self{system};
     auto request = self->request(shard, caf::infinite, msg::stats_atom_v);
     sched.run();
-    request.receive([&](std::uint64_t, std::uint64_t e, std::uint64_t, std::uint64_t) { early += e; },
+    request.receive([&](const msg::ShardStats& s) { early += s.early_chunks; },
                     [&](caf::error& e) { FAIL(system.render(e)); });
   }
   for (auto& shard : shards) caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
