@@ -37,7 +37,10 @@ int32_t run(ExecutorPart& p, VertexStep step, int32_t round) {
     case VertexStep::backward_lazy: e.backward_lazy(); break;
     case VertexStep::backward_round: e.backward_round(round); break;
     case VertexStep::backward_eager: e.backward_eager(); break;
-    case VertexStep::weight_gradients: e.accumulate_weight_gradients(); break;
+    case VertexStep::weight_gradients:
+      e.prepare_weight_gradients();
+      e.accumulate_weight_gradients();
+      break;
     case VertexStep::metrics: p.metrics.add(e, p.graphs); break;
   }
   return round;
