@@ -14,6 +14,8 @@
 // the graph actor runtime (actors/graph_runtime/graph_runner.hpp), or with workers /
 // nodes as data-parallel replicas like a net.
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -31,6 +33,7 @@
 #include "core/train/graph_trainer.hpp"
 #include "core/train/trainer.hpp"
 #include "devices/sw26010/params.hpp"
+#include "messages/type_ids.hpp"
 
 namespace {
 
@@ -122,10 +125,17 @@ int train_graph_model(taihu::config::Document doc, const taihu::app::CommandLine
   const int executors = doc.root().get_or<int>("executors", 0);
   if (doc.section("blas").get_or<int>("threads", 0) == 0)
     blas::set_threads(executors > 0 ? std::max(1, blas::available_cores() / executors) : 1);
-  GraphTrainer trainer(std::move(doc), progress, [](cavs::VertexFunction& f, const config::Document& d) {
+  // The executors are detached; the batcher is the only scheduled actor, and
+  // one thread that sleeps when idle (no work-stealing polls) leaves the cores to them.
+  caf::actor_system_config actor_config;  // the process's one actor system
+  actor_config.add_message_types<caf::id_block::taihu>();
+  actor_config.set("scheduler.policy", caf::atom("sharing"));
+  actor_config.set("scheduler.max-threads", 1);
+  caf::actor_system actor_system{actor_config};
+  GraphTrainer trainer(std::move(doc), progress, [&](cavs::VertexFunction& f, const config::Document& d) {
     const auto options = graph::read_graph_runner_options(d);
     spdlog::info("graph runtime: {} vertex executors x {} BLAS threads", options.executors, blas::threads());
-    return graph::make_graph_runner(f, options);
+    return graph::make_graph_runner(actor_system, f, options);
   });
   if (auto resume = cl.flag("resume")) trainer.resume(*resume);
   const GraphTrainReport report = trainer.run();

@@ -51,9 +51,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeFailure))
   CAF_ADD_ATOM(taihu, taihu::msg, join_atom, "join")       // the gate tells the coordinator a node joined
 
-  // Dynamic networks (messages/vertex_work.hpp).
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWorkDone))
+  // Dynamic networks (messages/vertex_work.hpp; more at the end). In-process
+  // only: these two took the places of the per-step VertexWork and
+  // VertexWorkDone, so that no other type's ID moved.
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunVertexPart))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexPartReady))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunGraphBatch))
 
   // Evaluation of any replica (messages/evaluation.hpp).
@@ -73,6 +75,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, poll_atom, "poll")       // a waiting shard looks at its transport (to itself)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CompressorRestore))  // messages/compressor_restore.hpp
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CheckpointRestore))  // messages/checkpoint_restore.hpp
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::GraphBatchDone))          // messages/vertex_work.hpp
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientTurn))      // messages/vertex_work.hpp
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientsWritten))  // messages/vertex_work.hpp
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {
