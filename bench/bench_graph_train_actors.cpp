@@ -19,6 +19,8 @@
 // over every timed batch), and where the executors' time went: scheduling,
 // GEMM (its FLOPs at this machine's measured SGEMM rate) and the rest.
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@
 #include "core/graph/tree_workload_io.hpp"
 #include "core/solver/solver.hpp"
 #include "core/tensor/tensor.hpp"
+#include "messages/type_ids.hpp"
 
 using namespace taihu;
 
@@ -176,6 +179,13 @@ int main(int argc, char** argv) {
     std::vector<double> losses;
 
     cavs::ExecutorOptions options = mode == "serial" ? cavs::ExecutorOptions::serial() : cavs::ExecutorOptions{};
+    // The executors are detached; the batcher is the only scheduled actor, and
+    // one thread that sleeps when idle (no work-stealing polls) leaves the cores to them.
+    caf::actor_system_config actor_config;  // the process's one actor system, as in taihu-train
+    actor_config.add_message_types<caf::id_block::taihu>();
+    actor_config.set("scheduler.policy", caf::atom("sharing"));
+    actor_config.set("scheduler.max-threads", 1);
+    caf::actor_system actor_system{actor_config};
     std::unique_ptr<cavs::BatchRunner> runner;
     if (runner_kind == "inline") {
       runner = std::make_unique<cavs::InlineRunner>(f, options);
@@ -183,7 +193,7 @@ int main(int argc, char** argv) {
       graph::GraphRunnerOptions ro;
       ro.executors = executors;
       ro.executor = options;
-      runner = graph::make_graph_runner(f, ro);
+      runner = graph::make_graph_runner(actor_system, f, ro);
     }
 
     // Mini-batches in workload order (the same trees as the PyTorch runs).

@@ -50,9 +50,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeStarted))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeFailure))
 
-  // Dynamic networks (messages/vertex_work.hpp).
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWork))
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexWorkDone))
+  // Dynamic networks (messages/vertex_work.hpp; more at the end). In-process
+  // only: these two took the places of the per-step VertexWork and
+  // VertexWorkDone, so that no other type's ID moved.
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunVertexPart))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::VertexPartReady))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunGraphBatch))
 
   // Evaluation of any replica (messages/evaluation.hpp).
@@ -80,6 +82,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeJoined))         // messages/cluster.hpp
   CAF_ADD_ATOM(taihu, taihu::msg, join_deadline_atom, "joindeadln")  // the coordinator's join_timeout passed
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::ShardStats))         // messages/shard_stats.hpp
+  // Dynamic networks, continued (messages/vertex_work.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::GraphBatchDone))          // messages/vertex_work.hpp
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientTurn))      // messages/vertex_work.hpp
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientsWritten))  // messages/vertex_work.hpp
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -25,7 +25,7 @@ ReplicaServices replica_services(caf::actor_system& system, int replicas) {
     return std::make_unique<device::Sw26010Executor>(system, net, params);
   };
   const int per_process = std::max(1, replicas);
-  services.runner = [per_process](cavs::VertexFunction& f,
+  services.runner = [&system, per_process](cavs::VertexFunction& f,
                                   const config::Document& doc) -> std::unique_ptr<cavs::BatchRunner> {
     const config::Section& root = doc.root();
     auto options = graph::read_graph_runner_options(doc);  // read either way: no "unknown option"
@@ -35,7 +35,7 @@ ReplicaServices replica_services(caf::actor_system& system, int replicas) {
       options.executors = std::max(1, blas::available_cores() / (std::max(1, blas::threads()) * per_process));
     spdlog::info("graph runtime: {} vertex executors x {} BLAS threads per replica", options.executors,
                  blas::threads());
-    return graph::make_graph_runner(f, options);
+    return graph::make_graph_runner(system, f, options);
   };
   return services;
 }

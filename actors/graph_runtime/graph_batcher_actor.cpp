@@ -1,11 +1,10 @@
 #include "actors/graph_runtime/graph_batcher.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
-#include <deque>
-#include <optional>
+#include <algorithm>
 
 #include "actors/exception_reason.hpp"
 #include "core/common/check.hpp"
@@ -14,137 +13,113 @@
 namespace taihu::graph {
 namespace {
 
-using msg::VertexStep;
-
-struct Part {
-  int32_t rounds = 0;
-  bool done = false;
-  bool in_flight = false;  // a work item is out
-};
-
 struct BatcherState {
-  std::vector<caf::actor> executors;
-  std::vector<Part> parts;
+  std::vector<VertexExecutorActor> executors;
+  // The batch being run.
   std::uint64_t batch = 0;
   bool backward = true;
-  bool running = false;
-  std::size_t finished = 0;
-  bool gradient_token_taken = false;
-  std::deque<std::uint32_t> waiting_for_token;
-  caf::response_promise promise;
-  caf::error failure;  // an executor died: answer once no part has work out
+  std::vector<bool> ran;           // per part: answered RunVertexPart
+  std::uint32_t next_turn = 0;     // the part whose weight gradients go next
+  bool turn_out = false;           // that part is writing them
+  std::uint32_t requests_out = 0;  // to executors, not answered yet
+  std::uint32_t messages = 0;
+  caf::error failure;              // the first failed request
+  caf::typed_response_promise<msg::GraphBatchDone> promise;
   static inline const char* name = "graph_batcher";
 };
 
-using Self = caf::stateful_actor<BatcherState>;
+using Self = GraphBatcherActor::stateful_pointer<BatcherState>;
 
-void send_work(Self* self, std::uint32_t k, VertexStep step, int32_t round = 0) {
-  self->state.parts[k].in_flight = true;
-  self->send(self->state.executors[k], msg::VertexWork{self->state.batch, k, step, round});
+void advance(Self self);
+
+void sent(Self self) {
+  ++self->state.requests_out;
+  ++self->state.messages;
 }
 
-// After a failure: once no live executor is still running an item of this
-// batch (so nothing reads the batch's data any more), fail the request, quit.
-void finish_failed(Self* self) {
-  auto& s = self->state;
-  for (const Part& p : s.parts)
-    if (p.in_flight) return;
-  if (s.running) s.promise.deliver(s.failure);
-  s.running = false;
-  self->quit(s.failure);
+// An answer came back, or an error in its place.
+void answered(Self self) {
+  --self->state.requests_out;
+  ++self->state.messages;
 }
 
-// The item that follows `done` in part k's plan.
-void advance(Self* self, const msg::VertexWorkDone& done) {
+void failed(Self self, caf::error& e) {
+  answered(self);
+  if (!self->state.failure) self->state.failure = std::move(e);
+  advance(self);
+}
+
+void run_part(Self self, std::uint32_t k) {
   auto& s = self->state;
-  const std::uint32_t k = done.executor;
-  Part& p = s.parts[k];
-  switch (done.step) {
-    case VertexStep::inputs:
-      p.rounds = done.round;
-      return send_work(self, k, VertexStep::forward_eager);
-    case VertexStep::forward_eager:
-      return p.rounds > 0 ? send_work(self, k, VertexStep::forward_round, 0)
-                          : send_work(self, k, VertexStep::forward_lazy);
-    case VertexStep::forward_round:
-      return done.round + 1 < p.rounds ? send_work(self, k, VertexStep::forward_round, done.round + 1)
-                                       : send_work(self, k, VertexStep::forward_lazy);
-    case VertexStep::forward_lazy:
-      return send_work(self, k, s.backward ? VertexStep::backward_lazy : VertexStep::metrics);
-    case VertexStep::backward_lazy:
-      return p.rounds > 0 ? send_work(self, k, VertexStep::backward_round, p.rounds - 1)
-                          : send_work(self, k, VertexStep::backward_eager);
-    case VertexStep::backward_round:
-      return done.round > 0 ? send_work(self, k, VertexStep::backward_round, done.round - 1)
-                            : send_work(self, k, VertexStep::backward_eager);
-    case VertexStep::backward_eager:
-      if (s.gradient_token_taken) {
-        s.waiting_for_token.push_back(k);
-        return;
-      }
-      s.gradient_token_taken = true;
-      return send_work(self, k, VertexStep::weight_gradients);
-    case VertexStep::weight_gradients:
-      s.gradient_token_taken = false;
-      if (!s.waiting_for_token.empty()) {
-        const std::uint32_t next = s.waiting_for_token.front();
-        s.waiting_for_token.pop_front();
-        s.gradient_token_taken = true;
-        send_work(self, next, VertexStep::weight_gradients);
-      }
-      return send_work(self, k, VertexStep::metrics);
-    case VertexStep::metrics:
-      p.done = true;
-      if (++s.finished == s.parts.size()) {
-        s.running = false;
-        s.promise.deliver(true);
-      }
-      return;
+  sent(self);
+  self->request(s.executors[k], caf::infinite, msg::RunVertexPart{s.batch, k, s.backward})
+      .then(
+          [=](const msg::VertexPartReady&) {
+            answered(self);
+            self->state.ran[k] = true;
+            advance(self);
+          },
+          [=](caf::error& e) { failed(self, e); });
+}
+
+void give_turn(Self self, std::uint32_t k) {
+  auto& s = self->state;
+  s.turn_out = true;
+  sent(self);
+  self->request(s.executors[k], caf::infinite, msg::WeightGradientTurn{s.batch, k})
+      .then(
+          [=](const msg::WeightGradientsWritten&) {
+            answered(self);
+            self->state.turn_out = false;
+            ++self->state.next_turn;
+            advance(self);
+          },
+          [=](caf::error& e) { failed(self, e); });
+}
+
+// What may happen next, decided in this one place after every answer.
+void advance(Self self) {
+  auto& s = self->state;
+  if (s.failure) {
+    if (s.requests_out > 0) return;  // an executor still reads the batch
+    s.promise.deliver(s.failure);
+    return self->quit(s.failure);
   }
+  const bool all_ran = std::all_of(s.ran.begin(), s.ran.end(), [](bool r) { return r; });
+  const bool done = s.backward ? s.next_turn == s.ran.size() : all_ran;
+  if (done) {
+    ++s.messages;  // the answer below
+    s.promise.deliver(msg::GraphBatchDone{s.batch, s.messages});
+    return;
+  }
+  if (s.backward && !s.turn_out && s.ran[s.next_turn]) give_turn(self, s.next_turn);
 }
 
-caf::behavior graph_batcher(Self* self, std::vector<caf::actor> executors) {
+GraphBatcherActor::behavior_type graph_batcher(Self self, std::vector<VertexExecutorActor> executors) {
   self->state.executors = std::move(executors);
   self->set_exception_handler(exception_reason);
-  for (auto& e : self->state.executors) self->monitor(e);
-  self->set_down_handler([=](caf::down_msg& dm) {
-    auto& s = self->state;
-    if (!s.failure)
-      s.failure = dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error, "a vertex executor stopped");
-    for (std::size_t k = 0; k < s.executors.size() && k < s.parts.size(); ++k)
-      if (s.executors[k].address() == dm.source) s.parts[k].in_flight = false;
-    finish_failed(self);
-  });
   return {
       [=](const msg::RunGraphBatch& run) {
         auto& s = self->state;
-        const std::uint32_t parts = run.parts;
-        require(!s.running, "graph batcher: batch {} requested while batch {} runs", run.batch, s.batch);
-        require(parts >= 1 && parts <= s.executors.size(), "graph batcher: {} parts for {} executors", parts,
-                s.executors.size());
+        require(!s.promise.pending(), "graph batcher: batch {} requested while batch {} runs", run.batch, s.batch);
+        require(run.parts >= 1 && run.parts <= s.executors.size(), "graph batcher: {} parts for {} executors",
+                run.parts, s.executors.size());
         s.batch = run.batch;
         s.backward = run.backward;
-        s.parts.assign(parts, Part{});
-        s.finished = 0;
-        s.gradient_token_taken = false;
-        s.waiting_for_token.clear();
-        s.running = true;
-        s.promise = self->make_response_promise();
-        for (std::uint32_t k = 0; k < parts; ++k) send_work(self, k, VertexStep::inputs);
-      },
-      [=](const msg::VertexWorkDone& done) {
-        auto& s = self->state;
-        if (!s.running || done.batch != s.batch || done.executor >= s.parts.size()) return;  // stale
-        s.parts[done.executor].in_flight = false;
-        if (s.failure) return finish_failed(self);
-        advance(self, done);
+        s.ran.assign(run.parts, false);
+        s.next_turn = 0;
+        s.turn_out = false;
+        s.messages = 1;  // this request
+        s.promise = self->make_response_promise<msg::GraphBatchDone>();
+        for (std::uint32_t k = 0; k < run.parts; ++k) run_part(self, k);
+        return s.promise;
       },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_graph_batcher(caf::actor_system& system, std::vector<caf::actor> executors) {
+GraphBatcherActor spawn_graph_batcher(caf::actor_system& system, std::vector<VertexExecutorActor> executors) {
   return system.spawn(graph_batcher, std::move(executors));
 }
 

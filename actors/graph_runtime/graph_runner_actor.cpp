@@ -1,7 +1,6 @@
 #include "actors/graph_runtime/graph_runner.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include "actors/graph_runtime/vertex_executor.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
+#include "core/cavs/batch_split.hpp"
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
 #include "messages/type_ids.hpp"
@@ -21,28 +21,30 @@
 namespace taihu::graph {
 namespace {
 
-class ActorGraphRunner final : public cavs::BatchRunner {
+class ActorGraphRunner final : public GraphRunner {
  public:
-  ActorGraphRunner(cavs::VertexFunction& f, const GraphRunnerOptions& options)
-      : timeout_(std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::duration<double>(options.step_timeout))),
-        system_(configure(config_)) {
+  ActorGraphRunner(caf::actor_system& system, cavs::VertexFunction& f, const GraphRunnerOptions& options)
+      : system_(system),
+        timeout_(std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::duration<double>(options.step_timeout))) {
     // Parts share the parameters' diffs; only the weight-gradient step may
     // write them (executor.hpp), which the batcher serialises.
     require(options.executors <= 1 || options.executor.lazy_weight_gradients,
             "graph runtime: {} executors need lazy weight gradients", options.executors);
-    std::vector<caf::actor> executors;
     for (int k = 0; k < std::max(1, options.executors); ++k) {
       parts_.push_back(std::make_shared<ExecutorPart>(f, options.executor));
-      executors.push_back(spawn_vertex_executor(system_, parts_.back()));
+      executors_.push_back(spawn_vertex_executor(system_, parts_.back()));
     }
-    executors_ = executors;
-    batcher_ = spawn_graph_batcher(system_, std::move(executors));
+    batcher_ = spawn_graph_batcher(system_, executors_);
   }
 
+  // Waits for the actors to be gone: after a timed-out batch a part may
+  // still run, reading the vertex function, which may go with the runner.
   ~ActorGraphRunner() override {
-    caf::anon_send_exit(batcher_, caf::exit_reason::user_shutdown);
-    for (auto& e : executors_) caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
+    caf::scoped_actor self{system_};
+    self->send_exit(batcher_, caf::exit_reason::user_shutdown);
+    for (auto& e : executors_) self->send_exit(e, caf::exit_reason::user_shutdown);
+    self->wait_for(batcher_, executors_);
   }
 
   cavs::GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) override {
@@ -63,60 +65,44 @@ class ActorGraphRunner final : public cavs::BatchRunner {
   }
   void reset_stats() override {
     for (auto& p : parts_) p->executor.stats().reset();
+    runtime_stats_ = {};
   }
+  GraphRuntimeStats runtime_stats() const override { return runtime_stats_; }
 
  private:
-  static caf::actor_system_config& configure(caf::actor_system_config& cfg) {
-    // The executors are detached (own threads); the batcher needs one
-    // scheduler thread, and more would only spin on 2 cores.
-    cfg.add_message_types<caf::id_block::taihu>();
-    cfg.set("scheduler.max-threads", 1);
-    cfg.set("scheduler.policy", caf::atom("sharing"));
-    return cfg;
-  }
-
-  // Cuts the batch into contiguous parts of about equal vertex counts.
-  std::uint32_t split(std::span<const InputGraph> graphs) {
-    int64_t total = 0;
-    for (const auto& g : graphs) total += g.num_vertices();
-    const auto k = static_cast<int64_t>(std::min(parts_.size(), graphs.size()));
-    size_t begin = 0;
-    int64_t seen = 0;
-    for (int64_t p = 0; p < k; ++p) {
-      size_t end = begin;
-      const int64_t target = total * (p + 1) / k;
-      const size_t must_leave = static_cast<size_t>(k - p - 1);  // one graph for each later part
-      while (end < graphs.size() - must_leave && (end == begin || seen + graphs[end].num_vertices() / 2 <= target)) {
-        seen += graphs[end].num_vertices();
-        ++end;
-      }
-      if (p == k - 1) {
-        for (; end < graphs.size(); ++end) seen += graphs[end].num_vertices();
-      }
-      parts_[static_cast<size_t>(p)]->first_sample = static_cast<int32_t>(begin);
-      auto& part = parts_[static_cast<size_t>(p)]->graphs;
-      part.assign(graphs.begin() + static_cast<std::ptrdiff_t>(begin), graphs.begin() + static_cast<std::ptrdiff_t>(end));
-      begin = end;
+  // Hands each executor its part; returns how many parts there are.
+  std::uint32_t hand_out(std::span<const InputGraph> graphs, float loss_scale) {
+    const auto ranges = cavs::split_by_vertices(graphs, parts_.size());
+    for (std::size_t k = 0; k < ranges.size(); ++k) {
+      ExecutorPart& part = *parts_[k];
+      const auto begin = graphs.begin() + static_cast<std::ptrdiff_t>(ranges[k].begin);
+      part.graphs.assign(begin, begin + static_cast<std::ptrdiff_t>(ranges[k].size()));
+      part.first_sample = static_cast<int32_t>(ranges[k].begin);
+      part.loss_scale = loss_scale;
     }
-    return static_cast<std::uint32_t>(k);
+    return static_cast<std::uint32_t>(ranges.size());
   }
 
   cavs::GraphMetrics run(std::span<const InputGraph> graphs, float loss_scale, bool backward) {
     cavs::GraphMetrics total;
     if (!failure_.empty()) throw Error("graph runtime: stopped after an earlier failure: " + failure_);
     if (graphs.empty()) return total;
-    const std::uint32_t parts = split(graphs);
-    for (std::uint32_t k = 0; k < parts; ++k) parts_[k]->loss_scale = loss_scale;
+    const std::uint32_t parts = hand_out(graphs, loss_scale);
     caf::scoped_actor self{system_};
     std::string failure;
     self->request(batcher_, timeout_, msg::RunGraphBatch{++batch_, parts, backward})
-        .receive([](bool) {},
-                 [&](caf::error& e) {
-                   failure = e.category() == caf::atom("system") && e.code() == static_cast<uint8_t>(caf::sec::request_timeout)
-                                 ? fmt::format("a mini-batch took longer than step_timeout = {} s",
-                                               std::chrono::duration<double>(timeout_).count())
-                                 : reason_text(system_, e);
-                 });
+        .receive(
+            [&](const msg::GraphBatchDone& done) {
+              ++runtime_stats_.batches;
+              runtime_stats_.messages += done.messages;
+            },
+            [&](caf::error& e) {
+              const bool timed_out = e.category() == caf::atom("system") &&
+                                     e.code() == static_cast<uint8_t>(caf::sec::request_timeout);
+              failure = timed_out ? fmt::format("a mini-batch took longer than step_timeout = {} s",
+                                                std::chrono::duration<double>(timeout_).count())
+                                  : reason_text(system_, e);
+            });
     if (!failure.empty()) {
       failure_ = failure;
       throw Error("graph runtime: " + failure);
@@ -125,20 +111,21 @@ class ActorGraphRunner final : public cavs::BatchRunner {
     return total;
   }
 
+  caf::actor_system& system_;
   std::chrono::milliseconds timeout_;
-  caf::actor_system_config config_;
-  caf::actor_system system_;
   std::vector<std::shared_ptr<ExecutorPart>> parts_;
-  std::vector<caf::actor> executors_;
-  caf::actor batcher_;
+  std::vector<VertexExecutorActor> executors_;
+  GraphBatcherActor batcher_;
   std::uint64_t batch_ = 0;
-  std::string failure_;  // set once a batch failed: the executors are gone
+  GraphRuntimeStats runtime_stats_;
+  std::string failure_;  // set once a batch failed: the runner takes no more
 };
 
 }  // namespace
 
-std::unique_ptr<cavs::BatchRunner> make_graph_runner(cavs::VertexFunction& f, const GraphRunnerOptions& options) {
-  return std::make_unique<ActorGraphRunner>(f, options);
+std::unique_ptr<GraphRunner> make_graph_runner(caf::actor_system& system, cavs::VertexFunction& f,
+                                               const GraphRunnerOptions& options) {
+  return std::make_unique<ActorGraphRunner>(system, f, options);
 }
 
 GraphRunnerOptions read_graph_runner_options(const config::Document& doc) {

@@ -1,10 +1,8 @@
 #include "actors/graph_runtime/vertex_executor.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
-
-#include <chrono>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/exception_reason.hpp"
 #include "core/common/flush_to_zero.hpp"
@@ -13,53 +11,51 @@
 namespace taihu::graph {
 namespace {
 
-using msg::VertexStep;
-
 struct ExecutorState {
   std::shared_ptr<ExecutorPart> part;
   static inline const char* name = "vertex_executor";
 };
 
-using Self = caf::stateful_actor<ExecutorState>;
+using Self = VertexExecutorActor::stateful_pointer<ExecutorState>;
 
-// Runs one step; returns the value that goes back in `round`.
-int32_t run(ExecutorPart& p, VertexStep step, int32_t round) {
+// Everything of a part that writes no shared parameter diff, in the order of
+// cavs::Executor's contract (forward rounds up, backward rounds down), up to
+// the weight gradients in this executor's own scratch.
+void run_part(ExecutorPart& p, bool backward) {
   cavs::Executor& e = p.executor;
-  switch (step) {
-    case VertexStep::inputs:
-      e.set_inputs(p.graphs, p.first_sample);
-      e.set_loss_scale(p.loss_scale);
-      p.metrics = {};
-      return e.num_rounds();
-    case VertexStep::forward_eager: e.forward_eager(); break;
-    case VertexStep::forward_round: e.forward_round(round); break;
-    case VertexStep::forward_lazy: e.forward_lazy(); break;
-    case VertexStep::backward_lazy: e.backward_lazy(); break;
-    case VertexStep::backward_round: e.backward_round(round); break;
-    case VertexStep::backward_eager: e.backward_eager(); break;
-    case VertexStep::weight_gradients: e.accumulate_weight_gradients(); break;
-    case VertexStep::metrics: p.metrics.add(e, p.graphs); break;
-  }
-  return round;
+  e.set_inputs(p.graphs, p.first_sample);
+  e.set_loss_scale(p.loss_scale);
+  e.forward_eager();
+  for (int32_t r = 0; r < e.num_rounds(); ++r) e.forward_round(r);
+  e.forward_lazy();
+  p.metrics = {};
+  p.metrics.add(e, p.graphs);
+  if (!backward) return;
+  e.backward_lazy();
+  for (int32_t r = e.num_rounds(); r-- > 0;) e.backward_round(r);
+  e.backward_eager();
+  e.prepare_weight_gradients();
 }
 
-caf::behavior vertex_executor(Self* self, std::shared_ptr<ExecutorPart> part) {
+VertexExecutorActor::behavior_type vertex_executor(Self self, std::shared_ptr<ExecutorPart> part) {
   self->state.part = std::move(part);
   self->set_exception_handler(exception_reason);
   enable_flush_to_zero();  // this actor's own thread (detached)
   return {
-      [=](const msg::VertexWork& w) {
-        const auto start = std::chrono::steady_clock::now();
-        const int32_t round = run(*self->state.part, w.step, w.round);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        return msg::VertexWorkDone{w.batch, w.executor, w.step, round, seconds};
+      [=](const msg::RunVertexPart& run) {
+        run_part(*self->state.part, run.backward);
+        return msg::VertexPartReady{run.batch, run.part};
+      },
+      [=](const msg::WeightGradientTurn& turn) {
+        self->state.part->executor.accumulate_weight_gradients();
+        return msg::WeightGradientsWritten{turn.batch, turn.part};
       },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_vertex_executor(caf::actor_system& system, std::shared_ptr<ExecutorPart> part) {
+VertexExecutorActor spawn_vertex_executor(caf::actor_system& system, std::shared_ptr<ExecutorPart> part) {
   return system.spawn<caf::detached>(vertex_executor, std::move(part));
 }
 

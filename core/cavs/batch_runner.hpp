@@ -2,8 +2,9 @@
 // How a trainer gets one mini-batch through a vertex function: forward and
 // backward, parameter diffs accumulated (+=) into the function's params.
 // InlineRunner runs an Executor's steps on the calling thread; the actor
-// runtime (actors/graph_runtime/graph_runner.hpp) runs the same steps as work items of
-// several concurrent executors. Trainers see only this interface.
+// runtime (actors/graph_runtime/graph_runner.hpp) runs the same steps on
+// several concurrent executors, one part of the batch each. Trainers see only
+// this interface.
 
 #include <memory>
 #include <span>

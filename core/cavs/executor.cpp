@@ -52,6 +52,7 @@ Executor::Executor(VertexFunction& f, ExecutorOptions options)
     loss_index_.push_back(op.kind == OpKind::softmax_cross_entropy ? losses++ : -1);
   merged_weights_.resize(program_->groups.size());
   merged_diffs_.resize(program_->groups.size());
+  merged_gradient_pending_.assign(program_->groups.size(), 0);
   for (size_t g = 0; g < program_->groups.size(); ++g) {
     const MatmulGroup& group = program_->groups[g];
     if (group.ops.size() < 2) continue;
@@ -81,6 +82,8 @@ void Executor::set_inputs(std::span<const InputGraph> graphs, int32_t first_samp
   std::fill(predictions_.begin(), predictions_.begin() + rows, -1);
   loss_ = 0;
   loss_vertices_ = 0;
+  weight_gradients_prepared_ = false;  // a batch cut short never adds its scratch
+  std::fill(merged_gradient_pending_.begin(), merged_gradient_pending_.end(), 0);
   stats_.schedule_seconds += seconds_since(start);
   stats_.batches += 1;
   stats_.rounds += schedule_.num_rounds();
@@ -179,12 +182,39 @@ void Executor::backward_eager() {
   stats_.backward_seconds += seconds_since(start);
 }
 
-void Executor::accumulate_weight_gradients() {
+void Executor::prepare_weight_gradients() {
   if (!options_.lazy_weight_gradients) return;
   const auto start = Clock::now();
+  for (size_t g = 0; g < program_->groups.size(); ++g) {
+    if (program_->groups[g].ops.size() < 2) continue;
+    merged_gradient_pending_[g] = matmul_weight_gradient(static_cast<int32_t>(g), merged_diffs_[g].ptr(), 0.0f);
+  }
+  weight_gradients_prepared_ = true;
+  stats_.weight_gradient_seconds += seconds_since(start);
+}
+
+void Executor::accumulate_weight_gradients() {
+  if (!options_.lazy_weight_gradients) return;
+  require(weight_gradients_prepared_, "cavs executor: accumulate_weight_gradients() before prepare_weight_gradients()");
+  weight_gradients_prepared_ = false;
+  const auto start = Clock::now();
+  const Definition& d = f_.definition();
+  for (size_t gi = 0; gi < program_->groups.size(); ++gi) {
+    const MatmulGroup& g = program_->groups[gi];
+    if (g.ops.size() < 2) {
+      matmul_weight_gradient(static_cast<int32_t>(gi), weight_diff(d.ops[static_cast<size_t>(g.ops[0])].param), 1.0f);
+      continue;
+    }
+    if (!merged_gradient_pending_[gi]) continue;
+    merged_gradient_pending_[gi] = 0;
+    for (size_t m = 0; m < g.ops.size(); ++m) {
+      const Op& op = d.ops[static_cast<size_t>(g.ops[m])];
+      blas::axpy(static_cast<int64_t>(op.width) * g.in_width, 1.0f,
+                 merged_diffs_[gi].ptr() + static_cast<int64_t>(g.columns[m]) * g.in_width, weight_diff(op.param));
+    }
+  }
   const Range all = all_range();
-  for (size_t g = 0; g < program_->groups.size(); ++g) matmul_weight_gradient(static_cast<int32_t>(g), all.begin, all.end);
-  const auto& ops = f_.definition().ops;
+  const auto& ops = d.ops;
   for (size_t i = 0; i < ops.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
     if (ops[i].kind == OpKind::add_bias && transient(id)) {  // summed row by row in backward
@@ -228,6 +258,7 @@ void Executor::run_backward() {
   backward_lazy();
   for (int32_t r = num_rounds(); r-- > 0;) backward_round(r);
   backward_eager();
+  prepare_weight_gradients();
   accumulate_weight_gradients();
 }
 
@@ -791,33 +822,21 @@ void Executor::matmul_backward(int32_t gi, const Range& r) {
   }
 }
 
-void Executor::matmul_weight_gradient(int32_t gi, int32_t begin, int32_t end) {
+bool Executor::matmul_weight_gradient(int32_t gi, float* dw, float beta) {
   const MatmulGroup& g = program_->groups[static_cast<size_t>(gi)];
-  const Definition& d = f_.definition();
   const Range all = all_range();
-  if (g.domain == Domain::edge) {
-    begin = 0;
-    end = all.edge_end;
-  }
+  const int32_t end = g.domain == Domain::edge ? all.edge_end : all.end;
   const float* x = data(g.input);
   const int64_t ldx = ld(g.input);
   const float* dy = grad_[static_cast<size_t>(g.buffer)].ptr();
   const int64_t ldy = program_->buffers[static_cast<size_t>(g.buffer)].ld;
-  const bool merged = g.ops.size() > 1;
-  float* dw = merged ? merged_diffs_[static_cast<size_t>(gi)].ptr() : weight_diff(d.ops[static_cast<size_t>(g.ops[0])].param);
-  float beta = merged ? 0.0f : 1.0f;
   bool any = false;
-  for_active_rows(g, all, begin, end, [&](int32_t lo, int32_t hi) {
+  for_active_rows(g, all, 0, end, [&](int32_t lo, int32_t hi) {
     gemm(true, false, g.width, g.in_width, hi - lo, dy + lo * ldy, ldy, x + lo * ldx, ldx, beta, dw, g.in_width);
     beta = 1.0f;
     any = true;
   });
-  if (!merged || !any) return;
-  for (size_t m = 0; m < g.ops.size(); ++m) {
-    const Op& op = d.ops[static_cast<size_t>(g.ops[m])];
-    blas::axpy(static_cast<int64_t>(op.width) * g.in_width, 1.0f, dw + static_cast<int64_t>(g.columns[m]) * g.in_width,
-               weight_diff(op.param));
-  }
+  return any;
 }
 
 float* Executor::bias_scratch(int32_t id) {

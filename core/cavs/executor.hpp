@@ -11,7 +11,7 @@
 //   set_inputs(graphs)
 //   forward_eager(); forward_round(0 .. R-1); forward_lazy();
 //   backward_lazy(); backward_round(R-1 .. 0); backward_eager();
-//   accumulate_weight_gradients();
+//   prepare_weight_gradients(); accumulate_weight_gradients();
 // forward_round(r) needs forward_round(r-1) done; backward_round(r) needs
 // backward_round(r+1) done. Executors share nothing mutable except their
 // VertexFunction's parameters, so executors over different VertexFunctions
@@ -67,7 +67,7 @@ struct ExecutorStats {
   double schedule_seconds = 0;
   double forward_seconds = 0;          // eager + rounds + lazy
   double backward_seconds = 0;         // lazy + rounds + eager data gradients
-  double weight_gradient_seconds = 0;  // accumulate_weight_gradients
+  double weight_gradient_seconds = 0;  // prepare_ and accumulate_weight_gradients
   int64_t batches = 0;
   int64_t rounds = 0;
   int64_t vertices = 0;
@@ -118,7 +118,14 @@ class Executor {
   void backward_lazy();
   void backward_round(int32_t round);
   void backward_eager();
-  void accumulate_weight_gradients();
+  // Lazy weight gradients in two steps. prepare_weight_gradients() computes
+  // what goes to this executor's own scratch — the GEMMs of merged matmul
+  // groups, most of the work — so executors sharing a VertexFunction may run
+  // it at once. accumulate_weight_gradients() then adds into the shared
+  // parameter diffs, the only step that writes them. The split changes no
+  // bit: the same operations, the diffs written in the same order.
+  void prepare_weight_gradients();
+  void accumulate_weight_gradients();  // after prepare_weight_gradients()
 
   void run_forward();
   void run_backward();  // backward_lazy .. accumulate_weight_gradients
@@ -177,7 +184,9 @@ class Executor {
   void rowwise_backward(int32_t id, int32_t begin, int32_t end);
   void matmul_forward(int32_t group, const Range& r);
   void matmul_backward(int32_t group, const Range& r);
-  void matmul_weight_gradient(int32_t group, int32_t begin, int32_t end);
+  // GEMMs of the group's weight gradient over every active row into `dw`
+  // (beta for the first); whether any row was active.
+  bool matmul_weight_gradient(int32_t group, float* dw, float beta);
   float* bias_scratch(int32_t id);
   // Adds the bias gradient of rows [begin, end) to `db` (the param's diff
   // when null).
@@ -222,6 +231,8 @@ class Executor {
   std::vector<Tensor> data_, grad_;      // per buffer
   std::vector<Tensor> merged_weights_;   // per group (empty for one member)
   std::vector<Tensor> merged_diffs_;     // per group, lazy weight-gradient scratch
+  std::vector<uint8_t> merged_gradient_pending_;  // per group: scratch holds a gradient not yet added
+  bool weight_gradients_prepared_ = false;
   std::vector<float> log_normalizers_;   // per loss and row, for the loss backward
   // Per add_bias op whose output is transient (its gradient rows do not
   // outlive the backward step): the bias gradient summed during the backward

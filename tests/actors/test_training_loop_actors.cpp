@@ -167,10 +167,10 @@ TEST_SUITE("training loop") {
   }
 
   TEST_CASE("a dynamic model resumed from an epoch checkpoint continues exactly") {
-    // One vertex executor: several sum their parts' weight gradients in the
-    // order they finish (actors/graph_runtime/graph_runner.hpp).
+    // Two vertex executors: their parts' weight gradients add up in part
+    // order, whichever finishes first (actors/graph_runtime/graph_runner.hpp).
     TempDir a, b;
-    auto config = [](const TempDir& dir, int epochs) { return "executors = 1\n" + expression_config(dir, epochs); };
+    auto config = [](const TempDir& dir, int epochs) { return "executors = 2\n" + expression_config(dir, epochs); };
     const auto straight = train_graphs(config(a, 3));
     train_graphs(config(b, 2));
     const auto resumed = train_graphs(config(b, 3), b / "graph.ckpt");

@@ -235,7 +235,8 @@ TEST_SUITE("messages") {
   TEST_CASE_FIXTURE(testing::ActorFixture, "every type of the block is registered by name") {
     const auto names = registered_type_names();
     CHECK(names.size() == caf::id_block::taihu::end - caf::id_block::taihu::begin);
-    for (const char* name : {"taihu::msg::Chunk", "taihu::msg::IterationDone", "taihu::msg::VertexWork", "taihu::msg::RunGraphBatch"})
+    for (const char* name : {"taihu::msg::Chunk", "taihu::msg::IterationDone", "taihu::msg::RunVertexPart",
+                             "taihu::msg::RunGraphBatch", "taihu::msg::WeightGradientsWritten", "taihu::msg::ShardStats"})
       CHECK(std::find(names.begin(), names.end(), name) != names.end());
     CHECK(missing_message_types(system).empty());
     // A system without the block misses every one of them.
