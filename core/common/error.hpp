@@ -32,6 +32,13 @@ class DataError : public Error {
   using Error::Error;
 };
 
+// A size this machine cannot hold (a tensor larger than its memory): says
+// what asked for it, so the key behind it can be found.
+class ResourceError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Training diverged (NaN or Inf loss) or a numeric invariant broke.
 class NumericError : public Error {
  public:

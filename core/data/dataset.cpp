@@ -1,6 +1,7 @@
 #include "core/data/dataset.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -45,9 +46,11 @@ std::vector<float> read_per_channel(const config::Section& data, const char* key
   return values;
 }
 
-int64_t read_count(const config::Section& data, const char* key, int64_t fallback, int64_t minimum) {
+int64_t read_count(const config::Section& data, const char* key, int64_t fallback, int64_t minimum,
+                   int64_t maximum = std::numeric_limits<int64_t>::max()) {
   const auto value = data.get_or<int64_t>(key, fallback);
   if (value < minimum) throw data.error(key, fmt::format("must be at least {}, got {}", minimum, value));
+  if (value > maximum) throw data.error(key, fmt::format("must be at most {}, got {}", maximum, value));
   return value;
 }
 
@@ -139,7 +142,8 @@ DataConfig DataConfig::read(const config::Document& doc, const config::Section& 
   for (float s : config.preprocess.std)
     if (s == 0.0f) throw data.error("std", "values must not be zero");
 
-  config.prefetch = static_cast<int>(read_count(data, "prefetch", config.prefetch, 0));
+  // Batches read ahead; more than a few hundred buys nothing and could not be held.
+  config.prefetch = static_cast<int>(read_count(data, "prefetch", config.prefetch, 0, 256));
   config.shuffle = data.get_or<bool>("shuffle", config.shuffle);
   config.limit_train = read_count(data, "limit_train", 0, 0);
   config.limit_test = read_count(data, "limit_test", 0, 0);

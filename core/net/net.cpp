@@ -82,8 +82,14 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
     blobs_[name]->reshape(Shape(dims));
   }
   for (auto& node : layers_) {
-    node.layer->setup(node.bottom, node.top);
-    node.layer->reshape(node.bottom, node.top);
+    try {
+      node.layer->setup(node.bottom, node.top);
+      node.layer->reshape(node.bottom, node.top);
+    } catch (const ResourceError& e) {
+      const config::Section* s = doc.find("layer", node.layer->name());
+      raise<ResourceError>("{}: layer '{}' ({}), at {} samples per batch: {}", s ? s->where().str() : "<net>",
+                           node.layer->name(), node.layer->type(), batch_, e.what());
+    }
   }
   for (const config::Section* s : doc.sections("layer")) s->reject_unused("this layer type");
   plan_backward();

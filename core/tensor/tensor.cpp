@@ -5,17 +5,32 @@
 #include <cstring>
 #include <new>
 
+#include <unistd.h>
+
 #include "core/common/check.hpp"
 
 namespace taihu {
 
 namespace {
 
-std::shared_ptr<float[]> allocate(size_t count) {
+// The machine's memory: no tensor can be larger (an impossible request from a
+// config, such as batch_size = 1e9, must fail with its shape, not bad_alloc).
+double memory_bytes() {
+  static const double bytes = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+
+std::shared_ptr<float[]> allocate(size_t count, const Shape& shape) {
+  const double wanted = static_cast<double>(count) * sizeof(float);
+  if (wanted > memory_bytes())
+    raise<ResourceError>("a tensor of shape {} needs {:.1f} GiB; this machine has {:.1f} GiB of memory", shape.str(),
+                         wanted / (1u << 30), memory_bytes() / (1u << 30));
   const size_t bytes = (count * sizeof(float) + Tensor::alignment - 1) / Tensor::alignment *
                        Tensor::alignment;
   void* p = std::aligned_alloc(Tensor::alignment, std::max<size_t>(bytes, Tensor::alignment));
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr)
+    raise<ResourceError>("a tensor of shape {} ({:.1f} GiB) does not fit in the memory left", shape.str(),
+                         wanted / (1u << 30));
   return std::shared_ptr<float[]>(static_cast<float*>(p), [](float* q) { std::free(q); });
 }
 
@@ -28,7 +43,7 @@ void Tensor::reshape(const Shape& shape) {
   count_ = shape.count();
   if (static_cast<size_t>(count_) > capacity_ || !storage_) {
     capacity_ = static_cast<size_t>(count_);
-    storage_ = allocate(capacity_);
+    storage_ = allocate(capacity_, shape);
     std::memset(storage_.get(), 0, capacity_ * sizeof(float));
   }
 }

@@ -6,6 +6,7 @@
 #include <cereal/types/utility.hpp>
 #include <cereal/types/vector.hpp>
 #include <fcntl.h>
+#include <signal.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -38,6 +39,24 @@ uint64_t fnv1a(std::string_view bytes) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
   return h;
+}
+
+// A save cut short (the process killed between creating its temporary file
+// and renaming it) leaves "<path>.tmp.<pid>": removed at the next save of the
+// same path, unless that process still runs (it may be saving right now).
+void remove_stale_temporaries(const std::filesystem::path& path) {
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+  const std::string prefix = path.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto owner = static_cast<pid_t>(std::stoll(pid));
+    if (owner != ::getpid() && ::kill(owner, 0) == 0) continue;  // alive
+    std::filesystem::remove(entry.path(), ec);
+  }
 }
 
 void write_all(int fd, const char* data, size_t size, const std::string& path) {
@@ -94,6 +113,7 @@ void save_framed(const std::filesystem::path& path, std::string_view magic, std:
 
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const std::string target = path.string();
+  remove_stale_temporaries(path);
   const std::string temp = fmt::format("{}.tmp.{}", target, ::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) raise("cannot create checkpoint '{}': {}", temp, std::strerror(errno));
@@ -123,8 +143,12 @@ void save_framed(const std::filesystem::path& path, std::string_view magic, std:
 }
 
 std::string load_framed(const std::filesystem::path& path, std::string_view magic) {
+  std::error_code ec;
+  require(!std::filesystem::is_directory(path, ec), "'{}' is a folder, not a checkpoint file (name the .ckpt file)",
+          path.string());
   std::ifstream in(path, std::ios::binary);
-  require(static_cast<bool>(in), "cannot open checkpoint '{}'", path.string());
+  require(static_cast<bool>(in), "cannot open checkpoint '{}': {}", path.string(),
+          std::filesystem::exists(path, ec) ? "permission denied" : "no such file");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t header = magic.size() + sizeof(uint64_t);
   require(bytes.size() >= header + sizeof(uint64_t) && std::string_view(bytes).substr(0, magic.size()) == magic,

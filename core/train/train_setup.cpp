@@ -35,7 +35,14 @@ std::unique_ptr<Net> build_net(const config::Document& doc, const TrainSettings&
   const config::Section& root = doc.root();
   const auto net_path = doc.resolve(root.get<std::string>("net"));
   auto description = std::make_shared<config::Document>(config::Document::parse_file(net_path));
-  auto net = std::make_unique<Net>(description, batch, seed);
+  std::unique_ptr<Net> net;
+  try {
+    net = std::make_unique<Net>(description, batch, seed);
+  } catch (const ResourceError& e) {
+    // The layer's file and line say where its sizes come from; the batch is
+    // the app config's.
+    throw root.error("batch_size", fmt::format("the net does not fit in this machine's memory: {}", e.what()));
+  }
   const std::pair<const char*, const std::string*> blobs[] = {
       {"data_blob", &settings.data_blob}, {"label_blob", &settings.label_blob}, {"loss_blob", &settings.loss_blob}};
   for (const auto& [key, blob] : blobs)

@@ -92,6 +92,24 @@ expect "unknown device names the key" 2 "device.*cpu, sw26010" -- "$train" --con
 sed '0,/weight_filler = xavier/s//weight_filler = constant 3e38/' "$work/lenet.ini" >"$work/nan.ini"
 expect "NaN loss stops with code 3" 3 "loss became NaN" -- "$train" --config-file="$work/app.ini" net=nan.ini --progress=quiet
 
+# Sizes the machine cannot hold: exit 2 naming the key (and the layer), never bad_alloc.
+expect "a batch beyond memory names batch_size" 2 "key 'batch_size'.*does not fit in this machine's memory" -- \
+  "$train" --config-file="$work/app.ini" batch_size=1000000000
+sed 's/num_output = 500/num_output = 2000000000/' "$work/lenet.ini" >"$work/huge.ini"
+expect "a layer beyond memory names the layer and its line" 2 "huge.ini:[0-9]+: layer 'ip1' \(InnerProduct\).*GiB" -- \
+  "$train" --config-file="$work/app.ini" net=huge.ini
+expect "prefetch beyond reason names the key" 2 "key 'prefetch'.*at most 256" -- \
+  "$train" --config-file="$work/app.ini" data.prefetch=1000000000
+# --resume: a folder, a finished run.
+expect "resume of a folder says so" 2 "is a folder, not a checkpoint file" -- "$train" --config-file="$work/app.ini" --resume="$work/out"
+"$train" --config-file="$work/app.ini" output.checkpoint=done.ckpt --progress=quiet >/dev/null 2>&1
+expect "resume of a finished run says it is complete" 2 "already complete" -- "$train" --config-file="$work/app.ini" --resume="$work/out/done.ckpt"
+# `iterations` with replicas (was: unknown option).
+expect "iterations stops 2 workers" 0 '"iterations": 2,' -- bash -c "\"$train\" --config-file=\"$work/app.ini\" workers=2 batch_size=8 iterations=2 --progress=quiet --report=\"$work/ri.json\" >/dev/null 2>&1 && cat \"$work/ri.json\""
+# A save killed half way leaves <checkpoint>.tmp.<pid>: the next save removes it.
+touch "$work/out/checkpoint.ckpt.tmp.999999999"
+expect "a stale temporary checkpoint file is removed at the next save" 0 "^removed$" -- bash -c "\"$train\" --config-file=\"$work/app.ini\" --progress=quiet >/dev/null 2>&1; [[ ! -e \"$work/out/checkpoint.ckpt.tmp.999999999\" ]] && echo removed"
+
 # Dynamic networks: the shipped Tree-LSTM config on a slice of SST, through the
 # graph actor runtime, and its bad-input paths.
 sst=${TAIHU_DATA_DIR:-$src/../shared/data}/sst
