@@ -12,14 +12,19 @@
 
 namespace taihu {
 
-inline caf::error exception_reason(std::exception_ptr& e) {
+// The exception's message.
+inline std::string exception_text(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& x) {
-    return caf::make_error(caf::sec::runtime_error, std::string(x.what()));
+    return x.what();
   } catch (...) {
-    return caf::make_error(caf::sec::runtime_error, std::string("unknown exception"));
+    return "unknown exception";
   }
+}
+
+inline caf::error exception_reason(std::exception_ptr& e) {
+  return caf::make_error(caf::sec::runtime_error, exception_text(e));
 }
 
 // The text of an exit reason or failed request: the exception's message when

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "actors/compute/cluster.hpp"
+#include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"
 #include "apps/app_support.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -39,7 +40,9 @@ options (or the same keys, with underscores, in [node] of --config-file):
 
 exit codes: 0 training finished; 2 bad input; 4 coordinator unreachable;
 5 not admitted (wrong secret, cluster full); 6 setup failed; 7 coordinator lost;
-8 dropped from an elastic cluster after a failure of its own
+8 dropped from the cluster after a failure of its own (including this process
+being stopped or starved for longer than dead_after); 9 the run failed elsewhere
+(the coordinator's reason is logged)
 )";
 
 }  // namespace

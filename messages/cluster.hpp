@@ -10,7 +10,8 @@
 //   coord -> node  ClusterSetup                     -> NodeReady (data plane port)
 //   coord -> node  ClusterPeers                     -> NodeStarted (worker handles)
 //   node -> coord  NodeFailure                      a local actor or a data-plane peer failed
-//   coord -> node  stop_atom                        training is over: shut down
+//   coord -> node  leave_atom                       this node is dropped (elastic): shut down
+//   coord -> node  RunEnded                         training is over (finished or failed): shut down
 
 #include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
@@ -100,6 +101,19 @@ struct NodeFailure {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeFailure& x) {
   return f(caf::meta::type_name("taihu::msg::NodeFailure"), x.generation, x.node, x.rank, x.reason);
+}
+
+// Coordinator -> node: the run is over. A node of a finished run exits 0, one
+// of a failed run exits 9 and logs the coordinator's reason, so that a
+// cluster script sees the failure on every node, not on the coordinator only.
+struct RunEnded {
+  bool finished = true;
+  std::string reason;  // why it failed (empty when finished)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunEnded& x) {
+  return f(caf::meta::type_name("taihu::msg::RunEnded"), x.finished, x.reason);
 }
 
 }  // namespace taihu::msg

@@ -86,6 +86,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::GraphBatchDone))          // messages/vertex_work.hpp
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientTurn))      // messages/vertex_work.hpp
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientsWritten))  // messages/vertex_work.hpp
+  // A node's own timers (actors/compute/node_actor.cpp) and the end of a run.
+  CAF_ADD_ATOM(taihu, taihu::msg, tick_atom, "tick")           // a node checks that it was not stopped
+  CAF_ADD_ATOM(taihu, taihu::msg, teardown_atom, "teardown")   // a node's teardown took too long
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunEnded))               // messages/cluster.hpp
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

@@ -4,23 +4,21 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "transport/listener.hpp"
+#include "transport/log_limiter.hpp"
 #include "transport/sha256.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/shared_arena.hpp"
@@ -127,6 +125,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   asio::io_context io;
   std::shared_ptr<Listener> listener;
   std::thread thread;
+  LogLimiter refusal_log;  // strangers can trigger refusals at will
 
   struct Stats {
     std::atomic<std::uint64_t> bytes_sent{0}, bytes_received{0}, messages_sent{0}, messages_received{0},
@@ -255,7 +254,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   // --- server side ---------------------------------------------------------
 
   void refuse(const std::shared_ptr<Inbound>& in, const std::string& why) {
-    spdlog::warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
+    refusal_log.warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
     close(in);
   }
 
@@ -274,7 +273,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     refusal->version = options.version;
     refusal->kind = 1;
     refusal->reason = static_cast<std::uint32_t>(reason);
-    spdlog::warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
+    refusal_log.warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
     asio::async_write(in->socket, asio::buffer(refusal.get(), sizeof(Hello)),
                       [this, in, refusal](const asio::error_code&, std::size_t) { close(in); });
   }
@@ -1085,20 +1084,6 @@ void DataPlane::hold_polling(bool hold) {
   im.set_polling(0);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   im.poll_channels(true);  // what came while peers thought we were looking
-}
-
-std::string read_secret_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  require<NetError>(static_cast<bool>(in), "cannot read the cluster secret file '{}'", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string secret = text.str();
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
-  require<NetError>(!secret.empty(), "the cluster secret file '{}' is empty", path.string());
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 0077) != 0)
-    spdlog::warn("the cluster secret file '{}' is readable by others (chmod 600 it)", path.string());
-  return secret;
 }
 
 std::string random_secret() {

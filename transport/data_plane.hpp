@@ -184,10 +184,6 @@ class DataPlane {
   std::shared_ptr<Impl> impl_;
 };
 
-// The cluster secret: the file's bytes without a trailing newline. Throws
-// NetError when the file is missing or empty; warns when others may read it.
-std::string read_secret_file(const std::filesystem::path& path);
-
 // A fresh random secret (hex), e.g. for tests.
 std::string random_secret();
 

@@ -76,7 +76,8 @@ namespace taihu::compute {
 
 // 2: admission by the gatekeeper (transport/gatekeeper.hpp), before any CAF byte.
 // 3: the typed worker protocol (actors/compute/worker_actor.hpp).
-inline constexpr int cluster_protocol_version = 3;
+// 4: a run's end is RunEnded (finished or failed), not stop_atom.
+inline constexpr int cluster_protocol_version = 4;
 
 class ClusterError : public Error {
  public:
@@ -116,8 +117,9 @@ struct NodeOptions {
   int protocol_version = cluster_protocol_version;  // tests speak others
 };
 
-// Joins, hosts its replicas until the coordinator says stop (0) or is lost
-// or refuses this node (non-zero). Logs why.
+// Joins, hosts its replicas until the run ends, and returns taihu-node's exit
+// code: 0 when the run finished, non-zero (taihu-node --help) when it failed,
+// the coordinator was lost or dropped this node, or refused it. Logs why.
 int run_node(const NodeOptions& options);
 
 }  // namespace taihu::compute

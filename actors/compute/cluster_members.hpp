@@ -22,6 +22,7 @@
 
 #include "actors/compute/cluster.hpp"
 #include "actors/compute/members.hpp"
+#include "messages/cluster.hpp"
 #include "transport/gatekeeper.hpp"
 
 namespace taihu::compute {
@@ -63,8 +64,8 @@ class ClusterMembers {
   // Elastic: every live node drops its replicas (reform_atom); a node that
   // does not answer within `timeout` is lost too. Then `done`.
   void drop_replicas(caf::event_based_actor* self, std::chrono::milliseconds timeout, std::function<void()> done);
-  // Training is over: every node shuts down; the port closes.
-  void stop(caf::event_based_actor* self);
+  // Training is over: every node hears how it ended and shuts down; the port closes.
+  void stop(caf::event_based_actor* self, const msg::RunEnded& end);
 
  private:
   ClusterSettings settings_;

@@ -219,11 +219,11 @@ void ClusterMembers::drop_replicas(caf::event_based_actor* self, std::chrono::mi
       std::move(done));
 }
 
-void ClusterMembers::stop(caf::event_based_actor* self) {
+void ClusterMembers::stop(caf::event_based_actor* self, const msg::RunEnded& end) {
   for (auto& n : nodes_) {
     if (!n.agent) continue;
     self->demonitor(n.agent);
-    self->send(n.agent, msg::stop_atom_v);
+    self->send(n.agent, end);
   }
   gatekeeper_.reset();  // no new connections
   if (gate_) self->send_exit(gate_, caf::exit_reason::user_shutdown);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"
 
 namespace taihu::compute {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "actors/compute/coordinator_state.hpp"
+#include "actors/exception_reason.hpp"
 #include "collectives/algorithms.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -23,8 +24,9 @@ namespace {
 
 // --- ending --------------------------------------------------------------
 
-// Stops whatever the run started: local actors, nodes, the control port.
-void stop_members(Coordinator* self) {
+// Stops whatever the run started: local actors, nodes (told how the run
+// ended), the control port.
+void stop_members(Coordinator* self, const msg::RunEnded& end) {
   auto& s = self->state;
   for (auto& a : s.members.local) {
     self->demonitor(a);
@@ -33,7 +35,7 @@ void stop_members(Coordinator* self) {
   s.members.local.clear();
   for (auto& w : s.members.workers)
     if (w) self->demonitor(caf::actor_cast<caf::actor>(w));
-  if (s.cluster) s.cluster->stop(self);
+  if (s.cluster) s.cluster->stop(self, end);
 }
 
 void deliver(Coordinator* self, Outcome outcome) {
@@ -41,7 +43,7 @@ void deliver(Coordinator* self, Outcome outcome) {
   if (s.over) return;
   s.over = true;
   if (s.iteration) s.iteration->cancel();
-  stop_members(self);
+  stop_members(self, outcome.error ? msg::RunEnded{false, exception_text(outcome.error)} : msg::RunEnded{});
   s.progress.reset();
   s.outcome->set_value(std::move(outcome));
   self->quit();

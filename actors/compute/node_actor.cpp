@@ -8,7 +8,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
+#include <functional>
+#include <future>
 #include <map>
 #include <set>
 #include <thread>
@@ -40,9 +41,374 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
+// taihu-node's exit codes (its --help lists them; 2, bad input, is the app's).
+enum NodeExit : int {
+  finished = 0,
+  coordinator_unreachable = 4,
+  not_admitted = 5,
+  setup_failed = 6,
+  coordinator_lost = 7,
+  dropped = 8,
+  run_failed = 9,
+};
+
+// A teardown waits this long for the node's actors to stop; a node that must
+// answer the coordinator cannot hang on one that does not (it is named in the
+// log instead).
+constexpr auto teardown_limit = std::chrono::seconds(10);
+
+// The node's agent: the coordinator's counterpart in this process. It hosts
+// the ranks the coordinator places here for one cluster generation at a time
+// and ends the process's run with an exit code that says why.
+struct NodeState {
+  static inline const char* name = "taihu.node";
+
+  // Given at spawn.
+  NodeOptions options;
+  std::string label;  // "node 1 'name'" for logs
+  int index = -1;
+  caf::actor gate;
+  std::shared_ptr<std::promise<int>> exit_code;
+
+  // The current cluster generation (ClusterSetup, then ClusterPeers).
+  caf::actor coordinator;
+  std::int32_t generation = 0;
+  std::optional<config::Document> doc;
+  TrainSettings settings;
+  std::vector<int> rank_node;
+  std::vector<std::string> algorithms;
+  std::vector<int> local_ranks;
+  std::vector<std::shared_ptr<WorkerModel>> models;
+  std::shared_ptr<transport::ChunkLink> link;
+  std::vector<caf::actor> workers, shards;
+  std::map<caf::actor_addr, std::string> who;
+
+  // A teardown in progress: the actors told to exit that have not ended yet,
+  // and what runs once they have (or teardown_limit passed).
+  std::set<caf::actor_addr> stopping;
+  std::vector<std::function<void()>> after_teardown;
+  std::uint64_t teardowns = 0;
+
+  // This process's own liveness: the agent ticks every heartbeat, and a tick
+  // late by more than dead_after means the process itself was stopped
+  // (SIGSTOP) or starved. A coordinator lost right after such a stall has
+  // dropped this node for its silence, which is this node's failure.
+  Clock::time_point last_tick = Clock::now();
+  Clock::time_point stall_seen{};
+  double stall_seconds = 0.0;
+  bool ending = false;
+};
+using NodeAgent = caf::stateful_actor<NodeState>;
+
+void report(NodeAgent* self, int rank, const std::string& reason) {
+  auto& s = self->state;
+  spdlog::error("{}: {}", s.label, reason);
+  if (s.coordinator) self->send(s.coordinator, msg::NodeFailure{s.generation, s.index, rank, reason});
+}
+
+void finish_teardown(NodeAgent* self) {
+  auto& s = self->state;
+  s.stopping.clear();
+  s.link.reset();
+  s.workers.clear();
+  s.shards.clear();
+  s.who.clear();
+  s.models.clear();
+  s.local_ranks.clear();
+  auto then = std::move(s.after_teardown);
+  s.after_teardown.clear();
+  for (auto& f : then) f();
+}
+
+// Drops this node's replicas, shard actors and data plane (at the end, and
+// before an elastic cluster re-forms), then runs `then`.
+void teardown(NodeAgent* self, std::function<void()> then) {
+  auto& s = self->state;
+  s.after_teardown.push_back(std::move(then));
+  if (!s.stopping.empty()) return;  // one in progress: `then` runs after it
+  if (s.link) s.link->detach_all();
+  for (auto* group : {&s.workers, &s.shards})
+    for (auto& a : *group) {
+      s.stopping.insert(a.address());
+      self->send_exit(a, caf::exit_reason::user_shutdown);  // still monitored: its down_msg says it stopped
+    }
+  if (s.stopping.empty()) return finish_teardown(self);
+  self->delayed_send(self, teardown_limit, msg::teardown_atom_v, ++s.teardowns);
+}
+
+// Ends the node with `code` once its actors have stopped.
+void end_node(NodeAgent* self, int code) {
+  auto& s = self->state;
+  if (s.ending) return;
+  s.ending = true;
+  if (code == NodeExit::finished) spdlog::info("{}: training over, shutting down", s.label);
+  teardown(self, [self, code] {
+    self->state.exit_code->set_value(code);
+    self->quit();
+  });
+}
+
+// The seconds this process was stalled, if it was within the last few
+// heartbeats (or is only now noticing it: the tick has not run yet).
+double recent_stall(const NodeState& s) {
+  const auto now = Clock::now();
+  const double silent = std::chrono::duration<double>(now - s.last_tick).count();
+  if (silent > s.options.dead_after) return silent;
+  if (s.stall_seconds > 0.0 && now - s.stall_seen < millis(4 * s.options.heartbeat + s.options.dead_after))
+    return s.stall_seconds;
+  return 0.0;
+}
+
+void lost_coordinator(NodeAgent* self, const caf::error& reason) {
+  auto& s = self->state;
+  if (const double stall = recent_stall(s); stall > 0.0) {
+    spdlog::error("{}: this process was stopped or starved for {:.1f} s, longer than dead_after ({} s); the "
+                  "coordinator dropped it as silent ({}); stopping",
+                  s.label, stall, s.options.dead_after, reason_text(self->system(), reason));
+    return end_node(self, NodeExit::dropped);
+  }
+  spdlog::error("{}: lost the coordinator ({}); stopping", s.label, reason_text(self->system(), reason));
+  end_node(self, NodeExit::coordinator_lost);
+}
+
+void on_down(NodeAgent* self, const caf::down_msg& dm) {
+  auto& s = self->state;
+  if (dm.source == s.gate.address() || (s.coordinator && dm.source == s.coordinator.address())) {
+    if (!s.ending) lost_coordinator(self, dm.reason);  // after RunEnded, the coordinator goes as it should
+    return;
+  }
+  // It has ended: a teardown must not wait for it.
+  for (auto* group : {&s.workers, &s.shards})
+    std::erase_if(*group, [&](const caf::actor& a) { return a.address() == dm.source; });
+  if (s.stopping.erase(dm.source) == 1) {
+    if (s.stopping.empty()) finish_teardown(self);
+    return;
+  }
+  if (dm.reason == caf::exit_reason::user_shutdown) return;  // the coordinator's shutdown
+  auto it = s.who.find(dm.source);
+  const std::string what = it != s.who.end() ? it->second : "an actor";
+  int rank = -1;
+  if (it != s.who.end() && what.rfind("worker ", 0) == 0) rank = std::stoi(what.substr(7));
+  report(self, rank, fmt::format("{} on node {} failed: {}", what, s.index, reason_text(self->system(), dm.reason)));
+}
+
+// Builds this node's replicas for a generation and opens its data plane.
+msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
+  auto& s = self->state;
+  s.generation = setup.generation;
+  s.doc.emplace(config::Document::parse(setup.config, "config from the coordinator"));
+  const config::Document& doc = *s.doc;
+  s.settings = read_replica_settings(doc);
+  s.rank_node.assign(setup.rank_node.begin(), setup.rank_node.end());
+  s.algorithms = setup.algorithms;
+  const int ranks = static_cast<int>(s.rank_node.size());
+  for (int r = 0; r < ranks; ++r)
+    if (s.rank_node[static_cast<std::size_t>(r)] == s.index) s.local_ranks.push_back(r);
+  const double bucket_mb = doc.section("sync").get_or<double>("bucket_mb", 25.0);
+  const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
+  const int blas_threads = doc.section("blas").get_or<int>("threads", 0);
+  blas::set_threads(blas_threads > 0 ? blas_threads
+                                     : std::max(1, blas::available_cores() /
+                                                       std::max(1, static_cast<int>(s.local_ranks.size()))));
+  // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
+  const config::Section& cluster_section = doc.section("cluster");
+  const ClusterSettings defaults;
+  const bool same_host_copy = cluster_section.get_or<bool>("same_host_copy", defaults.same_host_copy);
+  // The buckets and the shards' copies live in the shared arena, so that peers on this host read them in place.
+  std::shared_ptr<const msg::PayloadAllocator> allocator;
+  if (same_host_copy) {
+    try {
+      allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: no shared arena ({}); peers on this host read through the kernel", s.label, e.what());
+    }
+  }
+  const ReplicaData data = ReplicaData::read(doc, s.settings);
+  for (int r : s.local_ranks) {
+    s.models.push_back(build_worker_model(doc, s.settings, data, r, ranks, bucket_bytes,
+                                          replica_services(self->system(), static_cast<int>(s.local_ranks.size()))));
+    s.models.back()->allocator = allocator;
+  }
+  transport::DataPlaneOptions options;
+  options.node = s.index;
+  options.secret = s.options.secret;
+  options.listen_address = s.options.data_listen;
+  if (!same_host_copy) options.remote_read_min_bytes = 0;
+  options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
+  s.link = std::make_shared<transport::ChunkLink>(
+      options, s.rank_node,
+      [coordinator = s.coordinator, generation = s.generation, index = s.index](int node, const std::string& why) {
+        // On the I/O thread: tell the coordinator (by message; it names the node).
+        caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
+            "node {} lost its data-plane connection to node {}: {}", index, node, why)});
+      },
+      allocator);
+  spdlog::info("{}: ranks {}..{} built; data plane on {}:{}", s.label, s.local_ranks.front(), s.local_ranks.back(),
+               s.options.data_listen, s.link->port());
+  return msg::NodeReady{s.index, s.options.data_listen, s.link->port()};
+}
+
+// Connects to the other nodes' data planes, spawns the shard actors and the
+// workers of this node's ranks, and wires the shards up.
+msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
+  auto& s = self->state;
+  for (std::size_t j = 0; j < peers.hosts.size(); ++j)  // nodes without ranks have no port
+    if (static_cast<int>(j) != s.index && peers.ports[j] != 0)
+      s.link->plane().connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
+  const int ranks = static_cast<int>(s.rank_node.size());
+  const auto topology = training_topology(*s.doc, ranks);
+  const collectives::Buckets& buckets = *s.models.front()->buckets;
+  // One rank exchanges nothing: no buckets are planned, no shards spawned.
+  require(ranks == 1 || s.algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
+          s.algorithms.size(), buckets.size());
+  const auto here = [&s](int r) { return s.rank_node[static_cast<std::size_t>(r)] == s.index; };
+  std::vector<std::vector<sync::shard_actor>> bucket_shards(buckets.size(), std::vector<sync::shard_actor>(ranks));
+  const auto compression = collectives::plan_compression(*s.doc, buckets, ranks);
+  for (std::size_t b = 0; ranks > 1 && b < buckets.size(); ++b) {
+    bucket_shards[b] = sync::spawn_bucket_shards(
+        self->system(), topology,
+        {static_cast<std::uint32_t>(b), buckets[b].elements, collectives::parse_algorithm(s.algorithms[b]),
+         compression[b]},
+        s.link, here);
+    for (int r = 0; r < ranks; ++r) {
+      if (!here(r)) continue;
+      const sync::shard_actor& shard = bucket_shards[b][static_cast<std::size_t>(r)];
+      s.link->attach(static_cast<std::uint32_t>(b), r, shard);
+      s.who[shard.address()] = fmt::format("rank {}'s shard of bucket {}", r, b);
+      s.shards.push_back(caf::actor_cast<caf::actor>(shard));
+    }
+  }
+  const int cores = blas::available_cores();
+  auto slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, blas::threads())));
+  msg::NodeStarted started{s.index, {}, {}};
+  for (auto& m : s.models) {
+    const int r = m->rank;
+    if (ranks > 1)
+      for (auto& bucket : bucket_shards) m->shards.push_back(bucket[static_cast<std::size_t>(r)]);
+    m->compute_slots = slots;
+    auto w = caf::actor_cast<caf::actor>(spawn_worker(self->system(), std::move(m)));
+    s.who[w.address()] = fmt::format("worker {}", r);
+    s.workers.push_back(w);
+    started.ranks.push_back(r);
+    started.workers.push_back(w);
+  }
+  s.models.clear();
+  for (std::size_t b = 0; ranks > 1 && b < bucket_shards.size(); ++b)
+    for (std::size_t k = 0; k < started.ranks.size(); ++k) {
+      const auto r = static_cast<std::size_t>(started.ranks[k]);
+      self->send(bucket_shards[b][r],
+                 msg::ShardInit{static_cast<std::uint32_t>(b), sync::as_peers(bucket_shards[b]), started.workers[k]});
+    }
+  for (auto& a : s.workers) self->monitor(a);
+  for (auto& a : s.shards) self->monitor(a);
+  return started;
+}
+
+// A setup or start that threw: the coordinator hears why, and the node ends.
+caf::error failed(NodeAgent* self, std::string_view what, const std::exception& e) {
+  report(self, -1, fmt::format("{} failed: {}", what, e.what()));
+  end_node(self, NodeExit::setup_failed);
+  return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
+}
+
+// Asks the gate for this node's index first (the gate learns the agent from
+// the request), then serves the coordinator.
+caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name, caf::actor gate,
+                         std::shared_ptr<std::promise<int>> exit_code) {
+  auto& s = self->state;
+  s.options = std::move(options);
+  s.label = fmt::format("node '{}'", name);
+  s.gate = std::move(gate);
+  s.exit_code = std::move(exit_code);
+  self->monitor(s.gate);
+  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
+  // await: no message of the coordinator's is handled before the index is known.
+  self->request(s.gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self)})
+      .await(
+          [self, name](std::int32_t index) {
+            auto& s = self->state;
+            s.index = index;
+            s.label = fmt::format("node {} '{}'", index, name);
+            spdlog::info("{}: joined the coordinator at {}:{}", s.label, s.options.coordinator_host,
+                         s.options.coordinator_port);
+            self->send(self, msg::tick_atom_v);
+          },
+          [self](caf::error& e) {
+            auto& s = self->state;
+            if (s.ending) return;
+            spdlog::error("{}: the coordinator at {}:{} did not admit this node: {}", s.label,
+                          s.options.coordinator_host, s.options.coordinator_port, reason_text(self->system(), e));
+            end_node(self, NodeExit::not_admitted);
+          });
+  return {
+      [self](msg::ClusterSetup& setup) -> caf::result<msg::NodeReady> {
+        auto& s = self->state;
+        if (!s.coordinator) {
+          s.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
+          self->monitor(s.coordinator);
+        }
+        // A re-formed cluster: nothing of the last generation stays.
+        auto promise = self->make_response_promise<msg::NodeReady>();
+        teardown(self, [self, promise, setup = std::move(setup)]() mutable {
+          try {
+            promise.deliver(set_up(self, setup));
+          } catch (const std::exception& e) {
+            promise.deliver(failed(self, "setup", e));
+          }
+        });
+        return promise;
+      },
+      [self](msg::ClusterPeers& peers) -> caf::result<msg::NodeStarted> {
+        try {
+          return start(self, peers);
+        } catch (const std::exception& e) {
+          return failed(self, "start", e);
+        }
+      },
+      [self](msg::reform_atom) -> caf::result<bool> {
+        spdlog::info("{}: the cluster re-forms; dropping ranks of generation {}", self->state.label,
+                     self->state.generation);
+        auto promise = self->make_response_promise<bool>();
+        teardown(self, [promise]() mutable { promise.deliver(true); });
+        return promise;
+      },
+      [self](msg::RunEnded& end) {
+        if (end.finished) return end_node(self, NodeExit::finished);
+        spdlog::error("{}: the run failed: {}", self->state.label, end.reason);
+        end_node(self, NodeExit::run_failed);
+      },
+      [self](msg::leave_atom) {
+        spdlog::error("{}: the coordinator dropped this node from the cluster; stopping", self->state.label);
+        end_node(self, NodeExit::dropped);
+      },
+      [self](msg::tick_atom) {
+        auto& s = self->state;
+        const auto now = Clock::now();
+        const double gap = std::chrono::duration<double>(now - s.last_tick).count();
+        if (gap > s.options.dead_after) {
+          s.stall_seen = now;
+          s.stall_seconds = gap;
+          spdlog::warn("{}: this process did not run for {:.1f} s (stopped or starved)", s.label, gap);
+        }
+        s.last_tick = now;
+        self->delayed_send(self, millis(s.options.heartbeat), msg::tick_atom_v);
+      },
+      [self](msg::teardown_atom, std::uint64_t teardown) {
+        auto& s = self->state;
+        if (teardown != s.teardowns || s.stopping.empty()) return;  // that one completed
+        for (const auto& a : s.stopping) {
+          auto it = s.who.find(a);
+          spdlog::warn("{}: {} did not stop within {} s; going on without it", s.label,
+                       it != s.who.end() ? it->second : std::string("an actor"), teardown_limit.count());
+        }
+        finish_teardown(self);
+      },
+  };
+}
+
 }  // namespace
 
-// --- the node ----------------------------------------------------------------
+// --- the node process ------------------------------------------------------------
 
 int run_node(const NodeOptions& o) {
   caf::actor_system_config cfg;
@@ -70,251 +436,33 @@ int run_node(const NodeOptions& o) {
       break;
     } catch (const transport::GateRefused& e) {
       spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, e.what());
-      return 5;
+      return NodeExit::not_admitted;
     } catch (const transport::NetError& e) {
       if (Clock::now() > deadline) {
         spdlog::error("node '{}': cannot reach the coordinator at {} within {} s: {}", name, where, o.join_timeout,
                       e.what());
-        return 4;
+        return NodeExit::coordinator_unreachable;
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 
-  caf::scoped_actor self{system};
-  int index = -1;
-  std::string error;
-  self->request(gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self)})
-      .receive([&](std::int32_t i) { index = i; }, [&](caf::error& e) { error = reason_text(system, e); });
-  if (index < 0) {
-    spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, error);
-    return 5;
-  }
-  spdlog::info("node '{}': joined the coordinator at {} as node {}", name, where, index);
-  self->monitor(gate);
-
-  // State built by the setup messages.
-  caf::actor coordinator;
-  std::optional<config::Document> doc;
-  TrainSettings settings;
-  std::vector<int> rank_node;
-  std::vector<std::string> algorithms;
-  std::vector<int> local_ranks;
-  std::vector<std::shared_ptr<WorkerModel>> models;
-  std::shared_ptr<transport::ChunkLink> link;
-  std::vector<caf::actor> workers, shards;
-  std::map<caf::actor_addr, std::string> who;
-  int exit_code = 0;
-  bool running = true;
-  std::int32_t generation = 0;
-
-  auto report = [&](int node, int rank, std::string reason) {
-    spdlog::error("node {} '{}': {}", index, name, reason);
-    if (coordinator) self->send(coordinator, msg::NodeFailure{generation, node, rank, std::move(reason)});
-  };
-  // Drops this node's replicas, shard actors and data plane (at the end, and
-  // before an elastic cluster re-forms).
-  // Waits a bounded time: a node that must answer the coordinator cannot
-  // hang on an actor that does not stop (it is named in the log instead).
-  auto teardown = [&] {
-    if (link) link->detach_all();
-    std::set<caf::actor_addr> running_actors;
-    for (auto* group : {&workers, &shards})
-      for (auto& a : *group) {
-        running_actors.insert(a.address());
-        self->send_exit(a, caf::exit_reason::user_shutdown);  // still monitored: its down_msg says it stopped
-      }
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    for (auto now = Clock::now(); !running_actors.empty() && now < deadline; now = Clock::now())
-      self->receive(
-          [&](const caf::down_msg& dm) {
-            if (running_actors.erase(dm.source) == 1) return;
-            if (running && (dm.source == gate.address() || (coordinator && dm.source == coordinator.address()))) {
-              spdlog::error("node {} '{}': lost the coordinator while dropping its replicas; stopping", index, name);
-              exit_code = 7;
-              running = false;
-            }
-          },
-          caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)) >> [] {});
-    for (const auto& a : running_actors) {
-      auto it = who.find(a);
-      spdlog::warn("node {} '{}': {} did not stop within 10 s; going on without it", index, name,
-                   it != who.end() ? it->second : std::string("an actor"));
-    }
-    link.reset();
-    workers.clear();
-    shards.clear();
-    who.clear();
-    models.clear();
-    local_ranks.clear();
-  };
-
-  self->receive_while([&] { return running; })(
-      [&](msg::ClusterSetup& setup) -> caf::result<msg::NodeReady> {
-        if (!coordinator) {
-          coordinator = caf::actor_cast<caf::actor>(self->current_sender());
-          self->monitor(coordinator);
-        }
-        try {
-          teardown();  // a re-formed cluster: nothing of the last one stays
-          generation = setup.generation;
-          doc.emplace(config::Document::parse(setup.config, "config from the coordinator"));
-          settings = read_replica_settings(*doc);
-          rank_node.assign(setup.rank_node.begin(), setup.rank_node.end());
-          algorithms = setup.algorithms;
-          const int ranks = static_cast<int>(rank_node.size());
-          for (int r = 0; r < ranks; ++r)
-            if (rank_node[static_cast<std::size_t>(r)] == index) local_ranks.push_back(r);
-          const double bucket_mb = doc->section("sync").get_or<double>("bucket_mb", 25.0);
-          const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
-          const int blas_threads = doc->section("blas").get_or<int>("threads", 0);
-          blas::set_threads(blas_threads > 0 ? blas_threads
-                                             : std::max(1, blas::available_cores() /
-                                                               std::max(1, static_cast<int>(local_ranks.size()))));
-          // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
-          const config::Section& cluster_section = doc->section("cluster");
-          const ClusterSettings defaults;
-          const bool same_host_copy = cluster_section.get_or<bool>("same_host_copy", defaults.same_host_copy);
-          // The buckets and the shards' copies live in the shared arena, so that peers on this host read them in place.
-          std::shared_ptr<const msg::PayloadAllocator> allocator;
-          if (same_host_copy) {
-            try {
-              allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
-            } catch (const std::exception& e) {
-              spdlog::warn("node {}: no shared arena ({}); peers on this host read through the kernel", index, e.what());
-            }
-          }
-          const ReplicaData data = ReplicaData::read(*doc, settings);
-          for (int r : local_ranks) {
-            models.push_back(build_worker_model(*doc, settings, data, r, ranks, bucket_bytes,
-                                                replica_services(system, static_cast<int>(local_ranks.size()))));
-            models.back()->allocator = allocator;
-          }
-          transport::DataPlaneOptions options;
-          options.node = index;
-          options.secret = o.secret;
-          options.listen_address = o.data_listen;
-          if (!same_host_copy) options.remote_read_min_bytes = 0;
-          options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
-          link = std::make_shared<transport::ChunkLink>(
-              options, rank_node, [coordinator, generation, index](int node, const std::string& why) {
-                // On the I/O thread: tell the coordinator (by message; it names the node).
-                caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
-                    "node {} lost its data-plane connection to node {}: {}", index, node, why)});
-              },
-              allocator);
-          spdlog::info("node {} '{}': ranks {}..{} built; data plane on {}:{}", index, name, local_ranks.front(),
-                       local_ranks.back(), o.data_listen, link->port());
-          return msg::NodeReady{index, o.data_listen, link->port()};
-        } catch (const std::exception& e) {
-          report(index, -1, fmt::format("setup failed: {}", e.what()));
-          exit_code = 6;
-          running = false;
-          return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
-        }
-      },
-      [&](msg::ClusterPeers& peers) -> caf::result<msg::NodeStarted> {
-        try {
-          for (std::size_t j = 0; j < peers.hosts.size(); ++j)  // nodes without ranks have no port
-            if (static_cast<int>(j) != index && peers.ports[j] != 0)
-              link->plane().connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
-          const int ranks = static_cast<int>(rank_node.size());
-          const auto topology = training_topology(*doc, ranks);
-          const collectives::Buckets& buckets = *models.front()->buckets;
-          // One rank exchanges nothing: no buckets are planned, no shards spawned.
-          require(ranks == 1 || algorithms.size() == buckets.size(),
-                  "the coordinator sent {} algorithms for {} buckets", algorithms.size(), buckets.size());
-          std::vector<std::vector<sync::shard_actor>> bucket_shards(buckets.size(),
-                                                                    std::vector<sync::shard_actor>(ranks));
-          const auto compression = collectives::plan_compression(*doc, buckets, ranks);
-          for (std::size_t b = 0; ranks > 1 && b < buckets.size(); ++b) {
-            bucket_shards[b] = sync::spawn_bucket_shards(
-                system, topology,
-                {static_cast<std::uint32_t>(b), buckets[b].elements, collectives::parse_algorithm(algorithms[b]),
-                 compression[b]},
-                link, [&](int r) { return rank_node[static_cast<std::size_t>(r)] == index; });
-            for (int r = 0; r < ranks; ++r) {
-              if (rank_node[static_cast<std::size_t>(r)] != index) continue;
-              const sync::shard_actor& shard = bucket_shards[b][static_cast<std::size_t>(r)];
-              link->attach(static_cast<std::uint32_t>(b), r, shard);
-              who[shard.address()] = fmt::format("rank {}'s shard of bucket {}", r, b);
-              shards.push_back(caf::actor_cast<caf::actor>(shard));
-            }
-          }
-          const int cores = blas::available_cores();
-          auto slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, blas::threads())));
-          msg::NodeStarted started{index, {}, {}};
-          for (auto& m : models) {
-            const int r = m->rank;
-            if (ranks > 1)
-              for (auto& s : bucket_shards) m->shards.push_back(s[static_cast<std::size_t>(r)]);
-            m->compute_slots = slots;
-            auto w = caf::actor_cast<caf::actor>(spawn_worker(system, std::move(m)));
-            who[w.address()] = fmt::format("worker {}", r);
-            workers.push_back(w);
-            started.ranks.push_back(r);
-            started.workers.push_back(w);
-          }
-          models.clear();
-          for (std::size_t b = 0; ranks > 1 && b < bucket_shards.size(); ++b)
-            for (std::size_t k = 0; k < started.ranks.size(); ++k) {
-              const auto r = static_cast<std::size_t>(started.ranks[k]);
-              self->send(bucket_shards[b][r], msg::ShardInit{static_cast<std::uint32_t>(b), sync::as_peers(bucket_shards[b]),
-                                                             started.workers[k]});
-            }
-          for (auto& a : workers) self->monitor(a);
-          for (auto& a : shards) self->monitor(a);
-          return started;
-        } catch (const std::exception& e) {
-          report(index, -1, fmt::format("start failed: {}", e.what()));
-          exit_code = 6;
-          running = false;
-          return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
-        }
-      },
-      [&](msg::reform_atom) {
-        spdlog::info("node {} '{}': the cluster re-forms; dropping ranks of generation {}", index, name, generation);
-        teardown();
-        return true;
-      },
-      [&](msg::stop_atom) { running = false; },
-      [&](msg::leave_atom) {
-        spdlog::error("node {} '{}': the coordinator dropped this node from the cluster; stopping", index, name);
-        exit_code = 8;
-        running = false;
-      },
-      [&](const caf::down_msg& dm) {
-        if (dm.source == gate.address() || (coordinator && dm.source == coordinator.address())) {
-          spdlog::error("node {} '{}': lost the coordinator ({}); stopping", index, name, reason_text(system, dm.reason));
-          exit_code = 7;
-          running = false;
-          return;
-        }
-        // It has ended: a teardown must not wait for it.
-        for (auto* group : {&workers, &shards})
-          std::erase_if(*group, [&](const caf::actor& a) { return a.address() == dm.source; });
-        if (dm.reason == caf::exit_reason::user_shutdown) return;  // the coordinator's shutdown
-        auto it = who.find(dm.source);
-        const std::string what = it != who.end() ? it->second : "an actor";
-        int rank = -1;
-        if (it != who.end() && what.rfind("worker ", 0) == 0) rank = std::stoi(what.substr(7));
-        report(index, rank, fmt::format("{} on node {} failed: {}", what, index, reason_text(system, dm.reason)));
-      });
-
-  teardown();
-  if (exit_code == 0) spdlog::info("node {} '{}': training over, shutting down", index, name);
+  auto exit_code = std::make_shared<std::promise<int>>();
+  std::future<int> ended = exit_code->get_future();
+  system.spawn(node_agent, o, name, gate, exit_code);
+  const int code = ended.get();
   // Every actor was told to exit and has terminated, but the actor system's
   // destructor also waits until each detached actor is released, and a
   // reference that is never dropped would keep this process alive forever
   // (seen after compressed runs over shaped links). The node's work is done:
   // bound that wait.
-  std::thread([exit_code, index, name] {
+  std::thread([code, name] {
     std::this_thread::sleep_for(std::chrono::seconds(10));
-    spdlog::warn("node {} '{}': an actor was not released within 10 s of shutdown; exiting anyway", index, name);
+    spdlog::warn("node '{}': an actor was not released within 10 s of shutdown; exiting anyway", name);
     spdlog::shutdown();
-    std::_Exit(exit_code);
+    std::_Exit(code);
   }).detach();
-  return exit_code;
+  return code;
 }
 
 }  // namespace taihu::compute

@@ -11,12 +11,20 @@
 #include "core/cavs/models/tree_fc.hpp"
 #include "core/cavs/models/tree_gru.hpp"
 #include "core/cavs/models/tree_lstm.hpp"
+#include "core/common/check.hpp"
 #include "core/common/random.hpp"
 
 namespace taihu::cavs {
 namespace {
 
 using Builder = std::function<VertexFunction(const config::Section&, const GraphDataset&, uint64_t)>;
+
+// A model type: how to build it, and the most children its F takes (-1: any),
+// which build_model checks against the F it built.
+struct ModelType {
+  Builder build;
+  int32_t max_arity;
+};
 
 int32_t positive(const config::Section& model, std::string_view key, int32_t fallback) {
   const auto value = model.get_or<int32_t>(key, fallback);
@@ -46,36 +54,43 @@ ChainLmOptions language_model_options(const config::Section& model, const GraphD
   return common_options<ChainLmOptions>(model, data, seed);
 }
 
-const std::map<std::string, Builder, std::less<>>& builders() {
-  static const std::map<std::string, Builder, std::less<>> table{
+const std::map<std::string, ModelType, std::less<>>& builders() {
+  static const std::map<std::string, ModelType, std::less<>> table{
       {"tree_lstm",
-       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_binary_tree_lstm(common_options<TreeLstmOptions>(m, d, s));
-       }},
+       {[](const config::Section& m, const GraphDataset& d, uint64_t s) {
+          return make_binary_tree_lstm(common_options<TreeLstmOptions>(m, d, s));
+        },
+        2}},
       {"child_sum_tree_lstm",
-       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_child_sum_tree_lstm(common_options<TreeLstmOptions>(m, d, s));
-       }},
+       {[](const config::Section& m, const GraphDataset& d, uint64_t s) {
+          return make_child_sum_tree_lstm(common_options<TreeLstmOptions>(m, d, s));
+        },
+        -1}},
       {"tree_gru",
-       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_tree_gru(common_options<TreeGruOptions>(m, d, s));
-       }},
+       {[](const config::Section& m, const GraphDataset& d, uint64_t s) {
+          return make_tree_gru(common_options<TreeGruOptions>(m, d, s));
+        },
+        2}},
       {"tree_fc",
-       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_tree_fc(common_options<TreeFcOptions>(m, d, s));
-       }},
+       {[](const config::Section& m, const GraphDataset& d, uint64_t s) {
+          return make_tree_fc(common_options<TreeFcOptions>(m, d, s));
+        },
+        2}},
       {"lstm",
-       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_lstm_language_model(language_model_options(m, d, s));
-       }},
+       {[](const config::Section& m, const GraphDataset& d, uint64_t s) {
+          return make_lstm_language_model(language_model_options(m, d, s));
+        },
+        1}},
       {"gru",
-       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_gru_language_model(language_model_options(m, d, s));
-       }},
+       {[](const config::Section& m, const GraphDataset& d, uint64_t s) {
+          return make_gru_language_model(language_model_options(m, d, s));
+        },
+        1}},
       {"gated_graph",
-       [](const config::Section& m, const GraphDataset& d, uint64_t s) {
-         return make_gated_graph_network(common_options<GatedGraphOptions>(m, d, s));
-       }},
+       {[](const config::Section& m, const GraphDataset& d, uint64_t s) {
+          return make_gated_graph_network(common_options<GatedGraphOptions>(m, d, s));
+        },
+        -1}},
   };
   return table;
 }
@@ -99,9 +114,24 @@ void check_model_type(const config::Section& model) {
     throw model.error("type", fmt::format("unknown model '{}'; known: {}", type, fmt::join(model_types(), ", ")));
 }
 
+GraphLimits model_limits(const config::Section& model) {
+  check_model_type(model);
+  const auto type = model.get<std::string>("type");
+  const int32_t arity = builders().find(type)->second.max_arity;
+  // A language model (arity 1) reads the chains its own source makes; on any
+  // other source build_model says it needs that source, which helps more
+  // than the first node with two children.
+  if (arity == 1) return GraphLimits{0, fmt::format("model '{}'", type)};
+  return GraphLimits{std::max(arity, 0), fmt::format("model '{}'", type)};
+}
+
 VertexFunction build_model(const config::Section& model, const GraphDataset& data, uint64_t seed) {
   check_model_type(model);
-  return builders().find(model.get<std::string>("type"))->second(model, data, seed);
+  const ModelType& type = builders().find(model.get<std::string>("type"))->second;
+  VertexFunction f = type.build(model, data, seed);
+  require(f.definition().options.max_arity == type.max_arity, "model '{}': its F takes {} children, its table entry says {}",
+          model.get<std::string>("type"), f.definition().options.max_arity, type.max_arity);
+  return f;
 }
 
 }  // namespace taihu::cavs

@@ -30,6 +30,10 @@ const std::vector<std::string>& model_types();
 // data are loaded, so that a typo is reported first).
 void check_model_type(const config::Section& model);
 
+// What the model type takes of a graph (its vertex function's arity), known
+// before the data load so that the data are checked as they are read.
+GraphLimits model_limits(const config::Section& model);
+
 // Reads every key of `model` that applies to its type.
 VertexFunction build_model(const config::Section& model, const GraphDataset& data, uint64_t seed);
 

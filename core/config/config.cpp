@@ -138,6 +138,23 @@ Document Document::parse_file(const std::filesystem::path& path) {
   return doc;
 }
 
+namespace {
+
+// Config text is text: a control character (a NUL above all) would cut the
+// value short in every message and dump that shows it, so it is an error at
+// its line and column. Tabs are whitespace; a CR ends a Windows line.
+void require_text(std::string_view line, std::string_view where) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c == '\t' || (c == '\r' && i + 1 == line.size())) continue;
+    if (c < 0x20 || c == 0x7f)
+      throw ConfigError(fmt::format("{}, column {}: a control character (byte 0x{:02x}) where text belongs", where,
+                                    i + 1, c));
+  }
+}
+
+}  // namespace
+
 Document Document::parse(std::string_view text, std::string source_name) {
   Document doc;
   doc.sections_.front() = Section("", "", Location{source_name, 0});
@@ -150,6 +167,7 @@ Document Document::parse(std::string_view text, std::string source_name) {
     pos = end + 1;
     ++line_number;
     const Location where{source_name, line_number};
+    require_text(raw, where.str());
     const std::string_view line = trim(strip_comment(raw));
     if (line.empty()) {
       if (end == text.size()) break;
@@ -222,6 +240,7 @@ std::vector<const Section*> Document::sections(std::string_view kind) const {
 
 void Document::apply_override(std::string_view assignment) {
   while (!assignment.empty() && assignment.front() == '-') assignment.remove_prefix(1);
+  require_text(assignment, "command line");
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0)
     throw ConfigError(fmt::format("command line: expected key=value, got '{}'", assignment));

@@ -14,8 +14,9 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 class BracketParser {
  public:
-  BracketParser(std::string_view text, const TokenMapper& token_id, std::string_view source, int64_t first_line)
-      : text_(text), token_id_(token_id), source_(source), first_line_(first_line) {}
+  BracketParser(std::string_view text, const TokenMapper& token_id, std::string_view source, int64_t first_line,
+                const TreeLimits& limits)
+      : text_(text), token_id_(token_id), source_(source), first_line_(first_line), limits_(limits) {}
 
   InputGraph parse() {
     // Every vertex opens one '(' and, but the root, is one edge.
@@ -54,6 +55,9 @@ class BracketParser {
         frames_.pop_back();
         const std::span<const int32_t> children(pending_.data() + frame.first_child,
                                                 pending_.size() - frame.first_child);
+        if (limits_.max_children > 0 && children.size() > static_cast<size_t>(limits_.max_children))
+          fail(frame.open, "a node with {} children; {} takes at most {} per node", children.size(), limits_.model,
+               limits_.max_children);
         const int32_t id = graph_.add_vertex(children, frame.label);
         pending_.resize(frame.first_child);
         pending_.push_back(id);
@@ -88,7 +92,10 @@ class BracketParser {
     }
     if (pos_ == digits) fail(start, "missing label: '(' at column {} must be followed by an integer label",
                              column_of(open));
-    return static_cast<int32_t>(negative ? -value : value);
+    const auto label = static_cast<int32_t>(negative ? -value : value);
+    if (limits_.classes > 0 && (label < 0 || label >= limits_.classes))
+      fail(start, "label {} is outside [0, {}) (classes = {})", label, limits_.classes, limits_.classes);
+    return label;
   }
 
   int32_t read_leaf(size_t open, size_t content, int32_t label) {
@@ -125,6 +132,7 @@ class BracketParser {
   const TokenMapper& token_id_;
   std::string_view source_;
   int64_t first_line_;
+  const TreeLimits& limits_;
   size_t pos_ = 0;
   InputGraph graph_;
   std::vector<Frame> frames_;
@@ -160,18 +168,19 @@ std::string read_text(const std::filesystem::path& path) {
 }  // namespace
 
 InputGraph parse_bracket_tree(std::string_view text, const TokenMapper& token_id, std::string_view source,
-                              int64_t first_line) {
-  return BracketParser(text, token_id, source, first_line).parse();
+                              int64_t first_line, const TreeLimits& limits) {
+  return BracketParser(text, token_id, source, first_line, limits).parse();
 }
 
-TreeBank parse_bracket_trees(std::string_view text, const VocabularyOptions& options, std::string_view source) {
+TreeBank parse_bracket_trees(std::string_view text, const VocabularyOptions& options, std::string_view source,
+                             const TreeLimits& limits) {
   // One parse: leaves first hold their builder entry, remapped to vocabulary
   // ids once every count is known.
   VocabularyBuilder builder;
   const TokenMapper record = [&](std::string_view token) { return builder.add(token); };
   TreeBank bank;
   for_each_line(text, [&](std::string_view line, int64_t number) {
-    bank.trees.push_back(parse_bracket_tree(line, record, source, number));
+    bank.trees.push_back(parse_bracket_tree(line, record, source, number, limits));
   });
   bank.vocabulary = builder.build(options);
   std::vector<int32_t> entry_ids(static_cast<size_t>(builder.distinct()));
@@ -184,21 +193,23 @@ TreeBank parse_bracket_trees(std::string_view text, const VocabularyOptions& opt
 }
 
 std::vector<InputGraph> parse_bracket_trees(std::string_view text, const Vocabulary& vocabulary,
-                                            std::string_view source) {
+                                            std::string_view source, const TreeLimits& limits) {
   const TokenMapper lookup = [&](std::string_view token) { return vocabulary.id(token); };
   std::vector<InputGraph> trees;
   for_each_line(text, [&](std::string_view line, int64_t number) {
-    trees.push_back(parse_bracket_tree(line, lookup, source, number));
+    trees.push_back(parse_bracket_tree(line, lookup, source, number, limits));
   });
   return trees;
 }
 
-TreeBank read_bracket_trees(const std::filesystem::path& path, const VocabularyOptions& options) {
-  return parse_bracket_trees(read_text(path), options, path.string());
+TreeBank read_bracket_trees(const std::filesystem::path& path, const VocabularyOptions& options,
+                            const TreeLimits& limits) {
+  return parse_bracket_trees(read_text(path), options, path.string(), limits);
 }
 
-std::vector<InputGraph> read_bracket_trees(const std::filesystem::path& path, const Vocabulary& vocabulary) {
-  return parse_bracket_trees(read_text(path), vocabulary, path.string());
+std::vector<InputGraph> read_bracket_trees(const std::filesystem::path& path, const Vocabulary& vocabulary,
+                                           const TreeLimits& limits) {
+  return parse_bracket_trees(read_text(path), vocabulary, path.string(), limits);
 }
 
 }  // namespace taihu

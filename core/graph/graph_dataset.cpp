@@ -67,25 +67,17 @@ void apply_limit(std::vector<InputGraph>& graphs, const config::Section& data, s
   if (limit > 0 && static_cast<size_t>(limit) < graphs.size()) graphs.resize(static_cast<size_t>(limit));
 }
 
-int32_t max_label(const std::vector<InputGraph>& graphs) {
-  int32_t result = -1;
-  for (const auto& g : graphs)
-    for (int32_t label : g.labels()) result = std::max(result, label);
-  return result;
-}
-
-void load_sst(GraphDataset& out, const config::Document& doc, const config::Section& data) {
+void load_sst(GraphDataset& out, const config::Document& doc, const config::Section& data, const GraphLimits& limits) {
   const auto files = split_files(doc, data, "SST", "train.txt", "dev.txt", "test.txt");
-  TreeBank bank = read_bracket_trees(files.train, vocabulary_options(data));
+  out.num_classes = data.get_or<int32_t>("classes", 5);
+  if (out.num_classes < 1) throw data.error("classes", fmt::format("must be at least 1, got {}", out.num_classes));
+  const TreeLimits tree_limits{out.num_classes, limits.max_children, limits.model};
+  TreeBank bank = read_bracket_trees(files.train, vocabulary_options(data), tree_limits);
   out.train = std::move(bank.trees);
   out.vocabulary = std::move(bank.vocabulary);
-  out.dev = read_bracket_trees(files.dev, out.vocabulary);
-  out.test = read_bracket_trees(files.test, out.vocabulary);
+  out.dev = read_bracket_trees(files.dev, out.vocabulary, tree_limits);
+  out.test = read_bracket_trees(files.test, out.vocabulary, tree_limits);
   out.vocabulary_size = out.vocabulary.size();
-  out.num_classes = data.get_or<int32_t>("classes", 5);
-  const int32_t seen = std::max({max_label(out.train), max_label(out.dev), max_label(out.test)});
-  if (seen >= out.num_classes)
-    throw data.error("classes", fmt::format("the trees carry label {}, but classes = {}", seen, out.num_classes));
 }
 
 void load_ptb(GraphDataset& out, const config::Document& doc, const config::Section& data) {
@@ -223,12 +215,13 @@ std::vector<InputGraph> chunk_chains(std::span<const int32_t> stream, int32_t le
   return chains;
 }
 
-GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed) {
+GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed,
+                                const GraphLimits& limits) {
   GraphDataset out;
   if (!data.has("source")) throw data.error("source", "required: sst, ptb, expression, sst-like or dag");
   out.source = data.get_choice("source", {"sst", "ptb", "expression", "sst-like", "dag"}, "sst");
   if (out.source == "sst")
-    load_sst(out, doc, data);
+    load_sst(out, doc, data, limits);
   else if (out.source == "ptb")
     load_ptb(out, doc, data);
   else if (out.source == "expression")

@@ -50,9 +50,17 @@ struct GraphDataset {
   int64_t train_vertices() const;
 };
 
+// What the model takes of a graph (from cavs::model_limits): a source read
+// from files checks it as it reads, naming the file, line and column.
+struct GraphLimits {
+  int32_t max_children = 0;  // 0: any number
+  std::string model;         // e.g. "model 'tree_lstm'"
+};
+
 // Reads every key of `data` that applies to its source; missing files raise
 // DataError saying where the data comes from.
-GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed);
+GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed,
+                                const GraphLimits& limits = {});
 
 // Language-model chains over one sentence (ending in <eos>): see above.
 InputGraph sentence_chain(std::span<const int32_t> sentence, int32_t eos);

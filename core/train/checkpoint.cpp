@@ -50,7 +50,7 @@ void remove_stale_temporaries(const std::filesystem::path& path) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
+    if (name.rfind(prefix, 0) != 0 || !entry.is_regular_file(ec)) continue;  // a save writes files only
     const std::string pid = name.substr(prefix.size());
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     const auto owner = static_cast<pid_t>(std::stoll(pid));

@@ -23,8 +23,10 @@ TrainSettings read_replica_settings(const config::Document& doc) {
 ReplicaData ReplicaData::read(const config::Document& doc, const TrainSettings& settings) {
   ReplicaData data;
   if (is_dynamic_model(doc)) {
-    cavs::check_model_type(doc.section("model"));  // a typo first, before the data load
-    data.graphs = std::make_shared<const GraphDataset>(load_graph_dataset(doc, doc.section("data"), settings.seed));
+    // A typo in the model first, before the data load; the data are checked against the model as they are read.
+    const GraphLimits limits = cavs::model_limits(doc.section("model"));
+    data.graphs =
+        std::make_shared<const GraphDataset>(load_graph_dataset(doc, doc.section("data"), settings.seed, limits));
     return data;
   }
   data.config = DataConfig::read(doc, doc.section("data"));

@@ -110,6 +110,20 @@ expect "iterations stops 2 workers" 0 '"iterations": 2,' -- bash -c "\"$train\" 
 touch "$work/out/checkpoint.ckpt.tmp.999999999"
 expect "a stale temporary checkpoint file is removed at the next save" 0 "^removed$" -- bash -c "\"$train\" --config-file=\"$work/app.ini\" --progress=quiet >/dev/null 2>&1; [[ ! -e \"$work/out/checkpoint.ckpt.tmp.999999999\" ]] && echo removed"
 
+# A NUL inside a value: an error at its line and column (exit 2), also for --dump-config.
+printf 'net = lenet.ini\nepochs = 1\0 2\n' >"$work/nul.ini"
+expect "a NUL byte in the config is named by line and column" 2 "nul.ini:2, column 11: a control character \(byte 0x00\)" -- \
+  "$train" --config-file="$work/nul.ini" --dump-config
+
+# The cluster secret file: only its owner may read it (as ssh insists for a private key).
+head -c 32 /dev/urandom | base64 >"$work/open.secret" && chmod 644 "$work/open.secret"
+expect "a secret file others can read is refused with the chmod to run" 2 "may be read or written by others \(mode 0644\).*chmod 600" -- \
+  "$train" --config-file="$work/app.ini" nodes=2 cluster.secret_file="$work/open.secret" cluster.join_timeout=1
+expect "a directory given as the secret file is named as such" 2 "is a directory" -- \
+  "$train" --config-file="$work/app.ini" nodes=2 cluster.secret_file="$work" cluster.join_timeout=1
+expect "taihu-node refuses an open secret file too" 2 "may be read or written by others" -- \
+  "$build/apps/taihu-node" --coordinator=127.0.0.1:1 --secret-file="$work/open.secret" --join-timeout=1
+
 # Dynamic networks: the shipped Tree-LSTM config on a slice of SST, through the
 # graph actor runtime, and its bad-input paths.
 sst=${TAIHU_DATA_DIR:-$src/../shared/data}/sst
@@ -160,6 +174,17 @@ expect "a diverging dynamic model stops with code 3" 3 "loss became (NaN|infinit
   --config-file="$src/config/ggnn-dag.ini" epochs=1 data.train_size=500 data.dev_size=10 data.test_size=10 \
   solver.type=sgd solver.base_lr=1e30 solver.lr_policy=fixed output.dir="$work/nan" --progress=quiet
 expect "missing SST says where the data is" 2 "SST folder .*nowhere.*shared/data" -- "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/nowhere"
+# Trees the model cannot take: named at load, by file, line and column (before: at the first step, without either).
+mkdir -p "$work/badsst"
+printf '(1 (2 a) (3 b))\n(2 (1 c) (-5 d))\n' >"$work/badsst/train.txt"
+cp "$work/badsst/train.txt" "$work/badsst/dev.txt"
+python3 -c "print('(2 ' + ' '.join(['(1 x)'] * 1000) + ')')" >"$work/badsst/test.txt"
+expect "a negative SST label is named at its file, line and column" 2 "badsst/train.txt:2:11: .*label -5 is outside \[0, 5\)" -- \
+  "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/badsst"
+printf '(1 (2 a) (3 b))\n' >"$work/badsst/train.txt"
+cp "$work/badsst/train.txt" "$work/badsst/dev.txt"
+expect "a node with 1000 children is named at load for a binary Tree-LSTM" 2 "badsst/test.txt:1:1: .*1000 children; model 'tree_lstm' takes at most 2" -- \
+  "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/badsst"
 expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
 
 echo "cli: $passed passed, $failed failed"

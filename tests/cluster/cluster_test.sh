@@ -172,11 +172,11 @@ PY
     check "a node with the wrong secret is refused (exit $rc)" $? "$work/intruder.log"
     grep -q "refused node 'intruder' (127.0.0.1:[0-9]*): it does not hold the cluster secret" "$work/train.log"
     check "the coordinator logs the refusal" $? "$work/train.log"
-    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name=future --protocol-version=4 \
+    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name=future --protocol-version=99 \
       --join-timeout=20 >"$work/future.log" 2>&1
     rc=$?
-    [[ $rc -eq 5 ]] && grep -q "protocol version 4 (the coordinator speaks 3)" "$work/future.log" &&
-      grep -q "refused node 'future' (127.0.0.1:[0-9]*): it speaks cluster protocol version 4, this side 3" "$work/train.log"
+    [[ $rc -eq 5 ]] && grep -q "protocol version 99 (the coordinator speaks [0-9]*)" "$work/future.log" &&
+      grep -q "refused node 'future' (127.0.0.1:[0-9]*): it speaks cluster protocol version 99, this side [0-9]*" "$work/train.log"
     check "a node of another protocol version is refused and logged (exit $rc)" $? "$work/future.log"
     # 1,100 idle connections each to the control and the status port, held while the nodes join and
     # train (before: the coordinator ran out of descriptors, spun at 93% CPU, and no node could join).
@@ -298,6 +298,13 @@ PY
     rc=$?
     check "elastic-stop: training finishes without the stopped node (exit $rc)" $rc "$work/estop.log"
     grep -q "elastic: lost node [0-9] 'b-estop'; continuing on 2 nodes with 2 ranks" "$work/estop.log"
+    check "elastic-stop: the coordinator names the stopped node" $? "$work/estop.log"
+    kill -CONT "${node_pids[1]}"
+    for _ in $(seq 150); do kill -0 "${node_pids[1]}" 2>/dev/null || break; sleep 0.1; done
+    wait "${node_pids[1]}"
+    rc=$?
+    [[ $rc -eq 8 ]] && grep -q "this process was stopped or starved for" "$work/b-estop.log"
+    check "elastic-stop: the stopped node exits 8 when it resumes (exit $rc)" $? "$work/b-estop.log"
     check "elastic-stop: the stopped node is dropped" $? "$work/estop.log"
     # Each survivor's one old rank goes to its one new rank, weighted 2/3.
     [[ $(cat "$work/a-estop.log" "$work/c-estop.log" |
@@ -305,8 +312,10 @@ PY
     check "elastic-stop: the survivors' compressor states carry over to the 2 new ranks" $? "$work/a-estop.log"
     ! grep -q "start from zero\|not restored" "$work/a-estop.log" "$work/c-estop.log"
     check "elastic-stop: no compressor state lost on the survivors" $? "$work/c-estop.log"
-    kill -CONT "${node_pids[1]}"
-    for p in "${node_pids[@]}"; do wait "$p"; done
+    for k in 0 2; do
+      wait "${node_pids[$k]}"
+      check "elastic-stop: surviving node $k exits 0 (exit $?)" $?
+    done
     ;;
   compress)
     sparse=(compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0)
@@ -383,10 +392,23 @@ PY
       check "kill: the checkpoint loads" $? "$work/resume.log"
     fi
     kill -CONT "$victim" 2>/dev/null
-    for p in "${node_pids[@]}"; do
-      for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    # The survivors learn that the run failed (exit 9, the reason logged); a stopped node that
+    # resumes finds itself dropped for its silence (exit 8).
+    names=("a-$c" "b-$c" "c-$c")
+    for k in 0 1 2; do
+      p=${node_pids[$k]}
+      n=${names[$k]}
+      for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$p" 2>/dev/null
       wait "$p" 2>/dev/null
+      rc=$?
+      if [[ $k -ne 1 ]]; then
+        [[ $rc -eq 9 ]] && grep -q "the run failed: .*'b-$c'" "$work/$n.log"
+        check "$c: surviving node $n exits 9 and logs why the run failed (exit $rc)" $? "$work/$n.log"
+      elif [[ $c == stop ]]; then
+        [[ $rc -eq 8 ]] && grep -q "this process was stopped or starved for" "$work/$n.log"
+        check "stop: the stopped node exits 8 when it resumes (exit $rc)" $? "$work/$n.log"
+      fi
     done
     ;;
   kill-eval)

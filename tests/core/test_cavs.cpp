@@ -9,6 +9,7 @@
 
 #include "core/cavs/executor.hpp"
 #include "core/cavs/function.hpp"
+#include "core/cavs/model_config.hpp"
 #include "core/cavs/models/chain_lm.hpp"
 #include "core/cavs/models/gated_graph.hpp"
 #include "core/cavs/models/tree_fc.hpp"
@@ -623,5 +624,30 @@ TEST_SUITE("cavs") {
       CHECK(std::equal(expected_a.grads[p].begin(), expected_a.grads[p].end(), f.params()[p].blob->diff().ptr()));
       CHECK(std::equal(expected_b.grads[p].begin(), expected_b.grads[p].end(), g.params()[p].blob->diff().ptr()));
     }
+  }
+}
+
+TEST_CASE("model limits: each model type's arity, known before its data load, is its F's") {
+  auto limits = [](const std::string& type) {
+    const auto doc = config::Document::parse("[model]\ntype = " + type + "\n", "m.ini");
+    return cavs::model_limits(doc.section("model"));
+  };
+  CHECK(limits("tree_lstm").max_children == 2);
+  CHECK(limits("tree_gru").max_children == 2);
+  CHECK(limits("tree_fc").max_children == 2);
+  CHECK(limits("lstm").max_children == 0);  // its data are its own chains (and trees get a clearer message)
+  CHECK(limits("child_sum_tree_lstm").max_children == 0);  // any number
+  CHECK(limits("gated_graph").max_children == 0);
+  CHECK(limits("tree_lstm").model == "model 'tree_lstm'");
+  // build_model checks the table against the F it built, for every type a test trains.
+  const GraphDataset data = [] {
+    GraphDataset d;
+    d.vocabulary_size = 10;
+    d.num_classes = 3;
+    return d;
+  }();
+  for (const std::string type : {"tree_lstm", "child_sum_tree_lstm", "tree_gru", "tree_fc", "gated_graph"}) {
+    const auto doc = config::Document::parse("[model]\ntype = " + type + "\nhidden = 4\n", "m.ini");
+    CHECK_NOTHROW(cavs::build_model(doc.section("model"), data, 1));
   }
 }

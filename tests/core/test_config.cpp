@@ -50,6 +50,24 @@ TEST_CASE("config errors name the file, line and key") {
         std::string::npos);
 }
 
+TEST_CASE("a control character in config text is an error at its line and column") {
+  // Before: a NUL inside a value cut every message and --dump-config at the NUL.
+  using namespace std::string_literals;
+  const std::string nul = error_of([] { Document::parse("epochs = 1\nnet = nets/le\0net.ini\n"s, "n.ini"); });
+  CHECK(nul.find("n.ini:2, column 14") != std::string::npos);
+  CHECK(nul.find("byte 0x00") != std::string::npos);
+  CHECK(nul.find('\0') == std::string::npos);
+  CHECK(error_of([] { Document::parse("[solver]\ntype = s\x1bgd\n", "e.ini"); }).find("e.ini:2, column 9") !=
+        std::string::npos);
+  // Tabs, and CRLF line ends, are text.
+  auto doc = Document::parse("epochs =\t4\r\n[solver]\r\ntype = sgd\r\n", "w.ini");
+  CHECK(doc.root().get<int>("epochs") == 4);
+  CHECK(doc.section("solver").get<std::string>("type") == "sgd");
+  Document overridden = Document::parse("", "x.ini");
+  CHECK(error_of([&] { overridden.apply_override("epochs=1\x07"); }).find("command line, column 9") !=
+        std::string::npos);
+}
+
 TEST_CASE("missing keys, bad choices and unknown options are reported") {
   auto doc = Document::parse("[solver]\ntype = sgdx\ntypo_key = 1\n", "s.ini");
   const auto& solver = doc.section("solver");

@@ -138,6 +138,27 @@ TEST_SUITE("graph data") {
     CHECK(error_of([&] { read_bracket_trees("/nonexistent/trees.txt", VocabularyOptions{}); }) != "<no error>");
   }
 
+  TEST_CASE("bracket reader: labels and nodes beyond the model's limits are named at their line and column") {
+    // Before: found only at the first training step, as "sample N, vertex M", without file or line.
+    const TokenMapper zero = [](std::string_view) { return 0; };
+    const TreeLimits limits{5, 2, "model 'tree_lstm'"};
+    auto msg = [&](std::string_view text) {
+      return error_of([&] { parse_bracket_tree(text, zero, "train.txt", 12, limits); });
+    };
+    CHECK(msg("(3 (-5 a) (1 b))") == "train.txt:12:5: malformed bracket tree: label -5 is outside [0, 5) (classes = 5)");
+    CHECK(msg("(5 (2 a) (1 b))") == "train.txt:12:2: malformed bracket tree: label 5 is outside [0, 5) (classes = 5)");
+    CHECK(msg("(3 (2 a) (1 (0 b) (0 c) (4 d)))") ==
+          "train.txt:12:10: malformed bracket tree: a node with 3 children; model 'tree_lstm' takes at most 2 per node");
+    std::string wide = "(2";
+    for (int i = 0; i < 1000; ++i) wide += " (1 x)";
+    wide += ")";
+    CHECK(msg(wide) == "train.txt:12:1: malformed bracket tree: a node with 1000 children; model 'tree_lstm' takes at "
+                       "most 2 per node");
+    // Within the limits, or without any: read as before.
+    CHECK(parse_bracket_tree("(4 (0 a) (3 b))", zero, "t", 1, limits).num_vertices() == 3);
+    CHECK(parse_bracket_tree(wide, zero).num_vertices() == 1001);
+  }
+
   TEST_CASE("vocabulary: <unk> is 0, order by count, min count, max size, frozen lookups") {
     VocabularyBuilder builder;
     for (const char* t : {"b", "a", "c", "a", "b", "a", "d", "<unk>"}) builder.add(t);

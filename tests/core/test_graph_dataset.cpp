@@ -9,6 +9,7 @@
 #include "core/graph/graph_dataset.hpp"
 #include "tests/support/shared_data.hpp"
 #include "tests/support/error_message.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace taihu {
 namespace {
@@ -94,6 +95,24 @@ TEST_SUITE("graph data") {
     CHECK(no_folder.find("/nonexistent/sst") != std::string::npos);
     CHECK(error_of([] { load("[data]\nsource = expression\ntrain_size = 0\n"); }).find("train_size") !=
           std::string::npos);
+  }
+
+  TEST_CASE("sst trees the model cannot take are reported at load, with file, line and column") {
+    testing::TempDir dir;
+    dir.write("train.txt", "(1 (2 a) (3 b))\n(2 (1 c) (0 d))\n");
+    dir.write("dev.txt", "(1 (2 a) (3 b))\n");
+    dir.write("test.txt", "(1 (2 a) (3 b))\n\n(0 (1 a) (2 b) (1 c))\n");
+    const std::string text = "[data]\nsource = sst\ndir = " + dir.path().string() + "\n";
+    auto doc = config::Document::parse(text, "test.ini");
+    const GraphLimits binary{2, "model 'tree_lstm'"};
+    CHECK(error_of([&] { load_graph_dataset(doc, doc.section("data"), 1, binary); }) ==
+          (dir / "test.txt").string() +
+              ":3:1: malformed bracket tree: a node with 3 children; model 'tree_lstm' takes at most 2 per node");
+    // A model of any arity reads them; classes = 3 does not fit label 3 (train.txt, line 1, column 11).
+    CHECK(load_graph_dataset(doc, doc.section("data"), 1, GraphLimits{}).test.size() == 2);
+    auto three = config::Document::parse(text + "classes = 3\n", "test.ini");
+    CHECK(error_of([&] { load_graph_dataset(three, three.section("data"), 1); }) ==
+          (dir / "train.txt").string() + ":1:11: malformed bracket tree: label 3 is outside [0, 3) (classes = 3)");
   }
 
   TEST_CASE("sst and ptb sources over the shared data") {

@@ -31,6 +31,8 @@
 #include "transport/shared_arena.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/status_server.hpp"
+#include "support/log_capture.hpp"
+#include "support/loopback.hpp"
 
 using namespace taihu;
 using namespace taihu::transport;
@@ -156,39 +158,20 @@ std::string connect_error(DataPlane& client, int node, std::uint16_t port) {
   return "<connected>";
 }
 
-// A plain socket that writes `bytes` to the port and waits for the server to close.
+// Writes `bytes` to the port and waits for the server to close.
 bool server_closes_after(std::uint16_t port, const std::vector<char>& bytes) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return false;
-  }
+  const int fd = testing::connect_loopback(port);
+  if (fd < 0) return false;
   if (!bytes.empty()) (void)!::write(fd, bytes.data(), bytes.size());
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char sink[64];
-  ssize_t n;
-  while ((n = ::read(fd, sink, sizeof sink)) > 0) {
-  }
+  const bool closed = testing::read_until_closed(fd, std::chrono::seconds(5));
   ::close(fd);
-  return n == 0 || (n < 0 && errno == ECONNRESET);
+  return closed;
 }
 
 // Sends `request` to the port and returns everything the server answers.
 std::string http_exchange(std::uint16_t port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return "<no connection>";
-  }
+  const int fd = testing::connect_loopback(port);
+  if (fd < 0) return "<no connection>";
   (void)!::write(fd, request.data(), request.size());
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -658,6 +641,23 @@ TEST_SUITE("net") {
     CHECK(server_sink.received()[0].from == 7);
     CHECK(server_sink.received()[0].values == values);
     CHECK(server.stats().accepted == 1);
+  }
+
+  TEST_CASE("refused connections are logged at most once a second, with a count of the rest") {
+    // Before: one warning per refused connection (200 lines for 200 strangers).
+    const std::string secret = random_secret();
+    CollectingSink server_sink;
+    DataPlane server(options_for(0, secret), &server_sink);
+    testing::LogCapture log;
+    const std::vector<char> garbage(64, 'x');
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 60; ++i) CHECK(server_closes_after(server.port(), garbage));
+    CHECK(eventually([&] { return server.stats().refused_garbage == 60; }));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int lines = log.lines_with("refused connection from");
+    CAPTURE(seconds);
+    CHECK(lines >= 1);
+    CHECK(lines <= static_cast<int>(seconds) + 2);
   }
 
   TEST_CASE("a client that does not hold the secret learns nothing about the server's") {

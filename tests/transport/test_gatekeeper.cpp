@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "transport/gatekeeper.hpp"
+#include "support/loopback.hpp"
 
 using namespace taihu;
 using namespace taihu::transport;
@@ -69,25 +70,9 @@ GateClientOptions client(std::uint16_t port, const std::string& secret, std::uin
 }
 
 int raw_connect(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const int fd = testing::connect_loopback(port);
+  REQUIRE(fd >= 0);
   return fd;
-}
-
-// Reads until the peer closes (true) or `limit` passes (false).
-bool closed_within(int fd, std::chrono::milliseconds limit) {
-  timeval tv{static_cast<time_t>(limit.count() / 1000), static_cast<suseconds_t>((limit.count() % 1000) * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char buffer[256];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n == 0) return true;
-    if (n < 0) return errno == ECONNRESET;
-  }
 }
 
 }  // namespace
@@ -164,11 +149,11 @@ TEST_SUITE("net") {
     const int garbage = raw_connect(gate.port());
     const unsigned char basp[32] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};  // 4 GB announced
     ::send(garbage, basp, sizeof basp, 0);
-    CHECK(closed_within(garbage, 1000ms));
+    CHECK(testing::read_until_closed(garbage, 1000ms));
     ::close(garbage);
     const int idle = raw_connect(gate.port());
     const auto start = std::chrono::steady_clock::now();
-    CHECK(closed_within(idle, 3000ms));
+    CHECK(testing::read_until_closed(idle, 3000ms));
     CHECK(std::chrono::steady_clock::now() - start >= 250ms);
     ::close(idle);
     CHECK(gate.stats().refused_garbage == 2);

@@ -1,0 +1,46 @@
+#include "transport/cluster_secret.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/common/check.hpp"
+#include "transport/data_plane.hpp"
+
+namespace taihu::transport {
+
+std::string read_secret_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  struct stat st {};
+  require<NetError>(::stat(path.c_str(), &st) == 0, "cannot read the cluster secret file '{}': {}", name,
+                    std::strerror(errno));
+  require<NetError>(!S_ISDIR(st.st_mode), "the cluster secret file '{}' is a directory; name the file in it", name);
+  require<NetError>(S_ISREG(st.st_mode), "the cluster secret file '{}' is not a regular file", name);
+  require<NetError>((st.st_mode & 0077) == 0,
+                    "the cluster secret file '{}' may be read or written by others (mode {:04o}); a secret must be "
+                    "readable by its owner only: chmod 600 '{}'",
+                    name, st.st_mode & 07777, name);
+  require<NetError>(st.st_uid == ::geteuid() || ::geteuid() == 0,
+                    "the cluster secret file '{}' belongs to another user (uid {}); a secret must be this user's own",
+                    name, st.st_uid);
+  std::ifstream in(path, std::ios::binary);
+  require<NetError>(static_cast<bool>(in), "cannot read the cluster secret file '{}': {}", name, std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string secret = text.str();
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  require<NetError>(!secret.empty(), "the cluster secret file '{}' is empty (e.g. head -c 32 /dev/urandom | base64 > {})",
+                    name, name);
+  if (secret.size() < 16)
+    spdlog::warn("the cluster secret in '{}' has {} bytes; 16 or more random bytes resist guessing "
+                 "(head -c 32 /dev/urandom | base64)",
+                 name, secret.size());
+  return secret;
+}
+
+}  // namespace taihu::transport

@@ -1,0 +1,18 @@
+#pragma once
+// The cluster secret: what every node and the coordinator must hold to be
+// admitted on either plane. It is read from a file that, like an ssh private
+// key, only its owner may read: a secret others can read is no secret, so
+// such a file is refused, not warned about.
+
+#include <filesystem>
+#include <string>
+
+namespace taihu::transport {
+
+// The file's bytes without a trailing newline. Throws NetError naming the
+// path and what to do when it is missing, not a regular file (a directory),
+// readable or writable by group or others (chmod 600), owned by another
+// user, or empty. Warns when it is shorter than 16 bytes.
+std::string read_secret_file(const std::filesystem::path& path);
+
+}  // namespace taihu::transport
