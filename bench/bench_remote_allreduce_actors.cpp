@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "actors/chunk_link/arena_allocator.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
 #include "collectives/algorithms.hpp"
 #include "actors/sync/shard_actor.hpp"
@@ -111,9 +112,15 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
   std::vector<int> rank_node(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) rank_node[static_cast<std::size_t>(r)] = r;
   static std::atomic<bool> closing{false};
-  auto link = std::make_shared<transport::ChunkLink>(options, rank_node, [rank](int node, const std::string& why) {
-    if (!closing) std::fprintf(stderr, "rank %d lost node %d: %s\n", rank, node, why.c_str());
-  });
+  // As a node does: the gradients and the shards' copies live in the shared
+  // arena, so that the ranks on this host read each other's in place.
+  const auto allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
+  auto link = std::make_shared<transport::ChunkLink>(
+      options, rank_node,
+      [rank](int node, const std::string& why) {
+        if (!closing) std::fprintf(stderr, "rank %d lost node %d: %s\n", rank, node, why.c_str());
+      },
+      allocator);
   const std::uint16_t port = link->port();
   write_all(to_parent, &port, sizeof port);
   std::vector<std::uint16_t> ports(static_cast<std::size_t>(ranks));
@@ -136,7 +143,7 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
     std::promise<void> done;
   };
   Run current;
-  current.buffer = msg::TensorPayload::allocate(elements);
+  current.buffer = msg::TensorPayload::allocate(elements, allocator.get());
   std::fill_n(current.buffer.mutable_data(), elements, static_cast<float>(rank + 1));
   auto driver = system.spawn([shard, ranks, &barrier, &current](caf::event_based_actor* self) -> caf::behavior {
     return {

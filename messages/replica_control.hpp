@@ -20,6 +20,9 @@ namespace taihu::msg {
 struct SaveCheckpoint {
   std::string path;
   bool keep_all = false;
+  // The loss stayed sane after the checkpoint now at `path`: keep that one as
+  // the last sane checkpoint before this save replaces it (loss_check.hpp).
+  bool previous_sane = false;
   std::int64_t epoch = 0;  // completed epochs
   std::int64_t batch = 0;  // batches done in the current epoch
   double elapsed_seconds = 0;
@@ -28,20 +31,23 @@ struct SaveCheckpoint {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SaveCheckpoint& x) {
-  return f(caf::meta::type_name("taihu::msg::SaveCheckpoint"), x.path, x.keep_all, x.epoch, x.batch,
+  return f(caf::meta::type_name("taihu::msg::SaveCheckpoint"), x.path, x.keep_all, x.previous_sane, x.epoch, x.batch,
            x.elapsed_seconds, x.epoch_loss_sum);
 }
 
 // Write this rank's compressor state (every shard's residuals and momentum)
 // next to the model checkpoint `path`, tagged with the iterations done.
+// With `previous_sane`, the state saved before is first kept beside the last
+// sane model checkpoint (as SaveCheckpoint does with the model).
 struct SaveCompressorState {
   std::string path;
   std::int64_t iteration = 0;
+  bool previous_sane = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SaveCompressorState& x) {
-  return f(caf::meta::type_name("taihu::msg::SaveCompressorState"), x.path, x.iteration);
+  return f(caf::meta::type_name("taihu::msg::SaveCompressorState"), x.path, x.iteration, x.previous_sane);
 }
 
 // Restore the replica from a checkpoint: its bytes (encode_checkpoint), for a

@@ -21,23 +21,31 @@ void save_checkpoint(Coordinator* self, const TrainPosition& at, std::function<v
   auto& s = self->state;
   const RunPlan& plan = *s.plan;
   if (plan.checkpoint_path.empty()) return then();
-  const msg::SaveCheckpoint model{plan.checkpoint_path.string(), plan.keep_all, at.epoch, at.batch,
+  // The loss since the checkpoint now on disk says what that one is worth.
+  const bool previous_sane = s.loss_watch.close_interval() && !s.checkpoints.latest.path.empty();
+  const msg::SaveCheckpoint model{plan.checkpoint_path.string(), plan.keep_all, previous_sane, at.epoch, at.batch,
                                   at.elapsed_seconds, at.epoch_loss_sum};
-  auto write_model = [self, model, then] {
+  const auto iteration = static_cast<std::uint64_t>(at.epoch * plan.per_epoch + at.batch);
+  auto write_model = [self, model, iteration, then] {
     ask_worker<bool>(
         self, 0, model,
-        [self, then](bool) {
+        [self, model, iteration, then](bool) {
           auto& s = self->state;
           s.checkpoint_global_batch = s.plan->global_batch();
           s.checkpoint_per_epoch = s.plan->per_epoch;
           s.checkpoint_rank_node = s.members.rank_node;
+          if (model.previous_sane)
+            s.checkpoints.sane = {sane_checkpoint_path(s.plan->checkpoint_path), s.checkpoints.latest.iteration,
+                                  s.loss_watch.last_mean()};
+          s.checkpoints.latest = {s.plan->checkpoint_path, iteration, 0.0};
           then();
         },
         "the checkpoint request");
   };
   if (!plan.compressed()) return write_model();
   ask_workers<bool>(
-      self, msg::SaveCompressorState{plan.checkpoint_path.string(), at.epoch * plan.per_epoch + at.batch},
+      self, msg::SaveCompressorState{plan.checkpoint_path.string(), at.epoch * plan.per_epoch + at.batch,
+                                     previous_sane},
       [write_model](std::vector<bool>&) { write_model(); }, "the compressor checkpoint request");
 }
 

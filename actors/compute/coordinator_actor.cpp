@@ -88,13 +88,16 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   }
   loss /= plan.ranks;
   ++s.record.iterations;
-  if (const std::string why = loss_failure(loss, iteration, s.cursor.epoch(), s.cursor.batch(), plan.checkpoint_path);
+  if (const std::string why =
+          loss_failure(loss, iteration, s.cursor.epoch(), s.cursor.batch(), s.checkpoints,
+                       s.loss_watch.open_interval_sane(), plan.checkpoint_path);
       !why.empty()) {
     if (s.progress) s.progress->finish("stopped");
     abort_with(self, std::make_exception_ptr(NumericError(why)));
     return;
   }
   s.loss_sum += loss;
+  s.loss_watch.add(loss);
   s.cursor.advance();
   const int64_t batch = s.cursor.batch();
   s.progress->update(batch - s.cursor.first_batch(),
@@ -326,6 +329,11 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
   s.loss_sum = start.epoch_loss_sum;
   s.checkpoint_global_batch = p.global_batch();
   s.checkpoint_per_epoch = p.per_epoch;
+  // Resumed from the file this run saves to: the loss after it will prove it sane (or not).
+  std::error_code ec;
+  if (!s.options.resume.empty() && !p.checkpoint_path.empty() &&
+      std::filesystem::equivalent(s.options.resume, p.checkpoint_path, ec))
+    s.checkpoints.latest = {p.checkpoint_path, static_cast<std::uint64_t>(start.epoch * p.per_epoch + start.batch), 0.0};
   const int cores = blas::available_cores();
   const int slots = p.compute_slots > 0 ? p.compute_slots : std::max(1, cores / std::max(1, blas::threads()));
   s.slots = std::make_shared<ComputeSlots>(slots);

@@ -21,6 +21,7 @@
 #include "actors/compute/members.hpp"
 #include "actors/compute/run_plan.hpp"
 #include "core/train/epoch_cursor.hpp"
+#include "core/train/loss_check.hpp"
 #include "core/train/progress.hpp"
 #include "core/train/run_log.hpp"
 #include "core/train/run_status.hpp"
@@ -71,6 +72,9 @@ struct CoordinatorState {
   Clock::time_point epoch_start;
   std::optional<Progress> progress;
   RunRecord record;
+  // The loss between checkpoints, and the checkpoints written (which were sane).
+  LossWatch loss_watch;
+  CheckpointHistory checkpoints;
 
   // What the next generation's replicas load before they train: a resumed
   // run's checkpoint (its bytes: a node need not see the coordinator's

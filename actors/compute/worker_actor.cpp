@@ -14,7 +14,9 @@
 #include "actors/exception_reason.hpp"
 #include "collectives/buckets.hpp"
 #include "core/common/check.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/compressor_checkpoint.hpp"
+#include "core/train/loss_check.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -197,7 +199,7 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
         auto& m = *self->state.model;
         save_checkpoint_files(
             m.replica->checkpoint(TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum}), c.path,
-            c.keep_all);
+            c.keep_all, c.previous_sane);
         return true;
       },
       [=](msg::eval_atom) { return self->state.model->replica->evaluate(); },
@@ -206,6 +208,7 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
       // next to the model checkpoint at `path`, taken between iterations.
       [=](const msg::SaveCompressorState& c) -> caf::result<bool> {
         const std::string path = c.path;
+        const bool previous_sane = c.previous_sane;
         auto promise = self->make_response_promise<bool>();
         auto& m = *self->state.model;
         auto file = std::make_shared<CompressorCheckpoint>();
@@ -217,7 +220,10 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
             self, m.shards, std::chrono::seconds(60), msg::compressor_atom_v,
             [=](std::vector<std::string>& states) mutable {
               file->buckets = std::move(states);
-              save_compressor_checkpoint(*file, compressor_checkpoint_path(path, file->rank));
+              const auto target = compressor_checkpoint_path(path, file->rank);
+              if (previous_sane)
+                keep_checkpoint_as(target, compressor_checkpoint_path(sane_checkpoint_path(path), file->rank));
+              save_compressor_checkpoint(*file, target);
               promise.deliver(true);
             },
             [=](std::size_t, caf::error& e) mutable { promise.deliver(e); });

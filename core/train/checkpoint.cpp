@@ -194,6 +194,21 @@ void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& 
   save_framed(path, std::string_view(magic, sizeof magic), encode_checkpoint(checkpoint));
 }
 
+void keep_checkpoint_as(const std::filesystem::path& from, const std::filesystem::path& to) {
+  remove_stale_temporaries(to);
+  const std::string temp = fmt::format("{}.tmp.{}", to.string(), ::getpid());
+  std::error_code ec;
+  std::filesystem::remove(temp, ec);
+  std::filesystem::create_hard_link(from, temp, ec);
+  if (ec) std::filesystem::copy_file(from, temp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(temp, to, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    raise("cannot keep checkpoint '{}' as '{}': {}", from.string(), to.string(), ec.message());
+  }
+}
+
 Checkpoint load_checkpoint(const std::filesystem::path& path) {
   return decode_checkpoint(load_framed(path, std::string_view(magic, sizeof magic)), fmt::format("'{}'", path.string()));
 }

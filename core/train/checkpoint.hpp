@@ -65,6 +65,11 @@ void save_framed(const std::filesystem::path& path, std::string_view magic, std:
 std::string load_framed(const std::filesystem::path& path, std::string_view magic);
 // Reads and verifies the header and checksum; throws Error naming the file.
 Checkpoint load_checkpoint(const std::filesystem::path& path);
+// Gives the checkpoint file `from` a second name `to`, replacing `to`
+// atomically: a hard link (no bytes written; a later save to `from` renames a
+// new file over it and leaves `to` as it was), or a copy where the file
+// system has no hard links. Throws Error when neither works.
+void keep_checkpoint_as(const std::filesystem::path& from, const std::filesystem::path& to);
 // A checkpoint as bytes (the file's payload) and back, e.g. to send it to
 // replicas on nodes that cannot read the file; decoding checks it as loading
 // does, naming `source` in errors.

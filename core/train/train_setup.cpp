@@ -8,6 +8,7 @@
 #include "core/data/dataset.hpp"
 #include "core/net/net.hpp"
 #include "core/solver/solver.hpp"
+#include "core/train/loss_check.hpp"
 
 namespace taihu {
 
@@ -139,7 +140,8 @@ TrainPosition restore_checkpoint(const Checkpoint& c, Net& net, Solver& solver, 
   return position;
 }
 
-void save_checkpoint_files(const Checkpoint& c, const std::filesystem::path& path, bool keep_all) {
+void save_checkpoint_files(const Checkpoint& c, const std::filesystem::path& path, bool keep_all, bool previous_sane) {
+  if (previous_sane) keep_checkpoint_as(path, sane_checkpoint_path(path));
   save_checkpoint(c, path);
   if (keep_all) {
     auto numbered = path;

@@ -78,6 +78,9 @@ Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, con
 // generator) after checking that the checkpoint fits; returns its position.
 TrainPosition restore_checkpoint(const Checkpoint& checkpoint, Net& net, Solver& solver, uint64_t seed, bool rngs);
 // Saves to `path`, and with keep_all also to "<stem>-iter<N><ext>" beside it.
-void save_checkpoint_files(const Checkpoint& checkpoint, const std::filesystem::path& path, bool keep_all);
+// With `previous_sane` (the loss stayed sane after the checkpoint now at
+// `path`), that one is first kept as the last sane checkpoint, "<stem>-sane<ext>".
+void save_checkpoint_files(const Checkpoint& checkpoint, const std::filesystem::path& path, bool keep_all,
+                           bool previous_sane = false);
 
 }  // namespace taihu

@@ -93,6 +93,18 @@ sed '0,/weight_filler = xavier/s//weight_filler = constant 3e38/' "$work/lenet.i
 expect "NaN loss stops with code 3" 3 "loss became NaN" -- "$train" --config-file="$work/app.ini" net=nan.ini --progress=quiet
 
 # Sizes the machine cannot hold: exit 2 naming the key (and the layer), never bad_alloc.
+# A run that diverges writes finite but useless checkpoints before its loss turns NaN: the stop
+# names the last checkpoint after which the loss stayed sane (kept as <stem>-sane.ckpt), and that
+# one trains on at a normal rate (before: "the last good checkpoint", which held the diverged weights).
+diverge=(--config-file="$work/app.ini" epochs=10 solver.base_lr=1 solver.warmup_iters=40 solver.warmup_start_factor=0
+         output.checkpoint_every=2 output.dir="$work/diverge" --progress=quiet)
+expect "a diverged run names the last sane checkpoint" 3 \
+  "loss became NaN .* The loss diverged after the last checkpoint .*checkpoint-sane.ckpt' \(iteration 2\) is the last checkpoint after which the loss stayed sane" -- \
+  "$train" "${diverge[@]}"
+expect "the last sane checkpoint trains on at a normal rate" 0 "epoch 10/10: train loss 0\.0" -- \
+  "$train" "${diverge[@]}" solver.base_lr=0.01 --resume="$work/diverge/checkpoint-sane.ckpt" --progress=lines
+expect "a run that diverges from the start says to start over" 3 "diverged after every checkpoint of this run.*start over" -- \
+  "$train" "${diverge[@]}" solver.base_lr=20 output.dir="$work/diverge20"
 expect "a batch beyond memory names batch_size" 2 "key 'batch_size'.*does not fit in this machine's memory" -- \
   "$train" --config-file="$work/app.ini" batch_size=1000000000
 sed 's/num_output = 500/num_output = 2000000000/' "$work/lenet.ini" >"$work/huge.ini"

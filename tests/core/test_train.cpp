@@ -1,10 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "core/common/error.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/loss_check.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace taihu;
@@ -95,5 +97,42 @@ TEST_SUITE("train") {
     c.net_name = "second";
     CHECK_THROWS_AS(save_checkpoint(c, path), Error);
     CHECK(read_file(path) == before);
+  }
+
+  TEST_CASE("the loss watch marks intervals sane while their mean stays within twice the lowest loss") {
+    LossWatch watch;
+    CHECK_FALSE(watch.open_interval_sane());  // no iteration: no evidence
+    for (double loss : {2.30, 1.90, 1.50}) watch.add(loss);  // lowest so far: the first, 2.30
+    CHECK(watch.open_interval_sane());
+    CHECK(watch.close_interval());
+    CHECK(watch.last_mean() == doctest::Approx(1.9));
+    for (double loss : {0.60, 0.50}) watch.add(loss);
+    CHECK(watch.close_interval());
+    CHECK(watch.lowest() == doctest::Approx(0.55));
+    for (double loss : {0.90, 1.00}) watch.add(loss);  // noisy, within 2 x 0.55
+    CHECK(watch.close_interval());
+    for (double loss : {3.0, 40.0, 1e6}) watch.add(loss);  // diverging, still finite
+    CHECK_FALSE(watch.close_interval());
+    CHECK_FALSE(watch.close_interval());  // an empty interval proves nothing
+    CHECK(watch.lowest() == doctest::Approx(0.55));  // a diverged interval is no new best
+  }
+
+  TEST_CASE("a NaN stop names the checkpoint to resume from: the latest if the loss held after it, else the last sane") {
+    CheckpointHistory history;
+    history.latest = {"run/m.ckpt", 900, 0.0};
+    history.sane = {sane_checkpoint_path("run/m.ckpt"), 600, 0.47};
+    CHECK(sane_checkpoint_path("run/m.ckpt") == std::filesystem::path("run/m-sane.ckpt"));
+    const std::string diverged = loss_failure(std::nan(""), 949, 1, 10, history, false, "run/m.ckpt");
+    CAPTURE(diverged);
+    CHECK(diverged.find("loss became NaN at iteration 950 (epoch 2, batch 11); training stopped. The loss diverged "
+                        "after the last checkpoint 'run/m.ckpt' (iteration 900). 'run/m-sane.ckpt' (iteration 600) "
+                        "is the last checkpoint after which the loss stayed sane (mean 0.47): resume from it") == 0);
+    CHECK(loss_failure(INFINITY, 949, 1, 10, history, true, "run/m.ckpt")
+              .find("loss became infinite at iteration 950 (epoch 2, batch 11); training stopped. The loss stayed "
+                    "sane after the last checkpoint 'run/m.ckpt' (iteration 900): resume from it") == 0);
+    CheckpointHistory none;
+    none.latest = {"run/m.ckpt", 300, 0.0};
+    CHECK(loss_failure(std::nan(""), 310, 0, 310, none, false, "run/m.ckpt").find("start over") != std::string::npos);
+    CHECK(loss_failure(1.0, 1, 0, 1, history, false, "run/m.ckpt").empty());
   }
 }

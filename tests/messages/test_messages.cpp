@@ -157,12 +157,15 @@ TEST_SUITE("messages") {
     with_bytes_stats.learning_rate = 0.375f;
     CHECK(round_trip(system, with_bytes_stats).learning_rate == 0.375f);
     // What the coordinator asks of a replica, and what it answers.
-    const auto save = round_trip(system, SaveCheckpoint{"out/run.ckpt", true, 2, 7, 12.5, 3.25});
+    const auto save = round_trip(system, SaveCheckpoint{"out/run.ckpt", true, true, 2, 7, 12.5, 3.25});
     CHECK(save.path == "out/run.ckpt");
     CHECK(save.keep_all);
+    CHECK(save.previous_sane);
     CHECK(save.batch == 7);
     CHECK(save.epoch_loss_sum == 3.25);
     CHECK(round_trip(system, SaveCompressorState{"x.ckpt", 42}).iteration == 42);
+    CHECK(round_trip(system, SaveCompressorState{"x.ckpt", 42, true}).previous_sane);
+    CHECK(round_trip(system, RunEnded{false, "node 1 was lost"}).reason == "node 1 was lost");
     const auto restore = round_trip(system, RestoreCheckpoint{"\x01bytes", "", "'a.ckpt'", true, 3, 9});
     CHECK(restore.bytes == "\x01bytes");
     CHECK(restore.reposition);
