@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/cluster_secret.hpp"
 #include "actors/chunk_link/arena_allocator.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
 #include "collectives/algorithms.hpp"

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"
 #include "bench/bench_args.hpp"
 

@@ -21,7 +21,7 @@ shift || true
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libasio-dev libcereal-dev libopenblas-dev libspdlog-dev libfmt-dev
-  doctest-dev zlib1g-dev dataset-fashion-mnist
+  doctest-dev zlib1g-dev libssl-dev dataset-fashion-mnist
   python3  # the multi-process cluster test checks JSON reports and timings with it
 )
 # OpenMPI only for the allreduce comparison (bench/allreduce_vs_mpi.sh), never for tests.

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "core/common/check.hpp"
+#include "transport/crypto.hpp"
 #include "transport/data_plane.hpp"
 
 namespace taihu::transport {
@@ -41,6 +43,15 @@ std::string read_secret_file(const std::filesystem::path& path) {
                  "(head -c 32 /dev/urandom | base64)",
                  name, secret.size());
   return secret;
+}
+
+std::string random_secret() {
+  std::array<std::uint8_t, 32> bytes;
+  random_bytes(bytes);
+  std::string out;
+  out.reserve(2 * bytes.size());
+  for (const std::uint8_t b : bytes) out += fmt::format("{:02x}", b);
+  return out;
 }
 
 }  // namespace taihu::transport

@@ -15,4 +15,8 @@ namespace taihu::transport {
 // user, or empty. Warns when it is shorter than 16 bytes.
 std::string read_secret_file(const std::filesystem::path& path);
 
+// A fresh secret of 32 random bytes (RAND_bytes), as 64 hex digits: for
+// tests, benchmarks and launchers that make one per run.
+std::string random_secret();
+
 }  // namespace taihu::transport

@@ -19,7 +19,7 @@
 
 #include "transport/listener.hpp"
 #include "transport/log_limiter.hpp"
-#include "transport/sha256.hpp"
+#include "transport/crypto.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/shared_arena.hpp"
 #include "core/common/check.hpp"
@@ -40,16 +40,7 @@ Nonce fresh_nonce() {
 // nonces (own first), so a proof cannot be reflected to the other side.
 Digest proof(const std::string& secret, std::string_view role, std::uint32_t version, std::int32_t node,
              const Nonce& first, const Nonce& second) {
-  std::vector<std::uint8_t> message(role.begin(), role.end());
-  auto append = [&](const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::uint8_t*>(p);
-    message.insert(message.end(), b, b + n);
-  };
-  append(&version, sizeof version);
-  append(&node, sizeof node);
-  append(first.data(), first.size());
-  append(second.data(), second.size());
-  return hmac_sha256({reinterpret_cast<const std::uint8_t*>(secret.data()), secret.size()}, message);
+  return hmac_sha256(bytes_of(secret), {bytes_of(role), field_bytes(version), field_bytes(node), first, second});
 }
 
 std::string endpoint_text(const tcp::socket& socket) {
@@ -182,6 +173,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     RemoteSpan span;                     // of a Remote or Probe frame
     std::array<std::uint8_t, 32> token{};  // a Probe's bytes
     std::uint8_t probe_answer = 0;
+    bool probed = false;                 // a connection has one same-host probe
+    std::uint32_t probed_pid = 0;        // the process it proved readable: the only one read (0: none)
     std::uint64_t remote_frames = 0;      // numbers the next Remote frame
     std::vector<std::uint64_t> acks_due;  // Remote frames consumed, not yet acknowledged
     bool writing_acks = false;
@@ -191,7 +184,6 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     // ack_mutex: the ack ring's producer and the socket's descriptor.
     std::unique_ptr<ShmChannel> channel;
     std::shared_ptr<ArenaView> arena;  // the client's shared arena, mapped read-only
-    std::uint32_t client_pid = 0;
     std::mutex consume_mutex, ack_mutex;
     bool closed = false;  // under ack_mutex
     bool broken = false;  // under consume_mutex: the channel broke the protocol
@@ -472,9 +464,17 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
                        if (ec) return lose_inbound(in, ec == asio::error::eof ? "connection closed mid-message"
                                                                               : ec.message());
                        const FrameHeader& f = in->header;
+                       // The pid in the frame is the peer's word; only the one its
+                       // probe proved (a process holding the probe's random bytes) is read.
+                       if (in->probed_pid == 0)
+                         return protocol_error(in, "a same-host frame on a connection without a successful probe");
+                       if (in->span.pid != in->probed_pid)
+                         return protocol_error(in, fmt::format("a same-host frame names process {}, the probe "
+                                                               "established process {}",
+                                                               in->span.pid, in->probed_pid));
                        const std::uint64_t number = in->remote_frames++;
                        const std::string error = take_remote_message(
-                           in, f.chunk, in->span.pid, in->span.address, f.total_bytes,
+                           in, f.chunk, in->probed_pid, in->span.address, f.total_bytes,
                            [plane = weak_from_this(), in, number] {
                              if (auto p = plane.lock()) p->acknowledge(in, number);
                            });
@@ -561,7 +561,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
         error = fmt::format("message of {} bytes", m->bytes);
       } else {
         ++in->remote_frames;
-        error = take_remote_message(in, m->chunk, in->client_pid, m->address, m->bytes,
+        error = take_remote_message(in, m->chunk, in->probed_pid, m->address, m->bytes,
                                     [plane = weak_from_this(), in, number = m->number] {
                                       if (auto p = plane.lock()) p->channel_ack(in, number);
                                     });
@@ -614,6 +614,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // Can this process read the client's memory? One byte answers.
   void on_probe(const std::shared_ptr<Inbound>& in) {
+    if (in->probed) return protocol_error(in, "a second same-host probe");
+    in->probed = true;
     std::array<asio::mutable_buffer, 2> buffers{asio::buffer(&in->span, sizeof(RemoteSpan)), asio::buffer(in->token)};
     asio::async_read(in->socket, buffers, [this, in](const asio::error_code& ec, std::size_t) {
       if (ec) return lose_inbound(in, ec.message());
@@ -621,10 +623,10 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       const bool readable = read_remote(in->span.pid, in->span.address, seen.data(), seen.size()).empty() &&
                             seen == in->token;
       in->probe_answer = readable ? 1 : 0;
+      if (readable) in->probed_pid = in->span.pid;
       if (readable && in->span.reserved != 0 && options.same_host_channel) {
         try {
           in->channel = ShmChannel::open(in->span.pid, in->span.reserved - 1);
-          in->client_pid = in->span.pid;
           in->probe_answer = 2;
           if (const auto info = in->channel->arena(); info.fd >= 0) {
             try {
@@ -1084,13 +1086,6 @@ void DataPlane::hold_polling(bool hold) {
   im.set_polling(0);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   im.poll_channels(true);  // what came while peers thought we were looking
-}
-
-std::string random_secret() {
-  const Nonce n = fresh_nonce();
-  std::string out;
-  for (std::uint8_t b : n) out += fmt::format("{:02x}", b);
-  return out;
 }
 
 }  // namespace taihu::transport

@@ -184,7 +184,4 @@ class DataPlane {
   std::shared_ptr<Impl> impl_;
 };
 
-// A fresh random secret (hex), e.g. for tests.
-std::string random_secret();
-
 }  // namespace taihu::transport

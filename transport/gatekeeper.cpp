@@ -12,7 +12,7 @@
 
 #include "transport/listener.hpp"
 #include "transport/log_limiter.hpp"
-#include "transport/sha256.hpp"
+#include "transport/crypto.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::transport {
@@ -25,16 +25,7 @@ using Proof = std::array<std::uint8_t, 32>;
 // (own first), so a proof is good for this handshake and this side only.
 Proof gate_proof(const std::string& secret, std::string_view role, const GateMessage& hello, const Proof& first,
                  const Proof& second) {
-  std::vector<std::uint8_t> message(role.begin(), role.end());
-  auto append = [&](const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::uint8_t*>(p);
-    message.insert(message.end(), b, b + n);
-  };
-  append(&hello.version, sizeof hello.version);
-  append(hello.name.data(), hello.name.size());
-  append(first.data(), first.size());
-  append(second.data(), second.size());
-  return hmac_sha256({reinterpret_cast<const std::uint8_t*>(secret.data()), secret.size()}, message);
+  return hmac_sha256(bytes_of(secret), {bytes_of(role), field_bytes(hello.version), field_bytes(hello.name), first, second});
 }
 
 GateMessage gate_message(std::uint32_t version, GateKind kind) {

@@ -30,7 +30,9 @@
 // order, and acknowledges each Remote frame with its number (a uint64: the
 // n-th Remote frame on the connection is number n, from 0), after which the
 // client may release that memory. Otherwise the server never writes after
-// the handshake.
+// the handshake. A connection has one Probe, and the server reads only from
+// the process it proved: a Remote frame (or a channel) naming another pid, or
+// one on a connection whose probe failed, is a protocol error.
 //
 // Same-host channel (version 4): the Probe's RemoteSpan.reserved may name a
 // shared memory segment of the client (its file descriptor + 1; 0 = none,

@@ -221,8 +221,7 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
             [=](std::vector<std::string>& states) mutable {
               file->buckets = std::move(states);
               const auto target = compressor_checkpoint_path(path, file->rank);
-              if (previous_sane)
-                keep_checkpoint_as(target, compressor_checkpoint_path(sane_checkpoint_path(path), file->rank));
+              if (previous_sane) keep_sane_compressor_state(target, sane_checkpoint_path(path), file->rank);
               save_compressor_checkpoint(*file, target);
               promise.deliver(true);
             },

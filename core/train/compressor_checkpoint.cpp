@@ -6,6 +6,7 @@
 #include <cereal/types/vector.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <sstream>
 
@@ -62,6 +63,24 @@ void save_compressor_checkpoint(const CompressorCheckpoint& checkpoint, const st
             ec.message());
   }
   save_framed(path, magic, encode(checkpoint));
+}
+
+void keep_sane_compressor_state(const std::filesystem::path& file, const std::filesystem::path& sane_checkpoint,
+                                int rank) {
+  const auto sane = compressor_checkpoint_path(sane_checkpoint, rank);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    std::filesystem::remove(sane, ec);
+    spdlog::debug("rank {}: no compressor state '{}' to keep as '{}'", rank, file.string(), sane.string());
+    return;
+  }
+  try {
+    keep_checkpoint_as(file, sane);
+  } catch (const Error& e) {
+    std::filesystem::remove(sane, ec);
+    spdlog::warn("rank {}: {}; a resume from '{}' starts this rank's compressor from zero", rank, e.what(),
+                 sane_checkpoint.string());
+  }
 }
 
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path) {

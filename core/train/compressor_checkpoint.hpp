@@ -38,6 +38,15 @@ CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& pat
 // saying what is there when neither holds it.
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path, int64_t iteration);
 
+// Before a save replaces `file` (this rank's state of the checkpoint now on
+// disk), keeps it as this rank's file of `sane_checkpoint` (a hard link; see
+// loss_check.hpp). Best effort, so training goes on: a rank without such a
+// file (a regroup changed the ranks since, or a save was cut short) removes a
+// stale one there instead, and a resume from the sane checkpoint starts that
+// rank's compressor from zero, with the warning the restore gives.
+void keep_sane_compressor_state(const std::filesystem::path& file, const std::filesystem::path& sane_checkpoint,
+                                int rank);
+
 // A rank's states after an elastic regroup onto another number of ranks:
 // weight x the sum of the residuals and velocities of `sources` (each a
 // shard's states from one old rank, all of one layout); the threshold,

@@ -777,6 +777,25 @@ TEST_SUITE("compress") {
     }
   }
 
+  TEST_CASE("a rank keeps its compressor state with the sane checkpoint, and one without a file goes on") {
+    testing::TempDir dir;
+    const auto checkpoint = dir.path() / "c.ckpt", sane = dir.path() / "c-sane.ckpt";
+    CompressorCheckpoint file;
+    file.iteration = 20;
+    save_compressor_checkpoint(file, compressor_checkpoint_path(checkpoint, 0));
+    keep_sane_compressor_state(compressor_checkpoint_path(checkpoint, 0), sane, 0);
+    file.iteration = 40;
+    save_compressor_checkpoint(file, compressor_checkpoint_path(checkpoint, 0));
+    CHECK(load_compressor_checkpoint(compressor_checkpoint_path(sane, 0), 20).iteration == 20);
+    CHECK(load_compressor_checkpoint(compressor_checkpoint_path(checkpoint, 0), 40).iteration == 40);
+    // Rank 1 wrote no file at that iteration (its node was stopped mid-save, or
+    // a regroup renumbered the ranks): no error, and no stale sane file left
+    // to be mistaken for this checkpoint's.
+    save_compressor_checkpoint(file, compressor_checkpoint_path(sane, 1));
+    CHECK_NOTHROW(keep_sane_compressor_state(compressor_checkpoint_path(checkpoint, 1), sane, 1));
+    CHECK_FALSE(std::filesystem::exists(compressor_checkpoint_path(sane, 1)));
+  }
+
   TEST_CASE("an elastic regroup merges old ranks' residuals and velocities so that their pending update carries over") {
     auto state = [](std::vector<float> residual, std::vector<float> velocity, std::uint64_t iteration) {
       CompressorState s;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/cluster_secret.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
 #include "messages/type_ids.hpp"
 

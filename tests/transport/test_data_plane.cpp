@@ -26,8 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"
-#include "transport/sha256.hpp"
 #include "transport/shared_arena.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/status_server.hpp"
@@ -38,20 +38,6 @@ using namespace taihu;
 using namespace taihu::transport;
 
 namespace {
-
-std::string hex(const Digest& d) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (auto b : d) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
-}
-
-std::span<const std::uint8_t> bytes_of(std::string_view s) {
-  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
 
 struct Received {
   int from;
@@ -204,31 +190,6 @@ TEST_SUITE("net") {
     CHECK(failed.rfind("HTTP/1.1 500", 0) == 0);
     CHECK(failed.find("no data") != std::string::npos);
     CHECK(http_exchange(server.port(), std::string(9000, 'x')).rfind("HTTP/1.1 431", 0) == 0);
-  }
-
-  TEST_CASE("SHA-256 matches the FIPS 180-4 examples") {
-    CHECK(hex(sha256(bytes_of(""))) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    CHECK(hex(sha256(bytes_of("abc"))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    CHECK(hex(sha256(bytes_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))) ==
-          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    Sha256 million;
-    const std::string block(1000, 'a');
-    for (int i = 0; i < 1000; ++i) million.update(block);
-    CHECK(hex(million.finish()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-  }
-
-  TEST_CASE("HMAC-SHA-256 matches RFC 4231") {
-    const std::vector<std::uint8_t> key1(20, 0x0b);
-    CHECK(hex(hmac_sha256(key1, bytes_of("Hi There"))) ==
-          "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
-    CHECK(hex(hmac_sha256(bytes_of("Jefe"), bytes_of("what do ya want for nothing?"))) ==
-          "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
-    const std::vector<std::uint8_t> long_key(131, 0xaa);
-    CHECK(hex(hmac_sha256(long_key, bytes_of("Test Using Larger Than Block-Size Key - Hash Key First"))) ==
-          "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
-    const std::vector<std::uint8_t> a{1, 2, 3}, b{1, 2, 4};
-    CHECK(equal_constant_time(a, a));
-    CHECK_FALSE(equal_constant_time(a, b));
   }
 
   TEST_CASE("messages arrive whole, in order, split into frames and straight from the sender's memory") {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/cluster_secret.hpp"
 #include "transport/gatekeeper.hpp"
 #include "support/loopback.hpp"
 
