@@ -50,7 +50,7 @@ struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl> {
       if (ec) {
         // Too long, or closed: answer what we can, then close.
         if (ec == asio::error::not_found) return respond(c, reply(431, "Request Header Fields Too Large", "text/plain", "too large\n"));
-        return;
+        return finish(c);  // closed before a whole request: its slot is free at once, not after the timeout
       }
       std::istream in(&c->request);
       std::string method, target, version;
@@ -77,13 +77,16 @@ struct StatusServer::Impl : std::enable_shared_from_this<StatusServer::Impl> {
 
   void respond(const std::shared_ptr<Connection>& c, std::string response) {
     c->response = std::move(response);
-    asio::async_write(c->socket, asio::buffer(c->response), [c](const asio::error_code&, std::size_t) {
-      asio::error_code ignored;
-      c->timer.cancel();
-      c->socket.shutdown(tcp::socket::shutdown_both, ignored);
-      c->socket.close(ignored);
-      c->ticket.reset();
-    });
+    asio::async_write(c->socket, asio::buffer(c->response),
+                      [c](const asio::error_code&, std::size_t) { finish(c); });
+  }
+
+  static void finish(const std::shared_ptr<Connection>& c) {
+    asio::error_code ignored;
+    c->timer.cancel();
+    c->socket.shutdown(tcp::socket::shutdown_both, ignored);
+    c->socket.close(ignored);
+    c->ticket.reset();
   }
 };
 

@@ -9,6 +9,7 @@
 #endif
 
 #include "core/common/check.hpp"
+#include "core/compress/half.hpp"
 
 namespace taihu::compress {
 namespace {
@@ -207,7 +208,7 @@ void to_half(std::span<const float> in, std::span<std::uint16_t> out) {
 #else
   for (; i < in.size(); ++i) {
     const float v = in[i] != in[i] ? in[i] : std::clamp(in[i], -half_max, half_max);
-    out[i] = std::bit_cast<std::uint16_t>(static_cast<_Float16>(v));
+    out[i] = half_bits(v);
   }
 #endif
 }
@@ -221,7 +222,7 @@ void from_half(std::span<const std::uint16_t> in, std::span<float> out) {
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + i))));
   for (; i < in.size(); ++i) out[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(in[i])));
 #else
-  for (; i < in.size(); ++i) out[i] = static_cast<float>(std::bit_cast<_Float16>(in[i]));
+  for (; i < in.size(); ++i) out[i] = float_of_half(in[i]);
 #endif
 }
 

@@ -272,7 +272,12 @@ std::string Document::dump() const {
       out += s.title();
       out += '\n';
     }
-    for (const auto& e : s.entries()) out += fmt::format("{} = {}\n", e.key, e.value);
+    // A value that starts with '#' or ';' (written "key =#x") would read back
+    // as a comment after "= ": it keeps the '=' against it.
+    for (const auto& e : s.entries()) {
+      const bool comment_like = !e.value.empty() && (e.value.front() == '#' || e.value.front() == ';');
+      out += fmt::format("{} ={}{}\n", e.key, comment_like ? "" : " ", e.value);
+    }
   }
   return out;
 }

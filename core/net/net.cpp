@@ -26,6 +26,8 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
     require<ConfigError>(!input->name().empty(), "{}: an [input] section needs a blob name",
                          input->where().str());
     std::vector<int64_t> dims = input->get_list_or<int64_t>("shape", {});
+    for (const int64_t d : dims)
+      if (d < 1) throw input->error("shape", fmt::format("every dimension must be at least 1, not {}", d));
     input->reject_unused();
     input_names_.push_back(input->name());
     input_shapes_[input->name()] = Shape(dims);

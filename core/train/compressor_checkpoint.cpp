@@ -83,8 +83,12 @@ void keep_sane_compressor_state(const std::filesystem::path& file, const std::fi
   }
 }
 
+CompressorCheckpoint decode_compressor_checkpoint(const std::string& payload, const std::string& source) {
+  return decode<CompressorCheckpoint>(payload, source);
+}
+
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path) {
-  return decode<CompressorCheckpoint>(load_framed(path, magic), fmt::format("compressor checkpoint '{}'", path.string()));
+  return decode_compressor_checkpoint(load_framed(path, magic), fmt::format("compressor checkpoint '{}'", path.string()));
 }
 
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path, int64_t iteration) {

@@ -34,6 +34,8 @@ std::filesystem::path compressor_checkpoint_path(const std::filesystem::path& ch
 // first. load checks the framing and names the file.
 void save_compressor_checkpoint(const CompressorCheckpoint& checkpoint, const std::filesystem::path& path);
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path);
+// The payload inside the framing; `source` names it in errors.
+CompressorCheckpoint decode_compressor_checkpoint(const std::string& payload, const std::string& source);
 // The file of `iteration`: `path`, else `<path>.prev`. Throws taihu::Error
 // saying what is there when neither holds it.
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path, int64_t iteration);

@@ -10,6 +10,20 @@
 
 #include "core/common/check.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TAIHU_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAIHU_ASAN_FIBERS 1
+#endif
+#endif
+#ifndef TAIHU_ASAN_FIBERS
+#define TAIHU_ASAN_FIBERS 0
+#endif
+#if TAIHU_ASAN_FIBERS
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace taihu::sw26010 {
 
 namespace {
@@ -84,7 +98,28 @@ struct Cpe::Context {
 
 struct CoreGroup::SchedulerContext {
   void* sp = nullptr;
+  const void* stack_bottom = nullptr;  // the thread's stack, for AddressSanitizer
+  std::size_t stack_size = 0;
 };
+
+namespace {
+
+// AddressSanitizer keeps one stack per thread; a hand-made context switch
+// must say which stack runs next, or it reports the fibers' stack frames as
+// out of scope. `dying`: the stack left behind will not run again.
+void switch_stack(void** save_sp, void* load_sp, const void* to_bottom, std::size_t to_size, bool dying = false) {
+#if TAIHU_ASAN_FIBERS
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(dying ? nullptr : &fake_stack, to_bottom, to_size);
+  taihu_sw26010_switch(save_sp, load_sp);
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+  (void)to_bottom, (void)to_size, (void)dying;
+  taihu_sw26010_switch(save_sp, load_sp);
+#endif
+}
+
+}  // namespace
 
 // ------------------------------------------------------------------- Cpe
 
@@ -481,7 +516,7 @@ int CoreGroup::active_cpes() const { return std::max(live_, 1); }
 
 void CoreGroup::switch_to_scheduler(Cpe& cpe) {
   refresh(cpe);
-  taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp);
+  switch_stack(&cpe.context_->sp, scheduler_->sp, scheduler_->stack_bottom, scheduler_->stack_size);
 }
 
 }  // namespace taihu::sw26010
@@ -495,6 +530,10 @@ extern "C" void taihu_sw26010_fiber_main(void* cpe) {
 namespace taihu::sw26010 {
 
 void CoreGroup::run_fiber(Cpe& cpe) {
+#if TAIHU_ASAN_FIBERS
+  // First run of this fiber: the switch in did not return through switch_stack.
+  __sanitizer_finish_switch_fiber(nullptr, &scheduler_->stack_bottom, &scheduler_->stack_size);
+#endif
   try {
     (*cpe.context_->body)(cpe);
   } catch (...) {
@@ -503,7 +542,8 @@ void CoreGroup::run_fiber(Cpe& cpe) {
   cpe.state_ = Cpe::State::done;
   --live_;
   refresh(cpe);
-  taihu_sw26010_switch(&cpe.context_->sp, scheduler_->sp);  // never resumed
+  switch_stack(&cpe.context_->sp, scheduler_->sp, scheduler_->stack_bottom, scheduler_->stack_size,
+               /*dying=*/true);  // never resumed
 }
 
 void CoreGroup::schedule() {
@@ -519,7 +559,7 @@ void CoreGroup::schedule() {
     Cpe* next = &cpes_[std::size_t(best)];
     land_until(double(next->clock_));
     current_ = next;
-    taihu_sw26010_switch(&scheduler_->sp, next->context_->sp);
+    switch_stack(&scheduler_->sp, next->context_->sp, next->context_->stack.get(), fiber_stack_bytes);
     current_ = nullptr;
     if (failure_) return;
   }

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "core/common/random.hpp"
 #include "core/compress/compressor.hpp"
+#include "core/compress/half.hpp"
 #include "core/compress/packed.hpp"
 #include "core/compress/policy.hpp"
 #include "core/compress/select.hpp"
@@ -326,6 +328,41 @@ TEST_SUITE("compress") {
     CHECK(out[5] == -65504.0f);
     CHECK(out[6] == doctest::Approx(0.1f).epsilon(1e-3));
     CHECK(out[8] == doctest::Approx(3.14159f).epsilon(1e-3));
+  }
+
+  TEST_CASE("the portable fp16 conversion equals the F16C one (or IEEE rounding) on every half and across the floats") {
+    // Every half survives the round trip (NaNs come back quiet).
+    for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+      const auto half = static_cast<std::uint16_t>(h);
+      const bool nan = (half & 0x7c00u) == 0x7c00u && (half & 0x3ffu) != 0;
+      if (half_bits(float_of_half(half)) != (nan ? (half | 0x200u) : half)) FAIL("half ", h, " does not round-trip");
+    }
+    // Against to_half/from_half (F16C where the build has it), over a sweep
+    // of float bit patterns within the half range, ties and subnormals included.
+    std::vector<float> floats;
+    for (std::uint64_t bits = 0; bits <= 0xffffffffu; bits += 0x1357u) {
+      const float f = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+      if (f != f || std::fabs(f) <= 65504.0f) floats.push_back(f);
+    }
+    for (const float tie : {0x1.002p0f, 0x1.006p0f, 0x1p-25f, 0x1.8p-24f, 0x1.ffcp15f, 65503.0f}) {
+      floats.push_back(tie);
+      floats.push_back(-tie);
+    }
+    std::vector<std::uint16_t> halves(floats.size());
+    std::vector<float> back(floats.size());
+    to_half(floats, halves);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < floats.size(); ++i) differ += halves[i] != half_bits(floats[i]);
+    CHECK(differ == 0);
+    from_half(halves, back);
+    for (std::size_t i = 0; i < floats.size(); ++i)
+      differ += std::bit_cast<std::uint32_t>(back[i]) != std::bit_cast<std::uint32_t>(float_of_half(halves[i]));
+    CHECK(differ == 0);
+    CHECK(half_bits(1.0f) == 0x3c00u);
+    CHECK(half_bits(0x1.002p0f) == 0x3c00u);  // ties round to even
+    CHECK(half_bits(0x1.006p0f) == 0x3c02u);
+    CHECK(half_bits(0x1.8p-24f) == 0x0002u);  // in the subnormals too
+    CHECK(half_bits(65520.0f) == 0x7c00u);    // past the largest half: infinity
   }
 
   TEST_CASE("conservation: sent plus the new residual equals the accumulated gradient, bit for bit") {
