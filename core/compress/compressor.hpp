@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/common/bounded_decode.hpp"
 #include "core/common/random.hpp"
 #include "core/compress/packed.hpp"
 #include "core/compress/select.hpp"
@@ -79,9 +80,10 @@ struct CompressorState {
   ThresholdReuse::State reuse;
   std::array<std::uint64_t, 4> rng{};
 
+  static constexpr std::size_t min_encoded_bytes = 2 * sizeof(cereal::size_type);
   template <class Archive>
   void serialize(Archive& archive) {
-    archive(residual, velocity, iteration, positive_turn, reuse, rng);
+    archive(bounded(residual), bounded(velocity), iteration, positive_turn, reuse, rng);
   }
 };
 

@@ -175,6 +175,7 @@ Checkpoint decode_checkpoint(const std::string& payload, const std::string& sour
   std::istringstream in{payload};
   Checkpoint checkpoint;
   try {
+    const DecodeBudget budget(payload.size());
     cereal::PortableBinaryInputArchive archive(in);
     archive(checkpoint);
   } catch (const std::exception& e) {

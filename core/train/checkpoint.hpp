@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/common/bounded_decode.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace taihu {
@@ -30,9 +31,10 @@ struct NamedTensor {
   // Copies the values into `tensor`, which must have the same shape.
   void restore_into(Tensor& tensor) const;
 
+  static constexpr std::size_t min_encoded_bytes = 3 * sizeof(cereal::size_type);
   template <class Archive>
   void serialize(Archive& archive) {
-    archive(name, dims, values);
+    archive(bounded(name), bounded(dims), bounded(values));
   }
 };
 
@@ -50,8 +52,8 @@ struct Checkpoint {
 
   template <class Archive>
   void serialize(Archive& archive) {
-    archive(net_name, iteration, epoch, batch, seed, elapsed_seconds, epoch_loss_sum, params, solver_state,
-            rngs);
+    archive(bounded(net_name), iteration, epoch, batch, seed, elapsed_seconds, epoch_loss_sum, bounded(params),
+            bounded(solver_state), bounded(rngs));
   }
 };
 

@@ -33,8 +33,9 @@ T decode(const std::string& bytes, std::string_view what) {
   std::istringstream in{bytes};
   T value;
   try {
+    const DecodeBudget budget(bytes.size());
     cereal::PortableBinaryInputArchive archive(in);
-    archive(value);
+    archive(bounded(value));
   } catch (const std::exception& e) {
     raise("{} cannot be decoded: {}", what, e.what());
   }

@@ -25,7 +25,7 @@ struct CompressorCheckpoint {
 
   template <class Archive>
   void serialize(Archive& archive) {
-    archive(iteration, rank, ranks, buckets);
+    archive(iteration, rank, ranks, bounded(buckets));
   }
 };
 

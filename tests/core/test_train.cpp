@@ -1,11 +1,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
 #include "core/common/error.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/compressor_checkpoint.hpp"
 #include "core/train/loss_check.hpp"
 #include "support/temp_dir.hpp"
 
@@ -82,6 +84,60 @@ TEST_SUITE("train") {
       // Nor is such a tensor ever copied into a model's.
       Tensor target(Shape{2, 2});
       CHECK_THROWS_AS(NamedTensor({"conv1/w", bad.dims, bad.values}).restore_into(target), Error);
+    }
+  }
+
+  TEST_CASE("a payload whose container counts claim more than it holds is refused before allocating them (fuzz_checkpoint)") {
+    // Cereal resizes a container to the count a payload names before reading
+    // an element: a count of 2^44 was a std::bad_alloc where the machine
+    // refuses 64 TB, and a count of a few GB was allocated and zeroed. Every
+    // 8-byte window of real payloads is overwritten with such a count; the
+    // decoders must refuse each one as a made-up count (or accept a changed
+    // number), never try the allocation.
+    TempDir dir;
+    Checkpoint c;
+    c.net_name = "lenet";
+    c.params.push_back({"conv1/w", {2, 2}, {1, 2, 3, 4}});
+    c.solver_state.push_back({"conv1/w/momentum", {1}, {5}});
+    c.rngs.push_back({"drop1", {1, 2, 3, 4}});
+    compress::CompressorState state;
+    state.residual = {1, 2, 3};
+    state.velocity = {4, 5, 6};
+    const std::string states = encode_states({state, state});
+    CompressorCheckpoint compressed;
+    compressed.buckets = {states, ""};
+    save_compressor_checkpoint(compressed, dir / "c.compress-0");
+
+    struct Decoder {
+      const char* name;
+      std::string payload;
+      std::function<void(const std::string&)> decode;
+      int containers;  // strings and vectors in the payload: each count must be caught
+    };
+    const std::vector<Decoder> decoders = {
+        {"checkpoint", encode_checkpoint(c), [](const std::string& p) { (void)decode_checkpoint(p, "made-up"); }, 11},
+        {"compressor checkpoint", load_framed(dir / "c.compress-0", "TAIHUCS1"),
+         [](const std::string& p) { (void)decode_compressor_checkpoint(p, "made-up"); }, 3},
+        {"compressor state", states, [](const std::string& p) { (void)decode_states(p); }, 5},
+    };
+    for (const Decoder& d : decoders) {
+      CAPTURE(d.name);
+      int caught = 0;
+      for (std::size_t at = 0; at + 8 <= d.payload.size(); ++at) {
+        CAPTURE(at);
+        std::string bytes = d.payload;
+        const uint64_t count = uint64_t{1} << 44;
+        for (int i = 0; i < 8; ++i) bytes[at + i] = static_cast<char>((count >> (8 * i)) & 0xff);
+        try {
+          d.decode(bytes);
+        } catch (const Error& e) {
+          const std::string what = e.what();
+          CHECK_MESSAGE(what.find("bad_alloc") == std::string::npos, what);
+          CHECK_MESSAGE(what.find("length") == std::string::npos, what);
+          if (what.find("claims 17592186044416 elements") != std::string::npos) ++caught;
+        }
+      }
+      CHECK(caught == d.containers);
     }
   }
 
