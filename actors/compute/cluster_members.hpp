@@ -52,6 +52,9 @@ class ClusterMembers {
   std::string joined_names() const;
   std::vector<int> live() const;
   const std::vector<Node>& nodes() const { return nodes_; }
+  // The generation formed or forming last; 0 before the first. (The
+  // coordinator's Members are reset while it re-forms: they cannot tell.)
+  int generation() const { return generation_; }
   std::string node_name(int node) const;
 
   // Forms the next generation over the live nodes for `plan` (its ranks,

@@ -354,13 +354,14 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
         auto& s = self->state;
         s.cluster->joined(self, j);
         // The first formation waits for all K nodes; later ones happen at
-        // epoch boundaries (end_epoch) or after a loss (regroup).
-        if (s.members.generation == 0 && static_cast<int>(s.cluster->live().size()) == s.plan->cluster.nodes)
+        // epoch boundaries (end_epoch) or after a loss (regroup), also when
+        // a node joins while one is under way.
+        if (s.cluster->generation() == 0 && static_cast<int>(s.cluster->live().size()) == s.plan->cluster.nodes)
           form_cluster(self);
       },
       [self](msg::join_deadline_atom) {
         auto& s = self->state;
-        if (s.members.generation > 0 || s.over) return;
+        if (s.cluster->generation() > 0 || s.over) return;
         const auto joined = s.cluster->live().size();
         const std::string names = s.cluster->joined_names();
         abort_with(self, std::make_exception_ptr(ClusterError(fmt::format(

@@ -15,6 +15,9 @@
 #      with compression, the survivors' residuals and momentum carry over to the new ranks
 #  10. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
 #      the packed messages crossing the data plane
+#  11. elastic = true and a node that joins while the cluster re-forms after a loss: it is
+#      placed by that re-forming or the next epoch's, never a second forming at once (found by
+#      tests/soak: "2 ranks cannot be placed on 3 nodes" ended the run)
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -22,7 +25,7 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop compress)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop elastic-join compress)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -283,6 +286,35 @@ PY
       wait "$p"
       rc=$?
       check "elastic: each node that was not killed finishes cleanly (exit $rc)" $rc
+    done
+    ;;
+  elastic-join)
+    # b is killed while a is stopped: the re-forming waits for a (its replicas must be dropped),
+    # and d joins meanwhile; a resumes before dead_after.
+    start_coordinator ejoin epochs=2 data.limit_train=4800 display=20 elastic=true output.checkpoint_every=20 \
+      cluster.dead_after=4 sync.step_timeout=60 --report="$work/ejoin.json"
+    start_nodes a-ejoin b-ejoin c-ejoin -- --dead-after=4
+    wait_for_line "$work/ejoin.log" "epoch 1/2 20/" 90
+    check "elastic-join: 20 iterations on 3 nodes" $? "$work/ejoin.log"
+    kill -STOP "${node_pids[0]}"
+    kill -KILL "${node_pids[1]}"
+    start_node d-ejoin --dead-after=4
+    node_pids+=("$last")
+    wait_for_line "$work/ejoin.log" "node 3 'd-ejoin' joined" 3
+    check "elastic-join: d joins while the cluster re-forms" $? "$work/ejoin.log"
+    kill -CONT "${node_pids[0]}"
+    wait "$coordinator"
+    rc=$?
+    check "elastic-join: training finishes (exit $rc)" $rc "$work/ejoin.log"
+    grep -q "elastic: lost node [0-9] 'b-ejoin'; continuing on 3 nodes with 3 ranks" "$work/ejoin.log"
+    check "elastic-join: the re-forming after the loss places d" $? "$work/ejoin.log"
+    python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["workers"] == 3 else 1)' \
+      "$work/ejoin.json"
+    check "elastic-join: 3 workers at the end" $?
+    for p in "${node_pids[0]}" "${node_pids[2]}" "${node_pids[3]}"; do
+      wait "$p"
+      rc=$?
+      check "elastic-join: each node that was not killed finishes cleanly (exit $rc)" $rc
     done
     ;;
   elastic-stop)
