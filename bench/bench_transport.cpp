@@ -5,14 +5,19 @@
 // read() into one buffer). The sender is a forked child; the receiver times
 // from the first byte to the last.
 //
-//   bench_transport [--mb=1,16,64] [--total-mb=1024] [--runs=5] [--fresh=0|1]
+//   bench_transport [--mb=1,16,64] [--total-mb=1024] [--runs=5] [--fresh=0|1] [--tls=off,always]
 //
 // --fresh=1 lands every message in a newly allocated buffer (as the shard
 // actors' receive path does) instead of reusing one.
+// --tls=MODE,... measures the data plane once per TLS mode (transport/tls.hpp)
+// instead of with its defaults, each through the socket (no same-host reads or
+// channel, which would bypass it), the modes' runs alternating; a last column
+// compares the last mode with the first.
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,8 +27,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -155,7 +162,14 @@ class TimingSink : public transport::FrameSink {
   std::condition_variable done_;
 };
 
-double data_plane(std::size_t bytes, std::size_t count, bool fresh) {
+// mode: the TLS mode, every message through the socket; none: the data
+// plane's defaults (same-host channel).
+double data_plane(std::size_t bytes, std::size_t count, bool fresh, std::optional<transport::TlsMode> mode) {
+  auto configure = [&](transport::DataPlaneOptions& options) {
+    if (!mode) return;
+    options.tls = *mode;
+    options.remote_read_min_bytes = 0;
+  };
   const std::string secret = transport::random_secret();
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe");
@@ -167,6 +181,7 @@ double data_plane(std::size_t bytes, std::size_t count, bool fresh) {
     transport::DataPlaneOptions options;
     options.node = 1;
     options.secret = secret;
+    configure(options);
     transport::DataPlane plane(options, &unused);
     plane.connect(0, "127.0.0.1", port);
     auto buffer = std::make_shared<std::vector<float>>(bytes / sizeof(float), 1.0f);
@@ -179,6 +194,7 @@ double data_plane(std::size_t bytes, std::size_t count, bool fresh) {
   transport::DataPlaneOptions options;
   options.node = 0;
   options.secret = secret;
+  configure(options);
   double seconds;
   {
     transport::DataPlane plane(options, &sink);
@@ -199,19 +215,44 @@ int main(int argc, char** argv) {
   const double total_mb = std::stod(arg_value(argc, argv, "total-mb", "1024"));
   const int runs = std::stoi(arg_value(argc, argv, "runs", "5"));
   const bool fresh = arg_value(argc, argv, "fresh", "0") == "1";
+  spdlog::set_level(spdlog::level::err);  // not tls = off's warning in every run's table
+  std::vector<std::optional<transport::TlsMode>> modes;
+  std::stringstream mode_list(arg_value(argc, argv, "tls", ""));
+  for (std::string name; std::getline(mode_list, name, ',');) {
+    const auto mode = transport::parse_tls_mode(name);
+    if (!mode) {
+      std::fprintf(stderr, "--tls: unknown mode '%s' (between_hosts, always, off)\n", name.c_str());
+      return 2;
+    }
+    modes.push_back(mode);
+  }
+  if (modes.empty()) modes.push_back(std::nullopt);
   fmt::print("point-to-point loopback throughput, median of {} runs, {} MB per run{}\n", runs, total_mb,
              fresh ? ", fresh receive buffer per message" : "");
-  fmt::print("| message MB | plain TCP GB/s | data plane GB/s | ratio |\n|---|---|---|---|\n");
+  std::string head = "| message MB | plain TCP GB/s |", rule = "|---|---|";
+  for (const auto& mode : modes) {
+    head += mode ? fmt::format(" tls = {} GB/s |", transport::tls_mode_name(*mode)) : std::string(" data plane GB/s |");
+    rule += "---|";
+  }
+  fmt::print("{} ratio |\n{}---|\n", head, rule);
+  // Before every fork: a child's log line (tls = off warns) would flush its copy of the buffer again.
+  std::fflush(stdout);
   for (double mb : sizes) {
     const auto bytes = static_cast<std::size_t>(mb * 1024 * 1024) / sizeof(float) * sizeof(float);
     const auto count = std::max<std::size_t>(1, static_cast<std::size_t>(total_mb / mb));
-    std::vector<double> plain, ours;
+    std::vector<double> plain;
+    std::vector<std::vector<double>> ours(modes.size());
     for (int r = 0; r < runs; ++r) {
       plain.push_back(plain_socket(bytes, count));
-      ours.push_back(data_plane(bytes, count, fresh));
+      for (std::size_t m = 0; m < modes.size(); ++m) ours[m].push_back(data_plane(bytes, count, fresh, modes[m]));
     }
-    const double p = median(plain), d = median(ours);
-    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} |\n", mb, p / 1e9, d / 1e9, d / p);
+    const double p = median(plain);
+    std::string row = fmt::format("| {} | {:.2f} |", mb, p / 1e9);
+    for (const auto& runs_of_mode : ours) row += fmt::format(" {:.2f} |", median(runs_of_mode) / 1e9);
+    // One mode: against plain TCP; several: the last against the first.
+    const double ratio = modes.size() == 1 ? median(ours[0]) / p : median(ours.back()) / median(ours.front());
+    fmt::print("{} {:.2f} |\n", row, ratio);
+    std::fflush(stdout);
   }
   return 0;
 }

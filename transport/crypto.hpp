@@ -1,6 +1,7 @@
 #pragma once
 // The few cryptographic operations the handshakes need, from OpenSSL
-// (libcrypto): HMAC-SHA-256 proofs, constant-time comparison, and random
+// (libcrypto): HMAC-SHA-256 proofs, HKDF-SHA-256 key derivation (the data
+// plane's TLS keys, transport/tls.hpp), constant-time comparison, and random
 // nonces and secrets. Nothing here is written by hand; this header only keeps
 // OpenSSL's headers out of the transport's sources and gives the operations
 // the types the handshakes use.
@@ -33,6 +34,11 @@ Bytes field_bytes(const T& value) {
 // EVP_MAC one by one, so a proof over several fields needs no copy.
 Digest hmac_sha256(Bytes key, std::initializer_list<Bytes> parts);
 inline Digest hmac_sha256(Bytes key, Bytes message) { return hmac_sha256(key, {message}); }
+
+// HKDF-SHA-256 (RFC 5869, extract then expand) through OpenSSL's EVP_KDF:
+// fills `out` (at most 255 * 32 bytes) with key material from `key`, `salt`
+// and the concatenation of `info`.
+void hkdf_sha256(Bytes key, Bytes salt, std::initializer_list<Bytes> info, std::span<std::uint8_t> out);
 
 // CRYPTO_memcmp: timing says nothing about where two proofs differ.
 bool equal_constant_time(Bytes a, Bytes b);

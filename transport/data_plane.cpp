@@ -20,6 +20,8 @@
 #include "transport/listener.hpp"
 #include "transport/log_limiter.hpp"
 #include "transport/crypto.hpp"
+#include "transport/proofs.hpp"
+#include "transport/stream.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/shared_arena.hpp"
 #include "core/common/check.hpp"
@@ -28,19 +30,11 @@ namespace taihu::transport {
 namespace {
 
 using asio::ip::tcp;
-using Nonce = std::array<std::uint8_t, nonce_bytes>;
 
 Nonce fresh_nonce() {
   Nonce n;
   random_bytes(n);
   return n;
-}
-
-// The proof of one side: HMAC over the role, version, client node and both
-// nonces (own first), so a proof cannot be reflected to the other side.
-Digest proof(const std::string& secret, std::string_view role, std::uint32_t version, std::int32_t node,
-             const Nonce& first, const Nonce& second) {
-  return hmac_sha256(bytes_of(secret), {bytes_of(role), field_bytes(version), field_bytes(node), first, second});
 }
 
 std::string endpoint_text(const tcp::socket& socket) {
@@ -49,11 +43,17 @@ std::string endpoint_text(const tcp::socket& socket) {
   return ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
+std::string_view mode_text(std::uint32_t wire) {
+  const auto mode = tls_mode_of(wire);
+  return mode ? tls_mode_name(*mode) : std::string_view("unknown");
+}
+
 std::string_view reason_text(std::uint32_t reason) {
   switch (static_cast<RefuseReason>(reason)) {
     case RefuseReason::version: return "protocol version mismatch";
     case RefuseReason::authentication: return "wrong cluster secret";
     case RefuseReason::malformed: return "malformed handshake";
+    case RefuseReason::tls_mode: return "another TLS mode";
   }
   return "unknown reason";
 }
@@ -117,17 +117,18 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   std::shared_ptr<Listener> listener;
   std::thread thread;
   LogLimiter refusal_log;  // strangers can trigger refusals at will
+  std::unique_ptr<TlsContext> tls_client, tls_server;  // unless options.tls is off
 
   struct Stats {
     std::atomic<std::uint64_t> bytes_sent{0}, bytes_received{0}, messages_sent{0}, messages_received{0},
-        messages_read_remotely{0}, messages_polled{0}, doorbells_sent{0}, accepted{0}, refused_version{0},
-        refused_secret{0}, refused_garbage{0};
+        messages_read_remotely{0}, messages_polled{0}, doorbells_sent{0}, accepted{0}, tls_connections{0},
+        refused_version{0}, refused_secret{0}, refused_garbage{0}, refused_tls{0};
   } stats;
 
   // A connection this node sends on (client side).
   struct Outbound {
-    explicit Outbound(asio::io_context& io) : socket(io), overflow_timer(io) {}
-    tcp::socket socket;
+    explicit Outbound(asio::io_context& io) : stream(io), overflow_timer(io) {}
+    Stream stream;
     int node = -1;
     std::deque<Outgoing> queue;
     bool writing = false;
@@ -141,7 +142,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     std::uint64_t remote_frames = 0;  // numbers the next Remote frame
     std::uint64_t ack = 0;            // being read
     // Same-host channel: messages go as descriptors in its ring, acks come
-    // back through it; the socket carries doorbells only. channel_mutex
+    // back through it; the socket carries doorbells only (never TLS, whose
+    // records the raw doorbell writes would break). channel_mutex
     // guards the ring's producer and ack consumer, awaiting_ack, overflow,
     // `lost` and the socket's descriptor (raw doorbell writes from senders).
     std::unique_ptr<ShmChannel> channel;
@@ -156,15 +158,17 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // A connection this node receives on (server side).
   struct Inbound {
-    explicit Inbound(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+    explicit Inbound(tcp::socket s) : stream(std::move(s)), timer(stream.socket().get_executor()) {}
     Listener::Ticket ticket;  // its place among the connections in the handshake (until authenticated)
-    tcp::socket socket;
+    Stream stream;
     asio::steady_timer timer;
     std::string peer;  // address, for logs
     int node = -1;     // once authenticated
+    bool ready = false;  // probed, and TLS if any established: frames may come
     Hello hello;
     Nonce server_nonce{};
     Digest proof{};
+    Digest probe_mac{}, answer_mac{};
     FrameHeader header;
     ChunkHeader message;  // the message being received
     Landing landing;
@@ -173,7 +177,6 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     RemoteSpan span;                     // of a Remote or Probe frame
     std::array<std::uint8_t, 32> token{};  // a Probe's bytes
     std::uint8_t probe_answer = 0;
-    bool probed = false;                 // a connection has one same-host probe
     std::uint32_t probed_pid = 0;        // the process it proved readable: the only one read (0: none)
     std::uint64_t remote_frames = 0;      // numbers the next Remote frame
     std::vector<std::uint64_t> acks_due;  // Remote frames consumed, not yet acknowledged
@@ -199,7 +202,17 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   Impl(DataPlaneOptions o, FrameSink* s) : options(std::move(o)), sink(s) {}
 
+  // Whether a connection runs TLS, from this side's mode (the peer's is the
+  // same: the handshake refuses another) and the probe's authenticated answer.
+  bool uses_tls(bool channel) const {
+    return options.tls == TlsMode::always || (options.tls == TlsMode::between_hosts && !channel);
+  }
+
   void start() {
+    if (options.tls != TlsMode::off) {
+      tls_client = std::make_unique<TlsContext>(TlsContext::Role::client);
+      tls_server = std::make_unique<TlsContext>(TlsContext::Role::server);
+    }
     ListenerOptions lo;
     lo.what = fmt::format("data plane node {}", options.node);
     lo.address = options.listen_address;
@@ -211,9 +224,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       in->ticket->evict = [this, weak = std::weak_ptr<Inbound>(in)] {
         if (auto i = weak.lock()) close(i);
       };
-      in->peer = endpoint_text(in->socket);
+      in->peer = endpoint_text(in->stream.socket());
       asio::error_code ignored;
-      in->socket.set_option(tcp::no_delay(true), ignored);
+      in->stream.socket().set_option(tcp::no_delay(true), ignored);
       begin_handshake(in);
     });
     listener->start();
@@ -251,12 +264,10 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   }
 
   void close(const std::shared_ptr<Inbound>& in) {
-    asio::error_code ignored;
     in->timer.cancel();
     std::lock_guard lock(in->ack_mutex);  // no doorbell write on a closed descriptor
     in->closed = true;
-    in->socket.shutdown(tcp::socket::shutdown_both, ignored);
-    in->socket.close(ignored);
+    in->stream.close();
   }
 
   // Sends a Refuse (best effort), then closes.
@@ -264,41 +275,42 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     auto refusal = std::make_shared<Hello>();
     refusal->version = options.version;
     refusal->kind = 1;
-    refusal->reason = static_cast<std::uint32_t>(reason);
+    refusal->detail = static_cast<std::uint32_t>(reason);
     refusal_log.warn("data plane node {}: refused connection from {}: {}", options.node, in->peer, why);
-    asio::async_write(in->socket, asio::buffer(refusal.get(), sizeof(Hello)),
-                      [this, in, refusal](const asio::error_code&, std::size_t) { close(in); });
+    in->stream.async_write(asio::buffer(refusal.get(), sizeof(Hello)),
+                           [this, in, refusal](const asio::error_code&, std::size_t) { close(in); });
   }
 
   void begin_handshake(const std::shared_ptr<Inbound>& in) {
     in->timer.expires_after(options.handshake_timeout);
     in->timer.async_wait([this, in](const asio::error_code& ec) {
-      if (ec || in->node >= 0) return;
-      ++stats.refused_garbage;
-      refuse(in, fmt::format("no complete handshake within {} ms", options.handshake_timeout.count()));
+      if (ec || in->ready) return;
+      ++(in->stream.secure() ? stats.refused_tls : stats.refused_garbage);
+      refuse(in, fmt::format("no complete {}handshake within {} ms", in->stream.secure() ? "TLS " : "",
+                             options.handshake_timeout.count()));
     });
     // The magic first, so that a short stranger (an HTTP request) is told off at once.
     auto* bytes = reinterpret_cast<char*>(&in->hello);
     auto on_error = [this, in](const asio::error_code& ec) {
-      if (in->socket.is_open()) {
+      if (in->stream.socket().is_open()) {
         ++stats.refused_garbage;
         refuse(in, fmt::format("closed during the handshake ({})", ec.message()));
       }
     };
-    asio::async_read(in->socket, asio::buffer(bytes, hello_magic.size()),
-                     [this, in, bytes, on_error](const asio::error_code& ec, std::size_t) {
-                       if (ec) return on_error(ec);
-                       if (in->hello.magic != hello_magic) {
-                         ++stats.refused_garbage;
-                         return refuse(in, "not a taihu data-plane client (garbage bytes)");
-                       }
-                       asio::async_read(in->socket,
-                                        asio::buffer(bytes + hello_magic.size(), sizeof(Hello) - hello_magic.size()),
-                                        [this, in, on_error](const asio::error_code& ec, std::size_t) {
-                                          if (ec) return on_error(ec);
-                                          on_hello(in);
-                                        });
-                     });
+    in->stream.async_read(asio::buffer(bytes, hello_magic.size()),
+                          [this, in, bytes, on_error](const asio::error_code& ec, std::size_t) {
+                            if (ec) return on_error(ec);
+                            if (in->hello.magic != hello_magic) {
+                              ++stats.refused_garbage;
+                              return refuse(in, "not a taihu data-plane client (garbage bytes)");
+                            }
+                            in->stream.async_read(
+                                asio::buffer(bytes + hello_magic.size(), sizeof(Hello) - hello_magic.size()),
+                                [this, in, on_error](const asio::error_code& ec, std::size_t) {
+                                  if (ec) return on_error(ec);
+                                  on_hello(in);
+                                });
+                          });
   }
 
   void on_hello(const std::shared_ptr<Inbound>& in) {
@@ -315,31 +327,40 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
                                options.version));
       return;
     }
+    if (h.detail != static_cast<std::uint32_t>(options.tls)) {
+      ++stats.refused_tls;
+      send_refusal(in, RefuseReason::tls_mode,
+                   fmt::format("node {} uses tls = {}, this node tls = {} (every node needs the same [cluster] tls)",
+                               h.node, mode_text(h.detail), tls_mode_name(options.tls)));
+      return;
+    }
     in->server_nonce = fresh_nonce();
     auto challenge = std::make_shared<Hello>();
     challenge->version = options.version;
     challenge->node = options.node;
+    challenge->detail = static_cast<std::uint32_t>(options.tls);
     challenge->nonce = in->server_nonce;
-    asio::async_write(in->socket, asio::buffer(challenge.get(), sizeof(Hello)),
-                      [this, in, challenge](const asio::error_code& ec, std::size_t) {
-                        if (ec) return close(in);
-                        asio::async_read(in->socket, asio::buffer(in->proof),
-                                         [this, in](const asio::error_code& ec2, std::size_t) {
-                                           if (ec2) {
-                                             if (in->socket.is_open()) {
-                                               ++stats.refused_garbage;
-                                               refuse(in, "closed before proving the secret");
-                                             }
-                                             return;
-                                           }
-                                           on_proof(in);
-                                         });
-                      });
+    in->stream.async_write(asio::buffer(challenge.get(), sizeof(Hello)),
+                           [this, in, challenge](const asio::error_code& ec, std::size_t) {
+                             if (ec) return close(in);
+                             in->stream.async_read(asio::buffer(in->proof),
+                                                   [this, in](const asio::error_code& ec2, std::size_t) {
+                                                     if (ec2) {
+                                                       if (in->stream.socket().is_open()) {
+                                                         ++stats.refused_garbage;
+                                                         refuse(in, "closed before proving the secret");
+                                                       }
+                                                       return;
+                                                     }
+                                                     on_proof(in);
+                                                   });
+                           });
   }
 
   void on_proof(const std::shared_ptr<Inbound>& in) {
     const Hello& h = in->hello;
-    const Digest expected = proof(options.secret, "taihu-dp client", h.version, h.node, h.nonce, in->server_nonce);
+    const Digest expected =
+        handshake_proof(options.secret, "taihu-dp client", h.version, h.node, h.nonce, in->server_nonce);
     if (!equal_constant_time(expected, in->proof)) {
       ++stats.refused_secret;
       send_refusal(in, RefuseReason::authentication,
@@ -347,16 +368,79 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       return;
     }
     auto welcome = std::make_shared<Digest>(
-        proof(options.secret, "taihu-dp server", h.version, h.node, in->server_nonce, h.nonce));
-    asio::async_write(in->socket, asio::buffer(*welcome), [this, in, welcome](const asio::error_code& ec, std::size_t) {
+        handshake_proof(options.secret, "taihu-dp server", h.version, h.node, in->server_nonce, h.nonce));
+    in->stream.async_write(asio::buffer(*welcome), [this, in, welcome](const asio::error_code& ec, std::size_t) {
       if (ec) return close(in);
-      in->timer.cancel();
       in->ticket.reset();  // authenticated: no longer counted among strangers
       in->node = in->hello.node;
-      ++stats.accepted;
-      spdlog::debug("data plane node {}: node {} connected from {}", options.node, in->node, in->peer);
-      read_header(in);
+      read_probe(in);
     });
+  }
+
+  // Every connection's first frame: the same-host probe and its MAC (pid 0:
+  // the client offers no same-host reads).
+  void read_probe(const std::shared_ptr<Inbound>& in) {
+    in->stream.async_read(
+        {asio::buffer(&in->header, sizeof(FrameHeader)), asio::buffer(&in->span, sizeof(RemoteSpan)),
+         asio::buffer(in->token), asio::buffer(in->probe_mac)},
+        [this, in](const asio::error_code& ec, std::size_t) {
+          if (ec) {
+            if (!in->stream.socket().is_open()) return;
+            ++stats.refused_garbage;
+            return refuse(in, fmt::format("node {} closed before its same-host probe", in->node));
+          }
+          if (in->header.magic != probe_frame_magic || in->header.total_bytes != in->token.size()) {
+            ++stats.refused_garbage;
+            return refuse(in, fmt::format("node {} sent no same-host probe after the handshake", in->node));
+          }
+          const Digest expected = probe_mac(options.secret, in->hello.version, in->hello.node, in->span, in->token,
+                                            in->hello.nonce, in->server_nonce);
+          if (!equal_constant_time(expected, in->probe_mac)) {
+            ++stats.refused_secret;
+            return refuse(in, fmt::format("node {}'s same-host probe is not authentic", in->node));
+          }
+          answer_probe(in);
+        });
+  }
+
+  // Can this process read the client's memory? One authenticated byte
+  // answers; then TLS, if this connection runs it.
+  void answer_probe(const std::shared_ptr<Inbound>& in) {
+    in->probe_answer = 0;
+    if (in->span.pid != 0 && options.tls != TlsMode::always) probe_same_host(in);
+    in->answer_mac = answer_mac(options.secret, in->hello.version, in->hello.node, in->probe_answer, in->server_nonce,
+                                in->hello.nonce);
+    in->stream.async_write({asio::buffer(&in->probe_answer, 1), asio::buffer(in->answer_mac)},
+                           [this, in](const asio::error_code& ec, std::size_t) {
+                             if (ec) return close(in);
+                             if (uses_tls(in->channel != nullptr)) return start_tls(in);
+                             ready(in);
+                           });
+  }
+
+  void start_tls(const std::shared_ptr<Inbound>& in) {
+    const TlsKey key = tls_key(options.secret, in->hello.nonce, in->server_nonce);
+    in->stream.start_tls(*tls_server, key, [this, in](const asio::error_code& ec) {
+      if (!ec) return ready(in);
+      if (!in->stream.socket().is_open()) return;  // timed out, and refused for that
+      ++stats.refused_tls;
+      refuse(in, fmt::format("node {}: TLS handshake failed: {}", in->node, ec.message()));
+    });
+  }
+
+  // The connection is set up: frames (or, with a channel, doorbells) follow.
+  void ready(const std::shared_ptr<Inbound>& in) {
+    in->timer.cancel();
+    in->ready = true;
+    ++stats.accepted;
+    if (in->stream.secure()) ++stats.tls_connections;
+    spdlog::debug("data plane node {}: node {} connected from {}{}", options.node, in->node, in->peer,
+                  in->stream.secure() ? " (TLS)" : in->channel ? " (same-host channel)" : "");
+    if (!in->channel) return read_header(in);
+    remember(in);
+    // A bell may have been skipped while no one listened: look once.
+    drain(in, true, false);
+    read_bells(in);
   }
 
   void lose_inbound(const std::shared_ptr<Inbound>& in, const std::string& why) {
@@ -393,15 +477,18 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   void forget(const std::shared_ptr<Outbound>& out) { forget_in(outbound_channels, out); }
 
   void read_header(const std::shared_ptr<Inbound>& in) {
-    asio::async_read(in->socket, asio::buffer(&in->header, sizeof(FrameHeader)),
-                     [this, in](const asio::error_code& ec, std::size_t) {
-                       if (ec) {
-                         lose_inbound(in, ec == asio::error::eof ? std::string("connection closed")
-                                                                 : ec.message());
-                         return;
-                       }
-                       on_header(in);
-                     });
+    in->stream.async_read(asio::buffer(&in->header, sizeof(FrameHeader)),
+                          [this, in](const asio::error_code& ec, std::size_t) {
+                            if (ec) return read_failed(in, ec, "connection closed");
+                            on_header(in);
+                          });
+  }
+
+  // TLS rejecting what the peer sent (an altered record) is a protocol
+  // error; anything else means the connection is gone.
+  void read_failed(const std::shared_ptr<Inbound>& in, const asio::error_code& ec, const char* closed) {
+    if (is_tls_error(ec)) return protocol_error(in, "TLS: " + ec.message());
+    lose_inbound(in, ec == asio::error::eof ? std::string(closed) : ec.message());
   }
 
   void protocol_error(const std::shared_ptr<Inbound>& in, const std::string& why) {
@@ -412,7 +499,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   void on_header(const std::shared_ptr<Inbound>& in) {
     const FrameHeader& f = in->header;
     if (f.magic == remote_frame_magic) return on_remote_header(in);
-    if (f.magic == probe_frame_magic) return on_probe(in);
+    if (f.magic == probe_frame_magic) return protocol_error(in, "a second same-host probe");
     if (f.magic != frame_magic) return protocol_error(in, "bad frame magic");
     if (f.part_bytes > options.max_part_bytes) return protocol_error(in, fmt::format("frame of {} bytes", f.part_bytes));
     if (f.total_bytes > options.max_message_bytes)
@@ -431,13 +518,11 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       return protocol_error(in, "frame does not continue its message");
     }
     if (f.part_bytes == 0) return on_part(in);
-    asio::async_read(in->socket,
-                     asio::buffer(static_cast<char*>(in->landing.data) + f.part_offset, f.part_bytes),
-                     [this, in](const asio::error_code& ec, std::size_t) {
-                       if (ec) return lose_inbound(in, ec == asio::error::eof ? "connection closed mid-message"
-                                                                              : ec.message());
-                       on_part(in);
-                     });
+    in->stream.async_read(asio::buffer(static_cast<char*>(in->landing.data) + f.part_offset, f.part_bytes),
+                          [this, in](const asio::error_code& ec, std::size_t) {
+                            if (ec) return read_failed(in, ec, "connection closed mid-message");
+                            on_part(in);
+                          });
   }
 
   void on_part(const std::shared_ptr<Inbound>& in) {
@@ -459,10 +544,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     if (f.total_bytes > options.max_message_bytes)
       return protocol_error(in, fmt::format("message of {} bytes", f.total_bytes));
     if (in->received != in->total) return protocol_error(in, "new message before the last one ended");
-    asio::async_read(in->socket, asio::buffer(&in->span, sizeof(RemoteSpan)),
+    in->stream.async_read(asio::buffer(&in->span, sizeof(RemoteSpan)),
                      [this, in](const asio::error_code& ec, std::size_t) {
-                       if (ec) return lose_inbound(in, ec == asio::error::eof ? "connection closed mid-message"
-                                                                              : ec.message());
+                       if (ec) return read_failed(in, ec, "connection closed mid-message");
                        const FrameHeader& f = in->header;
                        // The pid in the frame is the peer's word; only the one its
                        // probe proved (a process holding the probe's random bytes) is read.
@@ -525,7 +609,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // The socket carries only doorbells now: each one says "look at the ring".
   void read_bells(const std::shared_ptr<Inbound>& in) {
-    in->socket.async_read_some(asio::buffer(in->bells), [this, in](const asio::error_code& ec, std::size_t n) {
+    in->stream.async_read_some(asio::buffer(in->bells), [this, in](const asio::error_code& ec, std::size_t n) {
       if (ec) return lose_inbound(in, ec == asio::error::eof ? std::string("connection closed") : ec.message());
       if (std::any_of(in->bells.begin(), in->bells.begin() + static_cast<std::ptrdiff_t>(n),
                       [](char b) { return b != 1; }))
@@ -586,7 +670,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       return;
     }
     if (needs_bell(in->channel->sender_polling(), in->channel->ack_bell())) {
-      ring(in->socket.native_handle());
+      ring(in->stream.socket().native_handle());
       ++stats.doorbells_sent;
     }
   }
@@ -594,7 +678,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   // Once a Remote frame's bytes have been read (on any thread).
   void acknowledge(const std::shared_ptr<Inbound>& in, std::uint64_t number) {
     asio::post(io, [this, in, number] {
-      if (!in->socket.is_open()) return;
+      if (!in->stream.socket().is_open()) return;
       in->acks_due.push_back(number);
       write_acks(in);
     });
@@ -605,51 +689,38 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     in->writing_acks = true;
     in->acks_writing.swap(in->acks_due);
     in->acks_due.clear();
-    asio::async_write(in->socket, asio::buffer(in->acks_writing), [this, in](const asio::error_code& ec, std::size_t) {
+    in->stream.async_write(asio::buffer(in->acks_writing), [this, in](const asio::error_code& ec, std::size_t) {
       in->writing_acks = false;
       if (ec) return;  // the read side sees the connection go
       write_acks(in);
     });
   }
 
-  // Can this process read the client's memory? One byte answers.
-  void on_probe(const std::shared_ptr<Inbound>& in) {
-    if (in->probed) return protocol_error(in, "a second same-host probe");
-    in->probed = true;
-    std::array<asio::mutable_buffer, 2> buffers{asio::buffer(&in->span, sizeof(RemoteSpan)), asio::buffer(in->token)};
-    asio::async_read(in->socket, buffers, [this, in](const asio::error_code& ec, std::size_t) {
-      if (ec) return lose_inbound(in, ec.message());
-      std::array<std::uint8_t, 32> seen{};
-      const bool readable = read_remote(in->span.pid, in->span.address, seen.data(), seen.size()).empty() &&
-                            seen == in->token;
-      in->probe_answer = readable ? 1 : 0;
-      if (readable) in->probed_pid = in->span.pid;
-      if (readable && in->span.reserved != 0 && options.same_host_channel) {
+  // Sets in->probe_answer: 1 if this process can read the client's token
+  // where its span says (same host and user), 2 if it also opened the
+  // client's channel.
+  void probe_same_host(const std::shared_ptr<Inbound>& in) {
+    std::array<std::uint8_t, 32> seen{};
+    const bool readable =
+        read_remote(in->span.pid, in->span.address, seen.data(), seen.size()).empty() && seen == in->token;
+    in->probe_answer = readable ? 1 : 0;
+    if (readable) in->probed_pid = in->span.pid;
+    if (!readable || in->span.reserved == 0 || !options.same_host_channel) return;
+    try {
+      in->channel = ShmChannel::open(in->span.pid, in->span.reserved - 1);
+      in->probe_answer = 2;
+      if (const auto info = in->channel->arena(); info.fd >= 0) {
         try {
-          in->channel = ShmChannel::open(in->span.pid, in->span.reserved - 1);
-          in->probe_answer = 2;
-          if (const auto info = in->channel->arena(); info.fd >= 0) {
-            try {
-              in->arena = ArenaView::open(in->span.pid, static_cast<std::uint32_t>(info.fd), info.base);
-            } catch (const std::exception& e) {
-              spdlog::warn("data plane node {}: node {}'s buffers are read through the kernel: {}", options.node,
-                           in->node, e.what());
-            }
-          }
-        } catch (const NetError& e) {
-          spdlog::warn("data plane node {}: node {} on this host: {}; messages go through the socket", options.node,
-                       in->node, e.what());
+          in->arena = ArenaView::open(in->span.pid, static_cast<std::uint32_t>(info.fd), info.base);
+        } catch (const std::exception& e) {
+          spdlog::warn("data plane node {}: node {}'s buffers are read through the kernel: {}", options.node, in->node,
+                       e.what());
         }
       }
-      asio::async_write(in->socket, asio::buffer(&in->probe_answer, 1), [this, in](const asio::error_code& ec, std::size_t) {
-        if (ec) return lose_inbound(in, ec.message());
-        if (!in->channel) return read_header(in);
-        remember(in);
-        // A bell may have been skipped while no one listened: look once.
-        drain(in, true, false);
-        read_bells(in);
-      });
-    });
+    } catch (const NetError& e) {
+      spdlog::warn("data plane node {}: node {} on this host: {}; messages go through the socket", options.node,
+                   in->node, e.what());
+    }
   }
 
   // --- client side ---------------------------------------------------------
@@ -663,8 +734,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       out->queue.clear();
       out->awaiting_ack.clear();
       out->overflow.clear();
-      asio::error_code ignored;
-      out->socket.close(ignored);
+      out->stream.close();
       out->overflow_timer.cancel();
     }
     if (out->channel) forget(out);
@@ -716,7 +786,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
       pushed = true;
     }
     if (pushed && needs_bell(out.channel->receiver_polling(), out.channel->message_bell())) {
-      ring(out.socket.native_handle());
+      ring(out.stream.socket().native_handle());
       ++stats.doorbells_sent;
     }
   }
@@ -742,7 +812,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // The server writes only doorbells: acknowledgements wait in the ring.
   void watch_bells(const std::shared_ptr<Outbound>& out) {
-    out->socket.async_read_some(asio::buffer(out->bells), [this, out](const asio::error_code& ec, std::size_t n) {
+    out->stream.async_read_some(asio::buffer(out->bells), [this, out](const asio::error_code& ec, std::size_t n) {
       if (ec == asio::error::operation_aborted && out->lost) return;
       if (ec) return lose_outbound(out, ec == asio::error::eof ? std::string("connection closed") : ec.message());
       if (std::any_of(out->bells.begin(), out->bells.begin() + static_cast<std::ptrdiff_t>(n),
@@ -818,9 +888,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     out->header.total_bytes = m.bytes;
     out->header.part_offset = m.sent;
     out->header.chunk = m.chunk;
-    std::array<asio::const_buffer, 2> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
-                                              asio::buffer(m.data + m.sent, part)};
-    asio::async_write(out->socket, buffers, [this, out, part](const asio::error_code& ec, std::size_t) {
+    const BufferList<asio::const_buffer> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
+                                                 asio::buffer(m.data + m.sent, part)};
+    out->stream.async_write(buffers, [this, out, part](const asio::error_code& ec, std::size_t) {
       if (ec) return lose_outbound(out, ec.message());
       Outgoing& m = out->queue.front();
       m.sent += part;
@@ -844,9 +914,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     // Awaited from now on: the server's ack may be handled before this
     // write's completion.
     out->awaiting_ack.emplace(out->remote_frames++, std::pair{std::move(m.keep_alive), m.bytes});
-    std::array<asio::const_buffer, 2> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
-                                              asio::buffer(&out->span, sizeof(RemoteSpan))};
-    asio::async_write(out->socket, buffers, [this, out](const asio::error_code& ec, std::size_t) {
+    const BufferList<asio::const_buffer> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
+                                                 asio::buffer(&out->span, sizeof(RemoteSpan))};
+    out->stream.async_write(buffers, [this, out](const asio::error_code& ec, std::size_t) {
       if (ec) return lose_outbound(out, ec.message());
       out->queue.pop_front();
       write_next(out);
@@ -857,8 +927,9 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   // frames; anything else, or the end of the stream, means the connection is
   // gone (or the server broke the protocol).
   void watch(const std::shared_ptr<Outbound>& out) {
-    asio::async_read(out->socket, asio::buffer(&out->ack, sizeof out->ack), [this, out](const asio::error_code& ec, std::size_t) {
+    out->stream.async_read(asio::buffer(&out->ack, sizeof out->ack), [this, out](const asio::error_code& ec, std::size_t) {
       if (ec == asio::error::operation_aborted && out->lost) return;
+      if (is_tls_error(ec)) return outbound_protocol_error(out, "TLS: " + ec.message());
       if (ec) return lose_outbound(out, ec == asio::error::eof ? std::string("connection closed") : ec.message());
       auto it = out->awaiting_ack.find(out->ack);
       if (it == out->awaiting_ack.end()) return lose_outbound(out, "unexpected bytes from the server");
@@ -893,7 +964,14 @@ DataPlane::DataPlane(DataPlaneOptions options, FrameSink* sink)
     : impl_(std::make_shared<Impl>(std::move(options), sink)) {
   require<NetError>(sink != nullptr, "DataPlane: a sink is required");
   require<NetError>(!impl_->options.secret.empty(), "DataPlane: the cluster secret is empty");
-  if (impl_->options.same_host_channel && impl_->options.remote_read_min_bytes > 0) {
+  require<NetError>(tls_mode_of(static_cast<std::uint32_t>(impl_->options.tls)).has_value(),
+                    "DataPlane: unknown TLS mode {}", static_cast<std::uint32_t>(impl_->options.tls));
+  if (impl_->options.tls == TlsMode::off)
+    spdlog::warn("data plane node {}: tls = off: chunks travel in plaintext, and whoever can reach the network "
+                 "between hosts can read and alter them",
+                 impl_->options.node);
+  if (impl_->options.same_host_channel && impl_->options.remote_read_min_bytes > 0 &&
+      impl_->options.tls != TlsMode::always) {
     try {
       SharedArena::install();  // large buffers allocated from now on can be read in place by peers here
     } catch (const std::exception& e) {
@@ -916,14 +994,16 @@ int DataPlane::node() const { return impl_->options.node; }
 
 void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
   Impl& im = *impl_;
+  const DataPlaneOptions& o = im.options;
   auto out = std::make_shared<Impl::Outbound>(im.io);
   out->node = node;
   struct Exchange {
     Hello hello, answer;
     Digest client_proof{}, welcome{};
     FrameHeader probe;
-    RemoteSpan span;
+    RemoteSpan span{};                     // pid 0: no same-host reads offered
     std::array<std::uint8_t, 32> token{};  // the probe reads these from this process
+    Digest probe_mac{}, answer_mac{};
     std::uint8_t readable = 0;
     std::unique_ptr<ShmChannel> channel;  // offered in the probe
     asio::steady_timer timer;
@@ -932,87 +1012,105 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
     explicit Exchange(asio::io_context& io) : timer(io) {}
   };
   auto x = std::make_shared<Exchange>(im.io);
-  x->hello.version = im.options.version;
-  x->hello.node = im.options.node;
+  x->hello.version = o.version;
+  x->hello.node = o.node;
+  x->hello.detail = static_cast<std::uint32_t>(o.tls);
   x->hello.nonce = fresh_nonce();
   auto future = x->done.get_future();
   auto finish = [x, out](std::string error) {
     if (x->finished) return;
     x->finished = true;
     x->timer.cancel();
-    if (!error.empty()) {
-      asio::error_code ignored;
-      out->socket.close(ignored);
-    }
+    if (!error.empty()) out->stream.close();
     x->done.set_value(std::move(error));
   };
+  // After the Welcome: the probe (wire.hpp), its authenticated answer, then
+  // TLS unless this connection skips it.
+  auto probe = [&im, &o, x, out, finish] {
+    x->probe.magic = probe_frame_magic;
+    x->probe.total_bytes = x->token.size();
+    // Same host and user? The server tries to read our token.
+    if (o.remote_read_min_bytes > 0 && o.tls != TlsMode::always) {
+      const Nonce token = fresh_nonce();
+      std::copy(token.begin(), token.end(), x->token.begin());
+      x->span = RemoteSpan{reinterpret_cast<std::uint64_t>(x->token.data()), static_cast<std::uint32_t>(::getpid()), 0};
+      if (o.same_host_channel) {
+        try {
+          x->channel = ShmChannel::create();
+          x->span.reserved = static_cast<std::uint32_t>(x->channel->fd()) + 1;
+          if (SharedArena* arena = SharedArena::installed()) x->channel->announce_arena(arena->fd(), arena->base());
+        } catch (const NetError& e) {
+          spdlog::warn("data plane node {}: {}; same-host messages go through the socket", o.node, e.what());
+        }
+      }
+    }
+    x->probe_mac = probe_mac(o.secret, o.version, o.node, x->span, x->token, x->hello.nonce, x->answer.nonce);
+    const BufferList<asio::const_buffer> buffers{asio::buffer(&x->probe, sizeof(FrameHeader)),
+                                                 asio::buffer(&x->span, sizeof(RemoteSpan)), asio::buffer(x->token),
+                                                 asio::buffer(x->probe_mac)};
+    out->stream.async_write(buffers, [&im, &o, x, out, finish](const asio::error_code& ec, std::size_t) {
+      if (ec) return finish(ec.message());
+      const BufferList<asio::mutable_buffer> answer{asio::buffer(&x->readable, 1), asio::buffer(x->answer_mac)};
+      out->stream.async_read(answer, [&im, &o, x, out, finish](const asio::error_code& ec, std::size_t) {
+        if (ec) return finish("closed during the same-host probe (" + ec.message() + ")");
+        const Digest expected = answer_mac(o.secret, o.version, o.node, x->readable, x->answer.nonce, x->hello.nonce);
+        if (!equal_constant_time(expected, x->answer_mac))
+          return finish("the server's answer to the same-host probe is not authentic");
+        if (x->readable > 2 || (x->readable > 0 && x->span.pid == 0) || (x->readable == 2 && !x->channel))
+          return finish(fmt::format("the server answered {} to a same-host probe that did not offer it", x->readable));
+        out->remote_reads = x->readable == 1 || x->readable == 2;
+        if (x->readable == 2) out->channel = std::move(x->channel);
+        if (!im.uses_tls(out->channel != nullptr)) return finish({});
+        out->stream.start_tls(*im.tls_client, tls_key(o.secret, x->hello.nonce, x->answer.nonce),
+                              [finish](const asio::error_code& ec) {
+                                finish(ec ? "TLS handshake failed: " + ec.message() : std::string());
+                              });
+      });
+    });
+  };
   const std::string where = fmt::format("{}:{}", host, port);
-  asio::post(im.io, [&im, x, out, finish, host, port, where] {
-    x->timer.expires_after(im.options.handshake_timeout);
-    x->timer.async_wait([finish, &im](const asio::error_code& ec) {
-      if (!ec) finish(fmt::format("no answer within {} ms", im.options.handshake_timeout.count()));
+  asio::post(im.io, [&im, &o, x, out, finish, probe, host, port] {
+    x->timer.expires_after(o.handshake_timeout);
+    x->timer.async_wait([finish, &o](const asio::error_code& ec) {
+      if (!ec) finish(fmt::format("no answer within {} ms", o.handshake_timeout.count()));
     });
     asio::error_code ec;
     tcp::resolver resolver(im.io);
     auto endpoints = resolver.resolve(host, std::to_string(port), ec);
     if (ec) return finish("cannot resolve: " + ec.message());
-    asio::async_connect(out->socket, endpoints, [&im, x, out, finish](const asio::error_code& ec, const tcp::endpoint&) {
+    asio::async_connect(out->stream.socket(), endpoints, [&o, x, out, finish, probe](const asio::error_code& ec, const tcp::endpoint&) {
       if (ec) return finish(ec.message());
-      out->socket.set_option(tcp::no_delay(true));
-      asio::async_write(out->socket, asio::buffer(&x->hello, sizeof(Hello)), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+      out->stream.socket().set_option(tcp::no_delay(true));
+      out->stream.async_write(asio::buffer(&x->hello, sizeof(Hello)), [&o, x, out, finish, probe](const asio::error_code& ec, std::size_t) {
         if (ec) return finish(ec.message());
-        asio::async_read(out->socket, asio::buffer(&x->answer, sizeof(Hello)), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+        out->stream.async_read(asio::buffer(&x->answer, sizeof(Hello)), [&o, x, out, finish, probe](const asio::error_code& ec, std::size_t) {
           if (ec) return finish("closed during the handshake (" + ec.message() + ")");
           const Hello& a = x->answer;
           if (a.magic != hello_magic) return finish("the server does not speak the taihu data-plane protocol");
+          if (a.kind == 1 && a.detail == static_cast<std::uint32_t>(RefuseReason::tls_mode))
+            return finish(fmt::format("refused by the server: it uses another TLS mode than this node's tls = {} "
+                                      "(every node needs the same [cluster] tls)", tls_mode_name(o.tls)));
           if (a.kind == 1) {
             return finish(fmt::format("refused by the server: {} (server speaks version {}, this node {})",
-                                      reason_text(a.reason), a.version, im.options.version));
+                                      reason_text(a.detail), a.version, o.version));
           }
-          x->client_proof = proof(im.options.secret, "taihu-dp client", im.options.version, im.options.node,
-                                  x->hello.nonce, a.nonce);
-          asio::async_write(out->socket, asio::buffer(x->client_proof), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+          if (a.detail != static_cast<std::uint32_t>(o.tls))
+            return finish(fmt::format("the server uses tls = {}, this node tls = {} (every node needs the same "
+                                      "[cluster] tls)", mode_text(a.detail), tls_mode_name(o.tls)));
+          x->client_proof = handshake_proof(o.secret, "taihu-dp client", o.version, o.node, x->hello.nonce, a.nonce);
+          out->stream.async_write(asio::buffer(x->client_proof), [&o, x, out, finish, probe](const asio::error_code& ec, std::size_t) {
             if (ec) return finish(ec.message());
             // A Welcome digest, or (on a wrong secret) the first 32 bytes of a Refuse.
-            asio::async_read(out->socket, asio::buffer(x->welcome), [&im, x, out, finish](const asio::error_code& ec, std::size_t) {
+            out->stream.async_read(asio::buffer(x->welcome), [&o, x, finish, probe](const asio::error_code& ec, std::size_t) {
               if (ec) return finish("closed during the handshake (" + ec.message() + ")");
-              const Digest expected = proof(im.options.secret, "taihu-dp server", im.options.version,
-                                            im.options.node, x->answer.nonce, x->hello.nonce);
+              const Digest expected =
+                  handshake_proof(o.secret, "taihu-dp server", o.version, o.node, x->answer.nonce, x->hello.nonce);
               if (!equal_constant_time(expected, x->welcome)) {
                 if (std::memcmp(x->welcome.data(), hello_magic.data(), hello_magic.size()) == 0)
                   return finish("refused by the server: wrong cluster secret");
                 return finish("the server does not hold the cluster secret");
               }
-              if (im.options.remote_read_min_bytes == 0) return finish({});
-              // Same host and user? The server tries to read our token.
-              const Nonce token = fresh_nonce();
-              std::copy(token.begin(), token.end(), x->token.begin());
-              x->probe.magic = probe_frame_magic;
-              x->probe.total_bytes = x->token.size();
-              x->span = RemoteSpan{reinterpret_cast<std::uint64_t>(x->token.data()),
-                                   static_cast<std::uint32_t>(::getpid()), 0};
-              if (im.options.same_host_channel) {
-                try {
-                  x->channel = ShmChannel::create();
-                  x->span.reserved = static_cast<std::uint32_t>(x->channel->fd()) + 1;
-                  if (SharedArena* arena = SharedArena::installed()) x->channel->announce_arena(arena->fd(), arena->base());
-                } catch (const NetError& e) {
-                  spdlog::warn("data plane node {}: {}; same-host messages go through the socket", im.options.node,
-                               e.what());
-                }
-              }
-              std::array<asio::const_buffer, 3> probe{asio::buffer(&x->probe, sizeof(FrameHeader)),
-                                                      asio::buffer(&x->span, sizeof(RemoteSpan)),
-                                                      asio::buffer(x->token)};
-              asio::async_write(out->socket, probe, [x, out, finish](const asio::error_code& ec, std::size_t) {
-                if (ec) return finish(ec.message());
-                asio::async_read(out->socket, asio::buffer(&x->readable, 1), [x, out, finish](const asio::error_code& ec, std::size_t) {
-                  if (ec) return finish("closed during the same-host probe (" + ec.message() + ")");
-                  out->remote_reads = x->readable == 1 || x->readable == 2;
-                  if (x->readable == 2) out->channel = std::move(x->channel);
-                  finish({});
-                });
-              });
+              probe();
             });
           });
         });
@@ -1020,12 +1118,14 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
     });
   });
   const std::string error = future.get();
-  if (!error.empty()) raise<NetError>("data plane node {}: cannot connect to node {} at {}: {}", im.options.node, node, where, error);
+  if (!error.empty())
+    raise<NetError>("data plane node {}: cannot connect to node {} at {}: {}", o.node, node, where, error);
   {
     std::lock_guard lock(im.mutex);
     im.outbound[node] = out;
   }
   if (out->channel) im.remember(out);
+  if (out->stream.secure()) ++im.stats.tls_connections;
   asio::post(im.io, [&im, out] {
     if (out->channel) {
       im.watch_bells(out);
@@ -1061,8 +1161,9 @@ void DataPlane::send(int node, const ChunkHeader& header, const void* data, std:
 
 DataPlaneStats DataPlane::stats() const {
   const auto& s = impl_->stats;
-  return {s.bytes_sent, s.bytes_received, s.messages_sent, s.messages_received, s.messages_read_remotely,
-          s.messages_polled, s.doorbells_sent, s.accepted, s.refused_version, s.refused_secret, s.refused_garbage};
+  return {s.bytes_sent,      s.bytes_received, s.messages_sent,   s.messages_received, s.messages_read_remotely,
+          s.messages_polled, s.doorbells_sent, s.accepted,        s.tls_connections,   s.refused_version,
+          s.refused_secret,  s.refused_garbage, s.refused_tls};
 }
 
 int DataPlane::channels() const { return impl_->channel_count.load(); }

@@ -9,6 +9,13 @@
 // protocol version or garbage bytes is refused with a log line and counted;
 // the listener keeps accepting.
 //
+// Then TLS 1.3 (transport/tls.hpp), with a key derived from the secret and
+// the handshake's nonces: every frame, part and acknowledgement of the
+// connection goes through it, so a reader on the path sees ciphertext and an
+// altered byte ends the connection as a protocol error. Which connections
+// run TLS is DataPlaneOptions::tls: by default those without a same-host
+// channel (below), whose peers could read this process's memory anyway.
+//
 // No extra copies: send() gathers a frame header and the caller's memory into
 // one write (the caller keeps the memory alive through `keep_alive` until the
 // write completes, and must not modify it meanwhile); the receiver asks its
@@ -41,6 +48,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/tls.hpp"
 #include "transport/wire.hpp"
 #include "core/common/error.hpp"
 
@@ -126,6 +134,10 @@ struct DataPlaneOptions {
   // How long a waiting shard polls the channels before it sleeps until a
   // doorbell wakes its process (actors/chunk_link/chunk_link.hpp); 0 = never polls.
   std::chrono::microseconds poll_budget{1000};
+  // Which connections run TLS (tls.hpp); both ends of a connection must
+  // agree. always: same-host channels and reads are off, every byte goes
+  // through TLS. off: plaintext, with a warning in the log.
+  TlsMode tls = TlsMode::between_hosts;
 };
 
 struct DataPlaneStats {
@@ -137,9 +149,11 @@ struct DataPlaneStats {
   std::uint64_t messages_polled = 0;         // of those, taken from a channel by poll()
   std::uint64_t doorbells_sent = 0;          // wake-ups of a peer that was not polling
   std::uint64_t accepted = 0;  // authenticated inbound connections
+  std::uint64_t tls_connections = 0;  // connections (inbound and outbound) that run TLS
   std::uint64_t refused_version = 0;
   std::uint64_t refused_secret = 0;
   std::uint64_t refused_garbage = 0;  // not a taihu client, or timed out in the handshake
+  std::uint64_t refused_tls = 0;      // another TLS mode, or an authenticated client that failed the TLS handshake
 };
 
 class DataPlane {

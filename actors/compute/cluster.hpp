@@ -61,6 +61,9 @@
 //                             # (e.g. to measure shaped links between namespaces of one host)
 //   poll_us = 1000            # a shard waiting for a chunk from a node on its host polls the
 //                             # shared-memory channel this long before it sleeps; 0: never polls
+//   tls = between_hosts       # TLS 1.3 on the data plane (transport/tls.hpp), keyed by the secret:
+//                             # between_hosts (connections without a same-host channel), always
+//                             # (every connection; same-host copies off), off (plaintext, warned)
 
 #include <caf/fwd.hpp>
 #include <caf/actor.hpp>
@@ -71,6 +74,7 @@
 
 #include "core/config/config.hpp"
 #include "core/common/error.hpp"
+#include "transport/tls.hpp"
 
 namespace taihu::compute {
 
@@ -96,10 +100,15 @@ struct ClusterSettings {
   double dead_after = 5.0;
   bool same_host_copy = true;  // the nodes' data planes may copy across processes of one host
   int poll_us = 1000;          // a waiting shard polls same-host channels this long (0: never)
+  transport::TlsMode tls = transport::TlsMode::between_hosts;  // which data-plane connections run TLS
 
   // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
   static ClusterSettings read(const config::Document& doc);
 };
+
+// [cluster] tls (ClusterSettings::tls, `fallback` when absent); a ConfigError
+// naming the key for any other value than the modes' names.
+transport::TlsMode read_tls_mode(const config::Section& cluster, transport::TlsMode fallback);
 
 // Loads the middleman with taihu's app identifier and heartbeats.
 void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after);

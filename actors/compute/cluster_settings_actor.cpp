@@ -49,10 +49,17 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   s.same_host_copy = c.get_or<bool>("same_host_copy", s.same_host_copy);
   s.poll_us = c.get_or<int>("poll_us", s.poll_us);
   if (s.poll_us < 0 || s.poll_us > 1000000) throw c.error("poll_us", "must be in 0..1000000 (microseconds)");
+  s.tls = read_tls_mode(c, s.tls);
   if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
   if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");
   if (!(s.dead_after > s.heartbeat)) throw c.error("dead_after", "must be longer than heartbeat");
   return s;
+}
+
+transport::TlsMode read_tls_mode(const config::Section& cluster, transport::TlsMode fallback) {
+  const std::string name = cluster.get_or<std::string>("tls", std::string(transport::tls_mode_name(fallback)));
+  if (const auto mode = transport::parse_tls_mode(name)) return *mode;
+  throw cluster.error("tls", "must be between_hosts, always or off, not '" + name + "'");
 }
 
 void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after) {

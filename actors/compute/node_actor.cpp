@@ -214,9 +214,11 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   const config::Section& cluster_section = doc.section("cluster");
   const ClusterSettings defaults;
   const bool same_host_copy = cluster_section.get_or<bool>("same_host_copy", defaults.same_host_copy);
-  // The buckets and the shards' copies live in the shared arena, so that peers on this host read them in place.
+  const transport::TlsMode tls = read_tls_mode(cluster_section, defaults.tls);
+  // The buckets and the shards' copies live in the shared arena, so that peers on this host read them in place
+  // (with tls = always nothing is read in place: every byte goes through TLS).
   std::shared_ptr<const msg::PayloadAllocator> allocator;
-  if (same_host_copy) {
+  if (same_host_copy && tls != transport::TlsMode::always) {
     try {
       allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
     } catch (const std::exception& e) {
@@ -234,6 +236,7 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   options.secret = s.options.secret;
   options.listen_address = s.options.data_listen;
   if (!same_host_copy) options.remote_read_min_bytes = 0;
+  options.tls = tls;
   options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
   s.link = std::make_shared<transport::ChunkLink>(
       options, s.rank_node,
@@ -243,8 +246,8 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
             "node {} lost its data-plane connection to node {}: {}", index, node, why)});
       },
       allocator);
-  spdlog::info("{}: ranks {}..{} built; data plane on {}:{}", s.label, s.local_ranks.front(), s.local_ranks.back(),
-               s.options.data_listen, s.link->port());
+  spdlog::info("{}: ranks {}..{} built; data plane on {}:{} (tls = {})", s.label, s.local_ranks.front(),
+               s.local_ranks.back(), s.options.data_listen, s.link->port(), transport::tls_mode_name(tls));
   return msg::NodeReady{s.index, s.options.data_listen, s.link->port()};
 }
 

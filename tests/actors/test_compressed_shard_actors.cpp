@@ -461,10 +461,13 @@ TEST_SUITE("compressed shard actors") {
   }
 
   TEST_CASE_FIXTURE(testing::ActorFixture, "compressed shards on two nodes joined by the data plane") {
+    // Through same-host channels, and through TLS (data-plane tls = always).
+    for (const auto tls : {transport::TlsMode::between_hosts, transport::TlsMode::always}) {
+    CAPTURE(transport::tls_mode_name(tls));
     const int p = 3;
     const std::size_t n = 1000;
     const std::vector<int> rank_node{0, 1, 0};
-    auto links = testing::two_linked_nodes(rank_node);
+    auto links = testing::two_linked_nodes(rank_node, 0, tls);
     caf::scoped_actor owner{system};
     std::vector<caf::actor> shards;
     for (int r = 0; r < p; ++r) {
@@ -497,9 +500,11 @@ TEST_SUITE("compressed shard actors") {
     auto sent = [&] { return links[0]->plane().stats().bytes_sent + links[1]->plane().stats().bytes_sent; };
     for (int i = 0; i < 200 && sent() != crossing; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(sent() == crossing);
+    CHECK(links[0]->plane().stats().tls_connections == (tls == transport::TlsMode::always ? 2u : 0u));
     for (auto& s : shards) owner->send_exit(s, caf::exit_reason::user_shutdown);
     for (auto& s : shards) owner->wait_for(s);
     for (auto& l : links) l->detach_all();
+    }
   }
 }
 

@@ -14,7 +14,7 @@
 #   9. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2;
 #      with compression, the survivors' residuals and momentum carry over to the new ranks
 #  10. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
-#      the packed messages crossing the data plane
+#      the packed messages crossing the data plane through TLS (cluster.tls=always)
 #  11. elastic = true and a node that joins while the cluster re-forms after a loss: it is
 #      placed by that re-forming or the next epoch's, never a second forming at once (found by
 #      tests/soak: "2 ranks cannot be placed on 3 nodes" ended the run)
@@ -125,6 +125,9 @@ check "workers not a multiple of nodes: exit 2" $?
 out=$("$train" "${common[@]}" cluster.poll_us=-1 2>&1)
 [[ $? -eq 2 ]] && grep -q "key 'poll_us'.*must be in 0..1000000" <<<"$out"
 check "poll_us out of range: exit 2 naming the key" $?
+out=$("$train" "${common[@]}" cluster.tls=sometimes 2>&1)
+[[ $? -eq 2 ]] && grep -q "key 'tls'.*must be between_hosts, always or off, not 'sometimes'" <<<"$out"
+check "tls not a mode: exit 2 naming the key" $?
 out=$("$train" "${common[@]}" cluster.secret_file="$work/missing" 2>&1)
 [[ $? -eq 2 ]] && grep -q "cannot read the cluster secret file" <<<"$out"
 check "missing secret file: exit 2" $?
@@ -351,11 +354,14 @@ PY
     ;;
   compress)
     sparse=(compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0)
-    start_coordinator compress "${small[@]}" "${sparse[@]}" --report="$work/compress.json"
+    # TLS on every data-plane connection, although the nodes share a host (no same-host copies).
+    start_coordinator compress "${small[@]}" "${sparse[@]}" cluster.tls=always --report="$work/compress.json"
     start_nodes a-compress b-compress c-compress
     wait "$coordinator"
     check "compress: coordinator + 3 nodes finish (exit $?)" $? "$work/compress.log"
     for p in "${node_pids[@]}"; do wait "$p"; done
+    grep -q "data plane on .* (tls = always)" "$work/a-compress.log"
+    check "compress: the nodes' data planes run TLS" $? "$work/a-compress.log"
     "$train" "${common[@]}" "${small[@]}" "${sparse[@]}" nodes=0 --report="$work/compress-inproc.json" \
       >"$work/compress-inproc.log" 2>&1
     check "compress: in-process workers=3 run" $? "$work/compress-inproc.log"

@@ -1,7 +1,8 @@
 // The data plane's server side: the handshake parser (inputs as a stranger's
 // first bytes) and, behind it, the frame parser (the same inputs after a
-// valid handshake, as an authenticated but buggy or hostile peer sends them:
-// frames, probes, same-host descriptors). Any bytes end in a refusal or a
+// valid handshake and probe, as an authenticated but buggy or hostile peer
+// sends them: frames, probes, same-host descriptors; in plaintext, tls =
+// off, since behind TLS every altered byte is dropped by OpenSSL). Any bytes end in a refusal or a
 // protocol error, never a crash, an oversized allocation or a hang.
 #include <spdlog/spdlog.h>
 
@@ -12,6 +13,7 @@
 #include "fuzz_support.hpp"
 #include "transport/crypto.hpp"
 #include "transport/data_plane.hpp"
+#include "transport/proofs.hpp"
 
 namespace {
 
@@ -29,23 +31,35 @@ class DiscardingSink : public FrameSink {
   void peer_lost(int, const std::string&) override {}
 };
 
-// A valid handshake (the proof answers this connection's fresh server nonce),
-// then `frames` as the authenticated peer's bytes.
+// A valid handshake (the proof answers this connection's fresh server nonce)
+// and a probe that offers no same-host reads, then `frames` as the
+// authenticated peer's bytes.
 bool handshaken(std::uint16_t port, std::string_view frames) {
   const int fd = taihu::testing::connect_loopback(port);
   if (fd < 0) std::abort();
   Hello hello;
   hello.node = 1;
+  hello.detail = static_cast<std::uint32_t>(TlsMode::off);
   random_bytes(hello.nonce);
   Hello challenge;
   if (::send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello ||
       ::recv(fd, &challenge, sizeof challenge, MSG_WAITALL) != sizeof challenge)
     std::abort();
-  const Digest proof = hmac_sha256(bytes_of(secret), {bytes_of("taihu-dp client"), field_bytes(hello.version),
-                                                      field_bytes(hello.node), hello.nonce, challenge.nonce});
+  const Digest proof = handshake_proof(secret, "taihu-dp client", hello.version, hello.node, hello.nonce, challenge.nonce);
   Digest welcome{};
   if (::send(fd, proof.data(), proof.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(proof.size()) ||
       ::recv(fd, welcome.data(), welcome.size(), MSG_WAITALL) != static_cast<ssize_t>(welcome.size()))
+    std::abort();
+  struct {
+    FrameHeader header{probe_frame_magic, 0, 32, 0, {}};
+    RemoteSpan span{};
+    std::array<std::uint8_t, 32> token{};
+    Digest mac{};
+  } probe;
+  probe.mac = probe_mac(secret, hello.version, hello.node, probe.span, probe.token, hello.nonce, challenge.nonce);
+  std::array<std::uint8_t, 33> answer{};
+  if (::send(fd, &probe, sizeof probe, MSG_NOSIGNAL) != sizeof probe ||
+      ::recv(fd, answer.data(), answer.size(), MSG_WAITALL) != static_cast<ssize_t>(answer.size()))
     std::abort();
   std::size_t sent = 0;
   while (sent < frames.size()) {
@@ -70,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     o.secret = secret;
     o.handshake_timeout = std::chrono::milliseconds(500);
     o.max_message_bytes = std::size_t{1} << 20;  // a fuzzer's message need not be large to be wrong
+    o.tls = TlsMode::off;
     return new DataPlane(o, &sink);
   }();
   if (size == 0) return 0;

@@ -78,7 +78,7 @@ for selector in range(4):
 
 # Data plane: a first byte selects raw bytes (0: the handshake) or frames
 # after a valid handshake (1).
-hello = b"TAIHU-DP" + struct.pack("<IiII", 4, 1, 0, 0) + bytes(32)
+hello = b"TAIHU-DP" + struct.pack("<IiII", 5, 1, 0, 3) + bytes(32)  # version 5, tls = off
 put("data_plane", "hello", b"\x00" + hello)
 
 
@@ -90,6 +90,7 @@ def frame(magic, part, total, offset, payload=b""):
 FRAME, REMOTE, PROBE = 0x46554854, 0x52554854, 0x50554854
 put("data_plane", "one-message", b"\x01" + frame(FRAME, 8, 8, 0, struct.pack("<ff", 1.0, 2.0)))
 put("data_plane", "two-parts", b"\x01" + frame(FRAME, 4, 8, 0, b"abcd") + frame(FRAME, 4, 8, 4, b"efgh"))
+# After the harness's probe (which offers nothing): a second probe, a Remote frame.
 put("data_plane", "probe-then-remote", b"\x01" + frame(PROBE, 0, 32, 0, struct.pack("<QII", 4096, 1, 0) + bytes(32))
     + frame(REMOTE, 0, 16, 0, struct.pack("<QII", 4096, 1, 0)))
 

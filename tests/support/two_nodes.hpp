@@ -15,9 +15,11 @@
 
 namespace taihu::testing {
 
-// part_bytes 0: the data plane's default frame size.
-inline std::vector<std::shared_ptr<transport::ChunkLink>> two_linked_nodes(const std::vector<int>& rank_node,
-                                                                     std::size_t part_bytes = 0) {
+// part_bytes 0: the data plane's default frame size. tls = always: every
+// chunk through TLS (between_hosts: through same-host channels).
+inline std::vector<std::shared_ptr<transport::ChunkLink>> two_linked_nodes(
+    const std::vector<int>& rank_node, std::size_t part_bytes = 0,
+    transport::TlsMode tls = transport::TlsMode::between_hosts) {
   const std::string secret = transport::random_secret();
   std::vector<std::shared_ptr<transport::ChunkLink>> links;
   for (int node = 0; node < 2; ++node) {
@@ -25,6 +27,7 @@ inline std::vector<std::shared_ptr<transport::ChunkLink>> two_linked_nodes(const
     o.node = node;
     o.secret = secret;
     if (part_bytes > 0) o.part_bytes = part_bytes;
+    o.tls = tls;
     links.push_back(std::make_shared<transport::ChunkLink>(o, rank_node, [](int, const std::string&) {}));
   }
   links[0]->plane().connect(1, "127.0.0.1", links[1]->port());

@@ -1,5 +1,5 @@
 // The handshakes' cryptography (transport/crypto.hpp), which OpenSSL does:
-// checked against the RFC 4231 vectors, so that a wrong digest name or key
+// checked against the RFC 4231 (HMAC) and RFC 5869 (HKDF) vectors, so that a wrong digest name or key
 // handling shows here and not as a cluster that admits no one.
 #include <doctest/doctest.h>
 
@@ -16,7 +16,8 @@ using namespace taihu::transport;
 
 namespace {
 
-std::string hex(const Digest& d) {
+template <class Array>
+std::string hex(const Array& d) {
   static const char* digits = "0123456789abcdef";
   std::string out;
   for (const auto b : d) {
@@ -45,6 +46,18 @@ TEST_SUITE("transport") {
                                              "than block-size data. The key needs to be hashed before being "
                                              "used by the HMAC algorithm."))) ==
           "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+  }
+
+  TEST_CASE("HKDF-SHA-256 matches RFC 5869") {
+    // Test case 1, with the info in two parts (they are concatenated).
+    const std::vector<std::uint8_t> ikm(22, 0x0b), salt{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+        info1{0xf0, 0xf1, 0xf2, 0xf3}, info2{0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9};
+    std::array<std::uint8_t, 42> okm{};
+    hkdf_sha256(ikm, salt, {info1, info2}, okm);
+    CHECK(hex(okm) == "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865");
+    // Test case 3: no salt, no info.
+    hkdf_sha256(ikm, Bytes{}, {}, okm);
+    CHECK(hex(okm) == "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8");
   }
 
   TEST_CASE("a proof over several fields is the HMAC of their concatenation") {

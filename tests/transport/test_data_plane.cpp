@@ -195,7 +195,8 @@ TEST_SUITE("net") {
   TEST_CASE("messages arrive whole, in order, split into frames and straight from the sender's memory") {
     // Through the socket only; with the large messages read across
     // processes' memory (here: the same process, which the probe accepts);
-    // and with every message's descriptor in the same-host channel.
+    // and with every message's descriptor in the same-host channel. The
+    // first two run TLS.
     for (const int mode : {0, 1, 2}) {
       CAPTURE(mode);
       const std::size_t remote_min = mode == 0 ? 0 : std::size_t{64} << 10;
@@ -248,6 +249,9 @@ TEST_SUITE("net") {
       CHECK(sb.messages_read_remotely == (mode == 0 ? 0u : mode == 1 ? 2u : sizes.size()));  // 1: 400 and 280 KB
       CHECK(a.channels() == (mode == 2 ? 1 : 0));
       CHECK(sb.accepted == 1);
+      // tls = between_hosts (the default): TLS unless the connection has a same-host channel.
+      CHECK(sa.tls_connections == (mode == 2 ? 0u : 1u));
+      CHECK(sb.tls_connections == sa.tls_connections);
     }
   }
 

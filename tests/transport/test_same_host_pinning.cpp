@@ -21,6 +21,7 @@
 #include "transport/cluster_secret.hpp"
 #include "transport/crypto.hpp"
 #include "transport/data_plane.hpp"
+#include "support/data_plane_peer.hpp"
 #include "support/log_capture.hpp"
 #include "support/loopback.hpp"
 
@@ -65,48 +66,10 @@ class CountingSink : public FrameSink {
   std::vector<std::string> lost_;
 };
 
-bool send_all(int fd, const void* data, std::size_t n) {
-  return ::send(fd, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
-}
-bool receive_all(int fd, void* data, std::size_t n) {
-  return ::recv(fd, data, n, MSG_WAITALL) == static_cast<ssize_t>(n);
-}
-
-// A client that speaks the wire format by hand (transport/wire.hpp): it
-// proves the secret as a real node would, then sends what the test says.
-int authenticated_client(std::uint16_t port, const std::string& secret, std::int32_t node) {
-  const int fd = testing::connect_loopback(port);
-  REQUIRE(fd >= 0);
-  Hello hello;
-  hello.node = node;
-  random_bytes(hello.nonce);
-  REQUIRE(send_all(fd, &hello, sizeof hello));
-  Hello challenge;
-  REQUIRE(receive_all(fd, &challenge, sizeof challenge));
-  REQUIRE(challenge.kind == 0);
-  const Digest proof = hmac_sha256(bytes_of(secret), {bytes_of("taihu-dp client"), field_bytes(hello.version),
-                                                      field_bytes(hello.node), hello.nonce, challenge.nonce});
-  REQUIRE(send_all(fd, proof.data(), proof.size()));
-  Digest welcome{};
-  REQUIRE(receive_all(fd, welcome.data(), welcome.size()));
-  return fd;
-}
-
-// A probe saying `token` is at `where` in this process (by default, where it
-// is); the server's one-byte answer.
-std::uint8_t probe(int fd, const std::array<std::uint8_t, 32>& token, const void* where = nullptr) {
-  FrameHeader header;
-  header.magic = probe_frame_magic;
-  header.total_bytes = token.size();
-  const RemoteSpan span{reinterpret_cast<std::uint64_t>(where ? where : token.data()),
-                        static_cast<std::uint32_t>(::getpid()), 0};
-  REQUIRE(send_all(fd, &header, sizeof header));
-  REQUIRE(send_all(fd, &span, sizeof span));
-  REQUIRE(send_all(fd, token.data(), token.size()));
-  std::uint8_t answer = 255;
-  REQUIRE(receive_all(fd, &answer, 1));
-  return answer;
-}
+using testing::authenticated_client;
+using testing::HandPeer;
+using testing::probe;
+using testing::send_all;
 
 void send_remote_frame(int fd, std::uint32_t pid, const void* address, std::size_t bytes) {
   FrameHeader header;
@@ -122,6 +85,7 @@ DataPlaneOptions server_options(const std::string& secret) {
   o.node = 0;
   o.secret = secret;
   o.same_host_channel = false;  // Remote frames, as a node without channels sends them
+  o.tls = TlsMode::off;          // the test's frames in plaintext
   return o;
 }
 
@@ -142,10 +106,11 @@ TEST_SUITE("transport") {
     CountingSink sink;
     DataPlane server(server_options(secret), &sink);
     testing::LogCapture log;
-    const int fd = authenticated_client(server.port(), secret, 1);
+    const HandPeer peer = authenticated_client(server.port(), secret, 1);
+    const int fd = peer.fd;
     std::array<std::uint8_t, 32> token{};
     random_bytes(token);
-    CHECK(probe(fd, token) == 1);  // this process is readable: same host, same user
+    CHECK(probe(peer, token) == 1);  // this process is readable: same host, same user
     send_remote_frame(fd, static_cast<std::uint32_t>(bystander), secret_of_bystander.data(), 64);
     CHECK(sink.wait_lost());
     CHECK(sink.delivered() == 0);
@@ -161,17 +126,20 @@ TEST_SUITE("transport") {
   TEST_CASE("a same-host frame on a connection without a successful probe is refused; so is a second probe") {
     const std::string secret = random_secret();
     static std::array<char, 32> bytes{};
-    // No probe; then a probe that fails (the token is not where the span
-    // says), so no pid is trusted.
+    // A probe that offers nothing; then a probe that fails (the token is
+    // not where the span says), so no pid is trusted.
     for (const bool failed_probe : {false, true}) {
       CAPTURE(failed_probe);
       CountingSink sink;
       DataPlane server(server_options(secret), &sink);
-      const int fd = authenticated_client(server.port(), secret, 1);
+      const HandPeer peer = authenticated_client(server.port(), secret, 1);
+      const int fd = peer.fd;
       if (failed_probe) {
         std::array<std::uint8_t, 32> token{};
         random_bytes(token);
-        CHECK(probe(fd, token, bytes.data()) == 0);
+        CHECK(probe(peer, token, bytes.data()) == 0);
+      } else {
+        CHECK(testing::no_probe(peer) == 0);
       }
       send_remote_frame(fd, static_cast<std::uint32_t>(::getpid()), bytes.data(), bytes.size());
       CHECK(sink.wait_lost());
@@ -182,10 +150,11 @@ TEST_SUITE("transport") {
     {
       CountingSink sink;
       DataPlane server(server_options(secret), &sink);
-      const int fd = authenticated_client(server.port(), secret, 1);
+      const HandPeer peer = authenticated_client(server.port(), secret, 1);
+      const int fd = peer.fd;
       std::array<std::uint8_t, 32> token{};
       random_bytes(token);
-      CHECK(probe(fd, token) == 1);
+      CHECK(probe(peer, token) == 1);
       // A second probe could re-establish another process: refused.
       FrameHeader header;
       header.magic = probe_frame_magic;
@@ -201,10 +170,11 @@ TEST_SUITE("transport") {
     const std::string secret = random_secret();
     CountingSink sink;
     DataPlane server(server_options(secret), &sink);
-    const int fd = authenticated_client(server.port(), secret, 1);
+    const HandPeer peer = authenticated_client(server.port(), secret, 1);
+    const int fd = peer.fd;
     std::array<std::uint8_t, 32> token{};
     random_bytes(token);
-    REQUIRE(probe(fd, token) == 1);
+    REQUIRE(probe(peer, token) == 1);
     static std::array<float, 16> values{};
     send_remote_frame(fd, static_cast<std::uint32_t>(::getpid()), values.data(), sizeof values);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -212,7 +182,7 @@ TEST_SUITE("transport") {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     CHECK(sink.delivered() == 1);
     std::uint64_t ack = 99;
-    CHECK(receive_all(fd, &ack, sizeof ack));  // the frame's number, 0: its memory may go
+    CHECK(testing::receive_all(fd, &ack, sizeof ack));  // the frame's number, 0: its memory may go
     CHECK(ack == 0);
     ::close(fd);
   }

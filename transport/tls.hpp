@@ -1,0 +1,89 @@
+#pragma once
+// TLS 1.3 on data-plane connections, keyed by the cluster secret.
+//
+// The taihu handshake (transport/wire.hpp) proves that both sides hold the
+// cluster secret; TLS then protects every byte after it: a reader on the path
+// between hosts sees only ciphertext, and a forged, altered, dropped or
+// replayed record fails its AES-GCM tag, which ends the connection. There are
+// no certificates: both sides derive the same pre-shared key from the secret
+// and the handshake's two fresh nonces (tls_key), and offer it as a TLS 1.3
+// external PSK (psk_dhe_ke: an ECDHE exchange on top of the PSK, so recorded
+// traffic stays secret even if the cluster secret leaks later). A peer without
+// the key cannot finish the TLS handshake: with no PSK and no certificate the
+// server has nothing to authenticate with, and refuses.
+//
+// Settings (TlsContext): TLS 1.3 only (no renegotiation, no older
+// versions), TLS_AES_128_GCM_SHA256 only, no session tickets or resumption
+// (every connection gets its own key anyway), no early data.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "transport/crypto.hpp"
+
+namespace asio::ssl {
+class context;
+}
+struct ssl_st;  // OpenSSL's SSL
+
+namespace taihu::transport {
+
+// Which data-plane connections run TLS (DataPlaneOptions::tls, [cluster] tls).
+// Every node of a cluster must use the same mode; a connection between nodes
+// whose modes differ is refused in the handshake, naming both.
+enum class TlsMode : std::uint32_t {
+  // Every connection that has no same-host channel. A peer with a channel runs
+  // as the same user on this host (its probe proved it reads this process's
+  // memory), so TLS would hide nothing from it, and the channel carries only
+  // descriptors of memory the receiver reads directly.
+  between_hosts = 1,
+  // Every connection, also on one host: no same-host channel and no reads of
+  // the peer's memory (they would bypass TLS), every byte goes through it.
+  always = 2,
+  // None: frames travel in plaintext (benchmarks on a trusted network); the
+  // data plane logs a warning.
+  off = 3,
+};
+
+// "between_hosts", "always", "off".
+std::string_view tls_mode_name(TlsMode mode);
+// The mode a name stands for; nullopt for any other text (or a number off the wire).
+std::optional<TlsMode> parse_tls_mode(std::string_view name);
+std::optional<TlsMode> tls_mode_of(std::uint32_t value);
+
+// One connection's pre-shared key: HKDF-SHA-256 with the cluster secret as
+// input key material, the client's then the server's handshake nonce as salt,
+// and tls_psk_label as info. Fresh nonces give every connection its own key;
+// the label is versioned, so that a later derivation can never yield the same
+// key for the same inputs.
+using TlsKey = std::array<std::uint8_t, 32>;
+inline constexpr std::string_view tls_psk_label = "taihu data plane TLS 1.3 PSK, v1";
+inline constexpr std::string_view tls_psk_identity = "taihu-dp";
+TlsKey tls_key(std::string_view secret, Bytes client_nonce, Bytes server_nonce);
+
+// The OpenSSL context of one side of data-plane TLS (the settings above and
+// the PSK callbacks); a data plane has one per side, shared by its
+// connections. The callbacks find each connection's key where bind() left it.
+class TlsContext {
+ public:
+  enum class Role { client, server };
+  explicit TlsContext(Role role);  // throws Error when OpenSSL refuses a setting
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  Role role() const { return role_; }
+  asio::ssl::context& context() const { return *context_; }
+  // Makes `key` the PSK of the connection `ssl` (made from context()); `key`
+  // must outlive it.
+  void bind(ssl_st* ssl, const TlsKey& key) const;
+
+ private:
+  Role role_;
+  std::unique_ptr<asio::ssl::context> context_;
+};
+
+}  // namespace taihu::transport
