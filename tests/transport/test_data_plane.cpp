@@ -31,6 +31,7 @@
 #include "transport/shared_arena.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/status_server.hpp"
+#include "support/eventually.hpp"
 #include "support/log_capture.hpp"
 #include "support/loopback.hpp"
 
@@ -125,15 +126,7 @@ DataPlaneOptions options_for(int node, const std::string& secret) {
   return o;
 }
 
-template <class F>
-bool eventually(F&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return condition();
-}
+using taihu::testing::eventually;
 
 std::string connect_error(DataPlane& client, int node, std::uint16_t port) {
   try {

@@ -27,6 +27,7 @@
 #include "transport/data_plane.hpp"
 #include "transport/tls.hpp"
 #include "support/data_plane_peer.hpp"
+#include "support/eventually.hpp"
 #include "support/log_capture.hpp"
 #include "support/loopback.hpp"
 
@@ -84,15 +85,7 @@ DataPlaneOptions options_for(int node, const std::string& secret, TlsMode tls) {
   return o;
 }
 
-template <class F>
-bool eventually(F&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return condition();
-}
+using taihu::testing::eventually;
 
 // n floats that no other message or protocol field contains: start + i.
 std::shared_ptr<std::vector<float>> pattern(std::size_t n, float start) {
