@@ -13,6 +13,7 @@
 //                                 [--poll-us=N]  (a waiting shard's polling budget; 0 = sleep at once)
 //                                 [--pin=1]      (rank r on core r mod cores)
 //                                 [--stats=1]    (each rank's messages: received, polled, doorbells)
+//                                 [--tls=between_hosts,always,off]  ([cluster] tls; several alternate)
 //
 // Compare with OpenMPI: bench/allreduce_vs_mpi.sh runs both side by side.
 
@@ -98,7 +99,7 @@ void wait_at(StartBarrier& barrier, int ranks, std::uint64_t run) {
 
 // One rank's process.
 int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::Algorithm algorithm, const std::string& secret,
-              int poll_us, StartBarrier& barrier, int from_parent, int to_parent) {
+              int poll_us, transport::TlsMode tls, StartBarrier& barrier, int from_parent, int to_parent) {
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
   // One rank per process: never more scheduler threads than its share of the cores.
@@ -109,6 +110,7 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
   transport::DataPlaneOptions options;
   options.node = rank;
   options.secret = secret;
+  options.tls = tls;
   if (poll_us >= 0) options.poll_budget = std::chrono::microseconds(poll_us);
   std::vector<int> rank_node(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) rank_node[static_cast<std::size_t>(r)] = r;
@@ -200,7 +202,8 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
 }
 
 // Median seconds per allreduce (after one warm-up run).
-Timing measure(int ranks, std::size_t elements, int runs, collectives::Algorithm algorithm, int poll_us) {
+Timing measure(int ranks, std::size_t elements, int runs, collectives::Algorithm algorithm, int poll_us,
+               transport::TlsMode tls) {
   const std::string secret = transport::random_secret();
   void* shared = ::mmap(nullptr, sizeof(StartBarrier), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) throw std::runtime_error("mmap");
@@ -220,7 +223,7 @@ Timing measure(int ranks, std::size_t elements, int runs, collectives::Algorithm
       }
       int status = 1;
       try {
-        status = rank_main(r, ranks, elements, runs + 1, algorithm, secret, poll_us, *barrier, down[0], up[1]);
+        status = rank_main(r, ranks, elements, runs + 1, algorithm, secret, poll_us, tls, *barrier, down[0], up[1]);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: %s\n", r, e.what());
       }
@@ -294,19 +297,33 @@ int main(int argc, char** argv) {
     std::stringstream in(algorithms_text);
     for (std::string item; std::getline(in, item, ',');) algorithms.push_back(collectives::parse_algorithm(item));
   }
+  std::vector<transport::TlsMode> modes;
+  {
+    std::stringstream in(arg_value(argc, argv, "tls", "between_hosts"));
+    for (std::string item; std::getline(in, item, ',');) {
+      const auto mode = transport::parse_tls_mode(item);
+      if (!mode) {
+        fmt::print(stderr, "--tls: between_hosts, always or off, not '{}'\n", item);
+        return 2;
+      }
+      modes.push_back(*mode);
+    }
+  }
   fmt::print("allreduce across {} processes on loopback (shard actors over the data plane), median of {} runs\n",
              ranks, runs);
   fmt::print("time: the slowest rank's own start → result, as allreduce_mpi.c times MPI_Allreduce; span: the\n"
              "first rank's start → the last rank's result (adds the ranks' start skew)\n");
-  fmt::print("| MB | algorithm | time ms | algbw GB/s | span ms |\n|---|---|---|---|---|\n");
+  fmt::print("| MB | algorithm | tls | time ms | algbw GB/s | span ms |\n|---|---|---|---|---|---|\n");
   for (double mb : sizes) {
     const auto elements = static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
-    for (auto a : algorithms) {
-      const Timing t = measure(ranks, elements, runs, a, poll_us);
-      fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} |\n", mb, collectives::name(a), t.slowest_rank * 1e3,
-                 static_cast<double>(elements * sizeof(float)) / t.slowest_rank / 1e9, t.span * 1e3);
-      std::fflush(stdout);
-    }
+    for (auto a : algorithms)
+      for (auto mode : modes) {
+        const Timing t = measure(ranks, elements, runs, a, poll_us, mode);
+        fmt::print("| {} | {} | {} | {:.2f} | {:.3f} | {:.2f} |\n", mb, collectives::name(a),
+                   transport::tls_mode_name(mode), t.slowest_rank * 1e3,
+                   static_cast<double>(elements * sizeof(float)) / t.slowest_rank / 1e9, t.span * 1e3);
+        std::fflush(stdout);
+      }
   }
   return 0;
 }

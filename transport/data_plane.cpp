@@ -419,7 +419,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   }
 
   void start_tls(const std::shared_ptr<Inbound>& in) {
-    const TlsKey key = tls_key(options.secret, in->hello.nonce, in->server_nonce);
+    const TlsKey key = tls_key(Plane::data, options.secret, in->hello.nonce, in->server_nonce);
     in->stream.start_tls(*tls_server, key, [this, in](const asio::error_code& ec) {
       if (!ec) return ready(in);
       if (!in->stream.socket().is_open()) return;  // timed out, and refused for that
@@ -1061,7 +1061,7 @@ void DataPlane::connect(int node, const std::string& host, std::uint16_t port) {
         out->remote_reads = x->readable == 1 || x->readable == 2;
         if (x->readable == 2) out->channel = std::move(x->channel);
         if (!im.uses_tls(out->channel != nullptr)) return finish({});
-        out->stream.start_tls(*im.tls_client, tls_key(o.secret, x->hello.nonce, x->answer.nonce),
+        out->stream.start_tls(*im.tls_client, tls_key(Plane::data, o.secret, x->hello.nonce, x->answer.nonce),
                               [finish](const asio::error_code& ec) {
                                 finish(ec ? "TLS handshake failed: " + ec.message() : std::string());
                               });

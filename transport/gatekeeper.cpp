@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "transport/listener.hpp"
+#include "transport/stream.hpp"
+#include "transport/tls_relay.hpp"
 #include "transport/log_limiter.hpp"
 #include "transport/crypto.hpp"
 #include "core/common/check.hpp"
@@ -19,13 +21,33 @@ namespace taihu::transport {
 namespace {
 
 using asio::ip::tcp;
-using Proof = std::array<std::uint8_t, 32>;
+using Proof = GateProof;
 
-// One side's proof: the role, the version, the client's name and both nonces
-// (own first), so a proof is good for this handshake and this side only.
-Proof gate_proof(const std::string& secret, std::string_view role, const GateMessage& hello, const Proof& first,
-                 const Proof& second) {
-  return hmac_sha256(bytes_of(secret), {bytes_of(role), field_bytes(hello.version), field_bytes(hello.name), first, second});
+// Whether the peer of a connected socket runs on this host: it came over
+// loopback, or to one of this host's own addresses (the kernel then routes
+// the connection locally, and both ends carry that address).
+bool peer_on_this_host(const tcp::socket& socket) {
+  asio::error_code ec1, ec2;
+  const auto remote = socket.remote_endpoint(ec1).address();
+  const auto local = socket.local_endpoint(ec2).address();
+  if (ec1 || ec2) return false;
+  return remote.is_loopback() || remote == local;
+}
+
+// The coordinator's decision for one connection (gatekeeper.hpp).
+bool use_tls(TlsMode mode, bool client_sees_this_host, bool server_sees_this_host) {
+  switch (mode) {
+    case TlsMode::always: return true;
+    case TlsMode::off: return false;
+    case TlsMode::between_hosts: return !(client_sees_this_host && server_sees_this_host);
+  }
+  return true;
+}
+
+// The client's side of every control-plane TLS connection of this process.
+const TlsContext& client_tls_context() {
+  static const TlsContext context(TlsContext::Role::client);
+  return context;
 }
 
 GateMessage gate_message(std::uint32_t version, GateKind kind) {
@@ -53,15 +75,23 @@ std::string endpoint_text(const tcp::socket& socket) {
 
 }  // namespace
 
+GateProof gate_proof(std::string_view secret, std::string_view role, const GateMessage& hello, std::uint32_t detail,
+                     const GateProof& first, const GateProof& second) {
+  return hmac_sha256(bytes_of(secret), {bytes_of(role), field_bytes(hello.version), field_bytes(hello.name),
+                                        field_bytes(detail), first, second});
+}
+
 struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
   GatekeeperOptions options;
   std::function<void(Admitted)> admit;
   asio::io_context io;
   std::shared_ptr<Listener> listener;
   std::thread thread;
-  std::atomic<std::uint64_t> admitted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0};
+  std::unique_ptr<TlsContext> tls_context;  // the server's side; none with tls = off
+  std::atomic<std::uint64_t> admitted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0}, refused_tls{0},
+      tls{0};
   // Separate limits, so that a flood of garbage cannot hide a wrong secret.
-  LogLimiter garbage_log, secret_log, version_log;
+  LogLimiter garbage_log, secret_log, version_log, tls_log;
 
   struct Pending {
     explicit Pending(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
@@ -71,6 +101,7 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
     std::string peer;
     GateMessage hello, answer, proof;
     Proof server_nonce{};
+    std::unique_ptr<Stream> secure;  // the socket once TLS starts on it
     bool done = false;
   };
 
@@ -126,7 +157,8 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
   }
 
   void on_proof(const std::shared_ptr<Pending>& p) {
-    const Proof expected = gate_proof(options.secret, "taihu-cp client", p->hello, p->hello.nonce, p->server_nonce);
+    const Proof expected =
+        gate_proof(options.secret, "taihu-cp client", p->hello, p->hello.detail, p->hello.nonce, p->server_nonce);
     if (p->proof.magic != gate_magic || p->proof.kind != static_cast<std::uint32_t>(GateKind::proof) ||
         !equal_constant_time(expected, p->proof.proof)) {
       ++refused_secret;
@@ -134,17 +166,41 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
                       name_of(p->hello), p->peer);
       return refuse(p, RefuseReason::authentication);
     }
+    const bool with_tls = use_tls(options.tls, p->hello.detail == 1, peer_on_this_host(p->socket));
     p->answer = gate_message(options.version, GateKind::welcome);
-    p->answer.proof = gate_proof(options.secret, "taihu-cp server", p->hello, p->server_nonce, p->hello.nonce);
-    asio::async_write(p->socket, asio::buffer(&p->answer, sizeof(GateMessage)), [this, p](const asio::error_code& ec, std::size_t) {
+    p->answer.detail = with_tls ? 1 : 0;
+    p->answer.proof =
+        gate_proof(options.secret, "taihu-cp server", p->hello, p->answer.detail, p->server_nonce, p->hello.nonce);
+    asio::async_write(p->socket, asio::buffer(&p->answer, sizeof(GateMessage)), [this, p, with_tls](const asio::error_code& ec, std::size_t) {
       if (ec || p->done) return close(p);
-      p->done = true;
-      p->timer.cancel();
-      ++admitted;
-      Admitted a{p->socket.release(), name_of(p->hello), p->peer};
-      p->ticket.reset();  // authenticated: no longer a pending stranger
-      admit(std::move(a));
+      if (!with_tls) return hand_on(p, p->socket.release(), false);
+      // Still within the handshake's time and place: a client that proved the
+      // secret but cannot finish TLS is refused like any other.
+      p->secure = std::make_unique<Stream>(std::move(p->socket));
+      const TlsKey key = tls_key(Plane::control, options.secret, p->hello.nonce, p->server_nonce);
+      p->secure->start_tls(*tls_context, key, [this, p](const asio::error_code& ec) {
+        if (p->done) return;
+        if (ec) {
+          ++refused_tls;
+          tls_log.warn("{}: refused node '{}' ({}): it proved the secret but failed the TLS handshake ({})",
+                       options.what, name_of(p->hello), p->peer, ec.message());
+          return close(p);
+        }
+        ++tls;
+        const std::string what = fmt::format("{}: node '{}' ({})", options.what, name_of(p->hello), p->peer);
+        hand_on(p, relay_over_tls(std::move(p->secure), what), true);
+      });
     });
+  }
+
+  // The peer is authenticated (and its TLS up): `fd` is what CAF speaks on.
+  void hand_on(const std::shared_ptr<Pending>& p, int fd, bool tls) {
+    p->done = true;
+    p->timer.cancel();
+    ++admitted;
+    Admitted a{fd, name_of(p->hello), p->peer, tls};
+    p->ticket.reset();  // authenticated: no longer a pending stranger
+    admit(std::move(a));
   }
 
   void garbage(const std::shared_ptr<Pending>& p, const std::string& why) {
@@ -165,6 +221,7 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
     p->done = true;
     p->timer.cancel();
     asio::error_code ignored;
+    if (p->secure) p->secure->close();
     p->socket.shutdown(tcp::socket::shutdown_both, ignored);
     p->socket.close(ignored);
     p->ticket.reset();
@@ -175,6 +232,7 @@ Gatekeeper::Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> 
     : impl_(std::make_shared<Impl>()) {
   impl_->options = std::move(options);
   impl_->admit = std::move(admit);
+  if (impl_->options.tls != TlsMode::off) impl_->tls_context = std::make_unique<TlsContext>(TlsContext::Role::server);
   ListenerOptions lo;
   lo.what = impl_->options.what;
   lo.address = impl_->options.listen_address;
@@ -205,12 +263,59 @@ std::uint16_t Gatekeeper::port() const { return impl_->listener->port(); }
 
 GatekeeperStats Gatekeeper::stats() const {
   return {impl_->admitted.load(), impl_->refused_version.load(), impl_->refused_secret.load(),
-          impl_->refused_garbage.load(), impl_->listener->stats().over_limit};
+          impl_->refused_garbage.load(), impl_->listener->stats().over_limit, impl_->refused_tls.load(),
+          impl_->tls.load()};
 }
 
 // --- client ------------------------------------------------------------------
 
-int admit_through_gate(const GateClientOptions& o) {
+namespace {
+
+// The client's TLS handshake on the relay's thread, and then its relay; the
+// caller waits at most `timeout` for it.
+int start_client_tls(const GateClientOptions& o, IoThread& relay, tcp::socket::native_handle_type fd,
+                     const tcp& protocol, const TlsKey& key) {
+  struct Attempt {
+    std::unique_ptr<Stream> stream;
+    std::promise<int> fd;
+    std::string error;
+  };
+  auto attempt = std::make_shared<Attempt>();
+  tcp::socket socket(relay.io());
+  socket.assign(protocol, fd);
+  attempt->stream = std::make_unique<Stream>(std::move(socket));
+  std::future<int> done = attempt->fd.get_future();
+  const std::string what = fmt::format("control plane to {}:{}", o.host, o.port);
+  asio::post(relay.io(), [attempt, key, what] {
+    attempt->stream->start_tls(client_tls_context(), key, [attempt, what](const asio::error_code& ec) {
+      if (ec) {
+        attempt->error = ec.message();
+        attempt->stream->close();
+        return attempt->fd.set_value(-1);
+      }
+      try {
+        attempt->fd.set_value(relay_over_tls(std::move(attempt->stream), what));
+      } catch (...) {
+        attempt->fd.set_exception(std::current_exception());
+      }
+    });
+  });
+  if (done.wait_for(o.timeout) != std::future_status::ready) {
+    // Closing the socket ends the handshake, which then answers with its error.
+    asio::post(relay.io(), [attempt] {
+      if (attempt->stream) attempt->stream->close();
+    });
+    done.wait();
+    attempt->error = fmt::format("no TLS handshake within {} ms", o.timeout.count());
+  }
+  const int plain = done.get();
+  if (plain < 0) raise<NetError>("the coordinator proved the secret, but TLS failed: {}", attempt->error);
+  return plain;
+}
+
+}  // namespace
+
+GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
   asio::io_context io;
   tcp::socket socket(io);
   asio::steady_timer timer(io);
@@ -251,6 +356,7 @@ int admit_through_gate(const GateClientOptions& o) {
   asio::async_connect(socket, endpoints, [&](const asio::error_code& ec, const tcp::endpoint&) {
     if (ec) return finish(ec.message());
     socket.set_option(tcp::no_delay(true));
+    hello.detail = peer_on_this_host(socket) ? 1 : 0;
     asio::async_write(socket, asio::buffer(&hello, sizeof hello), [&](const asio::error_code& ec, std::size_t) {
       if (ec) return finish(ec.message());
       asio::async_read(socket, asio::buffer(&answer, sizeof answer), [&](const asio::error_code& ec, std::size_t) {
@@ -259,17 +365,18 @@ int admit_through_gate(const GateClientOptions& o) {
         if (answer.kind == static_cast<std::uint32_t>(GateKind::refuse)) return finish(refusal(answer), true);
         if (answer.kind != static_cast<std::uint32_t>(GateKind::challenge)) return finish("malformed challenge");
         proof = gate_message(o.version, GateKind::proof);
-        proof.proof = gate_proof(o.secret, "taihu-cp client", hello, hello.nonce, answer.nonce);
+        proof.proof = gate_proof(o.secret, "taihu-cp client", hello, hello.detail, hello.nonce, answer.nonce);
         asio::async_write(socket, asio::buffer(&proof, sizeof proof), [&](const asio::error_code& ec, std::size_t) {
           if (ec) return finish(ec.message());
           asio::async_read(socket, asio::buffer(&welcome, sizeof welcome), [&](const asio::error_code& ec, std::size_t) {
             if (ec) return finish(fmt::format("closed during the handshake ({})", ec.message()));
             if (welcome.magic == gate_magic && welcome.kind == static_cast<std::uint32_t>(GateKind::refuse))
               return finish(refusal(welcome), true);
-            const Proof expected = gate_proof(o.secret, "taihu-cp server", hello, answer.nonce, hello.nonce);
-            if (welcome.kind != static_cast<std::uint32_t>(GateKind::welcome) ||
+            const Proof expected =
+                gate_proof(o.secret, "taihu-cp server", hello, welcome.detail, answer.nonce, hello.nonce);
+            if (welcome.kind != static_cast<std::uint32_t>(GateKind::welcome) || welcome.detail > 1 ||
                 !equal_constant_time(expected, welcome.proof))
-              return finish("the server does not hold the cluster secret", true);
+              return finish("the server does not hold the cluster secret, or its welcome was altered on the way", true);
             finish({});
           });
         });
@@ -281,7 +388,10 @@ int admit_through_gate(const GateClientOptions& o) {
     if (refused) raise<GateRefused>("{}", error);
     raise<NetError>("{}", error);
   }
-  return socket.release();
+  if (welcome.detail == 0) return {socket.release(), false};
+  const tcp protocol = socket.local_endpoint().protocol();
+  const TlsKey key = tls_key(Plane::control, o.secret, hello.nonce, answer.nonce);
+  return {start_client_tls(o, relay, socket.release(), protocol, key), true};
 }
 
 }  // namespace taihu::transport

@@ -16,14 +16,25 @@
 // secret (a fake one cannot hand it a config).
 //
 // Handshake (every message is one GateMessage; integers little-endian):
-//   client -> hello     {version, name, client nonce}
+//   client -> hello     {version, name, client nonce, detail: 1 if the client
+//                        sees the server on its own host}
 //   server -> challenge {version, server nonce}, or refuse {reason} and close
-//   client -> proof     HMAC(secret, "taihu-cp client" | version | name | client nonce | server nonce)
-//   server -> welcome   HMAC(secret, "taihu-cp server" | version | name | server nonce | client nonce),
+//   client -> proof     HMAC(secret, "taihu-cp client" | version | name | hello's detail | client nonce | server nonce)
+//   server -> welcome   {detail: 1 if TLS follows}
+//                       HMAC(secret, "taihu-cp server" | version | name | welcome's detail | server nonce | client nonce),
 //             or refuse {reason} and close
 // The client checks the welcome in turn. Fresh nonces on both sides make a
-// recorded handshake useless; the roles in the MACs stop reflection.
+// recorded handshake useless; the roles in the MACs stop reflection; the
+// details are in the MACs, so nobody on the path can talk either side out
+// of TLS.
 //
+// Then, if the welcome says so, TLS 1.3 keyed by the secret and both nonces
+// (tls_key(Plane::control, ...), transport/tls.hpp), and CAF gets the
+// plaintext end of a relay (transport/tls_relay.hpp) instead of the socket.
+// The coordinator decides, by its [cluster] tls: `always`, `off`, or
+// `between_hosts`: TLS unless both sides see the other on their own host
+// (a loopback connection, or one whose two ends have the same address).
+
 // Plain C++ (Asio, one I/O thread); no CAF.
 
 #include <array>
@@ -32,11 +43,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "transport/data_plane.hpp"
+#include "transport/tls.hpp"
 
 namespace taihu::transport {
+
+class IoThread;  // transport/tls_relay.hpp
 
 inline constexpr std::array<char, 8> gate_magic{'T', 'A', 'I', 'H', 'U', '-', 'C', 'P'};
 
@@ -47,12 +62,20 @@ struct GateMessage {
   std::uint32_t version = 0;  // the cluster protocol version
   std::uint32_t kind = 0;     // GateKind
   std::uint32_t reason = 0;   // RefuseReason (wire.hpp) of a refuse
-  std::uint32_t reserved = 0;
+  std::uint32_t detail = 0;   // hello: the client sees the server on its own host; welcome: TLS follows
   std::array<char, 64> name{};  // the client's name (hello), NUL-padded
   std::array<std::uint8_t, 32> nonce{};
   std::array<std::uint8_t, 32> proof{};
 };
 static_assert(std::is_trivially_copyable_v<GateMessage> && sizeof(GateMessage) == 152);
+
+// One side's proof (above): the role ("taihu-cp client" or "taihu-cp
+// server"), the version, the client's name, what the sender's message says
+// (its detail) and both nonces (the sender's first), so a proof is good for
+// this handshake, this side and this message only.
+using GateProof = std::array<std::uint8_t, 32>;
+GateProof gate_proof(std::string_view secret, std::string_view role, const GateMessage& hello, std::uint32_t detail,
+                     const GateProof& first, const GateProof& second);
 
 struct GatekeeperOptions {
   std::string what = "control port";  // for logs
@@ -62,6 +85,7 @@ struct GatekeeperOptions {
   std::uint32_t version = 0;
   std::chrono::milliseconds handshake_timeout{5000};
   std::size_t max_pending = 32;  // connections in the handshake at once
+  TlsMode tls = TlsMode::between_hosts;  // which admitted connections run TLS (above)
 };
 
 struct GatekeeperStats {
@@ -70,19 +94,24 @@ struct GatekeeperStats {
   std::uint64_t refused_secret = 0;
   std::uint64_t refused_garbage = 0;  // not a taihu node, or timed out
   std::uint64_t over_limit = 0;       // closed at once: max_pending were in the handshake
+  std::uint64_t refused_tls = 0;      // proved the secret, then failed the TLS handshake
+  std::uint64_t tls = 0;              // admitted connections that run TLS
 };
 
-// An authenticated peer: its socket (now the receiver's to close) and who it is.
+// An authenticated peer: the socket to speak to it on (now the receiver's to
+// close: the TCP socket, or with TLS the plaintext end of its relay) and who it is.
 struct Admitted {
   int fd = -1;
   std::string name;
   std::string peer;  // address:port
+  bool tls = false;
 };
 
 class Gatekeeper {
  public:
   // Listens at once (throws NetError naming the address); `admit` is called
-  // on the gatekeeper's thread for every authenticated connection.
+  // on the gatekeeper's thread for every authenticated connection. TLS
+  // relays run on that thread too, until their connections close.
   Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> admit);
   ~Gatekeeper();
   Gatekeeper(const Gatekeeper&) = delete;
@@ -112,10 +141,18 @@ struct GateClientOptions {
   std::chrono::milliseconds timeout{5000};
 };
 
-// Connects and runs the client side of the handshake. Returns the
-// authenticated socket (the caller's to close). Throws GateRefused when
-// refused, NetError when the server cannot be reached, does not answer in
-// time, or does not prove the secret.
-int admit_through_gate(const GateClientOptions& options);
+// A client's end of an admitted connection: the socket to speak on (the
+// caller's to close) and whether TLS protects it.
+struct GateConnection {
+  int fd = -1;
+  bool tls = false;
+};
+
+// Connects and runs the client side of the handshake, then TLS where the
+// server says so, whose relay runs on `relay` (which must outlive the
+// connection). Throws GateRefused when refused, NetError when the server
+// cannot be reached, does not answer in time, does not prove the secret, or
+// fails the TLS handshake.
+GateConnection admit_through_gate(const GateClientOptions& options, IoThread& relay);
 
 }  // namespace taihu::transport

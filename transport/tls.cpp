@@ -16,7 +16,7 @@ namespace {
   const unsigned long code = ERR_get_error();
   char text[256] = "no error queued";
   if (code != 0) ERR_error_string_n(code, text, sizeof text);
-  throw Error(std::string("data plane TLS: OpenSSL: ") + what + ": " + text);
+  throw Error(std::string("TLS: OpenSSL: ") + what + ": " + text);
 }
 
 // Where a connection's SSL keeps a pointer to its key (asio keeps its own
@@ -100,14 +100,15 @@ std::optional<TlsMode> tls_mode_of(std::uint32_t value) {
   return std::nullopt;
 }
 
-TlsKey tls_key(std::string_view secret, Bytes client_nonce, Bytes server_nonce) {
+TlsKey tls_key(Plane plane, std::string_view secret, Bytes client_nonce, Bytes server_nonce) {
   std::array<std::uint8_t, 64> salt{};
   if (client_nonce.size() + server_nonce.size() > salt.size()) throw Error("tls_key: nonces longer than 32 bytes");
   std::copy(client_nonce.begin(), client_nonce.end(), salt.begin());
   std::copy(server_nonce.begin(), server_nonce.end(), salt.begin() + static_cast<std::ptrdiff_t>(client_nonce.size()));
   TlsKey key{};
   const Bytes nonces(salt.data(), client_nonce.size() + server_nonce.size());
-  hkdf_sha256(bytes_of(secret), nonces, {bytes_of(tls_psk_label)}, key);
+  hkdf_sha256(bytes_of(secret), nonces,
+              {bytes_of(plane == Plane::data ? data_plane_psk_label : control_plane_psk_label)}, key);
   return key;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
-// TLS 1.3 on data-plane connections, keyed by the cluster secret.
+// TLS 1.3 on taihu's connections, keyed by the cluster secret: every
+// data-plane connection that needs it (below), and control-plane connections
+// (transport/gatekeeper.hpp, carried for CAF by transport/tls_relay.hpp).
 //
 // The taihu handshake (transport/wire.hpp) proves that both sides hold the
 // cluster secret; TLS then protects every byte after it: a reader on the path
@@ -56,17 +58,22 @@ std::optional<TlsMode> tls_mode_of(std::uint32_t value);
 
 // One connection's pre-shared key: HKDF-SHA-256 with the cluster secret as
 // input key material, the client's then the server's handshake nonce as salt,
-// and tls_psk_label as info. Fresh nonces give every connection its own key;
-// the label is versioned, so that a later derivation can never yield the same
-// key for the same inputs.
+// and the plane's label as info. Fresh nonces give every connection its own
+// key; the labels keep the planes' keys apart even for equal nonces, and are
+// versioned, so that a later derivation can never yield the same key for the
+// same inputs.
 using TlsKey = std::array<std::uint8_t, 32>;
-inline constexpr std::string_view tls_psk_label = "taihu data plane TLS 1.3 PSK, v1";
+enum class Plane { data, control };
+inline constexpr std::string_view data_plane_psk_label = "taihu data plane TLS 1.3 PSK, v1";
+inline constexpr std::string_view control_plane_psk_label = "taihu control plane TLS 1.3 PSK, v1";
+// Both planes offer their key under one identity (named when only the data
+// plane had TLS); the keys differ by their labels.
 inline constexpr std::string_view tls_psk_identity = "taihu-dp";
-TlsKey tls_key(std::string_view secret, Bytes client_nonce, Bytes server_nonce);
+TlsKey tls_key(Plane plane, std::string_view secret, Bytes client_nonce, Bytes server_nonce);
 
-// The OpenSSL context of one side of data-plane TLS (the settings above and
-// the PSK callbacks); a data plane has one per side, shared by its
-// connections. The callbacks find each connection's key where bind() left it.
+// The OpenSSL context of one side of TLS (the settings above and the PSK
+// callbacks); a data plane has one per side, shared by its connections, as
+// has the gatekeeper. The callbacks find each connection's key where bind() left it.
 class TlsContext {
  public:
   enum class Role { client, server };

@@ -61,9 +61,10 @@
 //                             # (e.g. to measure shaped links between namespaces of one host)
 //   poll_us = 1000            # a shard waiting for a chunk from a node on its host polls the
 //                             # shared-memory channel this long before it sleeps; 0: never polls
-//   tls = between_hosts       # TLS 1.3 on the data plane (transport/tls.hpp), keyed by the secret:
-//                             # between_hosts (connections without a same-host channel), always
-//                             # (every connection; same-host copies off), off (plaintext, warned)
+//   tls = between_hosts       # TLS 1.3 on both planes (transport/tls.hpp), keyed by the secret:
+//                             # between_hosts (data plane: connections without a same-host
+//                             # channel; control plane: connections not within one host),
+//                             # always (every connection; same-host copies off), off (plaintext, warned)
 
 #include <caf/fwd.hpp>
 #include <caf/actor.hpp>
@@ -81,7 +82,8 @@ namespace taihu::compute {
 // 2: admission by the gatekeeper (transport/gatekeeper.hpp), before any CAF byte.
 // 3: the typed worker protocol (actors/compute/worker_actor.hpp).
 // 4: a run's end is RunEnded (finished or failed), not stop_atom.
-inline constexpr int cluster_protocol_version = 4;
+// 5: TLS on the control plane; the gatekeeper's messages carry a detail.
+inline constexpr int cluster_protocol_version = 5;
 
 class ClusterError : public Error {
  public:

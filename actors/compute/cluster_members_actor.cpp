@@ -60,6 +60,7 @@ void ClusterMembers::open(caf::event_based_actor* self) {
     options.listen_address = settings_.listen;
     options.port = settings_.port;
     options.version = cluster_protocol_version;
+    options.tls = settings_.tls;
     gatekeeper_ = serve_control_port(self->system(), gate_, std::move(options));
   } catch (const transport::NetError& e) {
     self->send_exit(gate_, caf::exit_reason::user_shutdown);

@@ -1,7 +1,9 @@
 #pragma once
 // The control plane's transport: CAF's BASP, spoken only on sockets that the
-// gatekeeper (transport/gatekeeper.hpp) has authenticated both ways. The
-// coordinator's port is the gatekeeper's; CAF never listens itself.
+// gatekeeper (transport/gatekeeper.hpp) has authenticated both ways, and
+// through TLS where the coordinator's [cluster] tls asks for it (a relay
+// carries CAF's bytes: transport/tls_relay.hpp). The coordinator's port is
+// the gatekeeper's; CAF never listens itself.
 
 #include <caf/fwd.hpp>
 
@@ -20,9 +22,11 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
                                                     transport::GatekeeperOptions options);
 
 // Node: connects through the gatekeeper at options' host and port and returns
-// the actor it serves. Throws net::GateRefused (refused: wrong secret or
-// version; retrying will not help) or net::NetError (not reachable yet, or
-// it does not prove the secret).
-caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options);
+// the actor it serves; a TLS relay runs on `relay`, which must outlive the
+// actor system's use of the connection. Throws net::GateRefused (refused:
+// wrong secret or version; retrying will not help) or net::NetError (not
+// reachable yet, or it does not prove the secret).
+caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
+                             transport::IoThread& relay);
 
 }  // namespace taihu::compute

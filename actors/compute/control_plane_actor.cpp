@@ -36,14 +36,15 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
       auto scribe = mm.backend().new_scribe(fd);
       caf::anon_send(basp, caf::publish_atom_v, std::move(scribe), *port, whom, std::set<std::string>{});
     });
-    spdlog::debug("control port: admitted '{}' from {}", a.name, a.peer);
+    spdlog::debug("control port: admitted '{}' from {}{}", a.name, a.peer, a.tls ? " (TLS)" : "");
   });
   *port = gatekeeper->port();
   return gatekeeper;
 }
 
-caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options) {
-  const int fd = transport::admit_through_gate(options);
+caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
+                             transport::IoThread& relay) {
+  const auto [fd, tls] = transport::admit_through_gate(options, relay);
   auto& mm = system.middleman();
   caf::io::scribe_ptr scribe;
   try {
@@ -63,6 +64,9 @@ caf::actor join_control_port(caf::actor_system& system, const transport::GateCli
           [&](caf::error& e) { error = reason_text(system, e); });
   require<transport::NetError>(gate != nullptr, "the coordinator at {}:{} admitted this node but served no actor{}",
                          options.host, options.port, error.empty() ? "" : ": " + error);
+  spdlog::info("node '{}': control plane to {}:{} {}", options.name, options.host, options.port,
+               tls ? "runs TLS 1.3 (keyed by the cluster secret)"
+                   : "runs without TLS (both on one host, or the coordinator's [cluster] tls = off)");
   return gate;
 }
 

@@ -23,6 +23,7 @@
 #include "actors/chunk_link/chunk_link.hpp"
 #include "transport/shared_arena.hpp"
 #include "transport/data_plane.hpp"
+#include "transport/tls_relay.hpp"
 #include "collectives/algorithms.hpp"
 #include "collectives/buckets.hpp"
 #include "actors/sync/bucket_shards.hpp"
@@ -414,6 +415,9 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
 // --- the node process ------------------------------------------------------------
 
 int run_node(const NodeOptions& o) {
+  // Before the actor system, so that it outlives CAF's use of the control
+  // connection whose TLS relay runs there.
+  transport::IoThread control_relay;
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
   cfg.set("scheduler.max-threads", 2);
@@ -435,7 +439,7 @@ int run_node(const NodeOptions& o) {
   const auto deadline = Clock::now() + millis(o.join_timeout);
   for (;;) {
     try {
-      gate = join_control_port(system, gate_options);
+      gate = join_control_port(system, gate_options, control_relay);
       break;
     } catch (const transport::GateRefused& e) {
       spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, e.what());

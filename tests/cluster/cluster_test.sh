@@ -14,7 +14,8 @@
 #   9. elastic = true and a stopped node (SIGSTOP): dropped after dead_after, the run finishes on 2;
 #      with compression, the survivors' residuals and momentum carry over to the new ranks
 #  10. RedSync compression ([compress]): 3 nodes train to exactly the in-process result,
-#      the packed messages crossing the data plane through TLS (cluster.tls=always)
+#      the packed messages crossing the data plane and the control messages crossing the
+#      control plane through TLS (cluster.tls=always)
 #  11. elastic = true and a node that joins while the cluster re-forms after a loss: it is
 #      placed by that re-forming or the next epoch's, never a second forming at once (found by
 #      tests/soak: "2 ranks cannot be placed on 3 nodes" ended the run)
@@ -354,7 +355,7 @@ PY
     ;;
   compress)
     sparse=(compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0)
-    # TLS on every data-plane connection, although the nodes share a host (no same-host copies).
+    # TLS on every connection of both planes, although the nodes share a host (no same-host copies).
     start_coordinator compress "${small[@]}" "${sparse[@]}" cluster.tls=always --report="$work/compress.json"
     start_nodes a-compress b-compress c-compress
     wait "$coordinator"
@@ -362,6 +363,8 @@ PY
     for p in "${node_pids[@]}"; do wait "$p"; done
     grep -q "data plane on .* (tls = always)" "$work/a-compress.log"
     check "compress: the nodes' data planes run TLS" $? "$work/a-compress.log"
+    grep -q "control plane to .* runs TLS 1.3" "$work/a-compress.log"
+    check "compress: the nodes' control connections run TLS" $? "$work/a-compress.log"
     "$train" "${common[@]}" "${small[@]}" "${sparse[@]}" nodes=0 --report="$work/compress-inproc.json" \
       >"$work/compress-inproc.log" 2>&1
     check "compress: in-process workers=3 run" $? "$work/compress-inproc.log"

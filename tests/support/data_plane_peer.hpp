@@ -20,13 +20,6 @@
 
 namespace taihu::testing {
 
-inline bool send_all(int fd, const void* data, std::size_t n) {
-  return ::send(fd, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
-}
-inline bool receive_all(int fd, void* data, std::size_t n) {
-  return ::recv(fd, data, n, MSG_WAITALL) == static_cast<ssize_t>(n);
-}
-
 struct HandPeer {
   int fd = -1;
   std::string secret;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstdint>
 
@@ -26,6 +27,13 @@ inline int connect_loopback(std::uint16_t port) {
     return -1;
   }
   return fd;
+}
+
+inline bool send_all(int fd, const void* data, std::size_t n) {
+  return ::send(fd, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+}
+inline bool receive_all(int fd, void* data, std::size_t n) {
+  return ::recv(fd, data, n, MSG_WAITALL) == static_cast<ssize_t>(n);
 }
 
 // Reads and drops what arrives until the peer closes (true: an orderly close

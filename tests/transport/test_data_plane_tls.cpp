@@ -30,6 +30,7 @@
 #include "support/eventually.hpp"
 #include "support/log_capture.hpp"
 #include "support/loopback.hpp"
+#include "support/path_tap.hpp"
 
 using namespace taihu;
 using namespace taihu::transport;
@@ -92,105 +93,6 @@ std::shared_ptr<std::vector<float>> pattern(std::size_t n, float start) {
   auto values = std::make_shared<std::vector<float>>(n);
   std::iota(values->begin(), values->end(), start);
   return values;
-}
-
-// A TCP relay on loopback in front of the port `target`, as a machine on the
-// path between two hosts: each connection it accepts it joins to one of its
-// own to the target, copying bytes both ways (a thread each way) and
-// recording them. It may flip the lowest bit of one byte of the client's
-// stream (counted from its first byte).
-class Relay {
- public:
-  static constexpr std::size_t no_flip = std::numeric_limits<std::size_t>::max();
-
-  explicit Relay(std::uint16_t target, std::size_t flip_at = no_flip) : target_(target), flip_at_(flip_at) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    REQUIRE(::listen(listener_, 4) == 0);
-    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-    port_ = ntohs(address.sin_port);
-    acceptor_ = std::thread([this] { accept_loop(); });
-  }
-  ~Relay() {
-    ::shutdown(listener_, SHUT_RDWR);  // ends accept()
-    acceptor_.join();
-    {
-      std::lock_guard lock(mutex_);
-      for (const int fd : fds_) ::shutdown(fd, SHUT_RDWR);
-    }
-    for (auto& t : pumps_) t.join();
-    for (const int fd : fds_) ::close(fd);
-    ::close(listener_);
-  }
-  Relay(const Relay&) = delete;
-  Relay& operator=(const Relay&) = delete;
-
-  std::uint16_t port() const { return port_; }
-  std::vector<char> from_client() {
-    std::lock_guard lock(mutex_);
-    return from_client_;
-  }
-  bool flipped() {
-    std::lock_guard lock(mutex_);
-    return flipped_;
-  }
-
- private:
-  void accept_loop() {
-    for (;;) {
-      const int client = ::accept(listener_, nullptr, nullptr);
-      if (client < 0) return;
-      const int server = testing::connect_loopback(target_);
-      if (server < 0) {
-        ::close(client);
-        continue;
-      }
-      std::lock_guard lock(mutex_);
-      fds_.push_back(client);
-      fds_.push_back(server);
-      pumps_.emplace_back([this, client, server] { pump(client, server, true); });
-      pumps_.emplace_back([this, client, server] { pump(server, client, false); });
-    }
-  }
-
-  void pump(int from, int to, bool from_the_client) {
-    std::vector<char> buffer(1 << 16);
-    for (;;) {
-      const ssize_t n = ::recv(from, buffer.data(), buffer.size(), 0);
-      if (n <= 0) break;
-      if (from_the_client) {
-        std::lock_guard lock(mutex_);
-        const std::size_t at = from_client_.size();
-        from_client_.insert(from_client_.end(), buffer.begin(), buffer.begin() + n);
-        if (flip_at_ >= at && flip_at_ < at + static_cast<std::size_t>(n)) {
-          buffer[flip_at_ - at] ^= 1;
-          flipped_ = true;
-        }
-      }
-      if (!testing::send_all(to, buffer.data(), static_cast<std::size_t>(n))) break;
-    }
-    ::shutdown(to, SHUT_WR);
-  }
-
-  std::uint16_t target_;
-  std::size_t flip_at_;
-  int listener_ = -1;
-  std::uint16_t port_ = 0;
-  std::thread acceptor_;
-  std::mutex mutex_;
-  std::vector<int> fds_;
-  std::vector<std::thread> pumps_;
-  std::vector<char> from_client_;
-  bool flipped_ = false;
-};
-
-bool contains(const std::vector<char>& haystack, const void* needle, std::size_t n) {
-  const char* begin = static_cast<const char*>(needle);
-  return std::search(haystack.begin(), haystack.end(), begin, begin + n) != haystack.end();
 }
 
 std::string connect_error(DataPlane& client, int node, std::uint16_t port) {
@@ -267,13 +169,13 @@ TEST_SUITE("transport") {
       options_a.remote_read_min_bytes = 0;
       DataPlane a(options_a, &sink_a);
       DataPlane b(options_for(1, secret, mode), &sink_b);
-      Relay relay(b.port());
+      testing::PathTap relay(b.port());
       a.connect(1, "127.0.0.1", relay.port());
       auto values = pattern(100000, 1234567.0f);
       a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
       REQUIRE(sink_b.wait_messages(1));
       CHECK(sink_b.received()[0].second == *values);
-      const bool seen = contains(relay.from_client(), values->data() + 5000, 8 * sizeof(float));
+      const bool seen = testing::contains(relay.from_client(), values->data() + 5000, 8 * sizeof(float));
       CHECK(seen == (mode == TlsMode::off));
       CHECK(a.stats().tls_connections == (mode == TlsMode::off ? 0u : 1u));
     }
@@ -292,7 +194,7 @@ TEST_SUITE("transport") {
       DataPlane a(options_a, &sink_a);
       DataPlane b(options_for(1, secret, mode), &sink_b);
       testing::LogCapture log;
-      Relay relay(b.port(), 200'000);
+      testing::PathTap relay(b.port(), {testing::PathTap::Direction::from_client, 200'000});
       a.connect(1, "127.0.0.1", relay.port());
       auto values = pattern(262'144, 1.0f);  // 1 MB
       a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
@@ -396,11 +298,12 @@ TEST_SUITE("transport") {
     random_bytes(n1);
     random_bytes(n2);
     random_bytes(n3);
-    const TlsKey key = tls_key("secret", n1, n2);
-    CHECK(key == tls_key("secret", n1, n2));
-    CHECK(key != tls_key("secret", n1, n3));
-    CHECK(key != tls_key("secret", n3, n2));
-    CHECK(key != tls_key("secret", n2, n1));
-    CHECK(key != tls_key("secreT", n1, n2));
+    const TlsKey key = tls_key(Plane::data, "secret", n1, n2);
+    CHECK(key == tls_key(Plane::data, "secret", n1, n2));
+    CHECK(key != tls_key(Plane::data, "secret", n1, n3));
+    CHECK(key != tls_key(Plane::data, "secret", n3, n2));
+    CHECK(key != tls_key(Plane::data, "secret", n2, n1));
+    CHECK(key != tls_key(Plane::data, "secreT", n1, n2));
+    CHECK(key != tls_key(Plane::control, "secret", n1, n2));  // the planes' keys differ
   }
 }

@@ -4,13 +4,16 @@
 // and idle strangers are refused or closed; strangers holding connections
 // cannot lock a real client out.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -19,7 +22,10 @@
 
 #include "transport/cluster_secret.hpp"
 #include "transport/gatekeeper.hpp"
+#include "transport/tls_relay.hpp"
+#include "support/log_capture.hpp"
 #include "support/loopback.hpp"
+#include "support/path_tap.hpp"
 
 using namespace taihu;
 using namespace taihu::transport;
@@ -70,11 +76,73 @@ GateClientOptions client(std::uint16_t port, const std::string& secret, std::uin
   return c;
 }
 
+// The relays of the tests' TLS connections.
+IoThread& relay_thread() {
+  static IoThread thread;
+  return thread;
+}
+
+GateConnection admit(const GateClientOptions& c) { return admit_through_gate(c, relay_thread()); }
+
 int raw_connect(std::uint16_t port) {
   const int fd = testing::connect_loopback(port);
   REQUIRE(fd >= 0);
   return fd;
 }
+
+// n bytes of text in which every 32-byte window occurs once.
+std::string pattern(std::string_view tag, std::size_t n) {
+  std::string text;
+  for (int i = 0; text.size() < n; ++i) text += fmt::format("{} {:08d};", tag, i);
+  text.resize(n);
+  return text;
+}
+
+void make_blocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); }
+
+// Sends `text` at `from` (on a thread of its own: the way may hold less than
+// it) and reads it at `to`, until `to` closes; what arrived. (Sockets that
+// Asio ran operations on come out of it non-blocking.)
+std::string carry(int from, int to, const std::string& text) {
+  make_blocking(from);
+  make_blocking(to);
+  std::thread writer([&] { testing::send_all(from, text.data(), text.size()); });
+  std::string got(text.size(), '\0');
+  std::size_t n = 0;
+  while (n < got.size()) {
+    const ssize_t r = ::recv(to, got.data() + n, got.size() - n, 0);
+    if (r <= 0) break;
+    n += static_cast<std::size_t>(r);
+  }
+  writer.join();
+  got.resize(n);
+  return got;
+}
+
+// A client played by hand up to the welcome, which it checks: it proves the
+// secret, claiming (hello's detail) whether it sees the server on its host.
+struct HandClient {
+  int fd = -1;
+  GateMessage hello, challenge, welcome;
+  HandClient(std::uint16_t port, const std::string& secret, std::uint32_t version, std::uint32_t detail)
+      : fd(raw_connect(port)) {
+    hello.version = version;
+    hello.kind = static_cast<std::uint32_t>(GateKind::hello);
+    hello.detail = detail;
+    random_bytes(hello.nonce);
+    REQUIRE(testing::send_all(fd, &hello, sizeof hello));
+    REQUIRE(testing::receive_all(fd, &challenge, sizeof challenge));
+    GateMessage proof;
+    proof.version = version;
+    proof.kind = static_cast<std::uint32_t>(GateKind::proof);
+    proof.proof = gate_proof(secret, "taihu-cp client", hello, hello.detail, hello.nonce, challenge.nonce);
+    REQUIRE(testing::send_all(fd, &proof, sizeof proof));
+    REQUIRE(testing::receive_all(fd, &welcome, sizeof welcome));
+    REQUIRE(welcome.kind == static_cast<std::uint32_t>(GateKind::welcome));
+    REQUIRE(welcome.proof == gate_proof(secret, "taihu-cp server", hello, welcome.detail, challenge.nonce, hello.nonce));
+  }
+  ~HandClient() { ::close(fd); }
+};
 
 }  // namespace
 
@@ -83,9 +151,10 @@ TEST_SUITE("net") {
     const std::string secret = random_secret();
     Doorway door;
     Gatekeeper gate(options(secret), door.callback());
-    const int fd = admit_through_gate(client(gate.port(), secret));
+    const int fd = admit(client(gate.port(), secret)).fd;
     REQUIRE(door.wait_for(1));
     CHECK(door.admitted[0].name == "node-a");
+    CHECK_FALSE(door.admitted[0].tls);  // between_hosts, and both ends on this host
     CHECK(door.admitted[0].peer.rfind("127.0.0.1:", 0) == 0);
     // The two sockets are the two ends of one connection, with nothing left over from the handshake.
     const char hello[] = "basp";
@@ -101,16 +170,16 @@ TEST_SUITE("net") {
     const std::string secret = random_secret();
     Doorway door;
     Gatekeeper gate(options(secret), door.callback());
-    CHECK_THROWS_WITH_AS(admit_through_gate(client(gate.port(), "not the secret")),
+    CHECK_THROWS_WITH_AS(admit(client(gate.port(), "not the secret")),
                          doctest::Contains("refused: wrong cluster secret"), GateRefused);
-    CHECK_THROWS_WITH_AS(admit_through_gate(client(gate.port(), secret, 8)),
+    CHECK_THROWS_WITH_AS(admit(client(gate.port(), secret, 8)),
                          doctest::Contains("refused: protocol version 8 (the coordinator speaks 7)"), GateRefused);
     const auto stats = gate.stats();
     CHECK(stats.refused_secret == 1);
     CHECK(stats.refused_version == 1);
     CHECK(door.admitted.empty());
     // And it still serves.
-    ::close(admit_through_gate(client(gate.port(), secret)));
+    ::close(admit(client(gate.port(), secret)).fd);
     CHECK(door.wait_for(1));
   }
 
@@ -138,7 +207,7 @@ TEST_SUITE("net") {
       ::recv(fd, &rest, 1, 0);
       ::close(fd);
     });
-    CHECK_THROWS_WITH_AS(admit_through_gate(client(ntohs(a.sin_port), random_secret())),
+    CHECK_THROWS_WITH_AS(admit(client(ntohs(a.sin_port), random_secret())),
                          doctest::Contains("does not hold the cluster secret"), GateRefused);
     fake.join();
     ::close(listen_fd);
@@ -170,9 +239,99 @@ TEST_SUITE("net") {
     std::vector<int> strangers;
     for (int i = 0; i < 12; ++i) strangers.push_back(raw_connect(gate.port()));
     std::this_thread::sleep_for(100ms);
-    ::close(admit_through_gate(client(gate.port(), secret)));
+    ::close(admit(client(gate.port(), secret)).fd);
     CHECK(door.wait_for(1));
     CHECK(gate.stats().over_limit >= 8);  // 12 + 1 connections, at most 4 kept
     for (int fd : strangers) ::close(fd);
+  }
+
+  TEST_CASE("gatekeeper, tls = always: CAF's bytes cross the path as TLS records only, both ways, whole") {
+    // between_hosts and off on loopback: both ends are on this host, so no TLS.
+    for (const TlsMode mode : {TlsMode::always, TlsMode::between_hosts, TlsMode::off}) {
+      CAPTURE(tls_mode_name(mode));
+      const std::string secret = random_secret();
+      Doorway door;
+      auto o = options(secret);
+      o.tls = mode;
+      Gatekeeper gate(o, door.callback());
+      testing::PathTap tap(gate.port());
+      const GateConnection c = admit(client(tap.port(), secret));
+      REQUIRE(door.wait_for(1));
+      const bool tls = mode == TlsMode::always;
+      CHECK(c.tls == tls);
+      CHECK(door.admitted[0].tls == tls);
+      // 300 KB each way: many TLS records, many turns of the relays.
+      const std::string up = pattern("up", 300'000), down = pattern("down", 300'000);
+      const bool up_whole = carry(c.fd, door.admitted[0].fd, up) == up;
+      const bool down_whole = carry(door.admitted[0].fd, c.fd, down) == down;
+      CHECK(up_whole);
+      CHECK(down_whole);
+      CHECK(testing::contains(tap.from_client(), up.data() + 100'000, 32) == !tls);
+      CHECK(testing::contains(tap.from_server(), down.data() + 100'000, 32) == !tls);
+      if (tls) {
+        // Right after the gate's two messages: a TLS handshake record (ClientHello).
+        const auto bytes = tap.from_client();
+        REQUIRE(bytes.size() > 2 * sizeof(GateMessage));
+        CHECK(bytes[2 * sizeof(GateMessage)] == 0x16);
+      }
+      ::close(c.fd);
+      CHECK(gate.stats().tls == (tls ? 1u : 0u));
+    }
+  }
+
+  TEST_CASE("gatekeeper: a byte altered on the path ends a TLS connection at both ends; nothing altered arrives") {
+    const std::string secret = random_secret();
+    Doorway door;
+    auto o = options(secret);
+    o.tls = TlsMode::always;
+    Gatekeeper gate(o, door.callback());
+    testing::LogCapture log;
+    // Well inside the application data: the TLS handshake takes a few hundred bytes.
+    testing::PathTap tap(gate.port(), {testing::PathTap::Direction::from_client, 2 * sizeof(GateMessage) + 50'000});
+    const GateConnection c = admit(client(tap.port(), secret));
+    REQUIRE(door.wait_for(1));
+    const std::string up = pattern("up", 300'000);
+    const std::string got = carry(c.fd, door.admitted[0].fd, up);  // ends early: the relay closed CAF's end
+    CHECK(tap.flipped());
+    CHECK(got.size() < 50'000);
+    const bool nothing_altered = got == up.substr(0, got.size());
+    CHECK(nothing_altered);
+    CHECK(testing::read_until_closed(c.fd, 2000ms));  // the client's side closes too
+    CHECK(log.lines_with("test gate: node 'node-a'") == 1);  // the server's relay: "... protocol error: TLS"
+    ::close(c.fd);
+  }
+
+  TEST_CASE("gatekeeper: nobody on the path can talk a client out of TLS; the welcome's flag is in its proof") {
+    const std::string secret = random_secret();
+    Doorway door;
+    auto o = options(secret);
+    o.tls = TlsMode::always;
+    Gatekeeper gate(o, door.callback());
+    // The second message from the server is the welcome: clear its TLS flag.
+    testing::PathTap tap(gate.port(), {testing::PathTap::Direction::from_server,
+                                       sizeof(GateMessage) + offsetof(GateMessage, detail)});
+    CHECK_THROWS_WITH_AS(admit(client(tap.port(), secret)), doctest::Contains("altered on the way"), GateRefused);
+    CHECK(tap.flipped());
+    CHECK(door.admitted.empty());
+  }
+
+  TEST_CASE("gatekeeper: a client off this host gets TLS with between_hosts; proving the secret without TLS is refused") {
+    const std::string secret = random_secret();
+    Doorway door;
+    Gatekeeper gate(options(secret), door.callback());  // between_hosts
+    testing::LogCapture log;
+    {
+      HandClient stranger(gate.port(), secret, 7, /*detail: not on this host*/ 0);
+      CHECK(stranger.welcome.detail == 1);
+      const char plaintext[] = "BASP, not a TLS ClientHello ..............................";
+      REQUIRE(testing::send_all(stranger.fd, plaintext, sizeof plaintext));
+      CHECK(testing::read_until_closed(stranger.fd, 2000ms));
+    }
+    CHECK(gate.stats().refused_tls == 1);
+    CHECK(log.lines_with("proved the secret but failed the TLS handshake") == 1);
+    CHECK(door.admitted.empty());
+    HandClient neighbour(gate.port(), secret, 7, /*detail: on this host*/ 1);
+    CHECK(neighbour.welcome.detail == 0);
+    CHECK(door.wait_for(1));
   }
 }
