@@ -14,6 +14,8 @@
 //                                 [--pin=1]      (rank r on core r mod cores)
 //                                 [--stats=1]    (each rank's messages: received, polled, doorbells)
 //                                 [--tls=between_hosts,always,off]  ([cluster] tls; several alternate)
+//                                 [--same-host=0]  (no same-host channels or reads: every byte
+//                                                   through the sockets, as between hosts)
 //
 // Compare with OpenMPI: bench/allreduce_vs_mpi.sh runs both side by side.
 
@@ -83,6 +85,7 @@ struct Timing {
 
 bool pin_ranks = false;    // rank r runs on core r mod cores (--pin=1)
 bool print_stats = false;  // each rank prints its data plane's counters (--stats=1)
+bool same_host = true;     // same-host channels and reads (--same-host=0: none)
 
 // A barrier across the rank processes in shared memory, as MPI_Barrier
 // before MPI_Wtime in allreduce_mpi.c: the ranks start each run together
@@ -111,6 +114,10 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
   options.node = rank;
   options.secret = secret;
   options.tls = tls;
+  if (!same_host) {
+    options.remote_read_min_bytes = 0;
+    options.same_host_channel = false;
+  }
   if (poll_us >= 0) options.poll_budget = std::chrono::microseconds(poll_us);
   std::vector<int> rank_node(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) rank_node[static_cast<std::size_t>(r)] = r;
@@ -292,6 +299,7 @@ int main(int argc, char** argv) {
   const int poll_us = std::stoi(arg_value(argc, argv, "poll-us", "-1"));
   pin_ranks = arg_value(argc, argv, "pin", "0") == "1";
   print_stats = arg_value(argc, argv, "stats", "0") == "1";
+  same_host = arg_value(argc, argv, "same-host", "1") != "0";
   std::vector<collectives::Algorithm> algorithms;
   {
     std::stringstream in(algorithms_text);
@@ -309,11 +317,12 @@ int main(int argc, char** argv) {
       modes.push_back(*mode);
     }
   }
-  fmt::print("allreduce across {} processes on loopback (shard actors over the data plane), median of {} runs\n",
-             ranks, runs);
+  fmt::print("allreduce across {} processes on loopback (shard actors over the data plane{}), median of {} runs\n",
+             ranks, same_host ? "" : "; no same-host channels: every byte through the sockets", runs);
   fmt::print("time: the slowest rank's own start → result, as allreduce_mpi.c times MPI_Allreduce; span: the\n"
              "first rank's start → the last rank's result (adds the ranks' start skew)\n");
   fmt::print("| MB | algorithm | tls | time ms | algbw GB/s | span ms |\n|---|---|---|---|---|---|\n");
+  std::fflush(stdout);  // before the ranks are forked, or each would inherit and print it again
   for (double mb : sizes) {
     const auto elements = static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
     for (auto a : algorithms)
