@@ -34,6 +34,9 @@ options (or the same keys, with underscores, in [node] of --config-file):
   --join-timeout=SECONDS   how long to try reaching the coordinator (default 60)
   --heartbeat=SECONDS      control-plane heartbeat (default 1; same as the coordinator's)
   --dead-after=SECONDS     silence after which the coordinator counts as lost (default 5)
+  --certificate=PEM        this node's certificate, for a cluster that uses certificates
+  --key=PEM                its private key (a file only you can read)
+  --ca-file=PEM            the CA certificates that peers' certificates must chain to
   --config-file=FILE       read the options from [node] of an INI file
   --log-level=LEVEL        trace, debug, info, warn, error
   -h, --help               this text
@@ -52,7 +55,8 @@ int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(argc, argv,
                                             {"coordinator", "secret-file", "name", "listen", "join-timeout",
-                                             "heartbeat", "dead-after", "log-level", "protocol-version"});
+                                             "heartbeat", "dead-after", "log-level", "protocol-version", "certificate",
+                                             "key", "ca-file"});
     if (cl.help) {
       std::fputs(usage, stdout);
       return 0;
@@ -95,6 +99,17 @@ int main(int argc, char** argv) {
     o.join_timeout = seconds("join-timeout", "join_timeout", o.join_timeout);
     o.heartbeat = seconds("heartbeat", "heartbeat", o.heartbeat);
     o.dead_after = seconds("dead-after", "dead_after", o.dead_after);
+    const auto file = [&](const char* flag, const char* key) {
+      const std::string text = option(flag, key, "");
+      if (text.empty()) return text;
+      return (cl.flag(flag) ? std::filesystem::path(text) : doc.resolve(text)).string();
+    };
+    o.certificates = {file("certificate", "certificate"), file("key", "key"), file("ca-file", "ca_file")};
+    try {
+      transport::check_certificates(o.certificates, {"--certificate", "--key", "--ca-file"});
+    } catch (const Error& e) {
+      throw ConfigError(std::string("taihu-node: ") + e.what());
+    }
     // Hidden, for tests: speak another cluster protocol version.
     if (auto v = cl.flag("protocol-version")) o.protocol_version = config::parse_value<int>(*v).value_or(-1);
     doc.reject_unused();

@@ -23,6 +23,7 @@ packages=(
   libcaf-dev libasio-dev libcereal-dev libopenblas-dev libspdlog-dev libfmt-dev
   doctest-dev zlib1g-dev libssl-dev dataset-fashion-mnist
   python3  # the multi-process cluster test checks JSON reports and timings with it
+  openssl  # the cluster test makes certificates as the README shows
 )
 # OpenMPI only for the allreduce comparison (bench/allreduce_vs_mpi.sh), never for tests.
 if [[ "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin libopenmpi-dev); fi

@@ -16,20 +16,24 @@
 
 namespace taihu::transport {
 
-std::string read_secret_file(const std::filesystem::path& path) {
+void check_private_file(const std::filesystem::path& path, const std::string& what) {
   const std::string name = path.string();
   struct stat st {};
-  require<NetError>(::stat(path.c_str(), &st) == 0, "cannot read the cluster secret file '{}': {}", name,
-                    std::strerror(errno));
-  require<NetError>(!S_ISDIR(st.st_mode), "the cluster secret file '{}' is a directory; name the file in it", name);
-  require<NetError>(S_ISREG(st.st_mode), "the cluster secret file '{}' is not a regular file", name);
+  require<NetError>(::stat(path.c_str(), &st) == 0, "cannot read the {} '{}': {}", what, name, std::strerror(errno));
+  require<NetError>(!S_ISDIR(st.st_mode), "the {} '{}' is a directory; name the file in it", what, name);
+  require<NetError>(S_ISREG(st.st_mode), "the {} '{}' is not a regular file", what, name);
   require<NetError>((st.st_mode & 0077) == 0,
-                    "the cluster secret file '{}' may be read or written by others (mode {:04o}); a secret must be "
+                    "the {} '{}' may be read or written by others (mode {:04o}); a secret must be "
                     "readable by its owner only: chmod 600 '{}'",
-                    name, st.st_mode & 07777, name);
+                    what, name, st.st_mode & 07777, name);
   require<NetError>(st.st_uid == ::geteuid() || ::geteuid() == 0,
-                    "the cluster secret file '{}' belongs to another user (uid {}); a secret must be this user's own",
-                    name, st.st_uid);
+                    "the {} '{}' belongs to another user (uid {}); a secret must be this user's own", what, name,
+                    st.st_uid);
+}
+
+std::string read_secret_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  check_private_file(path, "cluster secret file");
   std::ifstream in(path, std::ios::binary);
   require<NetError>(static_cast<bool>(in), "cannot read the cluster secret file '{}': {}", name, std::strerror(errno));
   std::ostringstream text;

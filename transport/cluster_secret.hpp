@@ -9,6 +9,12 @@
 
 namespace taihu::transport {
 
+// Throws NetError naming the path (as `what`) and what to do when the file is
+// missing, not a regular file (a directory), readable or writable by group or
+// others (chmod 600), or owned by another user: the checks of a secret's or a
+// private key's file.
+void check_private_file(const std::filesystem::path& path, const std::string& what);
+
 // The file's bytes without a trailing newline. Throws NetError naming the
 // path and what to do when it is missing, not a regular file (a directory),
 // readable or writable by group or others (chmod 600), owned by another

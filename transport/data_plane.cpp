@@ -210,8 +210,8 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   void start() {
     if (options.tls != TlsMode::off) {
-      tls_client = std::make_unique<TlsContext>(TlsContext::Role::client);
-      tls_server = std::make_unique<TlsContext>(TlsContext::Role::server);
+      tls_client = std::make_unique<TlsContext>(TlsContext::Role::client, options.certificates);
+      tls_server = std::make_unique<TlsContext>(TlsContext::Role::server, options.certificates);
     }
     ListenerOptions lo;
     lo.what = fmt::format("data plane node {}", options.node);

@@ -138,6 +138,9 @@ struct DataPlaneOptions {
   // agree. always: same-host channels and reads are off, every byte goes
   // through TLS. off: plaintext, with a warning in the log.
   TlsMode tls = TlsMode::between_hosts;
+  // Given: TLS connections authenticate by certificates instead of the
+  // pre-shared key (tls.hpp); every node of a cluster then has its own.
+  TlsCertificates certificates;
 };
 
 struct DataPlaneStats {

@@ -44,10 +44,12 @@ bool use_tls(TlsMode mode, bool client_sees_this_host, bool server_sees_this_hos
   return true;
 }
 
-// The client's side of every control-plane TLS connection of this process.
-const TlsContext& client_tls_context() {
-  static const TlsContext context(TlsContext::Role::client);
-  return context;
+// The client's side of a control-plane TLS connection: one for every
+// pre-shared-key connection of this process, or one with these certificates.
+std::shared_ptr<const TlsContext> client_tls_context(const TlsCertificates& certificates) {
+  static const auto with_psk = std::make_shared<const TlsContext>(TlsContext::Role::client);
+  if (!certificates.given()) return with_psk;
+  return std::make_shared<const TlsContext>(TlsContext::Role::client, certificates);
 }
 
 GateMessage gate_message(std::uint32_t version, GateKind kind) {
@@ -91,7 +93,7 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
   std::atomic<std::uint64_t> admitted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0}, refused_tls{0},
       tls{0};
   // Separate limits, so that a flood of garbage cannot hide a wrong secret.
-  LogLimiter garbage_log, secret_log, version_log, tls_log;
+  LogLimiter garbage_log, secret_log, version_log, tls_log, certificate_log;
 
   struct Pending {
     explicit Pending(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
@@ -166,9 +168,17 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
                       name_of(p->hello), p->peer);
       return refuse(p, RefuseReason::authentication);
     }
-    const bool with_tls = use_tls(options.tls, p->hello.detail == 1, peer_on_this_host(p->socket));
+    const bool certificates = options.certificates.given();
+    if (certificates && (p->hello.detail & GateDetail::certificates) == 0) {
+      ++refused_tls;
+      certificate_log.warn("{}: refused node '{}' ({}): this cluster uses certificates, and it has none", options.what,
+                   name_of(p->hello), p->peer);
+      return refuse(p, RefuseReason::certificate);
+    }
+    const bool with_tls =
+        use_tls(options.tls, (p->hello.detail & GateDetail::same_host) != 0, peer_on_this_host(p->socket));
     p->answer = gate_message(options.version, GateKind::welcome);
-    p->answer.detail = with_tls ? 1 : 0;
+    p->answer.detail = (with_tls ? GateDetail::tls : 0) | (certificates ? GateDetail::certificates : 0);
     p->answer.proof =
         gate_proof(options.secret, "taihu-cp server", p->hello, p->answer.detail, p->server_nonce, p->hello.nonce);
     asio::async_write(p->socket, asio::buffer(&p->answer, sizeof(GateMessage)), [this, p, with_tls](const asio::error_code& ec, std::size_t) {
@@ -232,7 +242,8 @@ Gatekeeper::Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> 
     : impl_(std::make_shared<Impl>()) {
   impl_->options = std::move(options);
   impl_->admit = std::move(admit);
-  if (impl_->options.tls != TlsMode::off) impl_->tls_context = std::make_unique<TlsContext>(TlsContext::Role::server);
+  if (impl_->options.tls != TlsMode::off)
+    impl_->tls_context = std::make_unique<TlsContext>(TlsContext::Role::server, impl_->options.certificates);
   ListenerOptions lo;
   lo.what = impl_->options.what;
   lo.address = impl_->options.listen_address;
@@ -274,20 +285,22 @@ namespace {
 // The client's TLS handshake on the relay's thread, and then its relay; the
 // caller waits at most `timeout` for it.
 int start_client_tls(const GateClientOptions& o, IoThread& relay, tcp::socket::native_handle_type fd,
-                     const tcp& protocol, const TlsKey& key) {
+                     const tcp& protocol, const TlsKey& key, const TlsCertificates& certificates) {
   struct Attempt {
+    std::shared_ptr<const TlsContext> context;  // as long as the handshake runs
     std::unique_ptr<Stream> stream;
     std::promise<int> fd;
     std::string error;
   };
   auto attempt = std::make_shared<Attempt>();
+  attempt->context = client_tls_context(certificates);
   tcp::socket socket(relay.io());
   socket.assign(protocol, fd);
   attempt->stream = std::make_unique<Stream>(std::move(socket));
   std::future<int> done = attempt->fd.get_future();
   const std::string what = fmt::format("control plane to {}:{}", o.host, o.port);
   asio::post(relay.io(), [attempt, key, what] {
-    attempt->stream->start_tls(client_tls_context(), key, [attempt, what](const asio::error_code& ec) {
+    attempt->stream->start_tls(*attempt->context, key, [attempt, what](const asio::error_code& ec) {
       if (ec) {
         attempt->error = ec.message();
         attempt->stream->close();
@@ -300,7 +313,8 @@ int start_client_tls(const GateClientOptions& o, IoThread& relay, tcp::socket::n
       }
     });
   });
-  if (done.wait_for(o.timeout) != std::future_status::ready) {
+  const bool timed_out = done.wait_for(o.timeout) != std::future_status::ready;
+  if (timed_out) {
     // Closing the socket ends the handshake, which then answers with its error.
     asio::post(relay.io(), [attempt] {
       if (attempt->stream) attempt->stream->close();
@@ -309,7 +323,10 @@ int start_client_tls(const GateClientOptions& o, IoThread& relay, tcp::socket::n
     attempt->error = fmt::format("no TLS handshake within {} ms", o.timeout.count());
   }
   const int plain = done.get();
-  if (plain < 0) raise<NetError>("the coordinator proved the secret, but TLS failed: {}", attempt->error);
+  // Both sides hold the secret, so the keys or certificates do not fit:
+  // trying again will not help. A handshake that did not finish in time may.
+  if (plain < 0 && timed_out) raise<NetError>("the coordinator proved the secret, but {}", attempt->error);
+  if (plain < 0) raise<GateRefused>("the coordinator proved the secret, but TLS failed: {}", attempt->error);
   return plain;
 }
 
@@ -350,13 +367,17 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
       case RefuseReason::version:
         return fmt::format("refused: protocol version {} (the coordinator speaks {})", o.version, m.version);
       case RefuseReason::authentication: return std::string("refused: wrong cluster secret");
+      case RefuseReason::certificate:
+        return std::string("refused: the cluster uses certificates; give this node its own "
+                           "(taihu-node --certificate, --key, --ca-file)");
       default: return std::string("refused: malformed handshake");
     }
   };
   asio::async_connect(socket, endpoints, [&](const asio::error_code& ec, const tcp::endpoint&) {
     if (ec) return finish(ec.message());
     socket.set_option(tcp::no_delay(true));
-    hello.detail = peer_on_this_host(socket) ? 1 : 0;
+    hello.detail = (peer_on_this_host(socket) ? GateDetail::same_host : 0) |
+                   (o.certificates.given() ? GateDetail::certificates : 0);
     asio::async_write(socket, asio::buffer(&hello, sizeof hello), [&](const asio::error_code& ec, std::size_t) {
       if (ec) return finish(ec.message());
       asio::async_read(socket, asio::buffer(&answer, sizeof answer), [&](const asio::error_code& ec, std::size_t) {
@@ -374,7 +395,7 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
               return finish(refusal(welcome), true);
             const Proof expected =
                 gate_proof(o.secret, "taihu-cp server", hello, welcome.detail, answer.nonce, hello.nonce);
-            if (welcome.kind != static_cast<std::uint32_t>(GateKind::welcome) || welcome.detail > 1 ||
+            if (welcome.kind != static_cast<std::uint32_t>(GateKind::welcome) || welcome.detail > (GateDetail::tls | GateDetail::certificates) ||
                 !equal_constant_time(expected, welcome.proof))
               return finish("the server does not hold the cluster secret, or its welcome was altered on the way", true);
             finish({});
@@ -388,10 +409,19 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
     if (refused) raise<GateRefused>("{}", error);
     raise<NetError>("{}", error);
   }
-  if (welcome.detail == 0) return {socket.release(), false};
+  const bool certificates = (welcome.detail & GateDetail::certificates) != 0;
+  if (certificates && !o.certificates.given()) {
+    asio::error_code ignored;
+    socket.close(ignored);
+    raise<GateRefused>("the cluster uses certificates; give this node its own (taihu-node --certificate, --key, "
+                       "--ca-file)");
+  }
+  if ((welcome.detail & GateDetail::tls) == 0) return {socket.release(), false, certificates};
   const tcp protocol = socket.local_endpoint().protocol();
   const TlsKey key = tls_key(Plane::control, o.secret, hello.nonce, answer.nonce);
-  return {start_client_tls(o, relay, socket.release(), protocol, key), true};
+  const TlsCertificates none;
+  return {start_client_tls(o, relay, socket.release(), protocol, key, certificates ? o.certificates : none), true,
+          certificates};
 }
 
 }  // namespace taihu::transport

@@ -16,20 +16,24 @@
 // secret (a fake one cannot hand it a config).
 //
 // Handshake (every message is one GateMessage; integers little-endian):
-//   client -> hello     {version, name, client nonce, detail: 1 if the client
-//                        sees the server on its own host}
+//   client -> hello     {version, name, client nonce, detail: bit 0 if the
+//                        client sees the server on its own host, bit 1 if it
+//                        has certificates}
 //   server -> challenge {version, server nonce}, or refuse {reason} and close
 //   client -> proof     HMAC(secret, "taihu-cp client" | version | name | hello's detail | client nonce | server nonce)
-//   server -> welcome   {detail: 1 if TLS follows}
+//   server -> welcome   {detail: bit 0 if TLS follows, bit 1 if the cluster
+//                        uses certificates (in TLS, and on the data plane)}
 //                       HMAC(secret, "taihu-cp server" | version | name | welcome's detail | server nonce | client nonce),
-//             or refuse {reason} and close
+//             or refuse {reason} and close (also when the cluster uses
+//             certificates and the client has none)
 // The client checks the welcome in turn. Fresh nonces on both sides make a
 // recorded handshake useless; the roles in the MACs stop reflection; the
 // details are in the MACs, so nobody on the path can talk either side out
 // of TLS.
 //
 // Then, if the welcome says so, TLS 1.3 keyed by the secret and both nonces
-// (tls_key(Plane::control, ...), transport/tls.hpp), and CAF gets the
+// (tls_key(Plane::control, ...), transport/tls.hpp) or, in a cluster that
+// uses certificates, authenticated by both sides' certificates; CAF gets the
 // plaintext end of a relay (transport/tls_relay.hpp) instead of the socket.
 // The coordinator decides, by its [cluster] tls: `always`, `off`, or
 // `between_hosts`: TLS unless both sides see the other on their own host
@@ -57,12 +61,19 @@ inline constexpr std::array<char, 8> gate_magic{'T', 'A', 'I', 'H', 'U', '-', 'C
 
 enum class GateKind : std::uint32_t { hello = 0, challenge = 1, proof = 2, welcome = 3, refuse = 4 };
 
+// The bits of a hello's and a welcome's detail.
+struct GateDetail {
+  static constexpr std::uint32_t same_host = 1;     // hello: the client sees the server on its own host
+  static constexpr std::uint32_t certificates = 2;  // hello: the client has certificates; welcome: the cluster uses them
+  static constexpr std::uint32_t tls = 1;           // welcome: TLS follows
+};
+
 struct GateMessage {
   std::array<char, 8> magic = gate_magic;
   std::uint32_t version = 0;  // the cluster protocol version
   std::uint32_t kind = 0;     // GateKind
   std::uint32_t reason = 0;   // RefuseReason (wire.hpp) of a refuse
-  std::uint32_t detail = 0;   // hello: the client sees the server on its own host; welcome: TLS follows
+  std::uint32_t detail = 0;   // GateDetail bits (above)
   std::array<char, 64> name{};  // the client's name (hello), NUL-padded
   std::array<std::uint8_t, 32> nonce{};
   std::array<std::uint8_t, 32> proof{};
@@ -86,6 +97,7 @@ struct GatekeeperOptions {
   std::chrono::milliseconds handshake_timeout{5000};
   std::size_t max_pending = 32;  // connections in the handshake at once
   TlsMode tls = TlsMode::between_hosts;  // which admitted connections run TLS (above)
+  TlsCertificates certificates;           // given: the cluster uses certificates (above)
 };
 
 struct GatekeeperStats {
@@ -94,7 +106,7 @@ struct GatekeeperStats {
   std::uint64_t refused_secret = 0;
   std::uint64_t refused_garbage = 0;  // not a taihu node, or timed out
   std::uint64_t over_limit = 0;       // closed at once: max_pending were in the handshake
-  std::uint64_t refused_tls = 0;      // proved the secret, then failed the TLS handshake
+  std::uint64_t refused_tls = 0;      // proved the secret, then failed the TLS handshake or had no certificates
   std::uint64_t tls = 0;              // admitted connections that run TLS
 };
 
@@ -139,6 +151,7 @@ struct GateClientOptions {
   std::uint32_t version = 0;
   std::string name;  // up to 63 bytes are sent
   std::chrono::milliseconds timeout{5000};
+  TlsCertificates certificates;  // this node's, for a cluster that uses them
 };
 
 // A client's end of an admitted connection: the socket to speak on (the
@@ -146,6 +159,7 @@ struct GateClientOptions {
 struct GateConnection {
   int fd = -1;
   bool tls = false;
+  bool certificates = false;  // the cluster uses certificates (also for the data plane)
 };
 
 // Connects and runs the client side of the handshake, then TLS where the

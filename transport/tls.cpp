@@ -1,6 +1,7 @@
 #include "transport/tls.hpp"
 
 #include <asio/ssl/context.hpp>
+#include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "core/common/error.hpp"
+#include "transport/cluster_secret.hpp"
 
 namespace taihu::transport {
 namespace {
@@ -112,8 +114,57 @@ TlsKey tls_key(Plane plane, std::string_view secret, Bytes client_nonce, Bytes s
   return key;
 }
 
-TlsContext::TlsContext(Role role)
+namespace {
+
+// OpenSSL's reason for the last failure, or `fallback`.
+std::string openssl_reason(const char* fallback) {
+  const unsigned long code = ERR_get_error();
+  ERR_clear_error();
+  if (code == 0) return fallback;
+  char text[256];
+  ERR_error_string_n(code, text, sizeof text);
+  return text;
+}
+
+// Loads the certificates into `ctx` and asks for the peer's, verified
+// against the CA file.
+void use_certificates(SSL_CTX* ctx, const TlsCertificates& c) {
+  // The key first: a certificate loaded after it that does not match drops
+  // it, which SSL_CTX_check_private_key then reports as such.
+  if (SSL_CTX_use_PrivateKey_file(ctx, c.key.c_str(), SSL_FILETYPE_PEM) != 1)
+    throw Error("TLS: cannot use the private key '" + c.key + "': " + openssl_reason("unreadable"));
+  if (SSL_CTX_use_certificate_chain_file(ctx, c.certificate.c_str()) != 1)
+    throw Error("TLS: cannot use the certificate '" + c.certificate + "': " + openssl_reason("unreadable"));
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    ERR_clear_error();
+    throw Error("TLS: the private key '" + c.key + "' does not belong to the certificate '" + c.certificate + "'");
+  }
+  if (SSL_CTX_load_verify_locations(ctx, c.ca_file.c_str(), nullptr) != 1)
+    throw Error("TLS: cannot use the CA file '" + c.ca_file + "': " + openssl_reason("unreadable"));
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+}
+
+}  // namespace
+
+void check_certificates(const TlsCertificates& c, const std::array<std::string_view, 3>& names) {
+  if (!c.given()) return;
+  const std::array<const std::string*, 3> files{&c.certificate, &c.key, &c.ca_file};
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (files[i]->empty())
+      throw Error(fmt::format("{} is missing: certificates need all three of {}, {} and {}", names[i], names[0],
+                              names[1], names[2]));
+  try {
+    check_private_file(c.key, "TLS private key file");
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", names[1], e.what()));
+  }
+  // Loading them into a context checks that OpenSSL takes them and that the key fits.
+  TlsContext client(TlsContext::Role::client, c);
+}
+
+TlsContext::TlsContext(Role role, const TlsCertificates& certificates)
     : role_(role),
+      with_certificates_(certificates.given()),
       context_(std::make_unique<asio::ssl::context>(role == Role::client ? asio::ssl::context::tlsv13_client
                                                                          : asio::ssl::context::tlsv13_server)) {
   SSL_CTX* ctx = context_->native_handle();
@@ -127,6 +178,10 @@ TlsContext::TlsContext(Role role)
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   if (SSL_CTX_set_num_tickets(ctx, 0) != 1) fail("SSL_CTX_set_num_tickets");
   if (SSL_CTX_set_max_early_data(ctx, 0) != 1) fail("SSL_CTX_set_max_early_data");
+  if (with_certificates_) {
+    use_certificates(ctx, certificates);
+    return;
+  }
   // No certificates: the PSK authenticates both sides.
   SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
   if (role == Role::server) SSL_CTX_set_psk_find_session_callback(ctx, find_psk);
@@ -135,6 +190,7 @@ TlsContext::TlsContext(Role role)
 TlsContext::~TlsContext() = default;
 
 void TlsContext::bind(ssl_st* ssl, const TlsKey& key) const {
+  if (with_certificates_) return;
   if (SSL_set_ex_data(ssl, key_index(), const_cast<TlsKey*>(&key)) != 1) fail("SSL_set_ex_data");
   if (role_ == Role::client) SSL_set_psk_use_session_callback(ssl, use_psk);
 }

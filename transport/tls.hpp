@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "transport/crypto.hpp"
@@ -71,25 +72,51 @@ inline constexpr std::string_view control_plane_psk_label = "taihu control plane
 inline constexpr std::string_view tls_psk_identity = "taihu-dp";
 TlsKey tls_key(Plane plane, std::string_view secret, Bytes client_nonce, Bytes server_nonce);
 
+// Certificates in place of the pre-shared key ([cluster] certificate, key,
+// ca_file on the coordinator; taihu-node --certificate, --key, --ca-file):
+// each side presents its certificate and verifies the other's against
+// ca_file (mutual verification, TLS 1.3 with an ECDHE exchange). Any
+// certificate that chains to ca_file is accepted, whatever name it carries:
+// the cluster's CA should issue certificates to cluster nodes only. The secret
+// is still proven first, in every mode; certificates add an identity that
+// does not depend on one shared secret (revocable per node by the CA).
+struct TlsCertificates {
+  std::string certificate;  // PEM: this process's certificate, then any intermediates
+  std::string key;          // PEM: its private key, a file readable by its owner only
+  std::string ca_file;      // PEM: the CA certificates that peers' certificates must chain to
+  bool given() const { return !certificate.empty() || !key.empty() || !ca_file.empty(); }
+};
+
+// Throws Error naming what is wrong: one of the three missing while another
+// is given, a file that cannot be read, a key file others may read (chmod
+// 600), a certificate or key OpenSSL cannot parse, a key that does not match
+// the certificate. `names` are what the three are called where the user
+// gave them (config keys or command-line flags), for the message.
+void check_certificates(const TlsCertificates& certificates, const std::array<std::string_view, 3>& names);
+
 // The OpenSSL context of one side of TLS (the settings above and the PSK
 // callbacks); a data plane has one per side, shared by its connections, as
 // has the gatekeeper. The callbacks find each connection's key where bind() left it.
 class TlsContext {
  public:
   enum class Role { client, server };
-  explicit TlsContext(Role role);  // throws Error when OpenSSL refuses a setting
+  // With certificates given: they authenticate both sides, and no PSK is
+  // offered or accepted. Throws Error when OpenSSL refuses a setting or a file.
+  explicit TlsContext(Role role, const TlsCertificates& certificates = {});
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
   Role role() const { return role_; }
+  bool with_certificates() const { return with_certificates_; }
   asio::ssl::context& context() const { return *context_; }
   // Makes `key` the PSK of the connection `ssl` (made from context()); `key`
-  // must outlive it.
+  // must outlive it. With certificates, the key is not used.
   void bind(ssl_st* ssl, const TlsKey& key) const;
 
  private:
   Role role_;
+  bool with_certificates_ = false;
   std::unique_ptr<asio::ssl::context> context_;
 };
 

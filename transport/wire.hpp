@@ -74,7 +74,7 @@ inline constexpr std::uint32_t remote_frame_magic = 0x52554854;  // "THUR": a Re
 inline constexpr std::uint32_t probe_frame_magic = 0x50554854;   // "THUP": a RemoteSpan, 32 bytes, their MAC
 inline constexpr std::size_t nonce_bytes = 32;
 
-enum class RefuseReason : std::uint32_t { version = 1, authentication = 2, malformed = 3, tls_mode = 4 };
+enum class RefuseReason : std::uint32_t { version = 1, authentication = 2, malformed = 3, tls_mode = 4, certificate = 5 };
 
 struct Hello {
   std::array<char, 8> magic = hello_magic;

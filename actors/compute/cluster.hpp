@@ -65,6 +65,9 @@
 //                             # between_hosts (data plane: connections without a same-host
 //                             # channel; control plane: connections not within one host),
 //                             # always (every connection; same-host copies off), off (plaintext, warned)
+//   certificate = node.pem    # optional: TLS authenticated by certificates instead of the
+//   key = node.key            # pre-shared key, verified both ways against ca_file; every node
+//   ca_file = ca.pem          # then needs its own (taihu-node --certificate --key --ca-file)
 
 #include <caf/fwd.hpp>
 #include <caf/actor.hpp>
@@ -102,7 +105,8 @@ struct ClusterSettings {
   double dead_after = 5.0;
   bool same_host_copy = true;  // the nodes' data planes may copy across processes of one host
   int poll_us = 1000;          // a waiting shard polls same-host channels this long (0: never)
-  transport::TlsMode tls = transport::TlsMode::between_hosts;  // which data-plane connections run TLS
+  transport::TlsMode tls = transport::TlsMode::between_hosts;  // which connections run TLS
+  transport::TlsCertificates certificates;  // given: TLS authenticates by certificates (transport/tls.hpp)
 
   // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
   static ClusterSettings read(const config::Document& doc);
@@ -126,6 +130,9 @@ struct NodeOptions {
   double heartbeat = 1.0;
   double dead_after = 5.0;
   int protocol_version = cluster_protocol_version;  // tests speak others
+  // This node's certificates, used where the cluster uses certificates (the
+  // coordinator's [cluster] certificate); no node shares another's key.
+  transport::TlsCertificates certificates;
 };
 
 // Joins, hosts its replicas until the run ends, and returns taihu-node's exit

@@ -61,6 +61,7 @@ void ClusterMembers::open(caf::event_based_actor* self) {
     options.port = settings_.port;
     options.version = cluster_protocol_version;
     options.tls = settings_.tls;
+    options.certificates = settings_.certificates;
     gatekeeper_ = serve_control_port(self->system(), gate_, std::move(options));
   } catch (const transport::NetError& e) {
     self->send_exit(gate_, caf::exit_reason::user_shutdown);

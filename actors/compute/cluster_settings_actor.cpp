@@ -50,6 +50,16 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   s.poll_us = c.get_or<int>("poll_us", s.poll_us);
   if (s.poll_us < 0 || s.poll_us > 1000000) throw c.error("poll_us", "must be in 0..1000000 (microseconds)");
   s.tls = read_tls_mode(c, s.tls);
+  const auto path = [&](const char* key) {
+    const std::string text = c.get_or<std::string>(key, "");
+    return text.empty() ? text : doc.resolve(text).string();
+  };
+  s.certificates = {path("certificate"), path("key"), path("ca_file")};
+  try {
+    transport::check_certificates(s.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
+  } catch (const Error& e) {
+    throw c.error(s.certificates.certificate.empty() ? "key" : "certificate", e.what());
+  }
   if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
   if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");
   if (!(s.dead_after > s.heartbeat)) throw c.error("dead_after", "must be longer than heartbeat");

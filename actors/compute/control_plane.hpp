@@ -5,6 +5,7 @@
 // carries CAF's bytes: transport/tls_relay.hpp). The coordinator's port is
 // the gatekeeper's; CAF never listens itself.
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <cstdint>
@@ -22,11 +23,15 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
                                                     transport::GatekeeperOptions options);
 
 // Node: connects through the gatekeeper at options' host and port and returns
-// the actor it serves; a TLS relay runs on `relay`, which must outlive the
+// the actor it serves (and whether the cluster uses certificates); a TLS relay runs on `relay`, which must outlive the
 // actor system's use of the connection. Throws net::GateRefused (refused:
 // wrong secret or version; retrying will not help) or net::NetError (not
 // reachable yet, or it does not prove the secret).
-caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
-                             transport::IoThread& relay);
+struct JoinedControlPort {
+  caf::actor gate;
+  bool certificates = false;  // the cluster uses certificates (on the data plane too)
+};
+JoinedControlPort join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
+                                    transport::IoThread& relay);
 
 }  // namespace taihu::compute

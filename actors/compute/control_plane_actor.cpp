@@ -42,9 +42,9 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
   return gatekeeper;
 }
 
-caf::actor join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
-                             transport::IoThread& relay) {
-  const auto [fd, tls] = transport::admit_through_gate(options, relay);
+JoinedControlPort join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
+                                    transport::IoThread& relay) {
+  const auto [fd, tls, certificates] = transport::admit_through_gate(options, relay);
   auto& mm = system.middleman();
   caf::io::scribe_ptr scribe;
   try {
@@ -65,9 +65,13 @@ caf::actor join_control_port(caf::actor_system& system, const transport::GateCli
   require<transport::NetError>(gate != nullptr, "the coordinator at {}:{} admitted this node but served no actor{}",
                          options.host, options.port, error.empty() ? "" : ": " + error);
   spdlog::info("node '{}': control plane to {}:{} {}", options.name, options.host, options.port,
-               tls ? "runs TLS 1.3 (keyed by the cluster secret)"
-                   : "runs without TLS (both on one host, or the coordinator's [cluster] tls = off)");
-  return gate;
+               !tls           ? "runs without TLS (both on one host, or the coordinator's [cluster] tls = off)"
+               : certificates ? "runs TLS 1.3 (certificates verified both ways)"
+                              : "runs TLS 1.3 (keyed by the cluster secret)");
+  if (options.certificates.given() && !certificates)
+    spdlog::info("node '{}': the cluster authenticates by its secret, not certificates: this node's are not used",
+                 options.name);
+  return {gate, certificates};
 }
 
 }  // namespace taihu::compute

@@ -238,6 +238,7 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   options.listen_address = s.options.data_listen;
   if (!same_host_copy) options.remote_read_min_bytes = 0;
   options.tls = tls;
+  options.certificates = s.options.certificates;
   options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
   s.link = std::make_shared<transport::ChunkLink>(
       options, s.rank_node,
@@ -247,8 +248,9 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
             "node {} lost its data-plane connection to node {}: {}", index, node, why)});
       },
       allocator);
-  spdlog::info("{}: ranks {}..{} built; data plane on {}:{} (tls = {})", s.label, s.local_ranks.front(),
-               s.local_ranks.back(), s.options.data_listen, s.link->port(), transport::tls_mode_name(tls));
+  spdlog::info("{}: ranks {}..{} built; data plane on {}:{} (tls = {}{})", s.label, s.local_ranks.front(),
+               s.local_ranks.back(), s.options.data_listen, s.link->port(), transport::tls_mode_name(tls),
+               options.certificates.given() ? ", certificates" : "");
   return msg::NodeReady{s.index, s.options.data_listen, s.link->port()};
 }
 
@@ -430,16 +432,20 @@ int run_node(const NodeOptions& o) {
   // Reach the coordinator (it may start after us): the gatekeeper first,
   // where both sides prove the secret, then the gate actor behind it.
   caf::actor gate;
+  NodeOptions node_options = o;  // its certificates kept only where the cluster uses them
   transport::GateClientOptions gate_options;
   gate_options.host = o.coordinator_host;
   gate_options.port = o.coordinator_port;
   gate_options.secret = o.secret;
   gate_options.version = static_cast<std::uint32_t>(o.protocol_version);
   gate_options.name = name;
+  gate_options.certificates = o.certificates;
   const auto deadline = Clock::now() + millis(o.join_timeout);
   for (;;) {
     try {
-      gate = join_control_port(system, gate_options, control_relay);
+      auto joined = join_control_port(system, gate_options, control_relay);
+      gate = joined.gate;
+      if (!joined.certificates) node_options.certificates = {};
       break;
     } catch (const transport::GateRefused& e) {
       spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, e.what());
@@ -456,7 +462,7 @@ int run_node(const NodeOptions& o) {
 
   auto exit_code = std::make_shared<std::promise<int>>();
   std::future<int> ended = exit_code->get_future();
-  system.spawn(node_agent, o, name, gate, exit_code);
+  system.spawn(node_agent, node_options, name, gate, exit_code);
   const int code = ended.get();
   // Every actor was told to exit and has terminated, but the actor system's
   // destructor also waits until each detached actor is released, and a

@@ -19,6 +19,9 @@
 #  11. elastic = true and a node that joins while the cluster re-forms after a loss: it is
 #      placed by that re-forming or the next epoch's, never a second forming at once (found by
 #      tests/soak: "2 ranks cannot be placed on 3 nodes" ended the run)
+#  12. certificates ([cluster] certificate, key, ca_file; taihu-node --certificate --key --ca-file),
+#      made with the openssl command as the README shows: nodes of the cluster's CA train; a node
+#      without a certificate and one of another CA are refused at once (exit 5)
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -26,7 +29,8 @@ build=$1
 src=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop elastic-join compress)
+((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop elastic-join compress
+                            certificates)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -374,6 +378,51 @@ PY
 sys.exit(0 if any(x["algorithm"] == "compressed ring allgather" for x in a["buckets"])
          and a["bytes_sent_per_iteration"] < 0.5 * a["dense_bytes_per_iteration"] else 1)' "$work/compress.json"
     check "compress: 3 nodes train to the in-process result, sending fewer bytes" $?
+    ;;
+  certificates)  # TLS authenticated by certificates, made as the README shows (the openssl command)
+    if ! command -v openssl >/dev/null; then
+      echo "SKIP certificates: no openssl command (apt-get install openssl)"
+      continue
+    fi
+    pki() {  # pki DIR NAME...: a CA in DIR and a certificate and key for each NAME
+      mkdir -p "$1" && (cd "$1" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=$(basename "$1") CA" \
+          -keyout ca.key -out ca.pem 2>/dev/null &&
+        for n in "${@:2}"; do
+          openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$n.key" \
+            -out "$n.csr" 2>/dev/null &&
+            openssl x509 -req -in "$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out "$n.pem" 2>/dev/null
+        done && chmod 600 ./*.key)
+    }
+    pki "$work/pki" coordinator a-cert b-cert && pki "$work/pki-other" intruder
+    check "certificates: made with openssl" $?
+    with_cert() { echo "--certificate=$1/$2.pem" "--key=$1/$2.key" "--ca-file=$1/ca.pem"; }
+    start_coordinator certificates nodes=2 workers=2 "${small[@]}" cluster.tls=always \
+      cluster.certificate="$work/pki/coordinator.pem" cluster.key="$work/pki/coordinator.key" \
+      cluster.ca_file="$work/pki/ca.pem" --report="$work/certificates.json"
+    # A node with the secret but no certificate, and one whose certificate another CA signed:
+    # refused at once (exit 5), naming why.
+    start_node no-cert
+    wait "$last"
+    [[ $? -eq 5 ]] && grep -q "the cluster uses certificates; give this node its own" "$work/no-cert.log"
+    check "certificates: a node without one is refused (exit 5)" $? "$work/no-cert.log"
+    # shellcheck disable=SC2046  # the flags are words
+    start_node intruder $(with_cert "$work/pki-other" intruder)
+    wait "$last"
+    [[ $? -eq 5 ]] && grep -q "TLS failed: certificate verify failed" "$work/intruder.log" &&
+      wait_for_line "$work/certificates.log" "refused node 'intruder' .*failed the TLS handshake" 5
+    check "certificates: a node of another CA is refused (exit 5)" $? "$work/intruder.log"
+    # shellcheck disable=SC2046
+    start_node a-cert $(with_cert "$work/pki" a-cert)
+    a_pid=$last
+    # shellcheck disable=SC2046
+    start_node b-cert $(with_cert "$work/pki" b-cert)
+    wait "$coordinator"
+    check "certificates: coordinator + 2 nodes with certificates finish (exit $?)" $? "$work/certificates.log"
+    wait "$a_pid" "$last"
+    grep -q "control plane to .* runs TLS 1.3 (certificates verified both ways)" "$work/a-cert.log" &&
+      grep -q "data plane on .* (tls = always, certificates)" "$work/a-cert.log"
+    check "certificates: both planes of the nodes authenticate by certificates" $? "$work/a-cert.log"
     ;;
   timeout)
     start_coordinator timeout nodes=2 workers=2 cluster.join_timeout=2

@@ -31,6 +31,8 @@
 #include "support/log_capture.hpp"
 #include "support/loopback.hpp"
 #include "support/path_tap.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_certificates.hpp"
 
 using namespace taihu;
 using namespace taihu::transport;
@@ -305,5 +307,61 @@ TEST_SUITE("transport") {
     CHECK(key != tls_key(Plane::data, "secret", n2, n1));
     CHECK(key != tls_key(Plane::data, "secreT", n1, n2));
     CHECK(key != tls_key(Plane::control, "secret", n1, n2));  // the planes' keys differ
+  }
+
+  TEST_CASE("certificates: nodes of the cluster's CA exchange messages through TLS; a node of another CA is refused") {
+    testing::TempDir dir;
+    testing::CertificateAuthority cluster(dir.path(), "cluster"), other(dir.path(), "other");
+    const std::string secret = random_secret();
+    Sink sink_a, sink_b, sink_c;
+    auto options_a = options_for(0, secret, TlsMode::always);
+    options_a.certificates = cluster.issue("a");
+    auto options_b = options_for(1, secret, TlsMode::always);
+    options_b.certificates = cluster.issue("b");
+    DataPlane a(options_a, &sink_a);
+    DataPlane b(options_b, &sink_b);
+    testing::PathTap tap(b.port());
+    a.connect(1, "127.0.0.1", tap.port());
+    auto values = pattern(100000, 7.0f);
+    a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
+    REQUIRE(sink_b.wait_messages(1));
+    CHECK(sink_b.received()[0].second == *values);
+    CHECK_FALSE(testing::contains(tap.from_client(), values->data() + 5000, 8 * sizeof(float)));
+    // It holds the secret, but its certificate is another CA's: the TLS handshake fails.
+    auto options_c = options_for(2, secret, TlsMode::always);
+    options_c.certificates = other.issue("c");
+    DataPlane c(options_c, &sink_c);
+    testing::LogCapture log;
+    CHECK(connect_error(c, 1, b.port()) != "<connected>");
+    CHECK(!c.connected(1));
+    CHECK(eventually([&] { return b.stats().refused_tls == 1; }));
+    CHECK(sink_b.received().size() == 1);
+  }
+
+  TEST_CASE("certificates: an incomplete set, a key others may read, a key of another certificate are named") {
+    testing::TempDir dir;
+    testing::CertificateAuthority cluster(dir.path(), "cluster");
+    const std::array<std::string_view, 3> names{"--certificate", "--key", "--ca-file"};
+    auto error_of = [&](const TlsCertificates& c) -> std::string {
+      try {
+        check_certificates(c, names);
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return "<accepted>";
+    };
+    const TlsCertificates good = cluster.issue("a"), second = cluster.issue("b");
+    CHECK(error_of(good) == "<accepted>");
+    CHECK(error_of({}) == "<accepted>");  // none: the pre-shared key
+    CHECK(error_of({good.certificate, "", good.ca_file}) ==
+          "--key is missing: certificates need all three of --certificate, --key and --ca-file");
+    CHECK(error_of({good.certificate, second.key, good.ca_file}).find("does not belong to the certificate") !=
+          std::string::npos);
+    const auto garbage = dir.write("garbage.pem", "not a certificate\n");
+    CHECK(error_of({garbage.string(), good.key, good.ca_file}).find("cannot use the certificate") != std::string::npos);
+    ::chmod(good.key.c_str(), 0644);
+    const std::string readable = error_of(good);
+    CHECK(readable.find("--key: the TLS private key file") != std::string::npos);
+    CHECK(readable.find("chmod 600") != std::string::npos);
   }
 }

@@ -23,13 +23,17 @@
 #include "transport/cluster_secret.hpp"
 #include "transport/gatekeeper.hpp"
 #include "transport/tls_relay.hpp"
+#include "support/eventually.hpp"
 #include "support/log_capture.hpp"
 #include "support/loopback.hpp"
 #include "support/path_tap.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_certificates.hpp"
 
 using namespace taihu;
 using namespace taihu::transport;
 using namespace std::chrono_literals;
+using taihu::testing::eventually;
 
 namespace {
 
@@ -333,5 +337,38 @@ TEST_SUITE("net") {
     HandClient neighbour(gate.port(), secret, 7, /*detail: on this host*/ 1);
     CHECK(neighbour.welcome.detail == 0);
     CHECK(door.wait_for(1));
+  }
+
+  TEST_CASE("gatekeeper with certificates: the cluster CA's nodes get TLS verified both ways; others are refused") {
+    testing::TempDir dir;
+    testing::CertificateAuthority cluster(dir.path(), "cluster"), other(dir.path(), "other");
+    const std::string secret = random_secret();
+    Doorway door;
+    auto o = options(secret);
+    o.tls = TlsMode::always;
+    o.certificates = cluster.issue("coordinator");
+    Gatekeeper gate(o, door.callback());
+    testing::PathTap tap(gate.port());
+    auto with = [&](TlsCertificates certificates) {
+      auto c = client(tap.port(), secret);
+      c.certificates = std::move(certificates);
+      return c;
+    };
+    const GateConnection c = admit(with(cluster.issue("node-a")));
+    REQUIRE(door.wait_for(1));
+    CHECK(c.tls);
+    CHECK(c.certificates);
+    const std::string up = pattern("up", 50'000);
+    const bool whole = carry(c.fd, door.admitted[0].fd, up) == up;
+    CHECK(whole);
+    CHECK_FALSE(testing::contains(tap.from_client(), up.data() + 10'000, 32));
+    ::close(c.fd);
+    // No certificates: refused after proving the secret, naming what to give.
+    CHECK_THROWS_WITH_AS(admit(with({})), doctest::Contains("taihu-node --certificate, --key, --ca-file"),
+                         GateRefused);
+    // Another CA's certificate: the TLS handshake fails on both sides.
+    CHECK_THROWS_WITH_AS(admit(with(other.issue("intruder"))), doctest::Contains("TLS failed"), NetError);
+    CHECK(eventually([&] { return gate.stats().refused_tls == 2; }));
+    CHECK(door.admitted.size() == 1);
   }
 }
