@@ -86,17 +86,18 @@ GateProof gate_proof(std::string_view secret, std::string_view role, const GateM
 struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
   GatekeeperOptions options;
   std::function<void(Admitted)> admit;
-  asio::io_context io;
+  asio::io_context* io = nullptr;  // the I/O thread's (control_plane_thread())
   std::shared_ptr<Listener> listener;
-  std::thread thread;
+  bool closed = false;  // the Gatekeeper is gone: nothing more is admitted (io thread)
   std::unique_ptr<TlsContext> tls_context;  // the server's side; none with tls = off
   std::atomic<std::uint64_t> admitted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0}, refused_tls{0},
-      tls{0};
+      admitted_tls{0};
   // Separate limits, so that a flood of garbage cannot hide a wrong secret.
   LogLimiter garbage_log, secret_log, version_log, tls_log, certificate_log;
 
   struct Pending {
     explicit Pending(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+    std::shared_ptr<Impl> gatekeeper;  // its handlers use it, also after ~Gatekeeper
     tcp::socket socket;
     asio::steady_timer timer;
     Listener::Ticket ticket;  // a place among the max_pending
@@ -109,6 +110,7 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
 
   void on_connection(tcp::socket socket, Listener::Ticket ticket) {
     auto p = std::make_shared<Pending>(std::move(socket));
+    p->gatekeeper = shared_from_this();
     p->ticket = std::move(ticket);
     p->ticket->evict = [this, weak = std::weak_ptr<Pending>(p)] {
       if (auto q = weak.lock()) close(q);
@@ -171,8 +173,8 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
     const bool certificates = options.certificates.given();
     if (certificates && (p->hello.detail & GateDetail::certificates) == 0) {
       ++refused_tls;
-      certificate_log.warn("{}: refused node '{}' ({}): this cluster uses certificates, and it has none", options.what,
-                   name_of(p->hello), p->peer);
+      certificate_log.warn("{}: refused node '{}' ({}): this cluster uses certificates, and it has none",
+                           options.what, name_of(p->hello), p->peer);
       return refuse(p, RefuseReason::certificate);
     }
     const bool with_tls =
@@ -181,7 +183,8 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
     p->answer.detail = (with_tls ? GateDetail::tls : 0) | (certificates ? GateDetail::certificates : 0);
     p->answer.proof =
         gate_proof(options.secret, "taihu-cp server", p->hello, p->answer.detail, p->server_nonce, p->hello.nonce);
-    asio::async_write(p->socket, asio::buffer(&p->answer, sizeof(GateMessage)), [this, p, with_tls](const asio::error_code& ec, std::size_t) {
+    const auto welcome = asio::buffer(&p->answer, sizeof(GateMessage));
+    asio::async_write(p->socket, welcome, [this, p, with_tls](const asio::error_code& ec, std::size_t) {
       if (ec || p->done) return close(p);
       if (!with_tls) return hand_on(p, p->socket.release(), false);
       // Still within the handshake's time and place: a client that proved the
@@ -196,15 +199,26 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
                        options.what, name_of(p->hello), p->peer, ec.message());
           return close(p);
         }
-        ++tls;
         const std::string what = fmt::format("{}: node '{}' ({})", options.what, name_of(p->hello), p->peer);
-        hand_on(p, relay_over_tls(std::move(p->secure), what), true);
+        int plain = -1;
+        try {
+          plain = relay_over_tls(std::move(p->secure), what);
+        } catch (const NetError& e) {  // no socket pair: out of descriptors
+          spdlog::error("{}", e.what());
+          return close(p);
+        }
+        ++admitted_tls;
+        hand_on(p, plain, true);
       });
     });
   }
 
   // The peer is authenticated (and its TLS up): `fd` is what CAF speaks on.
   void hand_on(const std::shared_ptr<Pending>& p, int fd, bool tls) {
+    if (closed) {
+      ::close(fd);
+      return close(p);
+    }
     p->done = true;
     p->timer.cancel();
     ++admitted;
@@ -238,10 +252,11 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
   }
 };
 
-Gatekeeper::Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> admit)
+Gatekeeper::Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> admit, IoThread& thread)
     : impl_(std::make_shared<Impl>()) {
   impl_->options = std::move(options);
   impl_->admit = std::move(admit);
+  impl_->io = &thread.io();
   if (impl_->options.tls != TlsMode::off)
     impl_->tls_context = std::make_unique<TlsContext>(TlsContext::Role::server, impl_->options.certificates);
   ListenerOptions lo;
@@ -249,25 +264,23 @@ Gatekeeper::Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> 
   lo.address = impl_->options.listen_address;
   lo.port = impl_->options.port;
   lo.max_open = impl_->options.max_pending;
-  impl_->listener = std::make_shared<Listener>(impl_->io, lo, [impl = impl_.get()](tcp::socket s, Listener::Ticket t) {
+  impl_->listener = std::make_shared<Listener>(*impl_->io, lo, [impl = impl_.get()](tcp::socket s, Listener::Ticket t) {
     impl->on_connection(std::move(s), std::move(t));
   });
-  impl_->listener->start();
-  impl_->thread = std::thread([impl = impl_] {
-    for (;;) {
-      try {
-        impl->io.run();
-        return;
-      } catch (const std::exception& e) {
-        spdlog::error("{}: I/O thread: {}", impl->options.what, e.what());
-      }
-    }
-  });
+  asio::post(*impl_->io, [listener = impl_->listener] { listener->start(); });
 }
 
 Gatekeeper::~Gatekeeper() {
-  impl_->io.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  // On the I/O thread: no more accepts, every handshake closed, nothing more
+  // admitted. Admitted connections and their relays go on there.
+  std::promise<void> shut;
+  asio::post(*impl_->io, [impl = impl_, &shut] {
+    impl->closed = true;
+    impl->listener->stop();
+    shut.set_value();
+  });
+  if (shut.get_future().wait_for(std::chrono::seconds(10)) != std::future_status::ready)
+    spdlog::error("{}: the control-plane I/O thread did not answer within 10 s", impl_->options.what);
 }
 
 std::uint16_t Gatekeeper::port() const { return impl_->listener->port(); }
@@ -275,7 +288,7 @@ std::uint16_t Gatekeeper::port() const { return impl_->listener->port(); }
 GatekeeperStats Gatekeeper::stats() const {
   return {impl_->admitted.load(), impl_->refused_version.load(), impl_->refused_secret.load(),
           impl_->refused_garbage.load(), impl_->listener->stats().over_limit, impl_->refused_tls.load(),
-          impl_->tls.load()};
+          impl_->admitted_tls.load()};
 }
 
 // --- client ------------------------------------------------------------------

@@ -56,6 +56,7 @@
 namespace taihu::transport {
 
 class IoThread;  // transport/tls_relay.hpp
+IoThread& control_plane_thread();
 
 inline constexpr std::array<char, 8> gate_magic{'T', 'A', 'I', 'H', 'U', '-', 'C', 'P'};
 
@@ -122,10 +123,12 @@ struct Admitted {
 class Gatekeeper {
  public:
   // Listens at once (throws NetError naming the address); `admit` is called
-  // on the gatekeeper's thread for every authenticated connection. TLS
-  // relays run on that thread too, until their connections close.
-  Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> admit);
-  ~Gatekeeper();
+  // on `thread` for every authenticated connection. Handshakes and TLS relays
+  // run there; relays go on after the Gatekeeper is gone, until their
+  // connections close (the last messages of a run still reach the nodes).
+  Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> admit,
+             IoThread& thread = control_plane_thread());
+  ~Gatekeeper();  // stops listening and closes the handshakes under way
   Gatekeeper(const Gatekeeper&) = delete;
   Gatekeeper& operator=(const Gatekeeper&) = delete;
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "transport/data_plane.hpp"
 #include "core/common/check.hpp"
 
@@ -29,6 +31,9 @@ void Listener::stop() {
   asio::error_code ignored;
   backoff_timer_.cancel();
   acceptor_.close(ignored);
+  // And the connections that still hold a place (in their handshake).
+  for (auto& weak : std::exchange(places_, {}))
+    if (auto place = weak.lock(); place && place->evict) place->evict();
 }
 
 ListenerStats Listener::stats() const { return {accepted_.load(), over_limit_.load(), accept_errors_.load()}; }

@@ -59,7 +59,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // Binds and listens (throws NetError naming the address); start() begins accepting.
   Listener(asio::io_context& io, ListenerOptions options, Handler handler);
   void start();
-  // Stops accepting (on the io thread, or after it has stopped).
+  // Stops accepting and evicts the connections that hold a place (on the io
+  // thread, or after it has stopped).
   void stop();
 
   std::uint16_t port() const { return port_; }

@@ -1,6 +1,7 @@
 #include "transport/tls_relay.hpp"
 
 #include <asio.hpp>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
@@ -83,24 +84,37 @@ int relay_over_tls(std::unique_ptr<Stream> secure, std::string what) {
   return theirs.release();
 }
 
-IoThread::IoThread() : io_(std::make_unique<asio::io_context>(1)) {
+IoThread::IoThread(std::chrono::milliseconds drain)
+    : drain_(drain), io_(std::make_unique<asio::io_context>(1)) {
   work_ = std::make_shared<asio::executor_work_guard<asio::io_context::executor_type>>(io_->get_executor());
-  thread_ = std::thread([io = io_.get()] {
+  thread_ = std::thread([this] {
     for (;;) {
       try {
-        io->run();
-        return;
+        io_->run();
+        break;
       } catch (const std::exception& e) {
         spdlog::error("I/O thread: {}", e.what());
       }
     }
+    finished_ = true;
   });
 }
 
 IoThread::~IoThread() {
   work_.reset();
+  const auto deadline = std::chrono::steady_clock::now() + drain_;
+  while (!finished_ && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   io_->stop();
   if (thread_.joinable()) thread_.join();
+}
+
+IoThread& control_plane_thread() {
+  // OpenSSL first: its own cleanup at exit then runs after this thread's drain.
+  static const bool ssl_ready = OPENSSL_init_ssl(0, nullptr) == 1;
+  static IoThread thread(std::chrono::seconds(2));
+  (void)ssl_ready;
+  return thread;
 }
 
 }  // namespace taihu::transport

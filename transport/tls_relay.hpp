@@ -20,6 +20,9 @@
 
 #include <asio/io_context.hpp>
 
+#include <atomic>
+#include <chrono>
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,21 +38,32 @@ namespace taihu::transport {
 // connection in the log line of a protocol error.
 int relay_over_tls(std::unique_ptr<Stream> secure, std::string what);
 
-// An Asio I/O thread that runs until destroyed: the home of a node's control
-// relay, which must outlive the call that set it up.
+// An Asio I/O thread that runs until destroyed.
 class IoThread {
  public:
-  IoThread();
-  ~IoThread();  // stops the I/O (closing what runs there) and joins
+  // `drain`: how long the destructor lets the work still running there end
+  // by itself (relays end when both sides have closed) before it stops it.
+  explicit IoThread(std::chrono::milliseconds drain = {});
+  ~IoThread();  // then stops the I/O (closing what still runs there) and joins
   IoThread(const IoThread&) = delete;
   IoThread& operator=(const IoThread&) = delete;
 
   asio::io_context& io() { return *io_; }
 
  private:
+  std::chrono::milliseconds drain_;
   std::unique_ptr<asio::io_context> io_;
   std::shared_ptr<void> work_;  // keeps run() going with nothing to do
+  std::atomic<bool> finished_{false};
   std::thread thread_;
 };
+
+// The process's control-plane I/O thread: the gatekeeper's handshakes and
+// every TLS relay of the control plane, coordinator's and node's alike.
+// Started on first use; it outlives the actor system, so that what CAF wrote
+// last (the run's end, sent just before the coordinator closes its port and
+// the process its actor system) still crosses TLS: at exit it lets open
+// relays finish for up to 2 s (they end once CAF has closed its ends).
+IoThread& control_plane_thread();
 
 }  // namespace taihu::transport

@@ -417,9 +417,6 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
 // --- the node process ------------------------------------------------------------
 
 int run_node(const NodeOptions& o) {
-  // Before the actor system, so that it outlives CAF's use of the control
-  // connection whose TLS relay runs there.
-  transport::IoThread control_relay;
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::taihu>();
   cfg.set("scheduler.max-threads", 2);
@@ -443,7 +440,7 @@ int run_node(const NodeOptions& o) {
   const auto deadline = Clock::now() + millis(o.join_timeout);
   for (;;) {
     try {
-      auto joined = join_control_port(system, gate_options, control_relay);
+      auto joined = join_control_port(system, gate_options, transport::control_plane_thread());
       gate = joined.gate;
       if (!joined.certificates) node_options.certificates = {};
       break;

@@ -364,7 +364,11 @@ PY
     start_nodes a-compress b-compress c-compress
     wait "$coordinator"
     check "compress: coordinator + 3 nodes finish (exit $?)" $? "$work/compress.log"
-    for p in "${node_pids[@]}"; do wait "$p"; done
+    # Each node hears of the run's end through TLS (its relay outlives the coordinator's port): exit 0.
+    for p in "${node_pids[@]}"; do
+      wait "$p"
+      check "compress: node $p exits 0 (exit $?)" $? "$work/a-compress.log"
+    done
     grep -q "data plane on .* (tls = always)" "$work/a-compress.log"
     check "compress: the nodes' data planes run TLS" $? "$work/a-compress.log"
     grep -q "control plane to .* runs TLS 1.3" "$work/a-compress.log"
@@ -419,7 +423,10 @@ sys.exit(0 if any(x["algorithm"] == "compressed ring allgather" for x in a["buck
     start_node b-cert $(with_cert "$work/pki" b-cert)
     wait "$coordinator"
     check "certificates: coordinator + 2 nodes with certificates finish (exit $?)" $? "$work/certificates.log"
-    wait "$a_pid" "$last"
+    for p in "$a_pid" "$last"; do
+      wait "$p"
+      check "certificates: node $p exits 0 (exit $?)" $? "$work/a-cert.log"
+    done
     grep -q "control plane to .* runs TLS 1.3 (certificates verified both ways)" "$work/a-cert.log" &&
       grep -q "data plane on .* (tls = always, certificates)" "$work/a-cert.log"
     check "certificates: both planes of the nodes authenticate by certificates" $? "$work/a-cert.log"
