@@ -133,6 +133,13 @@ check "poll_us out of range: exit 2 naming the key" $?
 out=$("$train" "${common[@]}" cluster.tls=sometimes 2>&1)
 [[ $? -eq 2 ]] && grep -q "key 'tls'.*must be between_hosts, always or off, not 'sometimes'" <<<"$out"
 check "tls not a mode: exit 2 naming the key" $?
+out=$("$train" "${common[@]}" cluster.certificate="$work/secret" 2>&1)
+[[ $? -eq 2 ]] && grep -q "key 'certificate'.*\[cluster\] key is missing: certificates need all three" <<<"$out"
+check "a certificate without its key: exit 2 naming the keys" $?
+out=$("$node" --coordinator=127.0.0.1:1 --secret-file="$work/secret" --certificate="$work/secret" \
+  --key="$work/wrong" --ca-file="$work/secret" 2>&1)
+[[ $? -eq 2 ]] && grep -q "cannot use the private key" <<<"$out"
+check "taihu-node: a key that is not a key: exit 2 naming the file" $?
 out=$("$train" "${common[@]}" cluster.secret_file="$work/missing" 2>&1)
 [[ $? -eq 2 ]] && grep -q "cannot read the cluster secret file" <<<"$out"
 check "missing secret file: exit 2" $?
