@@ -15,4 +15,6 @@ cmake --build "$build" -j "${JOBS:-$(nproc)}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$src/tests/sanitizers/ubsan.supp"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1${ASAN_EXTRA:+:$ASAN_EXTRA}"
 cd "$build"
-exec ctest --output-on-failure -LE slow --timeout 1200 "$@"
+# CTEST_SELECT="-L slow" runs the slow-labelled tests instead.
+# shellcheck disable=SC2086  # a list of ctest options
+exec ctest --output-on-failure ${CTEST_SELECT:--LE slow} --timeout 1200 "$@"
