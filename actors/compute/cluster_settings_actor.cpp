@@ -58,7 +58,10 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   try {
     transport::check_certificates(s.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
   } catch (const Error& e) {
-    throw c.error(s.certificates.certificate.empty() ? "key" : "certificate", e.what());
+    // At the first of the three that the file gives.
+    const auto& g = s.certificates;
+    const char* where = !g.certificate.empty() ? "certificate" : !g.key.empty() ? "key" : "ca_file";
+    throw c.error(where, e.what());
   }
   if (!(s.join_timeout > 0)) throw c.error("join_timeout", "must be positive");
   if (!(s.heartbeat > 0)) throw c.error("heartbeat", "must be positive");

@@ -23,10 +23,11 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
                                                     transport::GatekeeperOptions options);
 
 // Node: connects through the gatekeeper at options' host and port and returns
-// the actor it serves (and whether the cluster uses certificates); a TLS relay runs on `relay`, which must outlive the
-// actor system's use of the connection. Throws net::GateRefused (refused:
-// wrong secret or version; retrying will not help) or net::NetError (not
-// reachable yet, or it does not prove the secret).
+// the actor it serves, and whether the cluster uses certificates. A TLS relay
+// runs on `relay`, which must outlive the actor system's use of the
+// connection (control_plane_thread() does). Throws net::GateRefused (refused:
+// wrong secret, version or certificate; retrying will not help) or
+// net::NetError (not reachable yet, or it does not prove the secret).
 struct JoinedControlPort {
   caf::actor gate;
   bool certificates = false;  // the cluster uses certificates (on the data plane too)
