@@ -54,6 +54,7 @@ std::string_view reason_text(std::uint32_t reason) {
     case RefuseReason::authentication: return "wrong cluster secret";
     case RefuseReason::malformed: return "malformed handshake";
     case RefuseReason::tls_mode: return "another TLS mode";
+    case RefuseReason::certificate: return "no certificate where the cluster uses certificates";
   }
   return "unknown reason";
 }
