@@ -29,6 +29,10 @@ CommandLine parse_command_line(int argc, char** argv, const std::vector<std::str
       cl.help = true;
       continue;
     }
+    if (arg == "--version") {
+      cl.version = true;
+      continue;
+    }
     const bool dashed = arg.rfind("--", 0) == 0;
     const std::string body = dashed ? arg.substr(2) : arg;
     const auto eq = body.find('=');

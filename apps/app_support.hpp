@@ -16,6 +16,7 @@ struct CommandLine {
   std::vector<std::string> overrides;            // "section.key=value"
   std::vector<std::pair<std::string, std::string>> flags;  // --name[=value] the app knows
   bool help = false;
+  bool version = false;  // --version
 
   std::optional<std::string> flag(const std::string& name) const;
   bool has_flag(const std::string& name) const { return flag(name).has_value(); }

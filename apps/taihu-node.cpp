@@ -14,6 +14,7 @@
 #include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"
 #include "apps/app_support.hpp"
+#include "apps/version.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
@@ -39,6 +40,7 @@ options (or the same keys, with underscores, in [node] of --config-file):
   --ca-file=PEM            the CA certificates that peers' certificates must chain to
   --config-file=FILE       read the options from [node] of an INI file
   --log-level=LEVEL        trace, debug, info, warn, error
+  --version                taihu's version, git revision, build and libraries
   -h, --help               this text
 
 exit codes: 0 training finished; 2 bad input; 4 coordinator unreachable;
@@ -59,6 +61,10 @@ int main(int argc, char** argv) {
                                              "key", "ca-file"});
     if (cl.help) {
       std::fputs(usage, stdout);
+      return 0;
+    }
+    if (cl.version) {
+      std::fputs(app::version_text("taihu-node").c_str(), stdout);
       return 0;
     }
     app::setup_logging(cl.flag("log-level").value_or("info"));

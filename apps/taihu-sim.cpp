@@ -29,6 +29,7 @@
 #include "collectives/sparse_allgather.hpp"
 #include "collectives/algorithms.hpp"
 #include "apps/app_support.hpp"
+#include "apps/version.hpp"
 #include "core/common/error.hpp"
 #include "core/net/net.hpp"
 #include "devices/sw26010/kernels.hpp"
@@ -69,6 +70,7 @@ options:
   --report=FILE   JSON rows {algorithm, nodes, seconds, speedup, comm_share, ...}
   --svg=FILE      the plot
   --log-level=L   trace, debug, info, warn, error
+  --version       taihu's version, git revision, build and libraries
 )";
 
 struct Row {
@@ -425,6 +427,10 @@ int main(int argc, char** argv) {
     const auto cl = app::parse_command_line(argc, argv, {"report", "svg", "log-level", "dump-config"});
     if (cl.help) {
       std::fputs(usage, stdout);
+      return 0;
+    }
+    if (cl.version) {
+      std::fputs(app::version_text("taihu-sim").c_str(), stdout);
       return 0;
     }
     app::setup_logging(cl.flag("log-level").value_or("info"));

@@ -25,9 +25,12 @@
 #include "actors/compute/replica_services.hpp"
 #include "actors/compute/run_plan.hpp"
 #include "apps/app_support.hpp"
+#include "apps/version.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
+#include "core/common/check.hpp"
 #include "core/common/error.hpp"
+#include "transport/launch_environment.hpp"
 
 namespace {
 
@@ -44,6 +47,7 @@ options:
   --resume=FILE        continue bit-exactly from a checkpoint
   --progress=MODE      auto (bar on a terminal), bar, lines or quiet
   --log-level=LEVEL    trace, debug, info, warn, error
+  --version            taihu's version, git revision, build and libraries
   -h, --help           this text
 )";
 
@@ -126,6 +130,10 @@ int main(int argc, char** argv) {
       std::fputs(usage, stdout);
       return 0;
     }
+    if (cl.version) {
+      std::fputs(app::version_text("taihu-train").c_str(), stdout);
+      return 0;
+    }
     app::setup_logging(cl.flag("log-level").value_or("info"));
     if (!cl.config_file) throw ConfigError("command line: --config-file=FILE is required (try --help)");
     config::Document doc = app::load_config(cl);
@@ -133,6 +141,15 @@ int main(int argc, char** argv) {
       std::fputs(doc.dump().c_str(), stdout);
       return 0;
     }
+    // Started as one of several ranks (srun, mpirun, torchrun): each would
+    // train alone and write the same files. Refused until the ranks can form
+    // a cluster by themselves.
+    if (auto launch = transport::detect_launch(transport::process_environment()))
+      raise<ConfigError>(
+          "launcher environment: taihu-train was started as {}; forming a cluster from a launcher's ranks is not "
+          "supported yet, and each rank would train alone into the same files. Start one taihu-train with "
+          "[cluster] nodes=N and one taihu-node per host (README: Remote nodes)",
+          launch->describe());
     app::setup_blas(doc, argc, argv);
     default_threads(doc);
 

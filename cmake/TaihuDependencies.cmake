@@ -1,6 +1,8 @@
 # Finds taihu's Debian-packaged dependencies. None of them ships a CMake
 # package that works on Debian 12 for every one, so each is found by hand and
-# exposed as an imported target named taihu::<name>.
+# exposed as an imported target named taihu::<name>. Installed with taihu's
+# CMake package, so that find_package(taihu) finds them the same way.
+include_guard(GLOBAL)
 
 find_package(Threads REQUIRED)
 

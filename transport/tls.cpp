@@ -2,6 +2,7 @@
 
 #include <asio/ssl/context.hpp>
 #include <fmt/format.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -80,6 +81,8 @@ int find_psk(SSL* ssl, const unsigned char* identity, std::size_t identity_lengt
 }
 
 }  // namespace
+
+std::string tls_library_version() { return OpenSSL_version(OPENSSL_VERSION); }
 
 std::string_view tls_mode_name(TlsMode mode) {
   switch (mode) {

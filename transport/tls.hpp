@@ -51,6 +51,9 @@ enum class TlsMode : std::uint32_t {
   off = 3,
 };
 
+// The OpenSSL library in use ("OpenSSL 3.0.15 3 Sep 2024").
+std::string tls_library_version();
+
 // "between_hosts", "always", "off".
 std::string_view tls_mode_name(TlsMode mode);
 // The mode a name stands for; nullopt for any other text (or a number off the wire).

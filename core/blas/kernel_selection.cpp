@@ -21,6 +21,7 @@
 
 #include "core/blas/blas.hpp"
 #include "core/common/check.hpp"
+#include "core/common/cpu_features.hpp"
 
 namespace taihu::blas {
 
@@ -353,7 +354,13 @@ void select_kernel(const KernelRequest& request, int argc, char** argv) {
     }
   }
   g_reason = d.reason;
-  spdlog::info("BLAS: OpenBLAS kernel {} ({}), {} threads", kernel_name(), d.reason, blas::threads());
+  spdlog::info("BLAS: OpenBLAS kernel {} ({}), {} threads; taihu's vector kernels: {}", kernel_name(), d.reason,
+               blas::threads(), cpu::simd_name(cpu::simd()));
+}
+
+std::string library_config() {
+  const char* config = openblas_get_config();
+  return config != nullptr ? config : "OpenBLAS";
 }
 
 std::string kernel_name() {

@@ -100,6 +100,8 @@ void select_kernel(const KernelRequest& request, int argc, char** argv);
 
 // The OpenBLAS kernel in use ("Zen").
 std::string kernel_name();
+// OpenBLAS's build ("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64").
+std::string library_config();
 // Why it is in use (empty before select_kernel).
 std::string kernel_reason();
 // Cores this process may run on (affinity mask), at least 1.

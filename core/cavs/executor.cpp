@@ -7,6 +7,7 @@
 
 #include "core/blas/blas.hpp"
 #include "core/common/check.hpp"
+#include "core/common/multiversion.hpp"
 #include "core/kernels/elementwise.hpp"
 
 namespace taihu::cavs {
@@ -344,7 +345,8 @@ void Executor::run_steps_backward(const std::vector<Instruction>& steps, const R
 
 // ---------------------------------------------------------------- row-local ops
 
-void Executor::rowwise_forward(int32_t id, int32_t begin, int32_t end) {
+// The row-wise and per-vertex loops are built for AVX2 too (core/common/multiversion.hpp).
+TAIHU_MULTIVERSION void Executor::rowwise_forward(int32_t id, int32_t begin, int32_t end) {
   const Op& op = f_.definition().ops[static_cast<size_t>(id)];
   const int32_t w = op.width;
   float* y = data(id);
@@ -418,7 +420,7 @@ void Executor::rowwise_forward(int32_t id, int32_t begin, int32_t end) {
   }
 }
 
-void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
+TAIHU_MULTIVERSION void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
   const Program& p = *program_;
   const Op& op = f_.definition().ops[static_cast<size_t>(id)];
   const int32_t w = op.width;
@@ -516,7 +518,7 @@ void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
 
 // ---------------------------------------------------------------- other ops
 
-void Executor::op_forward(int32_t id, const Range& r) {
+TAIHU_MULTIVERSION void Executor::op_forward(int32_t id, const Range& r) {
   const Definition& d = f_.definition();
   const Op& op = d.ops[static_cast<size_t>(id)];
   const int32_t w = op.width;
@@ -622,7 +624,7 @@ void Executor::op_forward(int32_t id, const Range& r) {
   }
 }
 
-void Executor::op_backward(int32_t id, const Range& r) {
+TAIHU_MULTIVERSION void Executor::op_backward(int32_t id, const Range& r) {
   const Definition& d = f_.definition();
   const Program& p = *program_;
   const Op& op = d.ops[static_cast<size_t>(id)];

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/common/check.hpp"
+#include "core/common/multiversion.hpp"
 #include "core/compress/scan_kernel.hpp"
 
 namespace taihu::compress {
@@ -79,7 +80,8 @@ void Compressor::restore(const CompressorState& s) {
   rng_.set_state(s.rng);
 }
 
-void Compressor::accumulate(std::span<const float> grad, float scale) {
+// Built for AVX2 too: there the fmas are instructions, not calls.
+TAIHU_MULTIVERSION void Compressor::accumulate(std::span<const float> grad, float scale) {
   require(grad.size() == residual_.size(), "compressor: gradient of {} floats, expected {}", grad.size(),
           residual_.size());
   const float s = effective_scale(grad, scale);
@@ -179,18 +181,17 @@ namespace {
 
 enum class Momentum { none, vanilla, nesterov };
 
-// The fused pass: V (and U) updated exactly as accumulate() does, the new V
-// scanned as the selectors' prescan would (stats + entries above t).
-template <Key K, Momentum M>
-std::size_t fused_pass(const float* g, float s, float m, float* u, float* v, std::size_t n, float t,
-                       Selection& cand, std::size_t cap, KeyStats& stats) {
-  cand.index.resize(cap);
-  cand.value.resize(cap);
-  double sum = 0;
-  float mx = 0;
-#if defined(__AVX2__)
-  const __m256 sv = _mm256_set1_ps(s), mv = _mm256_set1_ps(m);
-  auto produce = [=](std::size_t i) {
+#if TAIHU_X86_KERNELS
+// 8 entries of the fused pass's update, for scan_kernel's AVX2 loop: the
+// same fused multiply-adds as produce1 below, so the same bits.
+template <Momentum M>
+struct FusedUpdate8 {
+  const float* g;
+  float s, m;
+  float* u;
+  float* v;
+  TAIHU_TARGET_AVX2 __m256 operator()(std::size_t i) const {
+    const __m256 sv = _mm256_set1_ps(s), mv = _mm256_set1_ps(m);
     const __m256 gi = _mm256_loadu_ps(g + i);
     __m256 vn;
     if constexpr (M == Momentum::none) {
@@ -206,9 +207,23 @@ std::size_t fused_pass(const float* g, float s, float m, float* u, float* v, std
     }
     _mm256_storeu_ps(v + i, vn);
     return vn;
-  };
+  }
+};
+#endif
+
+// The fused pass: V (and U) updated exactly as accumulate() does, the new V
+// scanned as the selectors' prescan would (stats + entries above t).
+template <Key K, Momentum M>
+std::size_t fused_pass(const float* g, float s, float m, float* u, float* v, std::size_t n, float t,
+                       Selection& cand, std::size_t cap, KeyStats& stats) {
+  cand.index.resize(cap);
+  cand.value.resize(cap);
+  double sum = 0;
+  float mx = 0;
+#if TAIHU_X86_KERNELS
+  const FusedUpdate8<M> produce{g, s, m, u, v};
 #else
-  auto produce = [](std::size_t) { return 0; };
+  const int produce = 0;  // no vector loop
 #endif
   auto produce1 = [=](std::size_t i) {
     if constexpr (M == Momentum::none) {

@@ -4,12 +4,14 @@
 #include <bit>
 #include <cstring>
 
-#if defined(__F16C__)
+#include "core/common/check.hpp"
+#include "core/common/cpu_features.hpp"
+#include "core/common/multiversion.hpp"
+#include "core/compress/half.hpp"
+
+#if TAIHU_X86_KERNELS
 #include <immintrin.h>
 #endif
-
-#include "core/common/check.hpp"
-#include "core/compress/half.hpp"
 
 namespace taihu::compress {
 namespace {
@@ -191,10 +193,12 @@ std::size_t packed_entries(std::span<const std::uint32_t> message) {
   return entries;
 }
 
-void to_half(std::span<const float> in, std::span<std::uint16_t> out) {
-  require(in.size() == out.size(), "to_half: {} floats into {} halves", in.size(), out.size());
+#if TAIHU_X86_KERNELS
+namespace {
+
+// F16C conversions; the generic ones (half.hpp) give the same bits (tested).
+TAIHU_TARGET_AVX2 void to_half_f16c(std::span<const float> in, std::span<std::uint16_t> out) {
   std::size_t i = 0;
-#if defined(__F16C__)
   const __m256 hi = _mm256_set1_ps(half_max), lo = _mm256_set1_ps(-half_max);
   for (; i + 8 <= in.size(); i += 8) {
     // min/max return their second operand for a NaN, which keeps NaN.
@@ -205,25 +209,36 @@ void to_half(std::span<const float> in, std::span<std::uint16_t> out) {
     const __m128 v = _mm_max_ss(_mm_set_ss(-half_max), _mm_min_ss(_mm_set_ss(half_max), _mm_set_ss(in[i])));
     out[i] = static_cast<std::uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT), 0));
   }
-#else
-  for (; i < in.size(); ++i) {
-    const float v = in[i] != in[i] ? in[i] : std::clamp(in[i], -half_max, half_max);
-    out[i] = half_bits(v);
-  }
-#endif
 }
 
-void from_half(std::span<const std::uint16_t> in, std::span<float> out) {
-  require(in.size() == out.size(), "from_half: {} halves into {} floats", in.size(), out.size());
+TAIHU_TARGET_AVX2 void from_half_f16c(std::span<const std::uint16_t> in, std::span<float> out) {
   std::size_t i = 0;
-#if defined(__F16C__)
   for (; i + 8 <= in.size(); i += 8)
     _mm256_storeu_ps(out.data() + i,
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + i))));
   for (; i < in.size(); ++i) out[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(in[i])));
-#else
-  for (; i < in.size(); ++i) out[i] = float_of_half(in[i]);
+}
+
+}  // namespace
 #endif
+
+void to_half(std::span<const float> in, std::span<std::uint16_t> out) {
+  require(in.size() == out.size(), "to_half: {} floats into {} halves", in.size(), out.size());
+#if TAIHU_X86_KERNELS
+  if (cpu::use_avx2()) return to_half_f16c(in, out);
+#endif
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const float v = in[i] != in[i] ? in[i] : std::clamp(in[i], -half_max, half_max);
+    out[i] = half_bits(v);
+  }
+}
+
+void from_half(std::span<const std::uint16_t> in, std::span<float> out) {
+  require(in.size() == out.size(), "from_half: {} halves into {} floats", in.size(), out.size());
+#if TAIHU_X86_KERNELS
+  if (cpu::use_avx2()) return from_half_f16c(in, out);
+#endif
+  for (std::size_t i = 0; i < in.size(); ++i) out[i] = float_of_half(in[i]);
 }
 
 std::vector<float> words_as_floats(std::span<const std::uint32_t> words) {

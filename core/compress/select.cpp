@@ -8,20 +8,17 @@
 #include <cstring>
 #include <limits>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 namespace taihu::compress {
 namespace {
 
 using namespace detail;
 
-// #{key > t}: compare and subtract the all-ones mask (= add 1) per lane.
+#if TAIHU_X86_KERNELS
+// #{key > t}: compare and subtract the all-ones mask (= add 1) per lane;
+// returns where it stopped.
 template <Key K>
-std::size_t count_kernel(const float* x, std::size_t n, float t) {
-  std::size_t i = 0, count = 0;
-#if defined(__AVX2__)
+TAIHU_TARGET_AVX2 std::size_t count_blocks_avx2(const float* x, std::size_t n, float t, std::size_t& count) {
+  std::size_t i = 0;
   const __m256 tv = _mm256_set1_ps(t);
   // Lane counters are 32-bit: flushed every 2^28 entries.
   while (i + 32 <= n) {
@@ -35,18 +32,15 @@ std::size_t count_kernel(const float* x, std::size_t n, float t) {
     }
     count += horizontal_sum(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)));
   }
-#endif
-  for (; i < n; ++i) count += key_of<K>(x[i]) > t;
-  return count;
+  return i;
 }
 
-// Several thresholds in one pass (trimmed top-k's rounds).
+// Several thresholds (at most 8) in one pass.
 template <Key K>
-void count_multi_kernel(const float* x, std::size_t n, const float* t, int m, std::size_t* counts) {
-  for (int j = 0; j < m; ++j) counts[j] = 0;
-  std::size_t i = 0;
-#if defined(__AVX2__)
+TAIHU_TARGET_AVX2 std::size_t count_multi_blocks_avx2(const float* x, std::size_t n, const float* t, int m,
+                                                      std::size_t* counts) {
   constexpr int max_m = 8;
+  std::size_t i = 0;
   __m256 tv[max_m];
   for (int j = 0; j < m; ++j) tv[j] = _mm256_set1_ps(t[j]);
   while (i + 8 <= n) {
@@ -59,6 +53,28 @@ void count_multi_kernel(const float* x, std::size_t n, const float* t, int m, st
     }
     for (int j = 0; j < m; ++j) counts[j] += horizontal_sum(c[j]);
   }
+  return i;
+}
+#endif
+
+// Counts are exact, so the generic loops need not follow the AVX2 lanes.
+template <Key K>
+std::size_t count_kernel(const float* x, std::size_t n, float t) {
+  std::size_t i = 0, count = 0;
+#if TAIHU_X86_KERNELS
+  if (cpu::use_avx2()) i = count_blocks_avx2<K>(x, n, t, count);
+#endif
+  for (; i < n; ++i) count += key_of<K>(x[i]) > t;
+  return count;
+}
+
+// Several thresholds in one pass (trimmed top-k's rounds).
+template <Key K>
+void count_multi_kernel(const float* x, std::size_t n, const float* t, int m, std::size_t* counts) {
+  for (int j = 0; j < m; ++j) counts[j] = 0;
+  std::size_t i = 0;
+#if TAIHU_X86_KERNELS
+  if (cpu::use_avx2()) i = count_multi_blocks_avx2<K>(x, n, t, m, counts);
 #endif
   for (; i < n; ++i) {
     const float k = key_of<K>(x[i]);
@@ -192,10 +208,9 @@ void filter_above(std::span<const float> x, Key key, float t, Selection& out) {
   scan(x, key, t, out, count_above(x, key, t), nullptr);
 }
 
-float sum_pass(std::span<const float> x) {
+#if TAIHU_X86_KERNELS
+TAIHU_TARGET_AVX2 std::size_t sum_blocks_avx2(std::span<const float> x, double& total) {
   std::size_t i = 0;
-  float total = 0;
-#if defined(__AVX2__)
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   for (; i + 32 <= x.size(); i += 32) {
     s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x.data() + i));
@@ -203,16 +218,12 @@ float sum_pass(std::span<const float> x) {
     s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x.data() + i + 16));
     s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x.data() + i + 24));
   }
-  total = static_cast<float>(horizontal_sum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3))));
-#endif
-  for (; i < x.size(); ++i) total += x[i];
-  return total;
+  total = horizontal_sum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  return i;
 }
 
-float max_abs_pass(std::span<const float> x) {
-  float m = 0;
+TAIHU_TARGET_AVX2 std::size_t max_abs_blocks_avx2(std::span<const float> x, float& m) {
   std::size_t i = 0;
-#if defined(__AVX2__)
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 m0 = _mm256_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;
   for (; i + 32 <= x.size(); i += 32) {
@@ -222,7 +233,54 @@ float max_abs_pass(std::span<const float> x) {
     m3 = _mm256_max_ps(m3, _mm256_andnot_ps(sign, _mm256_loadu_ps(x.data() + i + 24)));
   }
   m = horizontal_max(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+  return i;
+}
 #endif
+
+// The generic versions follow the AVX2 lanes (scan_kernel.hpp), for the same bits.
+float sum_pass(std::span<const float> x) {
+  std::size_t i = 0;
+  double blocks = 0;
+  bool vectorised = false;
+#if TAIHU_X86_KERNELS
+  if (cpu::use_avx2()) {
+    i = sum_blocks_avx2(x, blocks);
+    vectorised = true;
+  }
+#endif
+  if (!vectorised) {
+    float s[32] = {};
+    for (; i + 32 <= x.size(); i += 32)
+      for (int j = 0; j < 32; ++j) s[j] += x[i + static_cast<std::size_t>(j)];
+    blocks = horizontal_sum(s);
+  }
+  auto total = static_cast<float>(blocks);
+  for (; i < x.size(); ++i) total += x[i];
+  return total;
+}
+
+float max_abs_pass(std::span<const float> x) {
+  std::size_t i = 0;
+  float m = 0;
+  bool vectorised = false;
+#if TAIHU_X86_KERNELS
+  if (cpu::use_avx2()) {
+    i = max_abs_blocks_avx2(x, m);
+    vectorised = true;
+  }
+#endif
+  if (!vectorised) {
+    // Lanes m0 … m3 of 8; horizontal_max takes max(m0, m1) and max(m2, m3) as its two halves.
+    float lanes[32] = {};
+    for (; i + 32 <= x.size(); i += 32)
+      for (int j = 0; j < 32; ++j) lanes[j] = max_ps(lanes[j], std::fabs(x[i + static_cast<std::size_t>(j)]));
+    float halves[16];
+    for (int l = 0; l < 8; ++l) {
+      halves[l] = max_ps(lanes[l], lanes[8 + l]);
+      halves[8 + l] = max_ps(lanes[16 + l], lanes[24 + l]);
+    }
+    m = horizontal_max(halves);
+  }
   for (; i < x.size(); ++i) m = std::max(m, std::fabs(x[i]));
   return m;
 }

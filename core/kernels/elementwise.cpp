@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/common/multiversion.hpp"
+
 namespace taihu::kernels {
+
+// Every kernel here is built for AVX2 too (core/common/multiversion.hpp).
 
 namespace {
 // Reductions keep this many partial results, one per SIMD lane and register,
@@ -11,35 +15,35 @@ namespace {
 constexpr int64_t lanes = 32;
 }  // namespace
 
-void add(int64_t n, const float* a, const float* b, float* y) {
+TAIHU_MULTIVERSION void add(int64_t n, const float* a, const float* b, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
-void sub(int64_t n, const float* a, const float* b, float* y) {
+TAIHU_MULTIVERSION void sub(int64_t n, const float* a, const float* b, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i];
 }
 
-void mul(int64_t n, const float* a, const float* b, float* y) {
+TAIHU_MULTIVERSION void mul(int64_t n, const float* a, const float* b, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
 }
 
-void scale(int64_t n, float alpha, const float* x, float* y) {
+TAIHU_MULTIVERSION void scale(int64_t n, float alpha, const float* x, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
 }
 
-void axpy(int64_t n, float alpha, const float* x, float* y) {
+TAIHU_MULTIVERSION void axpy(int64_t n, float alpha, const float* x, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-void axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
+TAIHU_MULTIVERSION void axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
 }
 
-void exp(int64_t n, const float* x, float* y) {
+TAIHU_MULTIVERSION void exp(int64_t n, const float* x, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i]);
 }
 
-float sum(int64_t n, const float* x) {
+TAIHU_MULTIVERSION float sum(int64_t n, const float* x) {
   if (n < 2 * lanes) {
     float total = 0.0f;
     for (int64_t i = 0; i < n; ++i) total += x[i];
@@ -55,7 +59,7 @@ float sum(int64_t n, const float* x) {
   return total;
 }
 
-float max(int64_t n, const float* x) {
+TAIHU_MULTIVERSION float max(int64_t n, const float* x) {
   constexpr float lowest = -std::numeric_limits<float>::infinity();
   if (n < 2 * lanes) {
     float best = lowest;
@@ -73,7 +77,7 @@ float max(int64_t n, const float* x) {
   return best;
 }
 
-void relu_forward(int64_t n, float slope, const float* x, float* y) {
+TAIHU_MULTIVERSION void relu_forward(int64_t n, float slope, const float* x, float* y) {
   // Selecting between constants (not between computed values) lets the
   // compiler turn the branch into a blend. NaN passes through (x < 0 is
   // false), so a diverging run is not masked as a healthy one.
@@ -88,7 +92,7 @@ void relu_forward(int64_t n, float slope, const float* x, float* y) {
   }
 }
 
-void relu_backward(int64_t n, float slope, const float* sign, const float* dy, float* dx) {
+TAIHU_MULTIVERSION void relu_backward(int64_t n, float slope, const float* sign, const float* dy, float* dx) {
   for (int64_t i = 0; i < n; ++i) {
     const float pass = sign[i] > 0.0f ? dy[i] : 0.0f;
     const float leak = sign[i] > 0.0f ? 0.0f : dy[i];
@@ -96,23 +100,23 @@ void relu_backward(int64_t n, float slope, const float* sign, const float* dy, f
   }
 }
 
-void sigmoid_forward(int64_t n, const float* x, float* y) {
+TAIHU_MULTIVERSION void sigmoid_forward(int64_t n, const float* x, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = fast_sigmoid(x[i]);
 }
 
-void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx) {
+TAIHU_MULTIVERSION void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
 
-void tanh_forward(int64_t n, const float* x, float* y) {
+TAIHU_MULTIVERSION void tanh_forward(int64_t n, const float* x, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = fast_tanh(x[i]);
 }
 
-void tanh_backward(int64_t n, const float* y, const float* dy, float* dx) {
+TAIHU_MULTIVERSION void tanh_backward(int64_t n, const float* y, const float* dy, float* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
-void softmax_forward(int64_t outer, int64_t channels, int64_t inner, const float* x, float* y,
+TAIHU_MULTIVERSION void softmax_forward(int64_t outer, int64_t channels, int64_t inner, const float* x, float* y,
                      float* scratch) {
   const int64_t plane = channels * inner;
   if (inner == 1 && channels < 64) {
@@ -162,7 +166,7 @@ void softmax_forward(int64_t outer, int64_t channels, int64_t inner, const float
   }
 }
 
-void softmax_backward(int64_t outer, int64_t channels, int64_t inner, const float* y, const float* dy,
+TAIHU_MULTIVERSION void softmax_backward(int64_t outer, int64_t channels, int64_t inner, const float* y, const float* dy,
                       float* dx, float* scratch) {
   const int64_t plane = channels * inner;
   if (inner == 1) {

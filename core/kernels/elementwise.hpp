@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise and softmax kernels on contiguous float arrays. They are plain
-// loops that the compiler vectorises (-O3 -march=native); transcendental
+// loops that the compiler vectorises, built for AVX2 and for the baseline
+// (core/common/multiversion.hpp); transcendental
 // functions use a polynomial exp that vectorises where std::exp would not.
 //
 // Unless a comment says otherwise, an output may be the same array as an input
@@ -13,6 +14,8 @@
 namespace taihu::kernels {
 
 namespace detail {
+// A fused multiply-add only in a build for the host (-DTAIHU_NATIVE=ON with
+// FMA): the portable build's two versions of a loop must compute the same bits.
 inline float madd(float a, float b, float c) {
 #ifdef __FMA__
   return std::fma(a, b, c);

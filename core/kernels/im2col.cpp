@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/common/multiversion.hpp"
 #include "core/kernels/parallel.hpp"
 
 namespace taihu {
@@ -28,7 +29,8 @@ ValidRange valid_columns(int64_t offset, int64_t stride, int64_t width, int64_t 
 
 }  // namespace
 
-void im2col_channels(const float* image, const ConvGeometry& g, int64_t channel_begin, int64_t channel_end,
+// The loops, built for AVX2 too (core/common/multiversion.hpp).
+TAIHU_MULTIVERSION void im2col_channels(const float* image, const ConvGeometry& g, int64_t channel_begin, int64_t channel_end,
                      int64_t row_begin, int64_t row_end, float* col, int64_t ld) {
   const int64_t out_w = g.out_width();
   const int64_t rows = row_end - row_begin;
@@ -76,7 +78,7 @@ void im2col(const float* image, const ConvGeometry& g, float* col) {
   im2col(image, g, 0, g.out_height(), col, g.out_size());
 }
 
-void col2im_add_channels(const float* col, int64_t ld, const ConvGeometry& g, int64_t channel_begin,
+TAIHU_MULTIVERSION void col2im_add_channels(const float* col, int64_t ld, const ConvGeometry& g, int64_t channel_begin,
                          int64_t channel_end, int64_t row_begin, int64_t row_end, float* image) {
   const int64_t out_w = g.out_width();
   const int64_t rows = row_end - row_begin;

@@ -88,6 +88,10 @@ Params Params::defaults() {
   const std::filesystem::path file = std::filesystem::path(TAIHU_SOURCE_DIR) / "config/devices/sw26010.ini";
   if (std::filesystem::exists(file)) return load(file);
 #endif
+#ifdef TAIHU_DATA_DIR
+  const std::filesystem::path installed = std::filesystem::path(TAIHU_DATA_DIR) / "config/devices/sw26010.ini";
+  if (std::filesystem::exists(installed)) return load(installed);
+#endif
   return Params{};
 }
 

@@ -65,7 +65,8 @@ struct Params {
   // Reads [sw26010] keys (every key optional; unknown keys are errors).
   static Params from(const config::Section& section);
   static Params load(const std::filesystem::path& path);
-  // config/devices/sw26010.ini of the source tree (TAIHU_SOURCE_DIR) if present.
+  // config/devices/sw26010.ini of the source tree (TAIHU_SOURCE_DIR) if present,
+  // else of the installed tree (TAIHU_DATA_DIR).
   static Params defaults();
 };
 

@@ -31,6 +31,11 @@ dir = $work/out
 INI
 
 expect "help" 0 "usage: taihu-train" -- "$train" --help
+expect "version names the build" 0 "^taihu-train [0-9]+\.[0-9]+\.[0-9]+ \(git " -- "$train" --version
+expect "version names the protocols" 0 "^protocols: cluster [0-9]+, data plane [0-9]+" -- "$train" --version
+expect "taihu-node version" 0 "^taihu-node [0-9]+\.[0-9]+\.[0-9]+ \(git " -- "$build/apps/taihu-node" --version
+expect "launcher ranks refused" 2 "started as rank 1 of 2 \(torchrun" -- env RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=9 "$train" --config-file="$work/app.ini"
+expect "partial launcher environment" 2 "RANK is set but WORLD_SIZE is not" -- env RANK=1 "$train" --config-file="$work/app.ini"
 expect "missing config flag" 2 "config-file" -- "$train"
 expect "dump-config shows overrides" 0 "base_lr = 0.5" -- "$train" --config-file="$work/app.ini" solver.base_lr=0.5 --dump-config
 expect "trains synthetic" 0 "test accuracy" -- "$train" --config-file="$work/app.ini" --progress=lines --report="$work/r.json"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/cpu_features.hpp"
 #include "core/common/random.hpp"
 #include "core/compress/compressor.hpp"
 #include "core/compress/half.hpp"
@@ -337,7 +338,7 @@ TEST_SUITE("compress") {
       const bool nan = (half & 0x7c00u) == 0x7c00u && (half & 0x3ffu) != 0;
       if (half_bits(float_of_half(half)) != (nan ? (half | 0x200u) : half)) FAIL("half ", h, " does not round-trip");
     }
-    // Against to_half/from_half (F16C where the build has it), over a sweep
+    // Against to_half/from_half (F16C where the CPU has it), over a sweep
     // of float bit patterns within the half range, ties and subnormals included.
     std::vector<float> floats;
     for (std::uint64_t bits = 0; bits <= 0xffffffffu; bits += 0x1357u) {
@@ -460,6 +461,81 @@ TEST_SUITE("compress") {
           CHECK(fused.last_sent_entries() >= count_for_density(n, 0.005));
         }
       }
+    }
+  }
+
+  TEST_CASE("the generic kernels give the AVX2 kernels' bits: stats, counts, selections and compressor steps") {
+    if (!cpu::supports_avx2()) {
+      MESSAGE("this CPU has no AVX2: nothing to compare the generic kernels with");
+      return;
+    }
+    // What every kernel returns for one input, run at one level.
+    struct Result {
+      std::vector<float> stats;  // mean, max key per Key, sum, max |x|
+      std::vector<std::size_t> counts;
+      std::vector<std::vector<std::uint32_t>> selections;
+      std::vector<std::uint32_t> messages;
+      std::vector<float> residual;
+    };
+    auto run_all = [](cpu::Simd level, std::span<const float> x) {
+      const cpu::Simd before = cpu::force_simd(level);
+      REQUIRE(cpu::simd() == level);
+      Result r;
+      SelectScratch scratch;
+      Selection out;
+      for (Key key : {Key::magnitude, Key::positive, Key::negative}) {
+        const KeyStats stats = key_stats(x, key);
+        r.stats.push_back(static_cast<float>(stats.mean_abs));
+        r.stats.push_back(stats.max_key);
+        for (double ratio : {0.0, 0.3, 0.9}) r.counts.push_back(count_above(x, key, ratio_threshold(stats, ratio)));
+        const std::size_t k = count_for_density(x.size(), 0.003);
+        exact_topk(x, k, key, out, scratch);
+        r.selections.push_back(out.index);
+        trimmed_topk(x, k, key, out, scratch);
+        r.selections.push_back(out.index);
+        threshold_search(x, k, key, out, scratch);
+        r.selections.push_back(out.index);
+      }
+      r.stats.push_back(sum_pass(x));
+      r.stats.push_back(max_abs_pass(x));
+      std::vector<std::uint16_t> halves(x.size());
+      to_half(x, halves);
+      r.counts.insert(r.counts.end(), halves.begin(), halves.end());
+      // Fused and split compressor steps, with momentum and quantization.
+      for (bool quantize : {false, true}) {
+        Options o;
+        o.method = Method::bsearch;
+        o.schedule.density = 0.004;
+        o.momentum = 0.9f;
+        o.nesterov = quantize;
+        o.quantize = quantize;
+        Compressor c(x.size(), o);
+        for (int it = 0; it < 3; ++it) {
+          std::vector<std::uint32_t> message;
+          PackedWriter w(message, x.size());
+          c.step(x, 0.5f, w, 0);
+          r.messages.insert(r.messages.end(), message.begin(), message.end());
+          c.accumulate(x, 0.25f);
+        }
+        r.residual.insert(r.residual.end(), c.residual().begin(), c.residual().end());
+      }
+      cpu::force_simd(before);
+      return r;
+    };
+    for (std::size_t n : {std::size_t{77}, std::size_t{100003}, std::size_t{(1u << 19) + 13}}) {
+      CAPTURE(n);
+      auto x = laplace_heavy(n, 41 + n);
+      // Signed zeros, ties and a spike, where lane order could show.
+      for (std::size_t i = 0; i < n; i += 97) x[i] = (i / 97) % 2 == 0 ? 0.0f : -0.0f;
+      for (std::size_t i = 5; i < n; i += 89) x[i] = 1.5f;
+      x[n / 2] = -40.0f;
+      const Result avx2 = run_all(cpu::Simd::avx2, x);
+      const Result generic = run_all(cpu::Simd::generic, x);
+      CHECK(std::memcmp(avx2.stats.data(), generic.stats.data(), avx2.stats.size() * sizeof(float)) == 0);
+      CHECK(avx2.counts == generic.counts);
+      CHECK(avx2.selections == generic.selections);
+      CHECK(avx2.messages == generic.messages);
+      CHECK(std::memcmp(avx2.residual.data(), generic.residual.data(), avx2.residual.size() * sizeof(float)) == 0);
     }
   }
 

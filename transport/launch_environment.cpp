@@ -1,0 +1,225 @@
+#include "transport/launch_environment.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+
+#include "core/common/check.hpp"
+#include "core/common/error.hpp"
+
+namespace taihu::transport {
+namespace {
+
+// The text of a variable as an integer in [min, max]; ConfigError naming it otherwise.
+long long parse_integer(std::string_view name, const std::string& text, long long min, long long max) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc{} || ptr != end || value < min || value > max)
+    raise<ConfigError>("launcher environment: {}='{}' is not an integer in [{}, {}]", name, text, min, max);
+  return value;
+}
+
+// One launcher's variables: the rank variable decides whether it is there at all.
+class Family {
+ public:
+  Family(const EnvironmentLookup& env, std::string_view launcher) : env_(env), launcher_(launcher) {}
+
+  std::optional<std::string> get(std::string_view name) const { return env_(name); }
+
+  // A variable this launcher always sets alongside its rank.
+  std::string required(std::string_view name, std::string_view rank_variable) const {
+    auto value = env_(name);
+    if (!value)
+      raise<ConfigError>("launcher environment: {} is set but {} is not ({} sets both; unset {} to run one process)",
+                         rank_variable, name, launcher_, rank_variable);
+    return *value;
+  }
+  int integer(std::string_view name, const std::string& text, long long min, long long max) const {
+    return static_cast<int>(parse_integer(name, text, min, max));
+  }
+  // An optional integer variable, `fallback` when unset.
+  int optional_integer(std::string_view name, int fallback, long long min, long long max) const {
+    auto value = env_(name);
+    return value ? integer(name, *value, min, max) : fallback;
+  }
+
+ private:
+  const EnvironmentLookup& env_;
+  std::string_view launcher_;
+};
+
+constexpr long long max_ranks = 1 << 20;
+
+void check_rank(const LaunchEnvironment& launch, std::string_view rank_variable, std::string_view size_variable) {
+  if (launch.rank >= launch.size)
+    raise<ConfigError>("launcher environment: {}={} is not below {}={}", rank_variable, launch.rank, size_variable,
+                       launch.size);
+  if (launch.local_rank >= launch.local_size)
+    raise<ConfigError>("launcher environment: local rank {} is not below the local size {} ({})", launch.local_rank,
+                       launch.local_size, launch.launcher);
+}
+
+std::optional<LaunchEnvironment> torchrun(const EnvironmentLookup& env) {
+  Family f(env, "torchrun");
+  auto rank = f.get("RANK");
+  if (!rank) return std::nullopt;
+  LaunchEnvironment l;
+  l.launcher = "torchrun";
+  l.size = f.integer("WORLD_SIZE", f.required("WORLD_SIZE", "RANK"), 1, max_ranks);
+  l.rank = f.integer("RANK", *rank, 0, max_ranks);
+  l.local_rank = f.optional_integer("LOCAL_RANK", 0, 0, max_ranks);
+  l.local_size = f.optional_integer("LOCAL_WORLD_SIZE", std::max(l.local_rank + 1, 1), 1, max_ranks);
+  if (l.size > 1) {
+    l.head_address = f.required("MASTER_ADDR", "RANK");
+    if (l.head_address.empty()) raise<ConfigError>("launcher environment: MASTER_ADDR is empty");
+    l.head_port = static_cast<std::uint16_t>(f.integer("MASTER_PORT", f.required("MASTER_PORT", "RANK"), 1, 65535));
+  }
+  l.job_id = f.get("TORCHELASTIC_RUN_ID").value_or("");
+  check_rank(l, "RANK", "WORLD_SIZE");
+  return l;
+}
+
+std::optional<LaunchEnvironment> open_mpi(const EnvironmentLookup& env) {
+  Family f(env, "Open MPI");
+  auto rank = f.get("OMPI_COMM_WORLD_RANK");
+  if (!rank) return std::nullopt;
+  LaunchEnvironment l;
+  l.launcher = "Open MPI";
+  const std::string rank_variable = "OMPI_COMM_WORLD_RANK";
+  l.size = f.integer("OMPI_COMM_WORLD_SIZE", f.required("OMPI_COMM_WORLD_SIZE", rank_variable), 1, max_ranks);
+  l.rank = f.integer(rank_variable, *rank, 0, max_ranks);
+  l.local_rank = f.integer("OMPI_COMM_WORLD_LOCAL_RANK", f.required("OMPI_COMM_WORLD_LOCAL_RANK", rank_variable), 0,
+                           max_ranks);
+  l.local_size = f.integer("OMPI_COMM_WORLD_LOCAL_SIZE", f.required("OMPI_COMM_WORLD_LOCAL_SIZE", rank_variable), 1,
+                           max_ranks);
+  l.job_id = f.get("OMPI_MCA_ess_base_jobid").value_or("");
+  check_rank(l, rank_variable, "OMPI_COMM_WORLD_SIZE");
+  return l;
+}
+
+std::optional<LaunchEnvironment> slurm(const EnvironmentLookup& env) {
+  Family f(env, "Slurm");
+  auto rank = f.get("SLURM_PROCID");
+  // A batch script has SLURM_PROCID=0 too, but it is not one of srun's tasks:
+  // only a job step (SLURM_STEP_ID) has ranks that run together.
+  if (!rank || !f.get("SLURM_STEP_ID")) return std::nullopt;
+  LaunchEnvironment l;
+  l.launcher = "Slurm";
+  const bool step_size = f.get("SLURM_STEP_NUM_TASKS").has_value();
+  const char* size_variable = step_size ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
+  l.size = f.integer(size_variable, f.required(size_variable, "SLURM_PROCID"), 1, max_ranks);
+  l.rank = f.integer("SLURM_PROCID", *rank, 0, max_ranks);
+  l.local_rank = f.optional_integer("SLURM_LOCALID", 0, 0, max_ranks);
+  // SLURM_STEP_TASKS_PER_NODE is per node ("2(x3),1"); this host's count is its local ranks.
+  l.local_size = std::max(l.local_rank + 1, 1);
+  const bool step_nodes = f.get("SLURM_STEP_NODELIST").has_value();
+  const char* nodes_variable = step_nodes ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
+  if (auto nodes = f.get(nodes_variable)) {
+    l.hosts = expand_host_list(*nodes, nodes_variable);
+    if (!l.hosts.empty()) l.head_address = l.hosts.front();  // srun places task 0 on the first node
+  }
+  l.job_id = f.get("SLURM_JOB_ID").value_or("");
+  check_rank(l, "SLURM_PROCID", size_variable);
+  return l;
+}
+
+std::optional<LaunchEnvironment> pmi(const EnvironmentLookup& env) {
+  Family f(env, "PMI");
+  if (auto rank = f.get("PMI_RANK")) {
+    LaunchEnvironment l;
+    l.launcher = "PMI";
+    l.size = f.integer("PMI_SIZE", f.required("PMI_SIZE", "PMI_RANK"), 1, max_ranks);
+    l.rank = f.integer("PMI_RANK", *rank, 0, max_ranks);
+    l.local_rank = f.optional_integer("MPI_LOCALRANKID", 0, 0, max_ranks);
+    l.local_size = f.optional_integer("MPI_LOCALNRANKS", std::max(l.local_rank + 1, 1), 1, max_ranks);
+    check_rank(l, "PMI_RANK", "PMI_SIZE");
+    return l;
+  }
+  if (f.get("PMIX_RANK"))
+    raise<ConfigError>(
+        "launcher environment: PMIX_RANK is set but no variable names the number of ranks; "
+        "start taihu-train with mpirun (Open MPI) or srun, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT");
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string LaunchEnvironment::describe() const {
+  return fmt::format("rank {} of {} ({}, local rank {} of {})", rank, size, launcher, local_rank, local_size);
+}
+
+EnvironmentLookup process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::optional<LaunchEnvironment> detect_launch(const EnvironmentLookup& env) {
+  for (auto* family : {torchrun, open_mpi, slurm, pmi})
+    if (auto launch = family(env)) return launch->size > 1 ? launch : std::nullopt;
+  return std::nullopt;
+}
+
+std::vector<std::string> expand_host_list(std::string_view list, std::string_view variable) {
+  auto fail = [&](std::string_view why) -> std::vector<std::string> {
+    raise<ConfigError>("launcher environment: {}='{}': {}", variable, list, why);
+  };
+  // Split at commas outside brackets.
+  std::vector<std::string_view> entries;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == '[') ++depth;
+    if (list[i] == ']' && --depth < 0) return fail("']' without '['");
+    if (list[i] == ',' && depth == 0) {
+      entries.push_back(list.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (depth != 0) return fail("'[' without ']'");
+  entries.push_back(list.substr(start));
+
+  std::vector<std::string> hosts;
+  for (std::string_view entry : entries) {
+    if (entry.empty()) continue;
+    const std::size_t open = entry.find('[');
+    if (open == std::string_view::npos) {
+      hosts.emplace_back(entry);
+      continue;
+    }
+    const std::size_t close = entry.find(']', open);
+    const std::string_view prefix = entry.substr(0, open);
+    const std::string_view ranges = entry.substr(open + 1, close - open - 1);
+    // The rest may hold further brackets ("rack[1-2]-n[1-4]"): expanded on its own.
+    const std::string_view rest = entry.substr(close + 1);
+    const std::vector<std::string> tails =
+        rest.empty() ? std::vector<std::string>{""} : expand_host_list(rest, variable);
+    std::size_t from = 0;
+    while (from <= ranges.size()) {
+      std::size_t comma = ranges.find(',', from);
+      if (comma == std::string_view::npos) comma = ranges.size();
+      const std::string_view range = ranges.substr(from, comma - from);
+      const std::size_t dash = range.find('-');
+      const std::string_view low = range.substr(0, dash);
+      const std::string_view high = dash == std::string_view::npos ? low : range.substr(dash + 1);
+      unsigned long first = 0, last = 0;
+      auto parse = [&](std::string_view digits, unsigned long& out) {
+        const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+        return !digits.empty() && ec == std::errc{} && ptr == digits.data() + digits.size();
+      };
+      if (!parse(low, first) || !parse(high, last) || last < first) return fail(fmt::format("bad range '{}'", range));
+      if (last - first > 1000000) return fail(fmt::format("range '{}' is too large", range));
+      for (unsigned long n = first; n <= last; ++n)
+        for (const auto& tail : tails) hosts.push_back(fmt::format("{}{:0{}}{}", prefix, n, low.size(), tail));
+      from = comma + 1;
+    }
+  }
+  if (hosts.empty()) return fail("no hosts");
+  return hosts;
+}
+
+}  // namespace taihu::transport
