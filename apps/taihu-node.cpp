@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "actors/compute/cluster.hpp"
+#include "transport/addresses.hpp"
 #include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"
 #include "apps/app_support.hpp"
@@ -31,7 +32,9 @@ options (or the same keys, with underscores, in [node] of --config-file):
   --coordinator=HOST:PORT  the coordinator's control port
   --secret-file=PATH       the cluster secret (the coordinator's [cluster] secret_file)
   --name=NAME              name in logs and reports (default node-PID)
-  --listen=ADDR            data-plane address other nodes connect to (default 127.0.0.1)
+  --listen=ADDR            data-plane address (default 127.0.0.1); a wildcard (0.0.0.0)
+                           listens on all and tells peers the address that reached the coordinator
+  --interface=NAME         listen on this network interface's address (e.g. ib0)
   --join-timeout=SECONDS   how long to try reaching the coordinator (default 60)
   --heartbeat=SECONDS      control-plane heartbeat (default 1; same as the coordinator's)
   --dead-after=SECONDS     silence after which the coordinator counts as lost (default 5)
@@ -57,7 +60,7 @@ int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(argc, argv,
                                             {"coordinator", "secret-file", "name", "listen", "join-timeout",
-                                             "heartbeat", "dead-after", "log-level", "protocol-version", "certificate",
+                                             "heartbeat", "dead-after", "log-level", "protocol-version", "certificate", "interface",
                                              "key", "ca-file"});
     if (cl.help) {
       std::fputs(usage, stdout);
@@ -95,6 +98,8 @@ int main(int argc, char** argv) {
     }
     o.name = option("name", "name", "");
     o.data_listen = option("listen", "listen", o.data_listen);
+    if (const std::string interface = option("interface", "interface", ""); !interface.empty())
+      o.data_listen = transport::interface_address(interface);
     auto seconds = [&](const char* flag, const char* key, double fallback) {
       const std::string text = option(flag, key, "");
       if (text.empty()) return fallback;

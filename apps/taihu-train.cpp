@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -25,6 +26,7 @@
 #include "actors/compute/replica_services.hpp"
 #include "actors/compute/run_plan.hpp"
 #include "apps/app_support.hpp"
+#include "apps/launched_cluster.hpp"
 #include "apps/version.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -141,16 +143,14 @@ int main(int argc, char** argv) {
       std::fputs(doc.dump().c_str(), stdout);
       return 0;
     }
-    // Started as one of several ranks (srun, mpirun, torchrun): each would
-    // train alone and write the same files. Refused until the ranks can form
-    // a cluster by themselves.
-    if (auto launch = transport::detect_launch(transport::process_environment()))
-      raise<ConfigError>(
-          "launcher environment: taihu-train was started as {}; forming a cluster from a launcher's ranks is not "
-          "supported yet, and each rank would train alone into the same files. Start one taihu-train with "
-          "[cluster] nodes=N and one taihu-node per host (README: Remote nodes)",
-          launch->describe());
-    app::setup_blas(doc, argc, argv);
+    app::setup_blas(doc, argc, argv);  // (may re-execute this process: before anything starts)
+    // One of several ranks of srun, mpirun or torchrun: the ranks form the
+    // cluster themselves (apps/launched_cluster.hpp).
+    std::optional<app::LaunchedCoordinator> launched;
+    if (auto launch = transport::detect_launch(transport::process_environment())) {
+      if (launch->rank != 0) return app::run_launched_node(*launch, doc);
+      launched.emplace(*launch, doc);
+    }
     default_threads(doc);
 
     // The process's one actor system: every actor of the run lives in it.

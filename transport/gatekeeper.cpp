@@ -429,12 +429,14 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
     raise<GateRefused>("the cluster uses certificates; give this node its own (taihu-node --certificate, --key, "
                        "--ca-file)");
   }
-  if ((welcome.detail & GateDetail::tls) == 0) return {socket.release(), false, certificates};
-  const tcp protocol = socket.local_endpoint().protocol();
+  asio::error_code local_error;
+  const tcp::endpoint local = socket.local_endpoint(local_error);
+  const std::string local_address = local_error ? std::string() : local.address().to_string();
+  if ((welcome.detail & GateDetail::tls) == 0) return {socket.release(), false, certificates, local_address};
   const TlsKey key = tls_key(Plane::control, o.secret, hello.nonce, answer.nonce);
   const TlsCertificates none;
-  return {start_client_tls(o, relay, socket.release(), protocol, key, certificates ? o.certificates : none), true,
-          certificates};
+  return {start_client_tls(o, relay, socket.release(), local.protocol(), key, certificates ? o.certificates : none),
+          true, certificates, local_address};
 }
 
 }  // namespace taihu::transport

@@ -163,6 +163,10 @@ struct GateConnection {
   int fd = -1;
   bool tls = false;
   bool certificates = false;  // the cluster uses certificates (also for the data plane)
+  // This end's address on the connection: one the coordinator reached, so
+  // one its other nodes can likely reach too (a node listening on a wildcard
+  // address advertises it).
+  std::string local_address;
 };
 
 // Connects and runs the client side of the handshake, then TLS where the

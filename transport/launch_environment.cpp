@@ -94,7 +94,7 @@ std::optional<LaunchEnvironment> open_mpi(const EnvironmentLookup& env) {
                            max_ranks);
   l.local_size = f.integer("OMPI_COMM_WORLD_LOCAL_SIZE", f.required("OMPI_COMM_WORLD_LOCAL_SIZE", rank_variable), 1,
                            max_ranks);
-  l.job_id = f.get("OMPI_MCA_ess_base_jobid").value_or("");
+  l.job_id = f.get("OMPI_MCA_ess_base_jobid").value_or(f.get("PMIX_NAMESPACE").value_or(""));
   check_rank(l, rank_variable, "OMPI_COMM_WORLD_SIZE");
   return l;
 }
@@ -120,7 +120,8 @@ std::optional<LaunchEnvironment> slurm(const EnvironmentLookup& env) {
     l.hosts = expand_host_list(*nodes, nodes_variable);
     if (!l.hosts.empty()) l.head_address = l.hosts.front();  // srun places task 0 on the first node
   }
-  l.job_id = f.get("SLURM_JOB_ID").value_or("");
+  // A job's steps run one after another: each is a launch of its own.
+  if (auto job = f.get("SLURM_JOB_ID")) l.job_id = *job + "." + *f.get("SLURM_STEP_ID");
   check_rank(l, "SLURM_PROCID", size_variable);
   return l;
 }

@@ -32,7 +32,7 @@ struct LaunchEnvironment {
   std::vector<std::string> hosts;     // the job's hosts in rank-0-first order, where the launcher names them
   std::string head_address;           // rank 0's host, where the launcher names it (else empty)
   std::optional<std::uint16_t> head_port;  // MASTER_PORT
-  std::string job_id;                 // SLURM_JOB_ID, TORCHELASTIC_RUN_ID, OMPI's job id (may be empty)
+  std::string job_id;                 // Slurm's job.step, Open MPI's job id, TORCHELASTIC_RUN_ID (may be empty)
 
   // "rank 3 of 4 (Slurm, local rank 1 of 2)".
   std::string describe() const;

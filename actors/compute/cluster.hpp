@@ -126,6 +126,10 @@ struct NodeOptions {
   std::string secret;
   std::string name;                       // default: host:pid
   std::string data_listen = "127.0.0.1";  // the data plane's address (others connect to it)
+  // The data-plane address peers are told. Empty: data_listen, unless that is
+  // a wildcard (0.0.0.0, ::), which no peer can connect to: then this node's
+  // address on its connection to the coordinator.
+  std::string data_advertise;
   double join_timeout = 60.0;             // to reach the coordinator
   double heartbeat = 1.0;
   double dead_after = 5.0;

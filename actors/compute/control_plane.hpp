@@ -31,6 +31,7 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
 struct JoinedControlPort {
   caf::actor gate;
   bool certificates = false;  // the cluster uses certificates (on the data plane too)
+  std::string local_address;  // this node's address on the connection (transport::GateConnection)
 };
 JoinedControlPort join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
                                     transport::IoThread& relay);

@@ -44,7 +44,7 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
 
 JoinedControlPort join_control_port(caf::actor_system& system, const transport::GateClientOptions& options,
                                     transport::IoThread& relay) {
-  const auto [fd, tls, certificates] = transport::admit_through_gate(options, relay);
+  const auto [fd, tls, certificates, local_address] = transport::admit_through_gate(options, relay);
   auto& mm = system.middleman();
   caf::io::scribe_ptr scribe;
   try {
@@ -71,7 +71,7 @@ JoinedControlPort join_control_port(caf::actor_system& system, const transport::
   if (options.certificates.given() && !certificates)
     spdlog::info("node '{}': the cluster authenticates by its secret, not certificates: this node's are not used",
                  options.name);
-  return {gate, certificates};
+  return {gate, certificates, local_address};
 }
 
 }  // namespace taihu::compute

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "actors/compute/control_plane.hpp"
+#include "transport/addresses.hpp"
 #include "actors/compute/replica_services.hpp"
 #include "actors/compute/run_plan.hpp"
 #include "actors/compute/worker_actor.hpp"
@@ -248,10 +249,12 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
             "node {} lost its data-plane connection to node {}: {}", index, node, why)});
       },
       allocator);
-  spdlog::info("{}: ranks {}..{} built; data plane on {}:{} (tls = {}{})", s.label, s.local_ranks.front(),
-               s.local_ranks.back(), s.options.data_listen, s.link->port(), transport::tls_mode_name(tls),
-               options.certificates.given() ? ", certificates" : "");
-  return msg::NodeReady{s.index, s.options.data_listen, s.link->port()};
+  const std::string& advertised = s.options.data_advertise.empty() ? s.options.data_listen : s.options.data_advertise;
+  spdlog::info("{}: ranks {}..{} built; data plane on {}:{}{} (tls = {}{})", s.label, s.local_ranks.front(),
+               s.local_ranks.back(), s.options.data_listen, s.link->port(),
+               advertised == s.options.data_listen ? "" : fmt::format(", reached at {}", advertised),
+               transport::tls_mode_name(tls), options.certificates.given() ? ", certificates" : "");
+  return msg::NodeReady{s.index, advertised, s.link->port()};
 }
 
 // Connects to the other nodes' data planes, spawns the shard actors and the
@@ -443,6 +446,8 @@ int run_node(const NodeOptions& o) {
       auto joined = join_control_port(system, gate_options, transport::control_plane_thread());
       gate = joined.gate;
       if (!joined.certificates) node_options.certificates = {};
+      if (node_options.data_advertise.empty() && transport::is_wildcard_address(node_options.data_listen))
+        node_options.data_advertise = joined.local_address;
       break;
     } catch (const transport::GateRefused& e) {
       spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, e.what());

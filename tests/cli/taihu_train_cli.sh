@@ -34,7 +34,8 @@ expect "help" 0 "usage: taihu-train" -- "$train" --help
 expect "version names the build" 0 "^taihu-train [0-9]+\.[0-9]+\.[0-9]+ \(git " -- "$train" --version
 expect "version names the protocols" 0 "^protocols: cluster [0-9]+, data plane [0-9]+" -- "$train" --version
 expect "taihu-node version" 0 "^taihu-node [0-9]+\.[0-9]+\.[0-9]+ \(git " -- "$build/apps/taihu-node" --version
-expect "launcher ranks refused" 2 "started as rank 1 of 2 \(torchrun" -- env RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=9 "$train" --config-file="$work/app.ini"
+expect "torchrun ranks need a secret file" 2 "torchrun has no store to pass a secret through: give \[cluster\] secret_file" -- env RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=9 "$train" --config-file="$work/app.ini"
+expect "launcher size against nodes" 2 "is 3, but torchrun started 2 ranks" -- env RANK=0 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=9 "$train" --config-file="$work/app.ini" nodes=3
 expect "partial launcher environment" 2 "RANK is set but WORLD_SIZE is not" -- env RANK=1 "$train" --config-file="$work/app.ini"
 expect "missing config flag" 2 "config-file" -- "$train"
 expect "dump-config shows overrides" 0 "base_lr = 0.5" -- "$train" --config-file="$work/app.ini" solver.base_lr=0.5 --dump-config

@@ -22,6 +22,10 @@
 #  12. certificates ([cluster] certificate, key, ca_file; taihu-node --certificate --key --ca-file),
 #      made with the openssl command as the README shows: nodes of the cluster's CA train; a node
 #      without a certificate and one of another CA are refused at once (exit 5)
+#  13. cluster launchers: 3 ranks with Open MPI's variables (rank 0 coordinates and trains; the
+#      address, port and a fresh secret pass through the rendezvous directory) and 2 ranks with
+#      torchrun's (MASTER_ADDR:MASTER_PORT, a secret file) train to the in-process result; a rank
+#      whose rank 0 never comes names the rendezvous file it waited for
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -30,7 +34,7 @@ src=$2
 shift 2
 cases=("$@")
 ((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop elastic-join compress
-                            certificates)
+                            certificates launcher)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -541,6 +545,71 @@ PY
       kill -KILL "$p" 2>/dev/null
       wait "$p" 2>/dev/null
     done
+    ;;
+  launcher)
+    # As mpirun would start them: no taihu-node, no secret file, no port in the config.
+    launched=(--config-file="$config" cluster.secret_file= cluster.join_timeout=30 data.limit_test=500
+              "${small[@]}" --progress=lines)
+    rank_pids=()
+    for r in 0 1 2; do
+      env OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=3 OMPI_COMM_WORLD_LOCAL_RANK=$r OMPI_COMM_WORLD_LOCAL_SIZE=3 \
+        OMPI_MCA_ess_base_jobid="test$$" "$train" "${launched[@]}" output.dir="$work/mpi" \
+        --report="$work/mpi-rank$r.json" >"$work/mpi-rank$r.log" 2>&1 &
+      rank_pids+=("$!")
+      pids+=("$!")
+    done
+    for r in 0 1 2; do
+      wait "${rank_pids[$r]}"
+      check "launcher: Open MPI rank $r exits 0 (exit $?)" $? "$work/mpi-rank$r.log"
+    done
+    grep -q "this rank coordinates 3 nodes" "$work/mpi-rank0.log" && grep -q "rank 0's node runs as process" "$work/mpi-rank0.log"
+    check "launcher: rank 0 coordinates and runs a node of its own" $? "$work/mpi-rank0.log"
+    ! ls -A "$work/mpi" | grep -q '^\.taihu-'
+    check "launcher: the rendezvous files are removed at the end" $?
+    "$train" "${common[@]}" "${small[@]}" nodes=0 workers=3 --report="$work/launch-inproc3.json" \
+      >"$work/launch-inproc3.log" 2>&1
+    same_report "launcher (Open MPI) vs in-process" "$work/mpi-rank0.json" "$work/launch-inproc3.json" \
+      test_loss test_accuracy train_loss
+    check "launcher: 3 Open MPI ranks equal workers=3 in one process" $?
+    # torchrun's variables: rank 0 listens on MASTER_PORT; the secret is a file both read.
+    master_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    rank_pids=()
+    for r in 0 1; do
+      env RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$master_port" \
+        "$train" "${launched[@]}" nodes=2 workers=2 cluster.secret_file="$work/secret" output.dir="$work/torchrun" \
+        --report="$work/torchrun-rank$r.json" >"$work/torchrun-rank$r.log" 2>&1 &
+      rank_pids+=("$!")
+      pids+=("$!")
+    done
+    for r in 0 1; do
+      wait "${rank_pids[$r]}"
+      check "launcher: torchrun rank $r exits 0 (exit $?)" $? "$work/torchrun-rank$r.log"
+    done
+    "$train" "${common[@]}" "${small[@]}" nodes=0 workers=2 --report="$work/launch-inproc2.json" \
+      >"$work/launch-inproc2.log" 2>&1
+    same_report "launcher (torchrun) vs in-process" "$work/torchrun-rank0.json" "$work/launch-inproc2.json" \
+      test_loss test_accuracy train_loss
+    check "launcher: 2 torchrun ranks equal workers=2 in one process" $?
+    # The real mpirun, where Open MPI is installed (bash scripts/quickstart.sh bench-mpi installs it).
+    if command -v mpirun >/dev/null; then
+      as_root=()
+      [[ $(id -u) -eq 0 ]] && as_root=(--allow-run-as-root)
+      mpirun "${as_root[@]}" --oversubscribe -np 3 "$train" "${launched[@]}" nodes=3 workers=3 \
+        output.dir="$work/mpirun" --report="$work/mpirun.json" >"$work/mpirun.log" 2>&1
+      check "launcher: mpirun -np 3 exits 0 (exit $?)" $? "$work/mpirun.log"
+      same_report "launcher (mpirun) vs in-process" "$work/mpirun.json" "$work/launch-inproc3.json" \
+        test_loss test_accuracy train_loss
+      check "launcher: mpirun -np 3 equals workers=3 in one process" $?
+    else
+      echo "launcher: no mpirun here; the Open MPI case ran with its variables set by hand"
+    fi
+    # A rank whose rank 0 never starts: it names what it waited for, within its join timeout.
+    env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
+      OMPI_MCA_ess_base_jobid="alone$$" "$train" "${launched[@]}" cluster.join_timeout=2 output.dir="$work/alone" \
+      >"$work/alone.log" 2>&1
+    rc=$?
+    [[ $rc -eq 2 ]] && grep -q "\.taihu-alone$$\.host' did not appear in time (rank 0 writes it)" "$work/alone.log"
+    check "launcher: a rank without its rank 0 names the rendezvous file (exit $rc)" $? "$work/alone.log"
     ;;
   esac
 done

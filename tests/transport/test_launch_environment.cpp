@@ -107,7 +107,7 @@ TEST_SUITE("net") {
     CHECK(l->local_rank == 1);
     CHECK(l->hosts == std::vector<std::string>{"cn003", "cn004", "cn010", "gpu7"});
     CHECK(l->head_address == "cn003");
-    CHECK(l->job_id == "4242");
+    CHECK(l->job_id == "4242.0");
   }
 
   TEST_CASE("launcher environment: MPICH's Hydra (PMI)") {

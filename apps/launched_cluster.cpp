@@ -1,0 +1,270 @@
+#include "apps/launched_cluster.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "actors/compute/cluster.hpp"
+#include "core/common/check.hpp"
+#include "core/common/error.hpp"
+#include "transport/addresses.hpp"
+#include "transport/cluster_secret.hpp"
+#include "transport/data_plane.hpp"  // NetError
+
+extern char** environ;
+
+namespace taihu::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// Writes `text` to `path` readable by its owner only, atomically: a reader
+// sees the whole file or none.
+void write_private_file(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path partial = path.string() + fmt::format(".tmp.{}", ::getpid());
+  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  require<ConfigError>(fd >= 0, "cluster launch: cannot write '{}': {}", partial.string(), std::strerror(errno));
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  require<ConfigError>(written, "cluster launch: cannot write '{}'", partial.string());
+  std::filesystem::rename(partial, path);
+}
+
+// The text of a file once it exists and is not empty (the writers rename
+// whole files into place), waiting until `deadline`; ConfigError naming the
+// file and what writes it after that. `stop` ends the wait early (nullopt).
+std::optional<std::string> wait_for_file(const std::filesystem::path& path, Clock::time_point deadline,
+                                         std::string_view writer, const std::atomic<bool>* stop = nullptr) {
+  for (;;) {
+    std::ifstream in(path);
+    std::stringstream text;
+    if (in && (text << in.rdbuf()) && !text.str().empty()) {
+      std::string s = text.str();
+      while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+      return s;
+    }
+    if (stop != nullptr && stop->load()) return std::nullopt;
+    if (Clock::now() > deadline)
+      raise<ConfigError>("cluster launch: '{}' did not appear in time ({} writes it): every rank must see the "
+                         "rendezvous directory ([cluster] rendezvous, by default the output directory)",
+                         path.string(), writer);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::uint16_t parse_port(const std::string& text, const std::filesystem::path& from) {
+  const auto port = config::parse_value<int>(text);
+  require<ConfigError>(port && *port > 0 && *port <= 65535, "cluster launch: '{}' holds no port ('{}')", from.string(),
+                       text);
+  return static_cast<std::uint16_t>(*port);
+}
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+// The address to listen on: [cluster] interface's, else every interface.
+std::string listen_address(const config::Section& cluster) {
+  const std::string interface = cluster.get_or<std::string>("interface", "");
+  if (interface.empty()) return "0.0.0.0";
+  try {
+    return transport::interface_address(interface);
+  } catch (const ConfigError& e) {
+    throw cluster.error("interface", e.what());
+  }
+}
+
+// A path key of [cluster], resolved against the config file ("" when unset).
+std::string cluster_path(const config::Document& doc, const char* key) {
+  const std::string text = doc.section("cluster").get_or<std::string>(key, "");
+  return text.empty() ? text : std::filesystem::absolute(doc.resolve(text)).string();
+}
+
+// torchrun names rank 0's address and port; the other launchers do not.
+bool address_from_launcher(const transport::LaunchEnvironment& launch) { return launch.head_port.has_value(); }
+
+}  // namespace
+
+Rendezvous Rendezvous::of(const transport::LaunchEnvironment& launch, const config::Document& doc) {
+  Rendezvous r;
+  const std::string configured = doc.section("cluster").get_or<std::string>("rendezvous", "");
+  r.directory = std::filesystem::absolute(
+      configured.empty() ? std::filesystem::path(doc.section("output").get_or<std::string>("dir", "out"))
+                         : doc.resolve(configured));
+  const char* override_job = std::getenv("TAIHU_JOB_ID");
+  r.job = override_job != nullptr && *override_job != '\0' ? override_job : launch.job_id;
+  require<ConfigError>(!r.job.empty(),
+                       "cluster launch: {} names no job, so the ranks' rendezvous files would have no name of "
+                       "their own: set TAIHU_JOB_ID to a name unique to this launch",
+                       launch.launcher);
+  for (char& ch : r.job)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.') ch = '_';
+  std::filesystem::create_directories(r.directory);
+  return r;
+}
+
+LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& launch, config::Document& doc)
+    : launch_(launch) {
+  const config::Section& root = doc.root();
+  const int nodes = root.get_or<int>("nodes", 0);
+  if (nodes != 0 && nodes != launch.size)
+    throw root.error("nodes", fmt::format("is {}, but {} started {} ranks (leave nodes unset under a launcher)",
+                                          nodes, launch.launcher, launch.size));
+  const config::Section& cluster = doc.section("cluster");
+  const std::string listen = listen_address(cluster);
+  data_listen_ = listen;
+  join_timeout_ = cluster.get_or<double>("join_timeout", join_timeout_);
+  secret_path_ = cluster_path(doc, "secret_file");
+  certificates_ = {{"certificate", cluster_path(doc, "certificate")},
+                   {"key", cluster_path(doc, "key")},
+                   {"ca-file", cluster_path(doc, "ca_file")}};
+
+  doc.apply_override(fmt::format("nodes={}", launch.size));
+  doc.apply_override("cluster.listen=" + listen);
+  if (address_from_launcher(launch)) {
+    require<ConfigError>(!secret_path_.empty(),
+                         "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
+                         "a file every rank can read (and only you)",
+                         launch.launcher);
+    advertised_host_ = launch.head_address;
+    doc.apply_override(fmt::format("cluster.port={}", *launch.head_port));
+    // Only to learn that the coordinator listens: a file of this process's own.
+    port_file_ = std::filesystem::temp_directory_path() / fmt::format("taihu-launch-{}.port", ::getpid());
+  } else {
+    rendezvous_ = Rendezvous::of(launch, doc);
+    for (const auto& stale : {rendezvous_.port_file(), rendezvous_.host_file(), rendezvous_.secret_file()})
+      std::filesystem::remove(stale);
+    if (secret_path_.empty()) {
+      secret_path_ = rendezvous_.secret_file();
+      write_private_file(secret_path_, transport::random_secret() + "\n");
+      generated_secret_ = true;
+      doc.apply_override("cluster.secret_file=" + secret_path_.string());
+    }
+    advertised_host_ = transport::is_wildcard_address(listen) ? host_name() : listen;
+    write_private_file(rendezvous_.host_file(), advertised_host_ + "\n");
+    doc.apply_override("cluster.port=0");
+    port_file_ = rendezvous_.port_file();
+  }
+  std::filesystem::remove(port_file_);
+  doc.apply_override("cluster.port_file=" + port_file_.string());
+  spdlog::info("cluster launch: {}; this rank coordinates {} nodes at {} and runs one of them", launch.describe(),
+               launch.size, advertised_host_);
+  // The node starts once the coordinator listens, so a config the
+  // coordinator rejects leaves no node behind.
+  starter_ = std::thread([this] {
+    try {
+      auto text = wait_for_file(port_file_, deadline_after(join_timeout_), "this rank's coordinator", &stopping_);
+      if (!text) return;
+      start_own_node(parse_port(*text, port_file_));
+    } catch (const std::exception& e) {
+      spdlog::error("cluster launch: rank 0's own node did not start: {}", e.what());
+    }
+  });
+}
+
+void LaunchedCoordinator::start_own_node(std::uint16_t port) {
+  const std::filesystem::path node = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "taihu-node";
+  require<ConfigError>(std::filesystem::exists(node), "cluster launch: '{}' is missing (rank 0 runs its share there)",
+                       node.string());
+  std::vector<std::string> args = {node.string(),
+                                   fmt::format("--coordinator={}:{}", advertised_host_, port),
+                                   "--secret-file=" + secret_path_.string(),
+                                   fmt::format("--name=rank0@{}", host_name()),
+                                   "--listen=" + data_listen_,
+                                   fmt::format("--join-timeout={}", join_timeout_)};
+  for (const auto& [flag, path] : certificates_)
+    if (!path.empty()) args.push_back(fmt::format("--{}={}", flag, path));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int failed = ::posix_spawn(&pid, node.c_str(), nullptr, nullptr, argv.data(), environ);
+  require<ConfigError>(failed == 0, "cluster launch: cannot start '{}': {}", node.string(), std::strerror(failed));
+  node_ = pid;
+  spdlog::info("cluster launch: rank 0's node runs as process {}", pid);
+}
+
+LaunchedCoordinator::~LaunchedCoordinator() {
+  stopping_ = true;
+  if (starter_.joinable()) starter_.join();
+  if (node_ > 0) {
+    // The node ends when the run does; a node that cannot (a coordinator that
+    // failed before it joined) is not left behind.
+    int status = 0;
+    const auto deadline = deadline_after(30);
+    while (::waitpid(node_, &status, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        spdlog::warn("cluster launch: rank 0's node (process {}) did not end within 30 s; killed", node_);
+        ::kill(node_, SIGKILL);
+        ::waitpid(node_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove(port_file_, ignored);
+  if (!address_from_launcher(launch_)) {
+    std::filesystem::remove(rendezvous_.host_file(), ignored);
+    if (generated_secret_) std::filesystem::remove(rendezvous_.secret_file(), ignored);
+  }
+}
+
+int run_launched_node(const transport::LaunchEnvironment& launch, config::Document& doc) {
+  const config::Section& cluster = doc.section("cluster");
+  compute::NodeOptions o;
+  o.join_timeout = cluster.get_or<double>("join_timeout", o.join_timeout);
+  o.heartbeat = cluster.get_or<double>("heartbeat", o.heartbeat);
+  o.dead_after = cluster.get_or<double>("dead_after", o.dead_after);
+  o.data_listen = listen_address(cluster);
+  o.name = fmt::format("rank{}@{}", launch.rank, host_name());
+  o.certificates = {cluster_path(doc, "certificate"), cluster_path(doc, "key"), cluster_path(doc, "ca_file")};
+  transport::check_certificates(o.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
+  std::filesystem::path secret = cluster_path(doc, "secret_file");
+  const auto deadline = deadline_after(o.join_timeout);
+  if (address_from_launcher(launch)) {
+    require<ConfigError>(!secret.empty(),
+                         "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
+                         "a file every rank can read (and only you)",
+                         launch.launcher);
+    o.coordinator_host = launch.head_address;
+    o.coordinator_port = *launch.head_port;
+  } else {
+    const Rendezvous r = Rendezvous::of(launch, doc);
+    o.coordinator_host = *wait_for_file(r.host_file(), deadline, "rank 0");
+    o.coordinator_port = parse_port(*wait_for_file(r.port_file(), deadline, "rank 0's coordinator"), r.port_file());
+    if (secret.empty()) {
+      secret = r.secret_file();
+      wait_for_file(secret, deadline, "rank 0");
+    }
+  }
+  try {
+    o.secret = transport::read_secret_file(secret);
+  } catch (const transport::NetError& e) {
+    throw ConfigError(std::string("cluster launch: ") + e.what());
+  }
+  spdlog::info("cluster launch: {}; joining the coordinator at {}:{}", launch.describe(), o.coordinator_host,
+               o.coordinator_port);
+  return compute::run_node(o);
+}
+
+}  // namespace taihu::app

@@ -1,0 +1,85 @@
+#pragma once
+// taihu-train started by a cluster launcher (srun, mpirun, torchrun; see
+// transport/launch_environment.hpp): the launcher's ranks form the cluster by
+// themselves, with no wrapper script and no idle task.
+//
+//   rank 0      the coordinator (nodes = the launcher's size), and beside it
+//               a taihu-node process for rank 0's own share of the training;
+//   rank 1..    a node each, joining rank 0's coordinator.
+//
+// How they meet:
+//   torchrun    rank 0 listens on MASTER_ADDR's MASTER_PORT; the secret comes
+//               from [cluster] secret_file (torchrun has no store of its own
+//               that other programs can read);
+//   otherwise   rank 0 listens on a free port and writes its address, port
+//               and (unless [cluster] secret_file names one) a fresh secret
+//               into the rendezvous directory, which every rank must see:
+//               [cluster] rendezvous, by default the output directory. The
+//               files are named by the launcher's job (Slurm job and step,
+//               Open MPI's job; TAIHU_JOB_ID overrides), readable by their
+//               owner only, written atomically, and removed at the end.
+// Every process listens on [cluster] interface's address when one is named
+// (e.g. ib0), else on all interfaces, and tells its peers the address by
+// which it reached the coordinator.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "transport/launch_environment.hpp"
+
+namespace taihu::app {
+
+// Where the ranks of one launch leave their address, port and secret.
+struct Rendezvous {
+  std::filesystem::path directory;
+  std::string job;  // names the files: one launch's, not another's
+
+  std::filesystem::path secret_file() const { return directory / (".taihu-" + job + ".secret"); }
+  std::filesystem::path port_file() const { return directory / (".taihu-" + job + ".port"); }
+  std::filesystem::path host_file() const { return directory / (".taihu-" + job + ".host"); }
+
+  // From [cluster] rendezvous (else [output] dir) and the launch's job.
+  static Rendezvous of(const transport::LaunchEnvironment& launch, const config::Document& doc);
+};
+
+// Rank 0. Configures `doc` as the coordinator of the launch's ranks and, once
+// its control port is open, starts this rank's own taihu-node (the binary
+// beside this one). The destructor waits for that node (killing it after 30 s)
+// and removes the rendezvous files.
+class LaunchedCoordinator {
+ public:
+  LaunchedCoordinator(const transport::LaunchEnvironment& launch, config::Document& doc);
+  ~LaunchedCoordinator();
+  LaunchedCoordinator(const LaunchedCoordinator&) = delete;
+  LaunchedCoordinator& operator=(const LaunchedCoordinator&) = delete;
+
+ private:
+  void start_own_node(std::uint16_t port);
+
+  transport::LaunchEnvironment launch_;
+  Rendezvous rendezvous_;
+  std::string advertised_host_;  // how the nodes reach the coordinator
+  std::string data_listen_;
+  std::filesystem::path secret_path_;
+  std::filesystem::path port_file_;  // the coordinator writes its port there once it listens
+  std::vector<std::pair<std::string, std::string>> certificates_;  // taihu-node flag, path
+  bool generated_secret_ = false;
+  double join_timeout_ = 60;
+  pid_t node_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::thread starter_;
+};
+
+// Ranks 1 and up: joins rank 0's coordinator as a node, with the timeouts and
+// certificates of the local config's [cluster]; returns taihu-node's exit code.
+int run_launched_node(const transport::LaunchEnvironment& launch, config::Document& doc);
+
+}  // namespace taihu::app

@@ -1,0 +1,47 @@
+#include "transport/addresses.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "core/common/check.hpp"
+#include "core/common/error.hpp"
+
+namespace taihu::transport {
+
+bool is_wildcard_address(std::string_view address) {
+  return address.empty() || address == "0.0.0.0" || address == "::" || address == "[::]" || address == "*";
+}
+
+std::string interface_address(std::string_view interface_name) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) raise<ConfigError>("cannot list this host's network interfaces");
+  std::string v4, v6;
+  std::set<std::string> names;
+  for (const ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    names.insert(a->ifa_name);
+    if (interface_name != a->ifa_name) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET && v4.empty()) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+      v4 = text;
+    } else if (a->ifa_addr->sa_family == AF_INET6 && v6.empty()) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr, text, sizeof text);
+      v6 = text;
+    }
+  }
+  ::freeifaddrs(list);
+  if (!v4.empty()) return v4;
+  if (!v6.empty()) return v6;
+  raise<ConfigError>("network interface '{}' {} (interfaces here: {})", interface_name,
+                     names.count(std::string(interface_name)) ? "has no IP address" : "does not exist",
+                     fmt::join(names, ", "));
+}
+
+}  // namespace taihu::transport
