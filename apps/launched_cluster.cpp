@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "actors/compute/cluster.hpp"
+#include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
 #include "transport/addresses.hpp"
@@ -97,6 +98,14 @@ std::string listen_address(const config::Section& cluster) {
 std::string cluster_path(const config::Document& doc, const char* key) {
   const std::string text = doc.section("cluster").get_or<std::string>(key, "");
   return text.empty() ? text : std::filesystem::absolute(doc.resolve(text)).string();
+}
+
+// How many node processes share this host's cores: the launcher's ranks on
+// it, unless the launcher bound each to cores of its own (srun and mpirun
+// can), which the affinity mask then shows.
+int processes_on_host(const transport::LaunchEnvironment& launch) {
+  const auto online = static_cast<int>(std::thread::hardware_concurrency());
+  return blas::available_cores() < online ? 1 : std::max(1, launch.local_size);
 }
 
 // torchrun names rank 0's address and port; the other launchers do not.
@@ -190,7 +199,8 @@ void LaunchedCoordinator::start_own_node(std::uint16_t port) {
                                    "--secret-file=" + secret_path_.string(),
                                    fmt::format("--name=rank0@{}", host_name()),
                                    "--listen=" + data_listen_,
-                                   fmt::format("--join-timeout={}", join_timeout_)};
+                                   fmt::format("--join-timeout={}", join_timeout_),
+                                   fmt::format("--processes-on-host={}", processes_on_host(launch_))};
   for (const auto& [flag, path] : certificates_)
     if (!path.empty()) args.push_back(fmt::format("--{}={}", flag, path));
   std::vector<char*> argv;
@@ -237,6 +247,7 @@ int run_launched_node(const transport::LaunchEnvironment& launch, config::Docume
   o.dead_after = cluster.get_or<double>("dead_after", o.dead_after);
   o.data_listen = listen_address(cluster);
   o.name = fmt::format("rank{}@{}", launch.rank, host_name());
+  o.processes_on_host = processes_on_host(launch);
   o.certificates = {cluster_path(doc, "certificate"), cluster_path(doc, "key"), cluster_path(doc, "ca_file")};
   transport::check_certificates(o.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
   std::filesystem::path secret = cluster_path(doc, "secret_file");

@@ -35,6 +35,8 @@ options (or the same keys, with underscores, in [node] of --config-file):
   --listen=ADDR            data-plane address (default 127.0.0.1); a wildcard (0.0.0.0)
                            listens on all and tells peers the address that reached the coordinator
   --interface=NAME         listen on this network interface's address (e.g. ib0)
+  --processes-on-host=N    node processes sharing this host's cores (default 1): with
+                           [blas] threads = 0 each takes its share
   --join-timeout=SECONDS   how long to try reaching the coordinator (default 60)
   --heartbeat=SECONDS      control-plane heartbeat (default 1; same as the coordinator's)
   --dead-after=SECONDS     silence after which the coordinator counts as lost (default 5)
@@ -60,7 +62,7 @@ int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(argc, argv,
                                             {"coordinator", "secret-file", "name", "listen", "join-timeout",
-                                             "heartbeat", "dead-after", "log-level", "protocol-version", "certificate", "interface",
+                                             "heartbeat", "dead-after", "log-level", "protocol-version", "certificate", "interface", "processes-on-host",
                                              "key", "ca-file"});
     if (cl.help) {
       std::fputs(usage, stdout);
@@ -107,6 +109,11 @@ int main(int argc, char** argv) {
       if (!v || !(*v > 0)) throw ConfigError(std::string("taihu-node: --") + flag + " must be a positive number");
       return *v;
     };
+    if (const std::string text = option("processes-on-host", "processes_on_host", ""); !text.empty()) {
+      const auto n = config::parse_value<int>(text);
+      if (!n || *n < 1) throw ConfigError("taihu-node: --processes-on-host must be a positive integer");
+      o.processes_on_host = *n;
+    }
     o.join_timeout = seconds("join-timeout", "join_timeout", o.join_timeout);
     o.heartbeat = seconds("heartbeat", "heartbeat", o.heartbeat);
     o.dead_after = seconds("dead-after", "dead_after", o.dead_after);

@@ -25,7 +25,9 @@ packages=(
   python3  # the multi-process cluster test checks JSON reports and timings with it
   openssl  # the cluster test makes certificates as the README shows
 )
-# OpenMPI only for the allreduce comparison (bench/allreduce_vs_mpi.sh), never for tests.
+# Open MPI's mpirun for the cluster test's launcher case (ranks started by mpirun form the
+# cluster); its development files only for the allreduce comparison (bench/allreduce_vs_mpi.sh).
+if [[ "$mode" == "test" ]]; then packages+=(openmpi-bin); fi
 if [[ "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin libopenmpi-dev); fi
 
 missing=()

@@ -133,6 +133,9 @@ struct NodeOptions {
   double join_timeout = 60.0;             // to reach the coordinator
   double heartbeat = 1.0;
   double dead_after = 5.0;
+  // Node processes that share this host's cores (a launcher's ranks on one
+  // host): [blas] threads = 0 divides the cores among them.
+  int processes_on_host = 1;
   int protocol_version = cluster_protocol_version;  // tests speak others
   // This node's certificates, used where the cluster uses certificates (the
   // coordinator's [cluster] certificate); no node shares another's key.

@@ -209,9 +209,8 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   const double bucket_mb = doc.section("sync").get_or<double>("bucket_mb", 25.0);
   const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
   const int blas_threads = doc.section("blas").get_or<int>("threads", 0);
-  blas::set_threads(blas_threads > 0 ? blas_threads
-                                     : std::max(1, blas::available_cores() /
-                                                       std::max(1, static_cast<int>(s.local_ranks.size()))));
+  const int sharing = std::max(1, s.options.processes_on_host) * std::max(1, static_cast<int>(s.local_ranks.size()));
+  blas::set_threads(blas_threads > 0 ? blas_threads : std::max(1, blas::available_cores() / sharing));
   // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
   const config::Section& cluster_section = doc.section("cluster");
   const ClusterSettings defaults;
