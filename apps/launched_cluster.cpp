@@ -24,6 +24,7 @@
 #include "transport/addresses.hpp"
 #include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"  // NetError
+#include "transport/launcher_store.hpp"
 
 extern char** environ;
 
@@ -108,8 +109,18 @@ int processes_on_host(const transport::LaunchEnvironment& launch) {
   return blas::available_cores() < online ? 1 : std::max(1, launch.local_size);
 }
 
-// torchrun names rank 0's address and port; the other launchers do not.
-bool address_from_launcher(const transport::LaunchEnvironment& launch) { return launch.head_port.has_value(); }
+// torchrun names rank 0's address and port; PMIx launchers (mpirun, srun
+// --mpi=pmix) carry them in their store; the others need a shared directory.
+Meeting meeting_of(const transport::LaunchEnvironment& launch) {
+  if (launch.head_port) return Meeting::launcher_address;
+  if (transport::launcher_store_available()) return Meeting::launcher_store;
+  return Meeting::directory;
+}
+
+// What rank 0 shares through the store: host, port and secret, a line each.
+std::string store_text(const std::string& host, std::uint16_t port, const std::string& secret) {
+  return fmt::format("{}\n{}\n{}", host, port, secret);
+}
 
 }  // namespace
 
@@ -149,41 +160,62 @@ LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& lau
 
   doc.apply_override(fmt::format("nodes={}", launch.size));
   doc.apply_override("cluster.listen=" + listen);
-  if (address_from_launcher(launch)) {
-    require<ConfigError>(!secret_path_.empty(),
-                         "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
-                         "a file every rank can read (and only you)",
-                         launch.launcher);
-    advertised_host_ = launch.head_address;
-    doc.apply_override(fmt::format("cluster.port={}", *launch.head_port));
-    // Only to learn that the coordinator listens: a file of this process's own.
-    port_file_ = std::filesystem::temp_directory_path() / fmt::format("taihu-launch-{}.port", ::getpid());
-  } else {
-    rendezvous_ = Rendezvous::of(launch, doc);
-    for (const auto& stale : {rendezvous_.port_file(), rendezvous_.host_file(), rendezvous_.secret_file()})
-      std::filesystem::remove(stale);
-    if (secret_path_.empty()) {
-      secret_path_ = rendezvous_.secret_file();
-      write_private_file(secret_path_, transport::random_secret() + "\n");
-      generated_secret_ = true;
-      doc.apply_override("cluster.secret_file=" + secret_path_.string());
-    }
-    advertised_host_ = transport::is_wildcard_address(listen) ? host_name() : listen;
-    write_private_file(rendezvous_.host_file(), advertised_host_ + "\n");
-    doc.apply_override("cluster.port=0");
-    port_file_ = rendezvous_.port_file();
+  meeting_ = meeting_of(launch);
+  advertised_host_ = transport::is_wildcard_address(listen) ? host_name() : listen;
+  // Where the coordinator tells its port; only this process reads it, unless the ranks meet in a directory.
+  port_file_ = std::filesystem::temp_directory_path() / fmt::format("taihu-launch-{}.port", ::getpid());
+  switch (meeting_) {
+    case Meeting::launcher_address:
+      require<ConfigError>(!secret_path_.empty(),
+                           "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
+                           "a file every rank can read (and only you)",
+                           launch.launcher);
+      advertised_host_ = launch.head_address;
+      doc.apply_override(fmt::format("cluster.port={}", *launch.head_port));
+      break;
+    case Meeting::launcher_store:
+      if (secret_path_.empty()) {
+        // For this rank's own node only; the other ranks get the secret from the store.
+        secret_path_ = std::filesystem::temp_directory_path() / fmt::format("taihu-launch-{}.secret", ::getpid());
+        write_private_file(secret_path_, transport::random_secret() + "\n");
+        generated_secret_ = true;
+        doc.apply_override("cluster.secret_file=" + secret_path_.string());
+      }
+      doc.apply_override("cluster.port=0");
+      break;
+    case Meeting::directory:
+      rendezvous_ = Rendezvous::of(launch, doc);
+      for (const auto& stale : {rendezvous_.port_file(), rendezvous_.host_file(), rendezvous_.secret_file()})
+        std::filesystem::remove(stale);
+      if (secret_path_.empty()) {
+        secret_path_ = rendezvous_.secret_file();
+        write_private_file(secret_path_, transport::random_secret() + "\n");
+        generated_secret_ = true;
+        doc.apply_override("cluster.secret_file=" + secret_path_.string());
+      }
+      write_private_file(rendezvous_.host_file(), advertised_host_ + "\n");
+      doc.apply_override("cluster.port=0");
+      port_file_ = rendezvous_.port_file();
+      break;
   }
   std::filesystem::remove(port_file_);
   doc.apply_override("cluster.port_file=" + port_file_.string());
-  spdlog::info("cluster launch: {}; this rank coordinates {} nodes at {} and runs one of them", launch.describe(),
-               launch.size, advertised_host_);
+  spdlog::info("cluster launch: {}; this rank coordinates {} nodes at {} and runs one of them; the ranks meet {}",
+               launch.describe(), launch.size, advertised_host_,
+               meeting_ == Meeting::launcher_address ? "at " + launch.head_address + ":MASTER_PORT"
+               : meeting_ == Meeting::launcher_store ? std::string("through the launcher's PMIx store")
+                                                     : "in " + rendezvous_.directory.string());
   // The node starts once the coordinator listens, so a config the
   // coordinator rejects leaves no node behind.
   starter_ = std::thread([this] {
     try {
       auto text = wait_for_file(port_file_, deadline_after(join_timeout_), "this rank's coordinator", &stopping_);
       if (!text) return;
-      start_own_node(parse_port(*text, port_file_));
+      const std::uint16_t port = parse_port(*text, port_file_);
+      if (meeting_ == Meeting::launcher_store)
+        transport::share_from_rank0(store_text(advertised_host_, port, transport::read_secret_file(secret_path_)),
+                                    join_timeout_);
+      start_own_node(port);
     } catch (const std::exception& e) {
       spdlog::error("cluster launch: rank 0's own node did not start: {}", e.what());
     }
@@ -233,10 +265,8 @@ LaunchedCoordinator::~LaunchedCoordinator() {
   }
   std::error_code ignored;
   std::filesystem::remove(port_file_, ignored);
-  if (!address_from_launcher(launch_)) {
-    std::filesystem::remove(rendezvous_.host_file(), ignored);
-    if (generated_secret_) std::filesystem::remove(rendezvous_.secret_file(), ignored);
-  }
+  if (generated_secret_) std::filesystem::remove(secret_path_, ignored);
+  if (meeting_ == Meeting::directory) std::filesystem::remove(rendezvous_.host_file(), ignored);
 }
 
 int run_launched_node(const transport::LaunchEnvironment& launch, config::Document& doc) {
@@ -252,26 +282,42 @@ int run_launched_node(const transport::LaunchEnvironment& launch, config::Docume
   transport::check_certificates(o.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
   std::filesystem::path secret = cluster_path(doc, "secret_file");
   const auto deadline = deadline_after(o.join_timeout);
-  if (address_from_launcher(launch)) {
-    require<ConfigError>(!secret.empty(),
-                         "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
-                         "a file every rank can read (and only you)",
-                         launch.launcher);
-    o.coordinator_host = launch.head_address;
-    o.coordinator_port = *launch.head_port;
-  } else {
-    const Rendezvous r = Rendezvous::of(launch, doc);
-    o.coordinator_host = *wait_for_file(r.host_file(), deadline, "rank 0");
-    o.coordinator_port = parse_port(*wait_for_file(r.port_file(), deadline, "rank 0's coordinator"), r.port_file());
-    if (secret.empty()) {
-      secret = r.secret_file();
-      wait_for_file(secret, deadline, "rank 0");
+  switch (meeting_of(launch)) {
+    case Meeting::launcher_address:
+      require<ConfigError>(!secret.empty(),
+                           "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
+                           "a file every rank can read (and only you)",
+                           launch.launcher);
+      o.coordinator_host = launch.head_address;
+      o.coordinator_port = *launch.head_port;
+      break;
+    case Meeting::launcher_store: {
+      const std::string text = transport::share_from_rank0(std::nullopt, o.join_timeout);
+      const auto first = text.find('\n'), second = text.find('\n', first + 1);
+      require<ConfigError>(first != std::string::npos && second != std::string::npos,
+                           "cluster launch: rank 0's entry in the launcher's store is malformed");
+      o.coordinator_host = text.substr(0, first);
+      o.coordinator_port = parse_port(text.substr(first + 1, second - first - 1), "the launcher's store");
+      o.secret = text.substr(second + 1);
+      break;
+    }
+    case Meeting::directory: {
+      const Rendezvous r = Rendezvous::of(launch, doc);
+      o.coordinator_host = *wait_for_file(r.host_file(), deadline, "rank 0");
+      o.coordinator_port = parse_port(*wait_for_file(r.port_file(), deadline, "rank 0's coordinator"), r.port_file());
+      if (secret.empty()) {
+        secret = r.secret_file();
+        wait_for_file(secret, deadline, "rank 0");
+      }
+      break;
     }
   }
-  try {
-    o.secret = transport::read_secret_file(secret);
-  } catch (const transport::NetError& e) {
-    throw ConfigError(std::string("cluster launch: ") + e.what());
+  if (o.secret.empty()) {
+    try {
+      o.secret = transport::read_secret_file(secret);
+    } catch (const transport::NetError& e) {
+      throw ConfigError(std::string("cluster launch: ") + e.what());
+    }
   }
   spdlog::info("cluster launch: {}; joining the coordinator at {}:{}", launch.describe(), o.coordinator_host,
                o.coordinator_port);

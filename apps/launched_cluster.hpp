@@ -7,17 +7,15 @@
 //               a taihu-node process for rank 0's own share of the training;
 //   rank 1..    a node each, joining rank 0's coordinator.
 //
-// How they meet:
-//   torchrun    rank 0 listens on MASTER_ADDR's MASTER_PORT; the secret comes
-//               from [cluster] secret_file (torchrun has no store of its own
-//               that other programs can read);
-//   otherwise   rank 0 listens on a free port and writes its address, port
-//               and (unless [cluster] secret_file names one) a fresh secret
-//               into the rendezvous directory, which every rank must see:
-//               [cluster] rendezvous, by default the output directory. The
-//               files are named by the launcher's job (Slurm job and step,
-//               Open MPI's job; TAIHU_JOB_ID overrides), readable by their
-//               owner only, written atomically, and removed at the end.
+// How they meet (Meeting below): rank 0 listens on a free port (torchrun:
+// MASTER_PORT) and hands its address, the port and the run's secret to the
+// others through the launcher's PMIx store where it serves one
+// (transport/launcher_store.hpp), else through files in the rendezvous
+// directory every rank must see: [cluster] rendezvous, by default the output
+// directory, named by the launcher's job (Slurm job and step, Open MPI's job;
+// TAIHU_JOB_ID overrides), readable by their owner only, written atomically,
+// and removed at the end. torchrun has no store that other programs can
+// read: there the secret comes from [cluster] secret_file.
 // Every process listens on [cluster] interface's address when one is named
 // (e.g. ib0), else on all interfaces, and tells its peers the address by
 // which it reached the coordinator.
@@ -36,6 +34,13 @@
 #include "transport/launch_environment.hpp"
 
 namespace taihu::app {
+
+// How rank 0 tells the others where its coordinator listens, and the secret.
+enum class Meeting {
+  launcher_address,  // torchrun: MASTER_ADDR:MASTER_PORT; the secret from [cluster] secret_file
+  launcher_store,    // PMIx (mpirun, srun --mpi=pmix): rank 0 puts them in the launcher's store
+  directory,         // otherwise: files in the rendezvous directory
+};
 
 // Where the ranks of one launch leave their address, port and secret.
 struct Rendezvous {
@@ -65,6 +70,7 @@ class LaunchedCoordinator {
   void start_own_node(std::uint16_t port);
 
   transport::LaunchEnvironment launch_;
+  Meeting meeting_ = Meeting::directory;
   Rendezvous rendezvous_;
   std::string advertised_host_;  // how the nodes reach the coordinator
   std::string data_listen_;

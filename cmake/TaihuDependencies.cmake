@@ -52,3 +52,18 @@ endif()
 
 # Asio (libasio-dev) — standalone, header only.
 find_path(ASIO_INCLUDE_DIR asio.hpp)
+
+# PMIx (libpmix-dev), optional: the key-value store of Open MPI's mpirun and
+# Slurm's srun --mpi=pmix, through which launched ranks meet
+# (transport/launcher_store.hpp). taihu::pmix is empty without it.
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(PMIX QUIET IMPORTED_TARGET GLOBAL pmix)
+endif()
+add_library(taihu::pmix INTERFACE IMPORTED)
+if(PMIX_FOUND)
+  target_link_libraries(taihu::pmix INTERFACE PkgConfig::PMIX)
+  set(TAIHU_HAVE_PMIX ON)
+else()
+  set(TAIHU_HAVE_PMIX OFF)
+endif()

@@ -22,6 +22,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libasio-dev libcereal-dev libopenblas-dev libspdlog-dev libfmt-dev
   doctest-dev zlib1g-dev libssl-dev dataset-fashion-mnist
+  libpmix-dev  # launched ranks meet through the launcher's PMIx store (mpirun, srun --mpi=pmix)
   python3  # the multi-process cluster test checks JSON reports and timings with it
   openssl  # the cluster test makes certificates as the README shows
 )

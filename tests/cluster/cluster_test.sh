@@ -600,6 +600,10 @@ PY
       same_report "launcher (mpirun) vs in-process" "$work/mpirun.json" "$work/launch-inproc3.json" \
         test_loss test_accuracy train_loss
       check "launcher: mpirun -np 3 equals workers=3 in one process" $?
+      if ! "$train" --version | grep -q "no PMIx"; then
+        grep -q "the ranks meet through the launcher's PMIx store" "$work/mpirun.log"
+        check "launcher: mpirun's ranks meet through its PMIx store" $? "$work/mpirun.log"
+      fi
     else
       echo "launcher: no mpirun here; the Open MPI case ran with its variables set by hand"
     fi
