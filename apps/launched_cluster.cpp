@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "actors/compute/cluster.hpp"
+#include "apps/version.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
@@ -278,6 +279,7 @@ int run_launched_node(const transport::LaunchEnvironment& launch, config::Docume
   o.data_listen = listen_address(cluster);
   o.name = fmt::format("rank{}@{}", launch.rank, host_name());
   o.processes_on_host = processes_on_host(launch);
+  o.build = build_id();
   o.certificates = {cluster_path(doc, "certificate"), cluster_path(doc, "key"), cluster_path(doc, "ca_file")};
   transport::check_certificates(o.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
   std::filesystem::path secret = cluster_path(doc, "secret_file");

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(argc, argv,
                                             {"coordinator", "secret-file", "name", "listen", "join-timeout",
-                                             "heartbeat", "dead-after", "log-level", "protocol-version", "certificate", "interface", "processes-on-host",
+                                             "heartbeat", "dead-after", "log-level", "protocol-version", "build", "certificate", "interface", "processes-on-host",
                                              "key", "ca-file"});
     if (cl.help) {
       std::fputs(usage, stdout);
@@ -128,8 +128,9 @@ int main(int argc, char** argv) {
     } catch (const Error& e) {
       throw ConfigError(std::string("taihu-node: ") + e.what());
     }
-    // Hidden, for tests: speak another cluster protocol version.
+    // Hidden, for tests: speak another cluster protocol version, or claim another build.
     if (auto v = cl.flag("protocol-version")) o.protocol_version = config::parse_value<int>(*v).value_or(-1);
+    o.build = cl.flag("build").value_or(app::build_id());
     doc.reject_unused();
 
     // BLAS kernel now (it may re-execute this process); threads once the

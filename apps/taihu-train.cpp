@@ -41,6 +41,8 @@ constexpr const char* usage = R"(usage: taihu-train --config-file=FILE [options]
 Trains the net named in the config file, or the dynamic model of its [model]
 section (Tree-LSTM, LSTM language model, ...). Any config key can be overridden on
 the command line: `epochs=5`, `solver.base_lr=0.05`, `--data.dir=/path`.
+Started by srun, mpirun or torchrun, the ranks form a cluster themselves: rank 0
+coordinates and trains, the others join it (README: Cluster launchers).
 
 options:
   --config-file=FILE   application config (see config/*.ini)
@@ -159,6 +161,7 @@ int main(int argc, char** argv) {
     caf::actor_system system{cfg};
     const int local_replicas = doc.root().get_or<int>("nodes", 0) > 0 ? 1 : doc.root().get_or<int>("workers", 1);
     compute::RunPlan plan = compute::RunPlan::read(std::move(doc), compute::replica_services(system, local_replicas));
+    plan.cluster.build = app::build_id();
     compute::TrainingOptions options;
     options.progress = progress_mode(cl.flag("progress").value_or("auto"));
     if (auto resume = cl.flag("resume")) options.resume = *resume;

@@ -27,4 +27,6 @@ std::string version_text(std::string_view app) {
       SPDLOG_VER_MINOR, SPDLOG_VER_PATCH, transport::launcher_store_version(), compute::cluster_protocol_version, transport::protocol_version);
 }
 
+std::string build_id() { return fmt::format("{} (git {})", TAIHU_VERSION, TAIHU_REVISION); }
+
 }  // namespace taihu::app

@@ -10,4 +10,8 @@ namespace taihu::app {
 
 std::string version_text(std::string_view app);
 
+// taihu's version and git revision, "0.1.0 (git 1a2b3c4d5e)": what the nodes
+// of one cluster must share.
+std::string build_id();
+
 }  // namespace taihu::app

@@ -23,13 +23,14 @@
 namespace taihu::msg {
 
 struct JoinRequest {
-  std::string name;  // the node's name for logs and reports (host:pid by default)
-  caf::actor agent;  // the node's agent; the coordinator monitors it
+  std::string name;   // the node's name for logs and reports (host:pid by default)
+  caf::actor agent;   // the node's agent; the coordinator monitors it
+  std::string build;  // the node's taihu version and git revision ("" = not said)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JoinRequest& x) {
-  return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.name, x.agent);
+  return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.name, x.agent, x.build);
 }
 
 // The gate's word to the coordinator: node `node` (its index, in order of

@@ -86,7 +86,8 @@ namespace taihu::compute {
 // 3: the typed worker protocol (actors/compute/worker_actor.hpp).
 // 4: a run's end is RunEnded (finished or failed), not stop_atom.
 // 5: TLS on the control plane; the gatekeeper's messages carry a detail.
-inline constexpr int cluster_protocol_version = 5;
+// 6: a node names its build (version and git revision) when it joins.
+inline constexpr int cluster_protocol_version = 6;
 
 class ClusterError : public Error {
  public:
@@ -107,6 +108,9 @@ struct ClusterSettings {
   int poll_us = 1000;          // a waiting shard polls same-host channels this long (0: never)
   transport::TlsMode tls = transport::TlsMode::between_hosts;  // which connections run TLS
   transport::TlsCertificates certificates;  // given: TLS authenticates by certificates (transport/tls.hpp)
+  // This coordinator's taihu version and git revision, set by the app: a node
+  // of another build is refused, naming both (its results could differ).
+  std::string build;
 
   // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
   static ClusterSettings read(const config::Document& doc);
@@ -137,6 +141,7 @@ struct NodeOptions {
   // host): [blas] threads = 0 divides the cores among them.
   int processes_on_host = 1;
   int protocol_version = cluster_protocol_version;  // tests speak others
+  std::string build;  // this node's taihu version and git revision (the app's), told when joining
   // This node's certificates, used where the cluster uses certificates (the
   // coordinator's [cluster] certificate); no node shares another's key.
   transport::TlsCertificates certificates;

@@ -23,17 +23,27 @@ namespace {
 struct GateState {
   static inline const char* name = "taihu.gate";
   int capacity = 0;
+  std::string build;                  // the coordinator's; nodes of another are refused
   caf::actor coordinator;             // gets NodeJoined per admitted node
   std::vector<std::string> admitted;  // by node index, ever
   int live = 0;                       // admitted and not reported gone
 };
 
-caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, caf::actor coordinator) {
+caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, std::string build, caf::actor coordinator) {
   self->state.capacity = capacity;
+  self->state.build = std::move(build);
   self->state.coordinator = std::move(coordinator);
   return {
       [=](msg::JoinRequest& r) -> caf::result<std::int32_t> {
         auto& s = self->state;
+        if (!s.build.empty() && !r.build.empty() && r.build != s.build) {
+          spdlog::warn("coordinator: refused node '{}': it runs taihu {}, this coordinator {}", r.name, r.build,
+                       s.build);
+          return caf::make_error(caf::sec::runtime_error,
+                                 fmt::format("refused: this node runs taihu {}, the coordinator {}: run one build "
+                                             "on every node",
+                                             r.build, s.build));
+        }
         if (s.live >= s.capacity) {
           spdlog::warn("coordinator: refused node '{}': all {} nodes have joined", r.name, s.capacity);
           return caf::make_error(caf::sec::runtime_error, fmt::format("refused: the cluster is full ({} nodes)", s.capacity));
@@ -52,7 +62,7 @@ caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, caf::acto
 }  // namespace
 
 void ClusterMembers::open(caf::event_based_actor* self) {
-  gate_ = self->spawn(gate, settings_.nodes, caf::actor_cast<caf::actor>(self));
+  gate_ = self->spawn(gate, settings_.nodes, settings_.build, caf::actor_cast<caf::actor>(self));
   try {
     transport::GatekeeperOptions options;
     options.what = "coordinator control port";

@@ -331,7 +331,7 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
   self->monitor(s.gate);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   // await: no message of the coordinator's is handled before the index is known.
-  self->request(s.gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self)})
+  self->request(s.gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self), s.options.build})
       .await(
           [self, name](std::int32_t index) {
             auto& s = self->state;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Multi-process checks of `taihu-train nodes=K` + `taihu-node` on loopback:
-#   1. a node with the wrong secret is refused (exit 5) and logged; the coordinator keeps going
+#   1. a node with the wrong secret, another protocol version or another build (version and git
+#      revision) is refused (exit 5) and logged; the coordinator keeps going
 #   2. coordinator + 3 nodes train LeNet to exactly the in-process (workers=3) result
 #   3. too few nodes: a clear message after join_timeout
 #   4. a node killed with SIGKILL mid-training: detected within seconds, the
@@ -200,6 +201,12 @@ PY
     [[ $rc -eq 5 ]] && grep -q "protocol version 99 (the coordinator speaks [0-9]*)" "$work/future.log" &&
       grep -q "refused node 'future' (127.0.0.1:[0-9]*): it speaks cluster protocol version 99, this side [0-9]*" "$work/train.log"
     check "a node of another protocol version is refused and logged (exit $rc)" $? "$work/future.log"
+    "$node" --coordinator=127.0.0.1:"$port" --secret-file="$work/secret" --name=other-build --build="9.9.9 (git other)" \
+      --join-timeout=20 >"$work/other-build.log" 2>&1
+    rc=$?
+    [[ $rc -eq 5 ]] && grep -q "refused: this node runs taihu 9.9.9 (git other), the coordinator [0-9.]* (git " "$work/other-build.log" &&
+      grep -q "refused node 'other-build': it runs taihu 9.9.9 (git other), this coordinator" "$work/train.log"
+    check "a node of another build is refused, naming both builds (exit $rc)" $? "$work/other-build.log"
     # 1,100 idle connections each to the control and the status port, held while the nodes join and
     # train (before: the coordinator ran out of descriptors, spun at 93% CPU, and no node could join).
     python3 - "$port" "$(cat "$work/status.port")" "$work/flood.ready" <<'PY' &

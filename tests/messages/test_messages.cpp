@@ -213,8 +213,9 @@ TEST_SUITE("messages") {
     CHECK(failure.node == 2);
     CHECK(failure.rank == 5);
     CHECK(failure.reason == "gone");
-    const auto join = round_trip(system, JoinRequest{"n1", {}});
+    const auto join = round_trip(system, JoinRequest{"n1", {}, "0.1.0 (git 1a2b3c4d5e)"});
     CHECK(join.name == "n1");
+    CHECK(join.build == "0.1.0 (git 1a2b3c4d5e)");
 
     const auto p = round_trip(system, Parameters{7, 0, iota_payload(100003)});
     CHECK(p.version == 7);

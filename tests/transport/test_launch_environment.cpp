@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/common/error.hpp"
+#include "transport/addresses.hpp"
 #include "transport/launch_environment.hpp"
 
 using namespace taihu;
@@ -147,5 +148,22 @@ TEST_SUITE("net") {
     CHECK_THROWS_AS(expand_host_list("n[3-1]", "L"), ConfigError);
     CHECK_THROWS_AS(expand_host_list("n]1[", "L"), ConfigError);
     CHECK_THROWS_AS(expand_host_list("", "L"), ConfigError);
+  }
+
+  TEST_CASE("addresses: wildcards are not advertised; an interface's address, or an error naming the ones there are") {
+    CHECK(is_wildcard_address("0.0.0.0"));
+    CHECK(is_wildcard_address("::"));
+    CHECK(is_wildcard_address(""));
+    CHECK_FALSE(is_wildcard_address("127.0.0.1"));
+    CHECK_FALSE(is_wildcard_address("node07"));
+    CHECK(interface_address("lo") == "127.0.0.1");
+    try {
+      interface_address("no-such-nic0");
+      FAIL("an unknown interface was accepted");
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      CHECK(contains(what, "network interface 'no-such-nic0' does not exist"));
+      CHECK(contains(what, "lo"));  // the interfaces there are
+    }
   }
 }
