@@ -48,6 +48,7 @@ void write_private_file(const std::filesystem::path& path, const std::string& te
   require<ConfigError>(fd >= 0, "cluster launch: cannot write '{}': {}", partial.string(), std::strerror(errno));
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
+  if (!written) ::unlink(partial.c_str());
   require<ConfigError>(written, "cluster launch: cannot write '{}'", partial.string());
   std::filesystem::rename(partial, path);
 }
@@ -110,6 +111,14 @@ int processes_on_host(const transport::LaunchEnvironment& launch) {
   return blas::available_cores() < online ? 1 : std::max(1, launch.local_size);
 }
 
+// torchrun passes no secret: every rank reads the configured file.
+void require_secret_file(const transport::LaunchEnvironment& launch, const std::filesystem::path& secret_file) {
+  require<ConfigError>(!secret_file.empty(),
+                       "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
+                       "a file every rank can read (and only you)",
+                       launch.launcher);
+}
+
 // torchrun names rank 0's address and port; PMIx launchers (mpirun, srun
 // --mpi=pmix) carry them in their store; the others need a shared directory.
 Meeting meeting_of(const transport::LaunchEnvironment& launch) {
@@ -167,10 +176,7 @@ LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& lau
   port_file_ = std::filesystem::temp_directory_path() / fmt::format("taihu-launch-{}.port", ::getpid());
   switch (meeting_) {
     case Meeting::launcher_address:
-      require<ConfigError>(!secret_path_.empty(),
-                           "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
-                           "a file every rank can read (and only you)",
-                           launch.launcher);
+      require_secret_file(launch, secret_path_);
       advertised_host_ = launch.head_address;
       doc.apply_override(fmt::format("cluster.port={}", *launch.head_port));
       break;
@@ -286,10 +292,7 @@ int run_launched_node(const transport::LaunchEnvironment& launch, config::Docume
   const auto deadline = deadline_after(o.join_timeout);
   switch (meeting_of(launch)) {
     case Meeting::launcher_address:
-      require<ConfigError>(!secret.empty(),
-                           "cluster launch: {} has no store to pass a secret through: give [cluster] secret_file, "
-                           "a file every rank can read (and only you)",
-                           launch.launcher);
+      require_secret_file(launch, secret);
       o.coordinator_host = launch.head_address;
       o.coordinator_port = *launch.head_port;
       break;

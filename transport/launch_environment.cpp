@@ -21,124 +21,113 @@ long long parse_integer(std::string_view name, const std::string& text, long lon
   return value;
 }
 
-// One launcher's variables: the rank variable decides whether it is there at all.
+constexpr long long max_ranks = 1 << 20;
+
+// One launcher's variables. Its rank variable decides whether it started this
+// process at all; every other variable it always sets is then required.
 class Family {
  public:
-  Family(const EnvironmentLookup& env, std::string_view launcher) : env_(env), launcher_(launcher) {}
+  Family(const EnvironmentLookup& env, std::string_view launcher, std::string_view rank_variable,
+         std::string_view size_variable)
+      : env_(env), launcher_(launcher), rank_variable_(rank_variable), size_variable_(size_variable) {}
 
+  bool present() const { return env_(rank_variable_).has_value(); }
   std::optional<std::string> get(std::string_view name) const { return env_(name); }
 
   // A variable this launcher always sets alongside its rank.
-  std::string required(std::string_view name, std::string_view rank_variable) const {
+  std::string required(std::string_view name) const {
     auto value = env_(name);
     if (!value)
       raise<ConfigError>("launcher environment: {} is set but {} is not ({} sets both; unset {} to run one process)",
-                         rank_variable, name, launcher_, rank_variable);
+                         rank_variable_, name, launcher_, rank_variable_);
     return *value;
   }
-  int integer(std::string_view name, const std::string& text, long long min, long long max) const {
-    return static_cast<int>(parse_integer(name, text, min, max));
+  int integer(std::string_view name, long long min, long long max) const {
+    return static_cast<int>(parse_integer(name, required(name), min, max));
   }
   // An optional integer variable, `fallback` when unset.
   int optional_integer(std::string_view name, int fallback, long long min, long long max) const {
     auto value = env_(name);
-    return value ? integer(name, *value, min, max) : fallback;
+    return value ? static_cast<int>(parse_integer(name, *value, min, max)) : fallback;
+  }
+
+  // The launcher, rank and size; the caller fills in the rest, then check()s.
+  LaunchEnvironment ranks() const {
+    LaunchEnvironment l;
+    l.launcher = std::string(launcher_);
+    l.size = integer(size_variable_, 1, max_ranks);
+    l.rank = integer(rank_variable_, 0, max_ranks);
+    return l;
+  }
+  LaunchEnvironment check(LaunchEnvironment l) const {
+    if (l.rank >= l.size)
+      raise<ConfigError>("launcher environment: {}={} is not below {}={}", rank_variable_, l.rank, size_variable_,
+                         l.size);
+    if (l.local_rank >= l.local_size)
+      raise<ConfigError>("launcher environment: local rank {} is not below the local size {} ({})", l.local_rank,
+                         l.local_size, launcher_);
+    return l;
   }
 
  private:
   const EnvironmentLookup& env_;
-  std::string_view launcher_;
+  std::string_view launcher_, rank_variable_, size_variable_;
 };
 
-constexpr long long max_ranks = 1 << 20;
-
-void check_rank(const LaunchEnvironment& launch, std::string_view rank_variable, std::string_view size_variable) {
-  if (launch.rank >= launch.size)
-    raise<ConfigError>("launcher environment: {}={} is not below {}={}", rank_variable, launch.rank, size_variable,
-                       launch.size);
-  if (launch.local_rank >= launch.local_size)
-    raise<ConfigError>("launcher environment: local rank {} is not below the local size {} ({})", launch.local_rank,
-                       launch.local_size, launch.launcher);
-}
-
 std::optional<LaunchEnvironment> torchrun(const EnvironmentLookup& env) {
-  Family f(env, "torchrun");
-  auto rank = f.get("RANK");
-  if (!rank) return std::nullopt;
-  LaunchEnvironment l;
-  l.launcher = "torchrun";
-  l.size = f.integer("WORLD_SIZE", f.required("WORLD_SIZE", "RANK"), 1, max_ranks);
-  l.rank = f.integer("RANK", *rank, 0, max_ranks);
+  const Family f(env, "torchrun", "RANK", "WORLD_SIZE");
+  if (!f.present()) return std::nullopt;
+  LaunchEnvironment l = f.ranks();
   l.local_rank = f.optional_integer("LOCAL_RANK", 0, 0, max_ranks);
-  l.local_size = f.optional_integer("LOCAL_WORLD_SIZE", std::max(l.local_rank + 1, 1), 1, max_ranks);
+  l.local_size = f.optional_integer("LOCAL_WORLD_SIZE", l.local_rank + 1, 1, max_ranks);
   if (l.size > 1) {
-    l.head_address = f.required("MASTER_ADDR", "RANK");
+    l.head_address = f.required("MASTER_ADDR");
     if (l.head_address.empty()) raise<ConfigError>("launcher environment: MASTER_ADDR is empty");
-    l.head_port = static_cast<std::uint16_t>(f.integer("MASTER_PORT", f.required("MASTER_PORT", "RANK"), 1, 65535));
+    l.head_port = static_cast<std::uint16_t>(f.integer("MASTER_PORT", 1, 65535));
   }
   l.job_id = f.get("TORCHELASTIC_RUN_ID").value_or("");
-  check_rank(l, "RANK", "WORLD_SIZE");
-  return l;
+  return f.check(std::move(l));
 }
 
 std::optional<LaunchEnvironment> open_mpi(const EnvironmentLookup& env) {
-  Family f(env, "Open MPI");
-  auto rank = f.get("OMPI_COMM_WORLD_RANK");
-  if (!rank) return std::nullopt;
-  LaunchEnvironment l;
-  l.launcher = "Open MPI";
-  const std::string rank_variable = "OMPI_COMM_WORLD_RANK";
-  l.size = f.integer("OMPI_COMM_WORLD_SIZE", f.required("OMPI_COMM_WORLD_SIZE", rank_variable), 1, max_ranks);
-  l.rank = f.integer(rank_variable, *rank, 0, max_ranks);
-  l.local_rank = f.integer("OMPI_COMM_WORLD_LOCAL_RANK", f.required("OMPI_COMM_WORLD_LOCAL_RANK", rank_variable), 0,
-                           max_ranks);
-  l.local_size = f.integer("OMPI_COMM_WORLD_LOCAL_SIZE", f.required("OMPI_COMM_WORLD_LOCAL_SIZE", rank_variable), 1,
-                           max_ranks);
+  const Family f(env, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
+  if (!f.present()) return std::nullopt;
+  LaunchEnvironment l = f.ranks();
+  l.local_rank = f.integer("OMPI_COMM_WORLD_LOCAL_RANK", 0, max_ranks);
+  l.local_size = f.integer("OMPI_COMM_WORLD_LOCAL_SIZE", 1, max_ranks);
   l.job_id = f.get("OMPI_MCA_ess_base_jobid").value_or(f.get("PMIX_NAMESPACE").value_or(""));
-  check_rank(l, rank_variable, "OMPI_COMM_WORLD_SIZE");
-  return l;
+  return f.check(std::move(l));
 }
 
 std::optional<LaunchEnvironment> slurm(const EnvironmentLookup& env) {
-  Family f(env, "Slurm");
-  auto rank = f.get("SLURM_PROCID");
   // A batch script has SLURM_PROCID=0 too, but it is not one of srun's tasks:
   // only a job step (SLURM_STEP_ID) has ranks that run together.
-  if (!rank || !f.get("SLURM_STEP_ID")) return std::nullopt;
-  LaunchEnvironment l;
-  l.launcher = "Slurm";
-  const bool step_size = f.get("SLURM_STEP_NUM_TASKS").has_value();
-  const char* size_variable = step_size ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
-  l.size = f.integer(size_variable, f.required(size_variable, "SLURM_PROCID"), 1, max_ranks);
-  l.rank = f.integer("SLURM_PROCID", *rank, 0, max_ranks);
+  const auto step = env("SLURM_STEP_ID");
+  const Family f(env, "Slurm", "SLURM_PROCID", env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS");
+  if (!f.present() || !step) return std::nullopt;
+  LaunchEnvironment l = f.ranks();
   l.local_rank = f.optional_integer("SLURM_LOCALID", 0, 0, max_ranks);
   // SLURM_STEP_TASKS_PER_NODE is per node ("2(x3),1"); this host's count is its local ranks.
-  l.local_size = std::max(l.local_rank + 1, 1);
-  const bool step_nodes = f.get("SLURM_STEP_NODELIST").has_value();
-  const char* nodes_variable = step_nodes ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
+  l.local_size = l.local_rank + 1;
+  const char* nodes_variable = f.get("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
   if (auto nodes = f.get(nodes_variable)) {
     l.hosts = expand_host_list(*nodes, nodes_variable);
     if (!l.hosts.empty()) l.head_address = l.hosts.front();  // srun places task 0 on the first node
   }
   // A job's steps run one after another: each is a launch of its own.
-  if (auto job = f.get("SLURM_JOB_ID")) l.job_id = *job + "." + *f.get("SLURM_STEP_ID");
-  check_rank(l, "SLURM_PROCID", size_variable);
-  return l;
+  if (auto job = f.get("SLURM_JOB_ID")) l.job_id = *job + "." + *step;
+  return f.check(std::move(l));
 }
 
 std::optional<LaunchEnvironment> pmi(const EnvironmentLookup& env) {
-  Family f(env, "PMI");
-  if (auto rank = f.get("PMI_RANK")) {
-    LaunchEnvironment l;
-    l.launcher = "PMI";
-    l.size = f.integer("PMI_SIZE", f.required("PMI_SIZE", "PMI_RANK"), 1, max_ranks);
-    l.rank = f.integer("PMI_RANK", *rank, 0, max_ranks);
+  const Family f(env, "PMI", "PMI_RANK", "PMI_SIZE");
+  if (f.present()) {
+    LaunchEnvironment l = f.ranks();
     l.local_rank = f.optional_integer("MPI_LOCALRANKID", 0, 0, max_ranks);
-    l.local_size = f.optional_integer("MPI_LOCALNRANKS", std::max(l.local_rank + 1, 1), 1, max_ranks);
-    check_rank(l, "PMI_RANK", "PMI_SIZE");
-    return l;
+    l.local_size = f.optional_integer("MPI_LOCALNRANKS", l.local_rank + 1, 1, max_ranks);
+    return f.check(std::move(l));
   }
-  if (f.get("PMIX_RANK"))
+  if (env("PMIX_RANK"))
     raise<ConfigError>(
         "launcher environment: PMIX_RANK is set but no variable names the number of ranks; "
         "start taihu-train with mpirun (Open MPI) or srun, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT");

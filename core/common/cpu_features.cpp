@@ -26,7 +26,7 @@ bool detect_avx2() {
 }
 
 Simd initial_level() {
-  const Simd best = detect_avx2() ? Simd::avx2 : Simd::generic;
+  const Simd best = supports_avx2() ? Simd::avx2 : Simd::generic;
   const char* wanted = std::getenv("TAIHU_SIMD");
   if (wanted == nullptr || *wanted == '\0') return best;
   const std::string name = wanted;

@@ -208,6 +208,8 @@ void filter_above(std::span<const float> x, Key key, float t, Selection& out) {
   scan(x, key, t, out, count_above(x, key, t), nullptr);
 }
 
+namespace {
+
 #if TAIHU_X86_KERNELS
 TAIHU_TARGET_AVX2 std::size_t sum_blocks_avx2(std::span<const float> x, double& total) {
   std::size_t i = 0;
@@ -237,50 +239,52 @@ TAIHU_TARGET_AVX2 std::size_t max_abs_blocks_avx2(std::span<const float> x, floa
 }
 #endif
 
-// The generic versions follow the AVX2 lanes (scan_kernel.hpp), for the same bits.
-float sum_pass(std::span<const float> x) {
+// The generic blocks follow the AVX2 lanes (scan_kernel.hpp), for the same bits.
+std::size_t sum_blocks_generic(std::span<const float> x, double& total) {
   std::size_t i = 0;
+  float s[32] = {};
+  for (; i + 32 <= x.size(); i += 32)
+    for (int j = 0; j < 32; ++j) s[j] += x[i + static_cast<std::size_t>(j)];
+  total = horizontal_sum(s);
+  return i;
+}
+
+std::size_t max_abs_blocks_generic(std::span<const float> x, float& m) {
+  std::size_t i = 0;
+  // Lanes m0 … m3 of 8; horizontal_max takes max(m0, m1) and max(m2, m3) as its two halves.
+  float lanes[32] = {};
+  for (; i + 32 <= x.size(); i += 32)
+    for (int j = 0; j < 32; ++j) lanes[j] = max_ps(lanes[j], std::fabs(x[i + static_cast<std::size_t>(j)]));
+  float halves[16];
+  for (int l = 0; l < 8; ++l) {
+    halves[l] = max_ps(lanes[l], lanes[8 + l]);
+    halves[8 + l] = max_ps(lanes[16 + l], lanes[24 + l]);
+  }
+  m = horizontal_max(halves);
+  return i;
+}
+
+}  // namespace
+
+float sum_pass(std::span<const float> x) {
   double blocks = 0;
-  bool vectorised = false;
 #if TAIHU_X86_KERNELS
-  if (cpu::use_avx2()) {
-    i = sum_blocks_avx2(x, blocks);
-    vectorised = true;
-  }
+  std::size_t i = cpu::use_avx2() ? sum_blocks_avx2(x, blocks) : sum_blocks_generic(x, blocks);
+#else
+  std::size_t i = sum_blocks_generic(x, blocks);
 #endif
-  if (!vectorised) {
-    float s[32] = {};
-    for (; i + 32 <= x.size(); i += 32)
-      for (int j = 0; j < 32; ++j) s[j] += x[i + static_cast<std::size_t>(j)];
-    blocks = horizontal_sum(s);
-  }
   auto total = static_cast<float>(blocks);
   for (; i < x.size(); ++i) total += x[i];
   return total;
 }
 
 float max_abs_pass(std::span<const float> x) {
-  std::size_t i = 0;
   float m = 0;
-  bool vectorised = false;
 #if TAIHU_X86_KERNELS
-  if (cpu::use_avx2()) {
-    i = max_abs_blocks_avx2(x, m);
-    vectorised = true;
-  }
+  std::size_t i = cpu::use_avx2() ? max_abs_blocks_avx2(x, m) : max_abs_blocks_generic(x, m);
+#else
+  std::size_t i = max_abs_blocks_generic(x, m);
 #endif
-  if (!vectorised) {
-    // Lanes m0 … m3 of 8; horizontal_max takes max(m0, m1) and max(m2, m3) as its two halves.
-    float lanes[32] = {};
-    for (; i + 32 <= x.size(); i += 32)
-      for (int j = 0; j < 32; ++j) lanes[j] = max_ps(lanes[j], std::fabs(x[i + static_cast<std::size_t>(j)]));
-    float halves[16];
-    for (int l = 0; l < 8; ++l) {
-      halves[l] = max_ps(lanes[l], lanes[8 + l]);
-      halves[8 + l] = max_ps(lanes[16 + l], lanes[24 + l]);
-    }
-    m = horizontal_max(halves);
-  }
   for (; i < x.size(); ++i) m = std::max(m, std::fabs(x[i]));
   return m;
 }
