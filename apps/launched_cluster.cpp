@@ -1,9 +1,6 @@
 #include "apps/launched_cluster.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -26,8 +23,6 @@
 #include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"  // NetError
 #include "transport/launcher_store.hpp"
-
-extern char** environ;
 
 namespace taihu::app {
 namespace {
@@ -132,6 +127,23 @@ std::string store_text(const std::string& host, std::uint16_t port, const std::s
   return fmt::format("{}\n{}\n{}", host, port, secret);
 }
 
+// What every rank's node takes from the local config's [cluster] and the launch.
+compute::NodeOptions node_options(const transport::LaunchEnvironment& launch, const config::Document& doc) {
+  const config::Section& cluster = doc.section("cluster");
+  compute::NodeOptions o;
+  o.join_timeout = cluster.get_or<double>("join_timeout", o.join_timeout);
+  o.heartbeat = cluster.get_or<double>("heartbeat", o.heartbeat);
+  o.dead_after = cluster.get_or<double>("dead_after", o.dead_after);
+  o.data_listen = listen_address(cluster);
+  o.name = fmt::format("rank{}@{}", launch.rank, host_name());
+  o.processes_on_host = processes_on_host(launch);
+  o.build = build_id();
+  o.place = launch.rank;
+  o.certificates = {cluster_path(doc, "certificate"), cluster_path(doc, "key"), cluster_path(doc, "ca_file")};
+  transport::check_certificates(o.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
+  return o;
+}
+
 }  // namespace
 
 Rendezvous Rendezvous::of(const transport::LaunchEnvironment& launch, const config::Document& doc) {
@@ -164,9 +176,7 @@ LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& lau
   data_listen_ = listen;
   join_timeout_ = cluster.get_or<double>("join_timeout", join_timeout_);
   secret_path_ = cluster_path(doc, "secret_file");
-  certificates_ = {{"certificate", cluster_path(doc, "certificate")},
-                   {"key", cluster_path(doc, "key")},
-                   {"ca-file", cluster_path(doc, "ca_file")}};
+  own_node_ = node_options(launch, doc);
 
   doc.apply_override(fmt::format("nodes={}", launch.size));
   doc.apply_override("cluster.listen=" + listen);
@@ -207,69 +217,37 @@ LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& lau
   }
   std::filesystem::remove(port_file_);
   doc.apply_override("cluster.port_file=" + port_file_.string());
-  spdlog::info("cluster launch: {}; this rank coordinates {} nodes at {} and runs one of them; the ranks meet {}",
+  try {
+    own_node_.secret = transport::read_secret_file(secret_path_);  // for its data plane
+  } catch (const transport::NetError& e) {
+    throw ConfigError(std::string("cluster launch: ") + e.what());
+  }
+  if (transport::is_wildcard_address(own_node_.data_listen)) own_node_.data_advertise = advertised_host_;
+  spdlog::info("cluster launch: {}; this rank coordinates {} nodes at {} and is node 0; the ranks meet {}",
                launch.describe(), launch.size, advertised_host_,
                meeting_ == Meeting::launcher_address ? "at " + launch.head_address + ":MASTER_PORT"
                : meeting_ == Meeting::launcher_store ? std::string("through the launcher's PMIx store")
                                                      : "in " + rendezvous_.directory.string());
-  // The node starts once the coordinator listens, so a config the
-  // coordinator rejects leaves no node behind.
-  starter_ = std::thread([this] {
+  // The others learn the port once the coordinator listens (in the rendezvous
+  // directory the coordinator's port file is theirs to read already).
+  if (meeting_ != Meeting::launcher_store) return;
+  sharer_ = std::thread([this] {
     try {
       auto text = wait_for_file(port_file_, deadline_after(join_timeout_), "this rank's coordinator", &stopping_);
       if (!text) return;
-      const std::uint16_t port = parse_port(*text, port_file_);
-      if (meeting_ == Meeting::launcher_store)
-        transport::share_from_rank0(store_text(advertised_host_, port, transport::read_secret_file(secret_path_)),
-                                    join_timeout_);
-      start_own_node(port);
+      transport::share_from_rank0(store_text(advertised_host_, parse_port(*text, port_file_), own_node_.secret),
+                                  join_timeout_);
     } catch (const std::exception& e) {
-      spdlog::error("cluster launch: rank 0's own node did not start: {}", e.what());
+      spdlog::error("cluster launch: could not tell the other ranks where the coordinator listens: {}", e.what());
     }
   });
 }
 
-void LaunchedCoordinator::start_own_node(std::uint16_t port) {
-  const std::filesystem::path node = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "taihu-node";
-  require<ConfigError>(std::filesystem::exists(node), "cluster launch: '{}' is missing (rank 0 runs its share there)",
-                       node.string());
-  std::vector<std::string> args = {node.string(),
-                                   fmt::format("--coordinator={}:{}", advertised_host_, port),
-                                   "--secret-file=" + secret_path_.string(),
-                                   fmt::format("--name=rank0@{}", host_name()),
-                                   "--listen=" + data_listen_,
-                                   fmt::format("--join-timeout={}", join_timeout_),
-                                   fmt::format("--processes-on-host={}", processes_on_host(launch_))};
-  for (const auto& [flag, path] : certificates_)
-    if (!path.empty()) args.push_back(fmt::format("--{}={}", flag, path));
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int failed = ::posix_spawn(&pid, node.c_str(), nullptr, nullptr, argv.data(), environ);
-  require<ConfigError>(failed == 0, "cluster launch: cannot start '{}': {}", node.string(), std::strerror(failed));
-  node_ = pid;
-  spdlog::info("cluster launch: rank 0's node runs as process {}", pid);
-}
+compute::NodeOptions LaunchedCoordinator::own_node() const { return own_node_; }
 
 LaunchedCoordinator::~LaunchedCoordinator() {
   stopping_ = true;
-  if (starter_.joinable()) starter_.join();
-  if (node_ > 0) {
-    // The node ends when the run does; a node that cannot (a coordinator that
-    // failed before it joined) is not left behind.
-    int status = 0;
-    const auto deadline = deadline_after(30);
-    while (::waitpid(node_, &status, WNOHANG) == 0) {
-      if (Clock::now() > deadline) {
-        spdlog::warn("cluster launch: rank 0's node (process {}) did not end within 30 s; killed", node_);
-        ::kill(node_, SIGKILL);
-        ::waitpid(node_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  if (sharer_.joinable()) sharer_.join();
   std::error_code ignored;
   std::filesystem::remove(port_file_, ignored);
   if (generated_secret_) std::filesystem::remove(secret_path_, ignored);
@@ -277,17 +255,7 @@ LaunchedCoordinator::~LaunchedCoordinator() {
 }
 
 int run_launched_node(const transport::LaunchEnvironment& launch, config::Document& doc) {
-  const config::Section& cluster = doc.section("cluster");
-  compute::NodeOptions o;
-  o.join_timeout = cluster.get_or<double>("join_timeout", o.join_timeout);
-  o.heartbeat = cluster.get_or<double>("heartbeat", o.heartbeat);
-  o.dead_after = cluster.get_or<double>("dead_after", o.dead_after);
-  o.data_listen = listen_address(cluster);
-  o.name = fmt::format("rank{}@{}", launch.rank, host_name());
-  o.processes_on_host = processes_on_host(launch);
-  o.build = build_id();
-  o.certificates = {cluster_path(doc, "certificate"), cluster_path(doc, "key"), cluster_path(doc, "ca_file")};
-  transport::check_certificates(o.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
+  compute::NodeOptions o = node_options(launch, doc);
   std::filesystem::path secret = cluster_path(doc, "secret_file");
   const auto deadline = deadline_after(o.join_timeout);
   switch (meeting_of(launch)) {

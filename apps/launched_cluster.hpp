@@ -3,9 +3,11 @@
 // transport/launch_environment.hpp): the launcher's ranks form the cluster by
 // themselves, with no wrapper script and no idle task.
 //
-//   rank 0      the coordinator (nodes = the launcher's size), and beside it
-//               a taihu-node process for rank 0's own share of the training;
-//   rank 1..    a node each, joining rank 0's coordinator.
+//   rank 0      the coordinator (nodes = the launcher's size) and, in the
+//               same process and actor system, node 0 for rank 0's own
+//               share of the training;
+//   rank k > 0  node k, joining rank 0's coordinator (node index = rank, so
+//               that logs and the MPI transport speak of the same k).
 //
 // How they meet (Meeting below): rank 0 listens on a free port (torchrun:
 // MASTER_PORT) and hands its address, the port and the run's secret to the
@@ -20,8 +22,6 @@
 // (e.g. ib0), else on all interfaces, and tells its peers the address by
 // which it reached the coordinator.
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/compute/cluster.hpp"
 #include "core/config/config.hpp"
 #include "transport/launch_environment.hpp"
 
@@ -56,9 +57,8 @@ struct Rendezvous {
 };
 
 // Rank 0. Configures `doc` as the coordinator of the launch's ranks and, once
-// its control port is open, starts this rank's own taihu-node (the binary
-// beside this one). The destructor waits for that node (killing it after 30 s)
-// and removes the rendezvous files.
+// its control port is open, tells the other ranks where it is (the store or
+// the rendezvous files). The destructor removes the files.
 class LaunchedCoordinator {
  public:
   LaunchedCoordinator(const transport::LaunchEnvironment& launch, config::Document& doc);
@@ -66,8 +66,10 @@ class LaunchedCoordinator {
   LaunchedCoordinator(const LaunchedCoordinator&) = delete;
   LaunchedCoordinator& operator=(const LaunchedCoordinator&) = delete;
 
+  // Node 0, which the coordinator runs beside itself (ClusterSettings::own_node).
+  compute::NodeOptions own_node() const;
+
  private:
-  void start_own_node(std::uint16_t port);
 
   transport::LaunchEnvironment launch_;
   Meeting meeting_ = Meeting::directory;
@@ -76,12 +78,11 @@ class LaunchedCoordinator {
   std::string data_listen_;
   std::filesystem::path secret_path_;
   std::filesystem::path port_file_;  // the coordinator writes its port there once it listens
-  std::vector<std::pair<std::string, std::string>> certificates_;  // taihu-node flag, path
+  compute::NodeOptions own_node_;
   bool generated_secret_ = false;
   double join_timeout_ = 60;
-  pid_t node_ = -1;
   std::atomic<bool> stopping_{false};
-  std::thread starter_;
+  std::thread sharer_;  // hands the address to the PMIx store
 };
 
 // Ranks 1 and up: joins rank 0's coordinator as a node, with the timeouts and

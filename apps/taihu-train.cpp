@@ -33,6 +33,7 @@
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
 #include "transport/launch_environment.hpp"
+#include "transport/mpi_transport.hpp"
 
 namespace {
 
@@ -148,8 +149,20 @@ int main(int argc, char** argv) {
     app::setup_blas(doc, argc, argv);  // (may re-execute this process: before anything starts)
     // One of several ranks of srun, mpirun or torchrun: the ranks form the
     // cluster themselves (apps/launched_cluster.hpp).
+    const auto launch = transport::detect_launch(transport::process_environment());
+    // MPI starts first, on every rank at once, so that the rendezvous below
+    // shares its PMIx client (transport/mpi_transport.hpp).
+    std::optional<transport::MpiSession> mpi;
+    if ((launch || doc.root().get_or<int>("nodes", 0) > 0) &&
+        compute::read_chunk_transport(doc.section("cluster")) == compute::ChunkTransportKind::mpi) {
+      if (!launch)
+        throw doc.section("cluster").error("transport", "mpi needs a cluster launcher: start every rank with "
+                                                        "mpirun -np N or srun --mpi=pmix (nodes of their own, "
+                                                        "taihu-node, use transport = taihu)");
+      mpi.emplace();
+    }
     std::optional<app::LaunchedCoordinator> launched;
-    if (auto launch = transport::detect_launch(transport::process_environment())) {
+    if (launch) {
       if (launch->rank != 0) return app::run_launched_node(*launch, doc);
       launched.emplace(*launch, doc);
     }
@@ -162,6 +175,7 @@ int main(int argc, char** argv) {
     const int local_replicas = doc.root().get_or<int>("nodes", 0) > 0 ? 1 : doc.root().get_or<int>("workers", 1);
     compute::RunPlan plan = compute::RunPlan::read(std::move(doc), compute::replica_services(system, local_replicas));
     plan.cluster.build = app::build_id();
+    if (launched) plan.cluster.own_node = launched->own_node();
     compute::TrainingOptions options;
     options.progress = progress_mode(cl.flag("progress").value_or("auto"));
     if (auto resume = cl.flag("resume")) options.resume = *resume;

@@ -67,3 +67,18 @@ if(PMIX_FOUND)
 else()
   set(TAIHU_HAVE_PMIX OFF)
 endif()
+
+# MPI (libopenmpi-dev), optional: [cluster] transport = mpi carries the shard
+# actors' chunks over MPI (transport/mpi_transport.hpp), and so over whatever
+# fabric Open MPI reaches (InfiniBand, RoCE, Omni-Path through UCX or OFI).
+# taihu::mpi is empty without it.
+# (MPI's C interface, found for C++; MPI_CXX_SKIP_MPICXX: not the removed C++ bindings.)
+set(MPI_CXX_SKIP_MPICXX ON)
+find_package(MPI QUIET COMPONENTS CXX)
+add_library(taihu::mpi INTERFACE IMPORTED)
+if(MPI_CXX_FOUND)
+  target_link_libraries(taihu::mpi INTERFACE MPI::MPI_CXX)
+  set(TAIHU_HAVE_MPI ON)
+else()
+  set(TAIHU_HAVE_MPI OFF)
+endif()

@@ -4,7 +4,8 @@
 // Bulk tensors never travel here: chunks of the collectives go over the
 // data plane (actors/net).
 //
-//   node -> gate   JoinRequest                      -> int32 node index, or an error (the cluster is full)
+//   node -> gate   JoinRequest                      -> int32 node index, or an error (the cluster is full,
+//                                                      or the place it asks for is taken)
 //   gate -> coord  NodeJoined
 //                  (the node proved the secret and its protocol version at the gatekeeper already)
 //   coord -> node  ClusterSetup                     -> NodeReady (data plane port)
@@ -26,15 +27,16 @@ struct JoinRequest {
   std::string name;   // the node's name for logs and reports (host:pid by default)
   caf::actor agent;   // the node's agent; the coordinator monitors it
   std::string build;  // the node's taihu version and git revision ("" = not said)
+  std::int32_t place = -1;  // the index it asks for (a launcher's rank); -1: the next free one
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JoinRequest& x) {
-  return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.name, x.agent, x.build);
+  return f(caf::meta::type_name("taihu::msg::JoinRequest"), x.name, x.agent, x.build, x.place);
 }
 
-// The gate's word to the coordinator: node `node` (its index, in order of
-// admission) joined, with its agent.
+// The gate's word to the coordinator: node `node` (its index: the place it
+// asked for, else in order of admission) joined, with its agent.
 struct NodeJoined {
   std::int32_t node = 0;
   std::string name;

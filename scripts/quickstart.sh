@@ -23,13 +23,13 @@ packages=(
   libcaf-dev libasio-dev libcereal-dev libopenblas-dev libspdlog-dev libfmt-dev
   doctest-dev zlib1g-dev libssl-dev dataset-fashion-mnist
   libpmix-dev  # launched ranks meet through the launcher's PMIx store (mpirun, srun --mpi=pmix)
+  libopenmpi-dev  # [cluster] transport = mpi: the chunks over Open MPI (InfiniBand, RoCE through UCX)
   python3  # the multi-process cluster test checks JSON reports and timings with it
   openssl  # the cluster test makes certificates as the README shows
 )
-# Open MPI's mpirun for the cluster test's launcher case (ranks started by mpirun form the
-# cluster); its development files only for the allreduce comparison (bench/allreduce_vs_mpi.sh).
-if [[ "$mode" == "test" ]]; then packages+=(openmpi-bin); fi
-if [[ "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin libopenmpi-dev); fi
+# Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
+# comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).
+if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin); fi
 
 missing=()
 for p in "${packages[@]}"; do

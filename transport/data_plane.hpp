@@ -48,6 +48,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/chunk_transport.hpp"
 #include "transport/tls.hpp"
 #include "transport/wire.hpp"
 #include "core/common/error.hpp"
@@ -159,11 +160,11 @@ struct DataPlaneStats {
   std::uint64_t refused_tls = 0;      // another TLS mode, or an authenticated client that failed the TLS handshake
 };
 
-class DataPlane {
+class DataPlane final : public ChunkTransport {
  public:
   // Starts listening and the I/O thread. `sink` must outlive the data plane.
   DataPlane(DataPlaneOptions options, FrameSink* sink);
-  ~DataPlane();
+  ~DataPlane() override;
   DataPlane(const DataPlane&) = delete;
   DataPlane& operator=(const DataPlane&) = delete;
 
@@ -182,19 +183,19 @@ class DataPlane {
   // to one node arrive in the order sent. Throws NetError if `node` has no
   // connection or lost it.
   void send(int node, const ChunkHeader& header, const void* data, std::size_t bytes,
-            std::shared_ptr<const void> keep_alive);
+            std::shared_ptr<const void> keep_alive) override;
 
   DataPlaneStats stats() const;
 
   // Same-host channels (see the top): how many connections have one.
-  int channels() const;
+  int channels() const override;
   // Takes what the channels hold now, on the calling thread: messages for
   // this node go to the sink, acknowledged memory is released. Returns the
   // number of messages taken (0 also when another thread is polling).
-  std::size_t poll();
+  std::size_t poll() override;
   // While held (counted, from any thread), peers skip the doorbell: a thread
   // here promises to poll() soon. The last release takes what has arrived.
-  void hold_polling(bool hold);
+  void hold_polling(bool hold) override;
 
  private:
   struct Impl;

@@ -1,7 +1,9 @@
 #pragma once
-// The shard actors' data plane: a ChunkRouter (outgoing chunks for ranks in
-// other processes) and a FrameSink (incoming chunks, delivered to the local
-// shard of their bucket and rank as ordinary msg::Chunk messages).
+// The shard actors' link to other processes: a ChunkRouter (outgoing chunks
+// for ranks in other processes) and a FrameSink (incoming chunks, delivered
+// to the local shard of their bucket and rank as ordinary msg::Chunk
+// messages), over a ChunkTransport: taihu's data plane (described below) or
+// MPI (transport/mpi_transport.hpp).
 //
 // Outgoing: the chunk's payload (a view of the shard's buffer or a snapshot)
 // is written from its own memory; the link holds a reference until the write
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/chunk_transport.hpp"
 #include "transport/data_plane.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "messages/tensor_payload.hpp"
@@ -35,16 +38,27 @@ namespace taihu::transport {
 
 class ChunkLink final : public sync::ChunkRouter, public FrameSink {
  public:
-  // rank_node[r]: the node that hosts rank r; this node is options.node.
-  // on_lost runs on the I/O thread when a peer's connection fails.
+  // Opens the transport with this link as its sink.
+  using OpenTransport = std::function<std::unique_ptr<ChunkTransport>(FrameSink* sink)>;
+
+  // rank_node[r]: the node that hosts rank r; this is node `node`.
+  // on_lost runs on the transport's thread when a peer is lost.
   // `allocator`: where the shards' outgoing copies live (the shared arena's,
   // so that peers on this host read them in place), or null for the heap.
+  // A waiting shard polls the transport's channels for up to `poll_budget`.
+  ChunkLink(int node, std::vector<int> rank_node, const OpenTransport& open,
+            std::function<void(int node, const std::string& reason)> on_lost,
+            std::shared_ptr<const msg::PayloadAllocator> allocator = nullptr,
+            std::chrono::microseconds poll_budget = {});
+  // Over taihu's data plane (node, poll budget: the options').
   ChunkLink(DataPlaneOptions options, std::vector<int> rank_node,
             std::function<void(int node, const std::string& reason)> on_lost,
             std::shared_ptr<const msg::PayloadAllocator> allocator = nullptr);
   ~ChunkLink() override;
 
-  std::uint16_t port() const { return plane_->port(); }
+  // The data plane, or null over another transport (its peers need no connect).
+  DataPlane* data_plane() { return plane_; }
+  std::uint16_t port() const { return plane_ != nullptr ? plane_->port() : 0; }
   DataPlane& plane() { return *plane_; }
 
   // The local shard that receives chunks of (bucket, rank).
@@ -77,7 +91,8 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   std::chrono::microseconds poll_budget_;
   std::mutex pool_mutex_;  // land() runs on the I/O thread and on pollers
   std::vector<std::shared_ptr<msg::TensorPayload>> pool_;
-  std::unique_ptr<DataPlane> plane_;  // last: stopped first, before the maps go
+  std::unique_ptr<ChunkTransport> transport_;  // last: stopped first, before the maps go
+  DataPlane* plane_ = nullptr;                 // transport_, when it is the data plane
 };
 
 }  // namespace taihu::transport

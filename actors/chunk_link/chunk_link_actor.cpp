@@ -10,18 +10,27 @@
 
 namespace taihu::transport {
 
-ChunkLink::ChunkLink(DataPlaneOptions options, std::vector<int> rank_node,
+ChunkLink::ChunkLink(int node, std::vector<int> rank_node, const OpenTransport& open,
                      std::function<void(int, const std::string&)> on_lost,
-                     std::shared_ptr<const msg::PayloadAllocator> allocator)
-    : node_(options.node),
+                     std::shared_ptr<const msg::PayloadAllocator> allocator, std::chrono::microseconds poll_budget)
+    : node_(node),
       rank_node_(std::move(rank_node)),
       allocator_(std::move(allocator)),
       on_lost_(std::move(on_lost)),
-      poll_budget_(options.poll_budget) {
-  plane_ = std::make_unique<DataPlane>(std::move(options), this);
+      poll_budget_(poll_budget) {
+  transport_ = open(this);
+  plane_ = dynamic_cast<DataPlane*>(transport_.get());
 }
 
-ChunkLink::~ChunkLink() { plane_.reset(); }
+ChunkLink::ChunkLink(DataPlaneOptions options, std::vector<int> rank_node,
+                     std::function<void(int, const std::string&)> on_lost,
+                     std::shared_ptr<const msg::PayloadAllocator> allocator)
+    : ChunkLink(
+          options.node, std::move(rank_node),
+          [&options](FrameSink* sink) { return std::make_unique<DataPlane>(std::move(options), sink); },
+          std::move(on_lost), std::move(allocator), options.poll_budget) {}
+
+ChunkLink::~ChunkLink() { transport_.reset(); }
 
 void ChunkLink::attach(std::uint32_t bucket, int rank, sync::shard_actor shard) {
   std::lock_guard lock(mutex_);
@@ -44,16 +53,16 @@ void ChunkLink::send(int rank, msg::Chunk chunk) {
   auto payload = std::make_shared<msg::TensorPayload>(std::move(chunk.payload));
   const float* data = payload->data();
   const std::size_t bytes = payload->size() * sizeof(float);
-  plane_->send(node, header, data, bytes, std::move(payload));
+  transport_->send(node, header, data, bytes, std::move(payload));
 }
 
 std::chrono::microseconds ChunkLink::poll_budget() const {
-  return plane_->channels() > 0 ? poll_budget_ : std::chrono::microseconds{0};
+  return transport_->channels() > 0 ? poll_budget_ : std::chrono::microseconds{0};
 }
 
-std::size_t ChunkLink::poll() { return plane_->poll(); }
+std::size_t ChunkLink::poll() { return transport_->poll(); }
 
-void ChunkLink::hold_polling(bool hold) { plane_->hold_polling(hold); }
+void ChunkLink::hold_polling(bool hold) { transport_->hold_polling(hold); }
 
 Landing ChunkLink::land(int, const ChunkHeader&, std::size_t bytes) {
   if (bytes % sizeof(float) != 0) return {};

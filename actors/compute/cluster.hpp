@@ -65,6 +65,9 @@
 //                             # between_hosts (data plane: connections without a same-host
 //                             # channel; control plane: connections not within one host),
 //                             # always (every connection; same-host copies off), off (plaintext, warned)
+//   transport = taihu         # what carries the chunks between nodes: taihu (its own data
+//                             # plane, above) or mpi (MPI under mpirun or srun, node k = MPI
+//                             # rank k; transport/mpi_transport.hpp)
 //   certificate = node.pem    # optional: TLS authenticated by certificates instead of the
 //   key = node.key            # pre-shared key, verified both ways against ca_file; every node
 //   ca_file = ca.pem          # then needs its own (taihu-node --certificate --key --ca-file)
@@ -73,6 +76,7 @@
 #include <caf/actor.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,43 +91,21 @@ namespace taihu::compute {
 // 4: a run's end is RunEnded (finished or failed), not stop_atom.
 // 5: TLS on the control plane; the gatekeeper's messages carry a detail.
 // 6: a node names its build (version and git revision) when it joins.
-inline constexpr int cluster_protocol_version = 6;
+// 7: a node may ask for its index (a launcher's rank) when it joins.
+inline constexpr int cluster_protocol_version = 7;
 
 class ClusterError : public Error {
  public:
   using Error::Error;
 };
 
-struct ClusterSettings {
-  int nodes = 0;
-  bool elastic = false;
-  std::string listen = "127.0.0.1";
-  std::uint16_t port = 0;
-  std::string port_file;
-  std::string secret;
-  double join_timeout = 60.0;
-  double heartbeat = 1.0;
-  double dead_after = 5.0;
-  bool same_host_copy = true;  // the nodes' data planes may copy across processes of one host
-  int poll_us = 1000;          // a waiting shard polls same-host channels this long (0: never)
-  transport::TlsMode tls = transport::TlsMode::between_hosts;  // which connections run TLS
-  transport::TlsCertificates certificates;  // given: TLS authenticates by certificates (transport/tls.hpp)
-  // This coordinator's taihu version and git revision, set by the app: a node
-  // of another build is refused, naming both (its results could differ).
-  std::string build;
-
-  // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
-  static ClusterSettings read(const config::Document& doc);
+// What carries the shard actors' chunks between nodes ([cluster] transport).
+enum class ChunkTransportKind : std::uint8_t {
+  taihu,  // taihu's data plane: TCP, same-host channels, TLS (transport/data_plane.hpp)
+  mpi,    // MPI, under a cluster launcher (transport/mpi_transport.hpp)
 };
 
-// [cluster] tls (ClusterSettings::tls, `fallback` when absent); a ConfigError
-// naming the key for any other value than the modes' names.
-transport::TlsMode read_tls_mode(const config::Section& cluster, transport::TlsMode fallback);
-
-// Loads the middleman with taihu's app identifier and heartbeats.
-void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after);
-
-// Node side (taihu-node).
+// A node (taihu-node, or a launcher's rank).
 struct NodeOptions {
   std::string coordinator_host = "127.0.0.1";
   std::uint16_t coordinator_port = 0;
@@ -145,11 +127,60 @@ struct NodeOptions {
   // This node's certificates, used where the cluster uses certificates (the
   // coordinator's [cluster] certificate); no node shares another's key.
   transport::TlsCertificates certificates;
+  // The node index it asks the gate for: a cluster launcher's rank (so that
+  // node k is rank k, in logs and to the MPI transport); -1: the next free one.
+  std::int32_t place = -1;
 };
+
+struct ClusterSettings {
+  int nodes = 0;
+  bool elastic = false;
+  std::string listen = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::string port_file;
+  std::string secret;
+  double join_timeout = 60.0;
+  double heartbeat = 1.0;
+  double dead_after = 5.0;
+  bool same_host_copy = true;  // the nodes' data planes may copy across processes of one host
+  int poll_us = 1000;          // a waiting shard polls same-host channels this long (0: never)
+  transport::TlsMode tls = transport::TlsMode::between_hosts;  // which connections run TLS
+  transport::TlsCertificates certificates;  // given: TLS authenticates by certificates (transport/tls.hpp)
+  // This coordinator's taihu version and git revision, set by the app: a node
+  // of another build is refused, naming both (its results could differ).
+  std::string build;
+  // A node of this process beside the coordinator (a cluster launcher's rank
+  // 0, apps/launched_cluster.hpp): it joins through the gate directly and
+  // takes node index 0, so that rank 0 trains as well as coordinates.
+  std::optional<NodeOptions> own_node;
+  // taihu's data plane, or MPI (needs own_node: every node is a launcher's rank).
+  ChunkTransportKind transport = ChunkTransportKind::taihu;
+
+  // Reads the root key `nodes` and (when nodes > 0) the [cluster] section.
+  static ClusterSettings read(const config::Document& doc);
+};
+
+// [cluster] tls (ClusterSettings::tls, `fallback` when absent); a ConfigError
+// naming the key for any other value than the modes' names.
+transport::TlsMode read_tls_mode(const config::Section& cluster, transport::TlsMode fallback);
+
+// [cluster] transport: `taihu` (the default) or `mpi`; a ConfigError naming
+// the key for any other value, and for mpi with tls = always (MPI does not
+// encrypt) or in a build without MPI.
+ChunkTransportKind read_chunk_transport(const config::Section& cluster);
+
+// Loads the middleman with taihu's app identifier and heartbeats.
+void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after);
+
 
 // Joins, hosts its replicas until the run ends, and returns taihu-node's exit
 // code: 0 when the run finished, non-zero (taihu-node --help) when it failed,
 // the coordinator was lost or dropped this node, or refused it. Logs why.
 int run_node(const NodeOptions& options);
+
+// A node in `system` beside its coordinator, joining at `gate` (the gate actor
+// itself: no control port between them). Its exit code is the run's, which
+// the coordinator reports.
+void spawn_own_node(caf::actor_system& system, const NodeOptions& options, caf::actor gate);
 
 }  // namespace taihu::compute

@@ -25,7 +25,7 @@ struct GateState {
   int capacity = 0;
   std::string build;                  // the coordinator's; nodes of another are refused
   caf::actor coordinator;             // gets NodeJoined per admitted node
-  std::vector<std::string> admitted;  // by node index, ever
+  std::vector<std::string> admitted;  // by node index, ever ("": never given)
   int live = 0;                       // admitted and not reported gone
 };
 
@@ -48,8 +48,20 @@ caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, std::stri
           spdlog::warn("coordinator: refused node '{}': all {} nodes have joined", r.name, s.capacity);
           return caf::make_error(caf::sec::runtime_error, fmt::format("refused: the cluster is full ({} nodes)", s.capacity));
         }
-        const auto index = static_cast<std::int32_t>(s.admitted.size());
-        s.admitted.push_back(r.name);
+        std::int32_t index = r.place;
+        if (index < 0) {  // the first place never given
+          index = 0;
+          while (static_cast<std::size_t>(index) < s.admitted.size() && !s.admitted[index].empty()) ++index;
+        } else if (index >= s.capacity || (static_cast<std::size_t>(index) < s.admitted.size() &&
+                                           !s.admitted[index].empty())) {
+          spdlog::warn("coordinator: refused node '{}': it asks for place {}, which is {}", r.name, index,
+                       index >= s.capacity ? fmt::format("beyond the {} nodes", s.capacity) : "taken");
+          return caf::make_error(caf::sec::runtime_error,
+                                 fmt::format("refused: place {} is {} (one launch, one rank each)", index,
+                                             index >= s.capacity ? "beyond the cluster's nodes" : "taken"));
+        }
+        if (s.admitted.size() <= static_cast<std::size_t>(index)) s.admitted.resize(index + 1);
+        s.admitted[index] = r.name;
         ++s.live;
         self->send(s.coordinator, msg::NodeJoined{index, r.name, r.agent});
         return index;
@@ -79,6 +91,7 @@ void ClusterMembers::open(caf::event_based_actor* self) {
     raise<ClusterError>("coordinator: {}", e.what());
   }
   port_ = gatekeeper_->port();
+  if (settings_.own_node) spawn_own_node(self->system(), *settings_.own_node, gate_);
   spdlog::info("coordinator: listening on {}:{}, waiting for {} nodes (join_timeout {} s): "
                "taihu-node --coordinator={}:{} --secret-file=...",
                settings_.listen, port_, settings_.nodes, settings_.join_timeout, settings_.listen, port_);

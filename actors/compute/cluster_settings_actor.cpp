@@ -9,6 +9,7 @@
 
 #include "transport/cluster_secret.hpp"
 #include "transport/data_plane.hpp"
+#include "transport/mpi_transport.hpp"
 
 namespace taihu::compute {
 
@@ -50,6 +51,9 @@ ClusterSettings ClusterSettings::read(const config::Document& doc) {
   s.poll_us = c.get_or<int>("poll_us", s.poll_us);
   if (s.poll_us < 0 || s.poll_us > 1000000) throw c.error("poll_us", "must be in 0..1000000 (microseconds)");
   s.tls = read_tls_mode(c, s.tls);
+  s.transport = read_chunk_transport(c);
+  if (s.transport == ChunkTransportKind::mpi && s.elastic)
+    throw c.error("transport", "mpi cannot be elastic: MPI ends the job when a rank is lost (elastic = false)");
   const auto path = [&](const char* key) {
     const std::string text = c.get_or<std::string>(key, "");
     return text.empty() ? text : doc.resolve(text).string();
@@ -73,6 +77,17 @@ transport::TlsMode read_tls_mode(const config::Section& cluster, transport::TlsM
   const std::string name = cluster.get_or<std::string>("tls", std::string(transport::tls_mode_name(fallback)));
   if (const auto mode = transport::parse_tls_mode(name)) return *mode;
   throw cluster.error("tls", "must be between_hosts, always or off, not '" + name + "'");
+}
+
+ChunkTransportKind read_chunk_transport(const config::Section& cluster) {
+  const std::string name = cluster.get_or<std::string>("transport", "taihu");
+  if (name == "taihu") return ChunkTransportKind::taihu;
+  if (name != "mpi") throw cluster.error("transport", "must be taihu or mpi, not '" + name + "'");
+  if (!transport::mpi_built())
+    throw cluster.error("transport", "mpi: this build has no MPI (install libopenmpi-dev and rebuild)");
+  if (read_tls_mode(cluster, transport::TlsMode::between_hosts) == transport::TlsMode::always)
+    throw cluster.error("transport", "mpi does not encrypt, and tls = always asks for every byte in TLS");
+  return ChunkTransportKind::mpi;
 }
 
 void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after) {

@@ -24,6 +24,7 @@
 #include "actors/chunk_link/chunk_link.hpp"
 #include "transport/shared_arena.hpp"
 #include "transport/data_plane.hpp"
+#include "transport/mpi_transport.hpp"
 #include "transport/tls_relay.hpp"
 #include "collectives/algorithms.hpp"
 #include "collectives/buckets.hpp"
@@ -216,10 +217,11 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   const ClusterSettings defaults;
   const bool same_host_copy = cluster_section.get_or<bool>("same_host_copy", defaults.same_host_copy);
   const transport::TlsMode tls = read_tls_mode(cluster_section, defaults.tls);
+  const ChunkTransportKind kind = read_chunk_transport(cluster_section);
   // The buckets and the shards' copies live in the shared arena, so that peers on this host read them in place
-  // (with tls = always nothing is read in place: every byte goes through TLS).
+  // (with tls = always nothing is read in place: every byte goes through TLS; over MPI, MPI moves them).
   std::shared_ptr<const msg::PayloadAllocator> allocator;
-  if (same_host_copy && tls != transport::TlsMode::always) {
+  if (same_host_copy && tls != transport::TlsMode::always && kind == ChunkTransportKind::taihu) {
     try {
       allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
     } catch (const std::exception& e) {
@@ -232,6 +234,24 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
                                           replica_services(self->system(), static_cast<int>(s.local_ranks.size()))));
     s.models.back()->allocator = allocator;
   }
+  // A lost peer: the coordinator hears it by message (it names the node); runs on the transport's thread.
+  auto on_lost = [coordinator = s.coordinator, generation = s.generation, index = s.index](int node,
+                                                                                       const std::string& why) {
+    caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
+        "node {} lost its data-plane connection to node {}: {}", index, node, why)});
+  };
+  if (kind == ChunkTransportKind::mpi) {
+    const int nodes = setup.nodes;
+    s.link = std::make_shared<transport::ChunkLink>(
+        s.index, s.rank_node,
+        [index = s.index, nodes](transport::FrameSink* sink) {
+          return std::make_unique<transport::MpiTransport>(index, nodes, sink);
+        },
+        on_lost);
+    spdlog::info("{}: ranks {}..{} built; chunks go over MPI ({}, MPI rank {} of {}; not encrypted)", s.label,
+                 s.local_ranks.front(), s.local_ranks.back(), transport::mpi_library_version(), s.index, nodes);
+    return msg::NodeReady{s.index, "", 0};
+  }
   transport::DataPlaneOptions options;
   options.node = s.index;
   options.secret = s.options.secret;
@@ -240,14 +260,7 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   options.tls = tls;
   options.certificates = s.options.certificates;
   options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
-  s.link = std::make_shared<transport::ChunkLink>(
-      options, s.rank_node,
-      [coordinator = s.coordinator, generation = s.generation, index = s.index](int node, const std::string& why) {
-        // On the I/O thread: tell the coordinator (by message; it names the node).
-        caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
-            "node {} lost its data-plane connection to node {}: {}", index, node, why)});
-      },
-      allocator);
+  s.link = std::make_shared<transport::ChunkLink>(options, s.rank_node, on_lost, allocator);
   const std::string& advertised = s.options.data_advertise.empty() ? s.options.data_listen : s.options.data_advertise;
   spdlog::info("{}: ranks {}..{} built; data plane on {}:{}{} (tls = {}{})", s.label, s.local_ranks.front(),
                s.local_ranks.back(), s.options.data_listen, s.link->port(),
@@ -260,9 +273,9 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
 // workers of this node's ranks, and wires the shards up.
 msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
   auto& s = self->state;
-  for (std::size_t j = 0; j < peers.hosts.size(); ++j)  // nodes without ranks have no port
+  for (std::size_t j = 0; s.link->data_plane() != nullptr && j < peers.hosts.size(); ++j)  // nodes without ranks have no port
     if (static_cast<int>(j) != s.index && peers.ports[j] != 0)
-      s.link->plane().connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
+      s.link->data_plane()->connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
   const int ranks = static_cast<int>(s.rank_node.size());
   const auto topology = training_topology(*s.doc, ranks);
   const collectives::Buckets& buckets = *s.models.front()->buckets;
@@ -331,14 +344,17 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
   self->monitor(s.gate);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   // await: no message of the coordinator's is handled before the index is known.
-  self->request(s.gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self), s.options.build})
+  self->request(s.gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self), s.options.build, s.options.place})
       .await(
           [self, name](std::int32_t index) {
             auto& s = self->state;
             s.index = index;
             s.label = fmt::format("node {} '{}'", index, name);
-            spdlog::info("{}: joined the coordinator at {}:{}", s.label, s.options.coordinator_host,
-                         s.options.coordinator_port);
+            if (s.options.coordinator_port == 0)
+              spdlog::info("{}: joined the coordinator of this process", s.label);
+            else
+              spdlog::info("{}: joined the coordinator at {}:{}", s.label, s.options.coordinator_host,
+                           s.options.coordinator_port);
             self->send(self, msg::tick_atom_v);
           },
           [self](caf::error& e) {
@@ -477,6 +493,12 @@ int run_node(const NodeOptions& o) {
     std::_Exit(code);
   }).detach();
   return code;
+}
+
+void spawn_own_node(caf::actor_system& system, const NodeOptions& options, caf::actor gate) {
+  // Nobody waits for its exit code: the coordinator of this process reports the run.
+  system.spawn(node_agent, options, options.name.empty() ? fmt::format("rank0-{}", ::getpid()) : options.name,
+               std::move(gate), std::make_shared<std::promise<int>>());
 }
 
 }  // namespace taihu::compute

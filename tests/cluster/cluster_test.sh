@@ -27,6 +27,9 @@
 #      address, port and a fresh secret pass through the rendezvous directory) and 2 ranks with
 #      torchrun's (MASTER_ADDR:MASTER_PORT, a secret file) train to the in-process result; a rank
 #      whose rank 0 never comes names the rendezvous file it waited for
+#  14. [cluster] transport = mpi under mpirun -np 4 (--oversubscribe): LeNet, plain and compressed,
+#      equals the in-process 4-worker result bit for bit; a rank killed mid-run ends the job,
+#      named, with the last checkpoint intact (it resumes); bad transport configs are exit 2
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -35,7 +38,7 @@ src=$2
 shift 2
 cases=("$@")
 ((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop elastic-join compress
-                            certificates launcher)
+                            certificates launcher mpi)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -569,8 +572,11 @@ PY
       wait "${rank_pids[$r]}"
       check "launcher: Open MPI rank $r exits 0 (exit $?)" $? "$work/mpi-rank$r.log"
     done
-    grep -q "this rank coordinates 3 nodes" "$work/mpi-rank0.log" && grep -q "rank 0's node runs as process" "$work/mpi-rank0.log"
-    check "launcher: rank 0 coordinates and runs a node of its own" $? "$work/mpi-rank0.log"
+    grep -q "this rank coordinates 3 nodes at .* and is node 0" "$work/mpi-rank0.log" &&
+      grep -q "node 0 'rank0@.*': joined the coordinator of this process" "$work/mpi-rank0.log" &&
+      grep -q "node 2 'rank2@.*': joined the coordinator" "$work/mpi-rank2.log" &&
+      grep -q "node 1 'rank1@.*': joined the coordinator" "$work/mpi-rank1.log"
+    check "launcher: rank 0 coordinates and is node 0, in one process; node k is rank k" $? "$work/mpi-rank0.log"
     ! ls -A "$work/mpi" | grep -q '^\.taihu-'
     check "launcher: the rendezvous files are removed at the end" $?
     "$train" "${common[@]}" "${small[@]}" nodes=0 workers=3 --report="$work/launch-inproc3.json" \
@@ -621,6 +627,70 @@ PY
     rc=$?
     [[ $rc -eq 2 ]] && grep -q "\.taihu-alone$$\.host' did not appear in time (rank 0 writes it)" "$work/alone.log"
     check "launcher: a rank without its rank 0 names the rendezvous file (exit $rc)" $? "$work/alone.log"
+    ;;
+  mpi)
+    out=$("$train" "${common[@]}" cluster.transport=pigeons 2>&1)
+    [[ $? -eq 2 ]] && grep -q "key 'transport'.*must be taihu or mpi, not 'pigeons'" <<<"$out"
+    check "mpi: an unknown transport is exit 2 naming the key" $?
+    if ! command -v mpirun >/dev/null || "$train" --version | grep -q "no MPI"; then
+      echo "mpi: skipped (no mpirun, or a build without libopenmpi-dev)"
+      continue
+    fi
+    out=$("$train" "${common[@]}" cluster.transport=mpi 2>&1)
+    [[ $? -eq 2 ]] && grep -q "key 'transport'.*mpi needs a cluster launcher" <<<"$out"
+    check "mpi: transport = mpi without a launcher is exit 2 naming the key" $?
+    as_root=()
+    [[ $(id -u) -eq 0 ]] && as_root=(--allow-run-as-root)
+    out=$(mpirun "${as_root[@]}" --oversubscribe -np 2 "$train" "${common[@]}" cluster.secret_file= nodes=2 \
+      workers=2 cluster.transport=mpi elastic=true 2>&1)
+    [[ $? -ne 0 ]] && grep -q "key 'transport'.*mpi cannot be elastic" <<<"$out"
+    check "mpi: transport = mpi with elastic = true fails naming the key" $?
+    mpi_run=(mpirun "${as_root[@]}" --oversubscribe -np 4 "$train" --config-file="$config" cluster.secret_file=
+             cluster.join_timeout=30 data.limit_test=500 cluster.transport=mpi nodes=4 workers=4 --progress=lines)
+    "${mpi_run[@]}" "${small[@]}" output.dir="$work/mpi-plain" --report="$work/mpi-plain.json" \
+      >"$work/mpi-plain.log" 2>&1
+    check "mpi: mpirun -np 4 over the MPI transport exits 0 (exit $?)" $? "$work/mpi-plain.log"
+    for k in 0 1 2 3; do
+      grep -q "node $k 'rank$k@.*chunks go over MPI (.*, MPI rank $k of 4" "$work/mpi-plain.log" || break
+    done
+    check "mpi: every node's chunks go over MPI, node k = MPI rank k" $? "$work/mpi-plain.log"
+    "$train" "${common[@]}" "${small[@]}" nodes=0 workers=4 --report="$work/mpi-inproc.json" \
+      >"$work/mpi-inproc.log" 2>&1
+    same_report "MPI transport vs in-process" "$work/mpi-plain.json" "$work/mpi-inproc.json" \
+      test_loss test_accuracy train_loss iterations
+    check "mpi: 4 ranks over MPI equal workers=4 in one process" $?
+    # RedSync's packed messages cross MPI the same way.
+    sparse=(compress.method=bsearch compress.density=0.01 compress.momentum=0.9 solver.momentum=0)
+    "${mpi_run[@]}" "${small[@]}" "${sparse[@]}" output.dir="$work/mpi-sparse" --report="$work/mpi-sparse.json" \
+      >"$work/mpi-sparse.log" 2>&1
+    check "mpi: compressed, mpirun -np 4 exits 0 (exit $?)" $? "$work/mpi-sparse.log"
+    "$train" "${common[@]}" "${small[@]}" "${sparse[@]}" nodes=0 workers=4 --report="$work/mpi-sparse-inproc.json" \
+      >"$work/mpi-sparse-inproc.log" 2>&1
+    same_report "MPI transport vs in-process, compressed" "$work/mpi-sparse.json" "$work/mpi-sparse-inproc.json" \
+      test_loss test_accuracy train_loss bytes_sent_per_iteration
+    check "mpi: compressed, 4 ranks over MPI equal workers=4 in one process" $?
+    # A rank that dies: mpirun ends the job and names it; the last checkpoint stays intact.
+    "${mpi_run[@]}" epochs=1 data.limit_train=48000 solver.base_lr=0.01 output.checkpoint_every=20 \
+      output.dir="$work/mpi-kill" >"$work/mpi-kill.log" 2>&1 &
+    mpirun_pid=$!
+    pids+=("$mpirun_pid")
+    wait_for_line "$work/mpi-kill.log" "epoch 1/1 100/" 60
+    check "mpi: 100 iterations before the kill" $? "$work/mpi-kill.log"
+    victim=""
+    for p in $(pgrep -P "$mpirun_pid"); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=2" && victim=$p
+    done
+    [[ -n $victim ]] && kill -KILL "$victim"
+    wait "$mpirun_pid"
+    rc=$?
+    grep -E "rank 2|node 2" "$work/mpi-kill.log" | grep -vE "info|joined" | head -n 3 | sed 's/^/    /'
+    [[ -n $victim && $rc -ne 0 ]] && grep -qE "process rank 2 .*(signal 9|Killed)|node 2 'rank2@" "$work/mpi-kill.log"
+    check "mpi: a killed rank ends the job, named (exit $rc)" $? "$work/mpi-kill.log"
+    ckpt="$work/mpi-kill/lenet-fashion-cluster.ckpt"
+    timeout 10 "$train" "${common[@]}" nodes=0 workers=4 epochs=1 data.limit_train=48000 solver.base_lr=0.01 \
+      --resume="$ckpt" >"$work/mpi-resume.log" 2>&1
+    grep -q "resumed from .*: epoch 1 batch [1-9][0-9]*0 " "$work/mpi-resume.log"
+    check "mpi: the last checkpoint is intact and loads" $? "$work/mpi-resume.log"
     ;;
   esac
 done
