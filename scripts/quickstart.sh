@@ -4,7 +4,8 @@
 #
 #   bash scripts/quickstart.sh train   # install what is missing, build Release, train the default config
 #   bash scripts/quickstart.sh test    # install what is missing, build, run every test
-#   bash scripts/quickstart.sh bench-mpi  # also OpenMPI; allreduce across 4 processes vs MPI_Allreduce
+#   bash scripts/quickstart.sh bench-mpi  # also mpirun; allreduce across 4 processes vs MPI_Allreduce
+#                                         (then: bash bench/mpi_transport.sh, the MPI transport)
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
 # TAIHU_CONFIG (default config/lenet-fashion.ini) for `train`.
