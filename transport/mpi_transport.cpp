@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <exception>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -84,6 +85,7 @@ struct MpiSession::Engine {
   std::vector<Outgoing> queue;
   std::vector<std::packaged_task<void()>> calls;  // MpiSession::call's, run between rounds
   bool stopping = false;
+  bool abandon = false;  // this rank fails: leave without MPI_Finalize (see ~MpiSession)
   std::string broken;  // why MPI failed; then sends are refused
   std::mutex sink_mutex;  // held while the sink is called: detaching waits for it
   FrameSink* sink = nullptr;
@@ -153,6 +155,12 @@ void MpiSession::Engine::run(const std::shared_ptr<std::promise<void>>& started)
       wake.wait_for(lock, idle_sleep, [this] { return stopping || !queue.empty() || !calls.empty(); });
     }
   }
+  bool leave_quietly = false;
+  {
+    std::lock_guard lock(mutex);
+    leave_quietly = abandon;
+  }
+  if (leave_quietly) return;
   drain();
   MPI_Comm_free(&comm);
   MPI_Finalize();
@@ -335,6 +343,10 @@ MpiSession::~MpiSession() {
   {
     std::lock_guard lock(engine_->mutex);
     engine_->stopping = true;
+    // Destroyed by an exception: this rank fails alone. MPI_Finalize would
+    // wait for the other ranks, which may be waiting for this one; without
+    // it, the process exits with its error and the launcher ends the job.
+    engine_->abandon = std::uncaught_exceptions() > 0;
   }
   engine_->wake.notify_one();
   engine_->thread.join();

@@ -51,8 +51,9 @@ struct MpiTransportStats {
 
 // The process's MPI: MPI_Init_thread on the progress thread when constructed
 // (collective: every rank of the launch constructs one), MPI_Finalize when
-// destroyed. At most one at a time, and one per process life (MPI cannot be
-// initialised twice).
+// destroyed, unless by an exception: a rank that fails alone exits without
+// waiting for the others there, and its launcher ends the job. At most one
+// at a time, and one per process life (MPI cannot be initialised twice).
 class MpiSession {
  public:
   MpiSession();
