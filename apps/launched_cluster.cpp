@@ -164,8 +164,7 @@ Rendezvous Rendezvous::of(const transport::LaunchEnvironment& launch, const conf
   return r;
 }
 
-LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& launch, config::Document& doc)
-    : launch_(launch) {
+LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& launch, config::Document& doc) {
   const config::Section& root = doc.root();
   const int nodes = root.get_or<int>("nodes", 0);
   if (nodes != 0 && nodes != launch.size)
@@ -173,7 +172,6 @@ LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& lau
                                           nodes, launch.launcher, launch.size));
   const config::Section& cluster = doc.section("cluster");
   const std::string listen = listen_address(cluster);
-  data_listen_ = listen;
   join_timeout_ = cluster.get_or<double>("join_timeout", join_timeout_);
   secret_path_ = cluster_path(doc, "secret_file");
   own_node_ = node_options(launch, doc);

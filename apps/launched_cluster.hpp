@@ -71,11 +71,9 @@ class LaunchedCoordinator {
 
  private:
 
-  transport::LaunchEnvironment launch_;
   Meeting meeting_ = Meeting::directory;
   Rendezvous rendezvous_;
   std::string advertised_host_;  // how the nodes reach the coordinator
-  std::string data_listen_;
   std::filesystem::path secret_path_;
   std::filesystem::path port_file_;  // the coordinator writes its port there once it listens
   compute::NodeOptions own_node_;

@@ -107,8 +107,14 @@ std::optional<LaunchEnvironment> slurm(const EnvironmentLookup& env) {
   if (!f.present() || !step) return std::nullopt;
   LaunchEnvironment l = f.ranks();
   l.local_rank = f.optional_integer("SLURM_LOCALID", 0, 0, max_ranks);
-  // SLURM_STEP_TASKS_PER_NODE is per node ("2(x3),1"); this host's count is its local ranks.
+  // The step's tasks per node ("2(x3),1"), at this node's index, are this host's ranks.
   l.local_size = l.local_rank + 1;
+  const char* per_node_variable = f.get("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+  if (auto per_node = f.get(per_node_variable)) {
+    const std::vector<int> counts = expand_tasks_per_node(*per_node, per_node_variable);
+    const int node = f.optional_integer("SLURM_NODEID", 0, 0, max_ranks);
+    if (static_cast<std::size_t>(node) < counts.size()) l.local_size = counts[static_cast<std::size_t>(node)];
+  }
   const char* nodes_variable = f.get("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
   if (auto nodes = f.get(nodes_variable)) {
     l.hosts = expand_host_list(*nodes, nodes_variable);
@@ -152,6 +158,30 @@ std::optional<LaunchEnvironment> detect_launch(const EnvironmentLookup& env) {
   for (auto* family : {torchrun, open_mpi, slurm, pmi})
     if (auto launch = family(env)) return launch->size > 1 ? launch : std::nullopt;
   return std::nullopt;
+}
+
+std::vector<int> expand_tasks_per_node(std::string_view list, std::string_view variable) {
+  std::vector<int> counts;
+  std::size_t from = 0;
+  while (from <= list.size()) {
+    std::size_t comma = list.find(',', from);
+    if (comma == std::string_view::npos) comma = list.size();
+    const std::string entry(list.substr(from, comma - from));
+    // "N" or "N(xR)": N tasks on each of R nodes.
+    const std::size_t paren = entry.find('(');
+    const int tasks = static_cast<int>(parse_integer(variable, entry.substr(0, paren), 0, max_ranks));
+    int repeat = 1;
+    if (paren != std::string::npos) {
+      if (entry.size() < paren + 4 || entry.compare(paren, 2, "(x") != 0 || entry.back() != ')')
+        raise<ConfigError>("launcher environment: {}='{}': '{}' is not N(xR)", variable, list, entry);
+      repeat = static_cast<int>(parse_integer(variable, entry.substr(paren + 2, entry.size() - paren - 3), 1, max_ranks));
+    }
+    counts.insert(counts.end(), static_cast<std::size_t>(repeat), tasks);
+    if (counts.size() > static_cast<std::size_t>(max_ranks))
+      raise<ConfigError>("launcher environment: {}='{}' names more than {} nodes", variable, list, max_ranks);
+    from = comma + 1;
+  }
+  return counts;
 }
 
 std::vector<std::string> expand_host_list(std::string_view list, std::string_view variable) {

@@ -52,4 +52,8 @@ std::optional<LaunchEnvironment> detect_launch(const EnvironmentLookup& env);
 // Throws ConfigError naming `variable` for malformed text.
 std::vector<std::string> expand_host_list(std::string_view list, std::string_view variable);
 
+// Slurm's tasks per node ("2(x3),1" is 2, 2, 2, 1), one count per node of the
+// step in node order; ConfigError naming `variable` when malformed.
+std::vector<int> expand_tasks_per_node(std::string_view list, std::string_view variable);
+
 }  // namespace taihu::transport

@@ -273,9 +273,11 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
 // workers of this node's ranks, and wires the shards up.
 msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
   auto& s = self->state;
-  for (std::size_t j = 0; s.link->data_plane() != nullptr && j < peers.hosts.size(); ++j)  // nodes without ranks have no port
-    if (static_cast<int>(j) != s.index && peers.ports[j] != 0)
-      s.link->data_plane()->connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
+  // Over the data plane: connect to every node with ranks (a node without has no port). MPI needs no connects.
+  if (transport::DataPlane* plane = s.link->data_plane())
+    for (std::size_t j = 0; j < peers.hosts.size(); ++j)
+      if (static_cast<int>(j) != s.index && peers.ports[j] != 0)
+        plane->connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
   const int ranks = static_cast<int>(s.rank_node.size());
   const auto topology = training_topology(*s.doc, ranks);
   const collectives::Buckets& buckets = *s.models.front()->buckets;
@@ -344,7 +346,8 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
   self->monitor(s.gate);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   // await: no message of the coordinator's is handled before the index is known.
-  self->request(s.gate, std::chrono::seconds(10), msg::JoinRequest{name, caf::actor_cast<caf::actor>(self), s.options.build, s.options.place})
+  self->request(s.gate, std::chrono::seconds(10),
+                msg::JoinRequest{name, caf::actor_cast<caf::actor>(self), s.options.build, s.options.place})
       .await(
           [self, name](std::int32_t index) {
             auto& s = self->state;

@@ -30,6 +30,8 @@
 #  14. [cluster] transport = mpi under mpirun -np 4 (--oversubscribe): LeNet, plain and compressed,
 #      equals the in-process 4-worker result bit for bit; a rank killed mid-run ends the job,
 #      named, with the last checkpoint intact (it resumes); bad transport configs are exit 2
+#  15. where a Slurm cluster answers (srun, sinfo): srun -n 3 trains to the in-process result, over
+#      taihu's data plane (ranks meet in a directory) and over MPI (srun --mpi=pmix)
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -38,7 +40,7 @@ src=$2
 shift 2
 cases=("$@")
 ((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop elastic-join compress
-                            certificates launcher mpi)
+                            certificates launcher mpi slurm)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -691,6 +693,33 @@ PY
       --resume="$ckpt" >"$work/mpi-resume.log" 2>&1
     grep -q "resumed from .*: epoch 1 batch [1-9][0-9]*0 " "$work/mpi-resume.log"
     check "mpi: the last checkpoint is intact and loads" $? "$work/mpi-resume.log"
+    ;;
+  slurm)
+    if ! command -v srun >/dev/null || ! timeout 5 sinfo -h -o %t 2>/dev/null | grep -qE "idle|mix"; then
+      echo "slurm: skipped (no Slurm cluster answers here)"
+      continue
+    fi
+    launched=(--config-file="$config" cluster.secret_file= cluster.join_timeout=30 data.limit_test=500
+              "${small[@]}" nodes=3 workers=3 --progress=lines)
+    (timeout 120 srun -N 1 -n 3 "$train" "${launched[@]}" output.dir="$work/srun" \
+      --report="$work/srun.json" >"$work/srun.log" 2>&1)
+    check "slurm: srun -n 3 exits 0 (exit $?)" $? "$work/srun.log"
+    grep -q "rank 2 of 3 (Slurm, local rank 2 of 3)" "$work/srun.log"
+    check "slurm: the ranks read srun's variables (rank, size, local rank and size)" $? "$work/srun.log"
+    [[ -f $work/launch-inproc3.json ]] || "$train" "${common[@]}" "${small[@]}" nodes=0 workers=3 \
+      --report="$work/launch-inproc3.json" >"$work/launch-inproc3.log" 2>&1
+    same_report "srun vs in-process" "$work/srun.json" "$work/launch-inproc3.json" test_loss test_accuracy train_loss
+    check "slurm: srun -n 3 equals workers=3 in one process" $?
+    if srun --mpi=list 2>&1 | grep -q pmix && ! "$train" --version | grep -q "no MPI"; then
+      (timeout 120 srun -N 1 -n 3 --mpi=pmix "$train" "${launched[@]}" cluster.transport=mpi \
+        output.dir="$work/srun-mpi" --report="$work/srun-mpi.json" >"$work/srun-mpi.log" 2>&1)
+      check "slurm: srun --mpi=pmix -n 3 over the MPI transport exits 0 (exit $?)" $? "$work/srun-mpi.log"
+      grep -q "the ranks meet through the launcher's PMIx store" "$work/srun-mpi.log"
+      check "slurm: srun --mpi=pmix's ranks meet through its PMIx store" $? "$work/srun-mpi.log"
+      same_report "srun --mpi=pmix, MPI transport, vs in-process" "$work/srun-mpi.json" "$work/launch-inproc3.json" \
+        test_loss test_accuracy train_loss
+      check "slurm: srun --mpi=pmix over MPI equals workers=3 in one process" $?
+    fi
     ;;
   esac
 done

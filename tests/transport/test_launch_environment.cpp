@@ -99,6 +99,9 @@ TEST_SUITE("net") {
                                         {"SLURM_NTASKS", "16"},
                                         {"SLURM_STEP_NUM_TASKS", "8"},
                                         {"SLURM_LOCALID", "1"},
+                                        {"SLURM_NODEID", "1"},
+                                        {"SLURM_TASKS_PER_NODE", "4(x4)"},
+                                        {"SLURM_STEP_TASKS_PER_NODE", "3(x2),1,1"},
                                         {"SLURM_JOB_NODELIST", "cn[001-008]"},
                                         {"SLURM_STEP_NODELIST", "cn[003-004,010],gpu7"}}));
     REQUIRE(l.has_value());
@@ -106,6 +109,7 @@ TEST_SUITE("net") {
     CHECK(l->rank == 5);
     CHECK(l->size == 8);  // the step's tasks, not the allocation's
     CHECK(l->local_rank == 1);
+    CHECK(l->local_size == 3);  // the step's count on node 1 (of 3, 3, 1, 1), not the allocation's
     CHECK(l->hosts == std::vector<std::string>{"cn003", "cn004", "cn010", "gpu7"});
     CHECK(l->head_address == "cn003");
     CHECK(l->job_id == "4242.0");
@@ -138,6 +142,26 @@ TEST_SUITE("net") {
                    "SLURM_JOB_NODELIST='cn[1-'"));
     CHECK(contains(error_of({{"PMIX_RANK", "0"}}), "PMIX_RANK is set but no variable names the number of ranks"));
     CHECK(contains(error_of({{"PMI_RANK", "0"}}), "PMI_SIZE"));
+  }
+
+  TEST_CASE("launcher environment: Slurm's local size is its node's share of the step (found under srun)") {
+    // srun -N 1 -n 4 on one host: each task's local size is 4, not its local id + 1.
+    for (int task = 0; task < 4; ++task) {
+      const auto l = detect_launch(fixed({{"SLURM_JOB_ID", "10"}, {"SLURM_STEP_ID", "0"},
+                                          {"SLURM_PROCID", std::to_string(task)}, {"SLURM_NTASKS", "4"},
+                                          {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_LOCALID", std::to_string(task)},
+                                          {"SLURM_NODEID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "4"}}));
+      REQUIRE(l.has_value());
+      CHECK(l->local_size == 4);
+    }
+    CHECK(expand_tasks_per_node("2(x3),1", "T") == std::vector<int>{2, 2, 2, 1});
+    CHECK(expand_tasks_per_node("16", "T") == std::vector<int>{16});
+    CHECK_THROWS_AS(expand_tasks_per_node("2(3)", "T"), ConfigError);
+    CHECK_THROWS_AS(expand_tasks_per_node("2(x)", "T"), ConfigError);
+    CHECK_THROWS_AS(expand_tasks_per_node("a,1", "T"), ConfigError);
+    CHECK(contains(error_of({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
+                             {"SLURM_STEP_TASKS_PER_NODE", "2(y2)"}}),
+                   "SLURM_STEP_TASKS_PER_NODE='2(y2)'"));
   }
 
   TEST_CASE("Slurm host lists expand in order, with their zero padding") {
