@@ -141,28 +141,41 @@ KernelStats channel_sums(CoreGroup& cg, const float* x, const float* y, std::int
   // per-chunk partial sums, written by the CPEs, added by the MPE
   std::vector<double> partial(std::size_t(ch.count) * 2, 0.0);
   auto stats = cg.run("channel_sums", [&](Cpe& cpe) {
-    const std::int64_t mine = (ch.count - cpe.id() + cpes_per_group - 1) / cpes_per_group;
-    double* results = cpe.ldm_array<double>(std::size_t(std::max<std::int64_t>(mine, 1)) * 2);
-    int index = 0;
+    // A CPE's chunks k, k+64, ... land in partial[] at stride 64 (strided PUTs
+    // of 16-B blocks), a block of results at a time from two LDM buffers: one
+    // fills while the other's PUT runs. (All of a CPE's results at once
+    // overflowed the LDM at 128 images per core group: VGG's conv1_1 has
+    // 128 x 64 planes of 224 x 224.)
+    constexpr std::int64_t block = 32;
+    double* buffers = cpe.ldm_array<double>(std::size_t(2 * block * 2));
+    std::array<DmaReply, 2> replies;
+    std::array<int, 2> puts{0, 0};
+    std::int64_t index = 0;  // this CPE's chunks so far
+    auto put_block = [&](std::int64_t first, std::int64_t count) {
+      const auto b = std::size_t((first / block) % 2);
+      cpe.dma_put_strided(partial.data() + 2 * (cpe.id() + cpes_per_group * first), buffers + b * block * 2,
+                          std::size_t(count), 16, std::size_t(cpes_per_group) * 16, replies[b]);
+      ++puts[b];
+    };
     const std::array<const float*, 3> ins{x, y ? y : x, nullptr};
     stream(cpe, ch, ins, y ? 2 : 1, nullptr,
            [&](Cpe& c, std::int64_t, const float* const* in, float*, std::int64_t len) {
+             const auto b = std::size_t((index / block) % 2);
+             if (index % block == 0 && puts[b] > 0) c.dma_wait(replies[b], puts[b]);  // its last PUT is out
              double s = 0, s2 = 0;
              if (c.numerics()) {
                const float* other = y ? in[1] : in[0];
                for (std::int64_t i = 0; i < len; ++i) s += in[0][i], s2 += double(in[0][i]) * other[i];
              }
-             results[2 * index] = s, results[2 * index + 1] = s2;
+             double* results = buffers + b * block * 2;
+             results[2 * (index % block)] = s, results[2 * (index % block) + 1] = s2;
              ++index;
+             if (index % block == 0) put_block(index - block, block);
              c.charge_elementwise(double(len), 4, double(y ? 2 : 1));  // widen + 2 vmad per 4 elements
            });
-    if (mine > 0) {
-      // chunks k, k+64, ... land in partial[] at stride 64 (strided PUT of 16-B blocks)
-      DmaReply r;
-      cpe.dma_put_strided(partial.data() + 2 * cpe.id(), results, std::size_t(mine), 16,
-                          std::size_t(cpes_per_group) * 16, r);
-      cpe.dma_wait(r, 1);
-    }
+    if (index % block != 0) put_block(index - index % block, index % block);
+    for (std::size_t b = 0; b < 2; ++b)
+      if (puts[b] > 0) cpe.dma_wait(replies[b], puts[b]);
   });
   std::fill(sum, sum + channels, 0.0);
   std::fill(sum2, sum2 + channels, 0.0);

@@ -533,6 +533,49 @@ TEST_SUITE("sw26010") {
     CHECK(sum2[0] == doctest::Approx(dot));
   }
 
+  TEST_CASE("channel sums of many planes: each CPE's results leave the LDM a block at a time") {
+    // 4200 planes: 66 chunks on some CPEs, in three blocks of PUTs; numbers checked against the host.
+    CoreGroup cg(0, Params{});
+    const std::int64_t b = 2, c = 2100, sp = 16;
+    const auto x = random_vector(std::size_t(b * c * sp), 5);
+    std::vector<double> sum(c), sum2(c);
+    channel_sums(cg, x.data(), nullptr, b, c, sp, sum.data(), sum2.data());
+    for (std::int64_t ch = 0; ch < c; ch += 97) {
+      double s = 0, s2 = 0;
+      for (std::int64_t i = 0; i < b; ++i)
+        for (std::int64_t k = 0; k < sp; ++k) {
+          const double v = x[std::size_t((i * c + ch) * sp + k)];
+          s += v, s2 += v * v;
+        }
+      CHECK(sum[ch] == doctest::Approx(s));
+      CHECK(sum2[ch] == doctest::Approx(s2));
+    }
+  }
+
+  TEST_CASE("VGG-16's first layers at 128 images per core group fit the LDM (swCaffe's batch 512)") {
+    // Timing only (the tensors would take gigabytes): this batch overflowed the LDM in channel_sums.
+    CoreGroup cg(0, Params{});
+    cg.set_numerics(false);
+    Scratch scratch(false);
+    const auto conv = config::Document::parse("[layer conv1_1]\nnum_output = 64\nkernel_size = 3\npad = 1\n", "test");
+    LayerShape shape;
+    shape.type = "Convolution";
+    shape.options = conv.find("layer", "conv1_1");
+    shape.bottoms = {Shape{128, 3, 224, 224}};
+    shape.tops = {Shape{128, 64, 224, 224}};
+    shape.propagate_down = false;
+    LayerTiming timing;
+    CHECK_NOTHROW(timing = time_layer(cg, shape, scratch, nullptr));
+    CHECK(timing.simulated);
+    CHECK(timing.backward > 0);
+    shape.type = "BatchNorm";
+    shape.options = nullptr;
+    shape.bottoms = shape.tops = {Shape{128, 64, 224, 224}};
+    shape.propagate_down = true;
+    CHECK_NOTHROW(timing = time_layer(cg, shape, scratch, nullptr));
+    CHECK(timing.forward > 0);
+  }
+
   TEST_CASE("pooling kernels match the CPU Pooling layer") {
     CoreGroup cg(0, Params{});
     struct Case {
