@@ -124,7 +124,13 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
   return total;
 }
 
-ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch) {
+bool implicit_forward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups) {
+  const auto channels_ok = [](std::int64_t n) { return n >= 64 && n % 32 == 0; };
+  return batch >= 128 && channels_ok(s.channels) && channels_ok(s.num_output) && groups == 1 && s.stride_h == 1 &&
+         s.stride_w == 1;
+}
+
+ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch, std::int64_t groups) {
   // Timing only: kernels move no data, so any 128-aligned address serves.
   CoreGroup scratch(0, params);
   scratch.set_numerics(false);
@@ -132,7 +138,7 @@ ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int
   float* p = dummy;
   ConvChoice choice;
   choice.explicit_cycles = conv_forward_explicit(scratch, s, batch, p, p, p, p, p).cycles;
-  if (s.stride_h == 1 && s.stride_w == 1) {
+  if (implicit_forward_eligible(s, batch, groups)) {
     choice.implicit_cycles = to_hcwn(scratch, p, p, batch, s.channels, s.height, s.width).cycles +
                              conv_forward_implicit(scratch, s, batch, p, p, p, p).cycles +
                              to_nchw(scratch, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;

@@ -38,10 +38,18 @@ const char* to_string(ConvMethod m);
 struct ConvChoice {
   ConvMethod method = ConvMethod::explicit_gemm;
   std::int64_t explicit_cycles = 0;
-  std::int64_t implicit_cycles = 0;  // 0: not applicable (stride > 1)
+  std::int64_t implicit_cycles = 0;  // 0: not eligible (implicit_forward_eligible)
 };
-// Times the forward pass both ways on a scratch core group (no numerics).
-// The implicit time includes the layout transforms in and out.
-ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch);
+// swCaffe's dispatch rule for its implicit forward kernel (C-swcaffe
+// conv_layer.cpp; shared/reference/sw26010.md §6.2): batch >= 128, input and
+// output channels >= 64 and multiples of 32, one group. The model's implicit
+// kernel also needs stride 1. `s` is one group's shape; `batch` the images on
+// the core group.
+bool implicit_forward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups = 1);
+// Times the forward pass both ways on a scratch core group (no numerics), as
+// swCaffe times its first iterations, where the implicit kernel is eligible;
+// else explicit. The implicit time includes the layout transforms in and out.
+ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch,
+                              std::int64_t groups = 1);
 
 }  // namespace taihu::sw26010

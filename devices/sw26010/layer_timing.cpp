@@ -49,12 +49,12 @@ LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
         s.pad_h = s.pad_w = option_hw(opt, "pad", "pad_h", 0);
         std::ostringstream key;
         key << s.channels << ',' << s.height << ',' << s.width << ',' << s.num_output << ',' << s.kernel_h << ','
-            << s.stride_h << ',' << s.pad_h;
+            << s.stride_h << ',' << s.pad_h << ',' << group << ',' << q;
         ConvChoice choice;
         if (cache && cache->count(key.str())) {
           choice = cache->at(key.str());
         } else {
-          choice = choose_conv_method(params, s, q);
+          choice = choose_conv_method(params, s, q, group);
           if (cache) (*cache)[key.str()] = choice;
         }
         timing.method = to_string(choice.method);

@@ -159,7 +159,7 @@ struct ConvWork final : WeightedWork {
     if (pass != Pass::forward) return;
     // swCaffe times both methods in its first iterations and keeps the faster
     // (timed once per geometry and batch share)
-    const ConvChoice choice = plan->conv_choice(s, largest_share());
+    const ConvChoice choice = plan->conv_choice(s, largest_share(), conv_groups);
     conv_method = choice.method;
     method = to_string(conv_method);
     if (conv_method == ConvMethod::implicit) {
@@ -668,12 +668,13 @@ KernelStats NetPlan::run(int g, std::size_t i, Pass pass, int phase) {
   return work.run(g, begin, end - begin, pass, phase);
 }
 
-ConvChoice NetPlan::conv_choice(const ConvShape& s, std::int64_t batch) {
-  const std::string key = fmt::format("{},{},{},{},{},{},{},{},{},{},{}", s.channels, s.height, s.width,
+ConvChoice NetPlan::conv_choice(const ConvShape& s, std::int64_t batch, std::int64_t groups) {
+  const std::string key = fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", s.channels, s.height, s.width,
                                       s.num_output, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h,
-                                      s.pad_w, batch);
+                                      s.pad_w, batch, groups);
   auto it = device_choices_.find(key);
-  if (it == device_choices_.end()) it = device_choices_.emplace(key, choose_conv_method(params_, s, batch)).first;
+  if (it == device_choices_.end())
+    it = device_choices_.emplace(key, choose_conv_method(params_, s, batch, groups)).first;
   ConvChoice choice = it->second;
   if (forced_method_ && (*forced_method_ == ConvMethod::explicit_gemm || (s.stride_h == 1 && s.stride_w == 1)))
     choice.method = *forced_method_;

@@ -81,7 +81,7 @@ class NetPlan {
 
   // The convolution method for a geometry and per-group batch (timed once,
   // as swCaffe does in its first iterations).
-  ConvChoice conv_choice(const ConvShape& s, std::int64_t batch);
+  ConvChoice conv_choice(const ConvShape& s, std::int64_t batch, std::int64_t groups);
   // Tests: every convolution that can use `method` does (nullopt: the faster).
   void force_conv_method(std::optional<ConvMethod> method) { forced_method_ = method; }
 

@@ -729,17 +729,29 @@ TEST_SUITE("sw26010") {
     CHECK(chip.group(0).clock() == chip.group(3).clock());
   }
 
-  TEST_CASE("the faster convolution method is chosen by simulated time") {
+  TEST_CASE("the faster convolution method is chosen by simulated time, where swCaffe allows implicit") {
     const Params p;
-    // many channels, big batch: implicit (no im2col traffic) wins, as in swCaffe's rule
-    const auto big = choose_conv_method(p, ConvShape{128, 8, 8, 128, 3, 3, 1, 1, 1, 1}, 32);
+    // many channels, swCaffe's batch: both timed, the faster kept
+    const auto big = choose_conv_method(p, ConvShape{128, 8, 8, 128, 3, 3, 1, 1, 1, 1}, 128);
     CHECK(big.explicit_cycles > 0);
     CHECK(big.implicit_cycles > 0);
     CHECK(big.method == (big.implicit_cycles < big.explicit_cycles ? ConvMethod::implicit : ConvMethod::explicit_gemm));
-    // stride 2: explicit only
-    const auto strided = choose_conv_method(p, ConvShape{16, 9, 9, 16, 3, 3, 2, 2, 1, 1}, 4);
-    CHECK(strided.method == ConvMethod::explicit_gemm);
-    CHECK(strided.implicit_cycles == 0);
+    // swCaffe's dispatch rule (sw26010.md §6.2): explicit only below batch 128, below 64 channels or
+    // off multiples of 32 on either side, for grouped convolutions, and (the model's kernel) stride 2
+    const ConvShape ok{128, 8, 8, 128, 3, 3, 1, 1, 1, 1};
+    CHECK(implicit_forward_eligible(ok, 128));
+    CHECK_FALSE(implicit_forward_eligible(ok, 64));
+    CHECK_FALSE(implicit_forward_eligible(ConvShape{32, 8, 8, 128, 3, 3, 1, 1, 1, 1}, 128));
+    CHECK_FALSE(implicit_forward_eligible(ConvShape{128, 8, 8, 80, 3, 3, 1, 1, 1, 1}, 128));
+    CHECK_FALSE(implicit_forward_eligible(ConvShape{96, 8, 8, 48, 3, 3, 1, 1, 1, 1}, 128));
+    CHECK_FALSE(implicit_forward_eligible(ok, 128, 2));
+    for (const auto& [shape, batch] : {std::pair{ConvShape{128, 8, 8, 128, 3, 3, 1, 1, 1, 1}, std::int64_t{32}},
+                                       std::pair{ConvShape{3, 16, 16, 64, 3, 3, 1, 1, 1, 1}, std::int64_t{128}},
+                                       std::pair{ConvShape{128, 9, 9, 128, 3, 3, 2, 2, 1, 1}, std::int64_t{128}}}) {
+      const auto choice = choose_conv_method(p, shape, batch);
+      CHECK(choice.method == ConvMethod::explicit_gemm);
+      CHECK(choice.implicit_cycles == 0);
+    }
   }
 }
 
