@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The portable default build against a -march=native one, alternating runs in
-# one session (bench/RESULTS.md, "Portable build against -march=native").
+# Two builds side by side, alternating runs in one session: the portable default
+# against a -march=native one (bench/RESULTS.md, "Portable build against
+# -march=native"), or any other pair (-fPIC for the Python module: "Position-
+# independent code"). Each line names the build by its directory.
 #   bench/portable_vs_native.sh NATIVE_BUILD PORTABLE_BUILD [ROUNDS]
 # NATIVE_BUILD: e.g. cmake -S . -B build-native -DTAIHU_NATIVE=ON -DTAIHU_BUILD_TESTS=OFF
 #               && cmake --build build-native --target bench_train bench_cavs
@@ -18,7 +20,7 @@ cavs() {
 }
 for r in $(seq 1 "$rounds"); do
   for build in "$native" "$portable"; do
-    name=$([[ $build == "$native" ]] && echo native || echo portable)
+    name=$(basename "$build")
     echo "round $r $name lenet $(train "$build" lenet 64 40)"
     echo "round $r $name lenet-bn $(train "$build" lenet-bn 64 30)"
     echo "round $r $name alexnet-bn $(train "$build" alexnet-bn 16 3)"

@@ -9,7 +9,7 @@ only itself and the folders below it:
     simulator                         plain C++ on collectives
     messages                          CAF message types on core
     actors                            every actor, on all of the above
-    apps, bench, tests                on anything
+    apps, python, bench, tests        on anything
 
 Plain-C++ folders never include CAF. No two code folders share a name (as
 core/graph and actors/graph once did), so a path says which layer it is in.

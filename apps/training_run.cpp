@@ -1,0 +1,95 @@
+#include "apps/training_run.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <variant>
+
+#include "actors/compute/replica_services.hpp"
+#include "actors/compute/run_plan.hpp"
+#include "apps/version.hpp"
+#include "core/blas/blas.hpp"
+#include "core/blas/kernel_selection.hpp"
+
+namespace taihu::app {
+namespace {
+
+// Which epoch the reported test figures come from.
+std::string selected_epoch(const GraphTrainReport& report) {
+  return report.has_dev ? fmt::format("best dev epoch {}", report.best_epoch)
+                        : fmt::format("epoch {}, no dev set", report.best_epoch);
+}
+
+void log_report(const GraphTrainReport& report) {
+  if (report.language_model)
+    spdlog::info("finished: test perplexity {:.2f} ({}), {:.0f} tokens/s", report.test.perplexity,
+                 selected_epoch(report), report.vertices_per_second);
+  else
+    spdlog::info("finished: test root accuracy {:.2f}% ({}), {:.0f} {}/s", 100.0 * report.test.root_accuracy,
+                 selected_epoch(report), report.samples_per_second, report.data == "dag" ? "graphs" : "trees");
+}
+
+void log_report(const TrainReport& report) {
+  spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s", 100.0 * report.test_accuracy,
+               report.train_loss, report.images_per_second);
+  if (report.device != "cpu") {
+    spdlog::info("{}", device_report_table(report.device_report, report.batch_size / report.workers));
+    const auto& d = report.device_report;
+    spdlog::info("{}: {:.1f} simulated images/s ({:.1f} ms per simulated iteration, {:.1f} s of host time each)",
+                 report.device, d.simulated_images_per_second(), 1e3 * d.simulated_iteration_seconds(),
+                 d.iterations ? d.host_seconds / d.iterations : 0.0);
+    if (!report.chip_iteration_seconds.empty())
+      spdlog::info("{} chips: {:.1f} ms compute (slowest chip) + {:.1f} ms allreduce per iteration ({:.1f}% "
+                   "allreduce), {:.1f} simulated images/s in all",
+                   report.chip_iteration_seconds.size(),
+                   1e3 * *std::max_element(report.chip_iteration_seconds.begin(), report.chip_iteration_seconds.end()),
+                   1e3 * report.simulated_allreduce_seconds, 100.0 * report.simulated_allreduce_share(),
+                   report.simulated_system_images_per_second());
+  }
+}
+
+// Compute threads per replica unless [blas] threads says: replicas share the
+// cores; a dynamic model's vertex executors take the cores (one BLAS thread
+// each, as its GEMMs are small: a round of vertices); a device model's core
+// groups run concurrently (one each). Never more threads than cores.
+void default_threads(const config::Document& doc) {
+  if (doc.section("blas").get_or<int>("threads", 0) != 0) return;
+  const int cores = blas::available_cores();
+  const auto workers = std::max<int64_t>(1, doc.root().get_or<int64_t>("workers", 0));
+  const auto nodes = doc.root().get_or<int64_t>("nodes", 0);
+  if (workers > 1 || nodes > 0)
+    blas::set_threads(std::max(1, cores / static_cast<int>(workers)));
+  else if (doc.find("model") != nullptr)
+    blas::set_threads(std::max(1, cores / std::max(1, doc.root().get_or<int>("executors", cores))));
+  else if (doc.root().get_or<std::string>("device", "cpu") != "cpu")
+    blas::set_threads(1);
+}
+
+}  // namespace
+
+compute::TrainingResult run_training(config::Document doc, const TrainingRunOptions& options) {
+  default_threads(doc);
+  // The process's one actor system: every actor of the run lives in it.
+  caf::actor_system_config cfg;
+  compute::configure_actor_system(cfg, doc);
+  caf::actor_system system{cfg};
+  const int local_replicas = doc.root().get_or<int>("nodes", 0) > 0 ? 1 : doc.root().get_or<int>("workers", 1);
+  compute::RunPlan plan = compute::RunPlan::read(std::move(doc), compute::replica_services(system, local_replicas));
+  plan.cluster.build = build_id();
+  plan.cluster.own_node = options.own_node;
+  compute::TrainingOptions training;
+  training.progress = options.progress;
+  training.resume = options.resume;
+  compute::TrainingResult result = compute::train(system, std::move(plan), training);
+  std::visit([](const auto& report) { log_report(report); }, result.report);
+  return result;
+}
+
+std::string report_json(const compute::TrainingResult& result) {
+  return std::visit([](const auto& report) { return report.to_json(); }, result.report);
+}
+
+}  // namespace taihu::app

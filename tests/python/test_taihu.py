@@ -1,0 +1,172 @@
+"""The Python module `taihu` (python/), run by ctest (`python`) with the build's package first on
+the path: training equals taihu-train's, a net's gradients match finite differences, checkpoints
+round-trip, and bad input is a Python exception naming what is wrong."""
+
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import taihu
+
+BUILD = os.environ.get("TAIHU_BUILD_DIR", "build")
+SOURCE = os.environ.get("TAIHU_SOURCE_DIR", ".")
+FASHION = "/usr/share/datasets/fashion-mnist"
+HAVE_FASHION = any(os.path.exists(os.path.join(FASHION, name))
+                   for name in ("train-images-idx3-ubyte.gz", "train-images-idx3-ubyte"))
+LENET_CONFIG = os.path.join(SOURCE, "config", "lenet-fashion.ini")
+LENET_NET = os.path.join(SOURCE, "config", "nets", "lenet.ini")
+
+
+def lenet_batch(n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 1, 28, 28), dtype=np.float32)
+    y = rng.integers(0, 10, n).astype(np.float32)
+    return x, y
+
+
+@unittest.skipUnless(HAVE_FASHION, "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)")
+class Training(unittest.TestCase):
+    def test_lenet_from_python_equals_taihu_train(self):
+        with tempfile.TemporaryDirectory() as work:
+            small = ["epochs=1", "data.limit_train=960", "data.limit_test=500", "blas.threads=1"]
+            report_file = os.path.join(work, "cli.json")
+            # The same BLAS kernel in both processes (taihu-train would otherwise choose its own;
+            # this one cannot re-execute itself to switch)
+            env = dict(os.environ, OPENBLAS_CORETYPE=taihu.blas_kernel())
+            subprocess.run([os.path.join(BUILD, "apps", "taihu-train"), "--config-file=" + LENET_CONFIG, *small,
+                            "output.dir=" + os.path.join(work, "cli"), "--progress=quiet",
+                            "--report=" + report_file], check=True, capture_output=True, env=env)
+            with open(report_file) as f:
+                cli = json.load(f)
+            py = taihu.train(LENET_CONFIG, *small, progress="quiet", output__dir=os.path.join(work, "py"))
+            self.assertIsInstance(py, dict)
+            for key in ("train_loss", "test_loss", "test_accuracy", "iterations", "parameters"):
+                self.assertEqual(py[key], cli[key], key)
+            # The run's checkpoint, as a dict of arrays
+            ckpt = taihu.load_checkpoint(os.path.join(work, "py", "lenet-fashion.ckpt"))
+            self.assertEqual(ckpt["net"], "lenet")
+            self.assertEqual(ckpt["iteration"], py["iterations"])
+            self.assertEqual(ckpt["params"]["conv1/weight"].shape, (20, 1, 5, 5))
+            self.assertEqual(ckpt["params"]["conv1/weight"].dtype, np.float32)
+            # ... whose weights a Net takes, giving the trained net's test-set behaviour
+            net = taihu.Net.from_config(LENET_CONFIG, batch=8)
+            for name, view in net.params().items():
+                view[...] = ckpt["params"][name]
+            net.phase = "test"
+            x, y = lenet_batch(8, 3)
+            out = net.forward(data=x, label=y)
+            self.assertTrue(np.isfinite(out["loss"]).all())
+
+    def test_bad_overrides_are_config_errors(self):
+        with self.assertRaisesRegex(taihu.ConfigError, "epochs"):
+            taihu.train(LENET_CONFIG, "epochs=zero", progress="quiet")
+        with self.assertRaises(ValueError):  # a ConfigError is a ValueError too
+            taihu.train(LENET_CONFIG, "epochs", progress="quiet")
+        with self.assertRaisesRegex(taihu.Error, "no-such.ini"):
+            taihu.train(os.path.join(SOURCE, "config", "no-such.ini"))
+
+
+class NetTests(unittest.TestCase):
+    def setUp(self):
+        self.net = taihu.Net.from_config(LENET_NET, batch=4, seed=7)
+
+    def test_describes_itself(self):
+        self.assertEqual(self.net.name, "lenet")
+        self.assertEqual(self.net.inputs, ["data", "label"])
+        self.assertIn("loss", self.net.outputs)
+        self.assertEqual(self.net.phase, "train")
+        self.assertEqual(self.net.params()["conv1/weight"].shape, (20, 1, 5, 5))
+
+    def test_batch_follows_the_inputs(self):
+        x, y = lenet_batch(3, 1)
+        out = self.net.forward(data=x, label=y)
+        self.assertEqual(self.net.batch, 3)
+        self.assertEqual(out["loss"].shape, ())
+        self.assertTrue(np.isfinite(out["loss"]))
+
+    def test_gradients_match_finite_differences(self):
+        x, y = lenet_batch(4, 2)
+        self.net.forward(data=x, label=y)
+        self.net.backward()
+        grads = {k: v.copy() for k, v in self.net.grads().items()}
+        params = self.net.params()
+        rng = np.random.default_rng(5)
+        for name in ("conv1/weight", "conv2/bias", "ip1/weight", "ip2/weight", "ip2/bias"):
+            flat = params[name].reshape(-1)
+            for index in rng.choice(flat.size, 3, replace=False):
+                keep = float(flat[index])
+                step = 2e-3  # small against max pooling's and ReLU's kinks, large against float32 rounding
+                flat[index] = keep + step
+                up = float(self.net.forward(data=x, label=y)["loss"])
+                flat[index] = keep - step
+                down = float(self.net.forward(data=x, label=y)["loss"])
+                flat[index] = keep
+                numeric = (up - down) / (2 * step)
+                analytic = float(grads[name].reshape(-1)[index])
+                self.assertAlmostEqual(numeric, analytic, delta=1e-3 + 5e-2 * abs(analytic),
+                                       msg="{}[{}]".format(name, index))
+
+    def test_params_are_views_of_the_net(self):
+        x, y = lenet_batch(4, 4)
+        before = float(self.net.forward(data=x, label=y)["loss"])
+        self.net.params()["ip2/weight"][...] = 0
+        self.net.params()["ip2/bias"][...] = 0
+        after = float(self.net.forward(data=x, label=y)["loss"])
+        self.assertNotEqual(before, after)
+        self.assertAlmostEqual(after, float(np.log(10)), places=5)  # uniform scores over 10 classes
+
+    def test_bad_inputs_name_what_is_wrong(self):
+        x, y = lenet_batch(4, 6)
+        with self.assertRaisesRegex(taihu.ConfigError, r"input 'data' has shape \(4, 1, 27, 28\), the net takes "
+                                                       r"\(N, 1, 28, 28\)"):
+            self.net.forward(data=np.zeros((4, 1, 27, 28), np.float32), label=y)
+        with self.assertRaisesRegex(taihu.ConfigError, r"input 'label' has shape \(3,\).*with N = 4"):
+            self.net.forward(data=x, label=y[:3])
+        with self.assertRaisesRegex(TypeError, "float64"):
+            self.net.forward(data=x.astype(np.float64), label=y)
+        with self.assertRaisesRegex(taihu.ConfigError, "missing: label"):
+            self.net.forward(data=x)
+        with self.assertRaisesRegex(taihu.ConfigError, "no input 'image'"):
+            self.net.forward(data=x, label=y, image=x)
+        with self.assertRaisesRegex(taihu.ConfigError, "backward\\(\\) needs a forward"):
+            taihu.Net.from_config(LENET_NET).backward()
+        with self.assertRaisesRegex(taihu.ConfigError, "phase must be"):
+            self.net.phase = "eval"
+        # The net is unchanged by the refused calls: it still computes
+        self.assertTrue(np.isfinite(self.net.forward(data=x, label=y)["loss"]))
+
+
+class Checkpoints(unittest.TestCase):
+    def test_arrays_round_trip(self):
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "mine.ckpt")
+            params = {"a/weight": np.arange(6, dtype=np.float32).reshape(2, 3),
+                      "a/bias": np.array([1.5, -2.0], np.float32)}
+            taihu.save_checkpoint(path, params, net="tiny", iteration=12, epoch=1, seed=9,
+                                  solver_state={"a/weight/momentum": np.ones((2, 3), np.float32)})
+            back = taihu.load_checkpoint(path)
+            self.assertEqual((back["net"], back["iteration"], back["epoch"], back["seed"]), ("tiny", 12, 1, 9))
+            for name, value in params.items():
+                np.testing.assert_array_equal(back["params"][name], value)
+            np.testing.assert_array_equal(back["solver_state"]["a/weight/momentum"], np.ones((2, 3), np.float32))
+
+    def test_bad_checkpoints_are_errors(self):
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "bad.ckpt")
+            with self.assertRaisesRegex(TypeError, "'w' is float64"):
+                taihu.save_checkpoint(path, {"w": np.zeros(3)})
+            self.assertFalse(os.path.exists(path))
+            with open(path, "wb") as f:
+                f.write(b"not a checkpoint at all")
+            with self.assertRaises(taihu.Error):
+                taihu.load_checkpoint(path)
+            with self.assertRaises(taihu.Error):
+                taihu.load_checkpoint(os.path.join(work, "missing.ckpt"))
+
+
+if __name__ == "__main__":
+    unittest.main()
