@@ -98,6 +98,8 @@ struct MpiSession::Engine {
   MPI_Comm comm = MPI_COMM_NULL;
   std::vector<MPI_Request> requests;
   std::vector<Pending> pending;  // beside requests
+  std::vector<int> completed_indices;       // MPI_Testsome's, kept between rounds (no allocation per poll)
+  std::vector<MPI_Status> completed_statuses;
 
   void run(const std::shared_ptr<std::promise<void>>& started);
   void post(Outgoing out);
@@ -259,8 +261,10 @@ bool MpiSession::Engine::receive_headers() {
 bool MpiSession::Engine::test_requests() {
   if (requests.empty()) return false;
   const int n = static_cast<int>(requests.size());
-  std::vector<int> done(requests.size());
-  std::vector<MPI_Status> statuses(requests.size());
+  completed_indices.resize(requests.size());
+  completed_statuses.resize(requests.size());
+  std::vector<int>& done = completed_indices;
+  std::vector<MPI_Status>& statuses = completed_statuses;
   int completed = 0;
   const int rc = MPI_Testsome(n, requests.data(), &completed, done.data(), statuses.data());
   if (rc != MPI_SUCCESS) {
