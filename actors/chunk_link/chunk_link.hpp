@@ -59,7 +59,7 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   // The data plane, or null over another transport (its peers need no connect).
   DataPlane* data_plane() { return plane_; }
   std::uint16_t port() const { return plane_ != nullptr ? plane_->port() : 0; }
-  DataPlane& plane() { return *plane_; }
+  DataPlane& plane() { return *plane_; }  // a link over the data plane only
 
   // The local shard that receives chunks of (bucket, rank).
   void attach(std::uint32_t bucket, int rank, sync::shard_actor shard);
