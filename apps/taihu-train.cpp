@@ -49,14 +49,6 @@ options:
   -h, --help           this text
 )";
 
-taihu::Progress::Mode progress_mode(const std::string& name) {
-  if (name.empty() || name == "auto") return taihu::Progress::Mode::automatic;
-  if (name == "bar") return taihu::Progress::Mode::bar;
-  if (name == "lines") return taihu::Progress::Mode::lines;
-  if (name == "quiet") return taihu::Progress::Mode::quiet;
-  throw taihu::ConfigError("command line: --progress must be auto, bar, lines or quiet, not '" + name + "'");
-}
-
 void write_report(const taihu::app::CommandLine& cl, const std::string& json) {
   if (auto path = cl.flag("report")) {
     std::ofstream out(*path);
@@ -108,7 +100,7 @@ int main(int argc, char** argv) {
       launched.emplace(*launch, doc);
     }
     app::TrainingRunOptions options;
-    options.progress = progress_mode(cl.flag("progress").value_or("auto"));
+    options.progress = Progress::parse_mode(cl.flag("progress").value_or("auto"), "command line: --progress");
     if (auto resume = cl.flag("resume")) options.resume = *resume;
     if (launched) options.own_node = launched->own_node();
     write_report(cl, app::report_json(app::run_training(std::move(doc), options)));

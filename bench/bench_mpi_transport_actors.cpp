@@ -216,12 +216,13 @@ int main(int argc, char** argv) {
       if (run > 0) times["MPI_Allreduce"].push_back(t);
     }
     const double baseline = median(times["MPI_Allreduce"]);
-    for (const char* way : {"plane", "mpi", "MPI_Allreduce"}) {
+    const std::string shards(collectives::name(algorithm));
+    const std::pair<const char*, std::string> labels[] = {{"plane", "taihu, data plane (" + shards + ")"},
+                                                          {"mpi", "taihu, MPI transport (" + shards + ")"},
+                                                          {"MPI_Allreduce", "Open MPI MPI_Allreduce"}};
+    for (const auto& [way, label] : labels) {
       if (times[way].empty()) continue;
       const double t = median(times[way]);
-      const std::string label = way == std::string("plane") ? fmt::format("taihu, data plane ({})", collectives::name(algorithm))
-                                : way == std::string("mpi") ? fmt::format("taihu, MPI transport ({})", collectives::name(algorithm))
-                                                            : std::string("Open MPI MPI_Allreduce");
       if (rank == 0)
         fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} |\n", mb, label, t * 1e3,
                    static_cast<double>(elements * sizeof(float)) / t / 1e9, baseline / t);

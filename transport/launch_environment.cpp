@@ -109,7 +109,8 @@ std::optional<LaunchEnvironment> slurm(const EnvironmentLookup& env) {
   l.local_rank = f.optional_integer("SLURM_LOCALID", 0, 0, max_ranks);
   // The step's tasks per node ("2(x3),1"), at this node's index, are this host's ranks.
   l.local_size = l.local_rank + 1;
-  const char* per_node_variable = f.get("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+  const char* per_node_variable =
+      f.get("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
   if (auto per_node = f.get(per_node_variable)) {
     const std::vector<int> counts = expand_tasks_per_node(*per_node, per_node_variable);
     const int node = f.optional_integer("SLURM_NODEID", 0, 0, max_ranks);

@@ -89,7 +89,6 @@ struct MpiSession::Engine {
   std::string broken;  // why MPI failed; then sends are refused
   std::mutex sink_mutex;  // held while the sink is called: detaching waits for it
   FrameSink* sink = nullptr;
-  std::atomic<std::uint64_t> messages_sent{0}, messages_received{0}, bytes_sent{0}, bytes_received{0};
   int rank = -1;
   int size = 0;
   std::thread thread;
@@ -202,8 +201,6 @@ void MpiSession::Engine::post(Outgoing out) {
     if (rc != MPI_SUCCESS) return fail(out.to, fmt::format("sending to rank {} failed: {}", out.to, mpi_error(rc)));
     add(request, {Pending::Kind::payload_send, out.to, nullptr, std::move(out.keep_alive), {}});
   }
-  ++messages_sent;
-  bytes_sent += out.bytes;
 }
 
 bool MpiSession::Engine::receive_headers() {
@@ -241,7 +238,6 @@ bool MpiSession::Engine::receive_headers() {
       break;
     }
     if (bytes == 0) {
-      ++messages_received;
       std::lock_guard lock(sink_mutex);
       if (sink != nullptr) sink->deliver(from, wire->chunk, std::move(landing));
       continue;
@@ -281,8 +277,6 @@ bool MpiSession::Engine::test_requests() {
   for (int k = 0; k < completed; ++k) {
     Pending& p = pending[static_cast<std::size_t>(done[static_cast<std::size_t>(k)])];
     if (p.kind == Pending::Kind::payload_receive) {
-      ++messages_received;
-      bytes_received += p.wire->bytes;
       std::lock_guard lock(sink_mutex);
       if (sink != nullptr) sink->deliver(p.peer, p.wire->chunk, std::move(p.landing));
     }
@@ -403,11 +397,6 @@ void MpiTransport::send(int node, const ChunkHeader& header, const void* data, s
   engine_->wake.notify_one();
 }
 
-MpiTransportStats MpiTransport::stats() const {
-  return {engine_->messages_sent.load(), engine_->messages_received.load(), engine_->bytes_sent.load(),
-          engine_->bytes_received.load()};
-}
-
 bool mpi_built() { return true; }
 
 std::string mpi_library_version() {
@@ -436,7 +425,6 @@ MpiTransport::MpiTransport(int, int nodes, FrameSink*) : engine_(nullptr), nodes
 }
 MpiTransport::~MpiTransport() = default;
 void MpiTransport::send(int, const ChunkHeader&, const void*, std::size_t, std::shared_ptr<const void>) {}
-MpiTransportStats MpiTransport::stats() const { return {}; }
 
 bool mpi_built() { return false; }
 std::string mpi_library_version() { return "no MPI"; }

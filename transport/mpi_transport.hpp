@@ -27,7 +27,6 @@
 // are (libopenmpi-dev). Without them MpiSession throws ConfigError, naming
 // the package.
 
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,13 +40,6 @@ namespace taihu::transport {
 bool mpi_built();
 // "Open MPI v4.1.4, ..." (MPI_Get_library_version), or "no MPI" (for --version).
 std::string mpi_library_version();
-
-struct MpiTransportStats {
-  std::uint64_t messages_sent = 0;
-  std::uint64_t messages_received = 0;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t bytes_received = 0;
-};
 
 // The process's MPI: MPI_Init_thread on the progress thread when constructed
 // (collective: every rank of the launch constructs one), MPI_Finalize when
@@ -93,8 +85,6 @@ class MpiTransport final : public ChunkTransport {
 
   void send(int node, const ChunkHeader& header, const void* data, std::size_t bytes,
             std::shared_ptr<const void> keep_alive) override;
-
-  MpiTransportStats stats() const;
 
  private:
   MpiSession::Engine* engine_;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/common/error.hpp"
+
 namespace taihu {
 
 std::string format_duration(double seconds) {
@@ -15,6 +17,14 @@ std::string format_duration(double seconds) {
   if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
   if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
   return fmt::format("{}s", s);
+}
+
+Progress::Mode Progress::parse_mode(const std::string& name, std::string_view what) {
+  if (name.empty() || name == "auto") return Mode::automatic;
+  if (name == "bar") return Mode::bar;
+  if (name == "lines") return Mode::lines;
+  if (name == "quiet") return Mode::quiet;
+  throw ConfigError(fmt::format("{} must be auto, bar, lines or quiet, not '{}'", what, name));
 }
 
 Progress::Progress(std::string label, int64_t total_steps, int64_t items_per_step, Mode mode,

@@ -5,12 +5,16 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace taihu {
 
 class Progress {
  public:
   enum class Mode { automatic, bar, lines, quiet };
+  // "auto" (or ""), "bar", "lines" or "quiet"; ConfigError naming `what`
+  // (e.g. "command line: --progress") for any other name.
+  static Mode parse_mode(const std::string& name, std::string_view what);
 
   // `unit` names what items are in the rate ("img", "trees": "img/s").
   Progress(std::string label, int64_t total_steps, int64_t items_per_step, Mode mode = Mode::automatic,

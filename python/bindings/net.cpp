@@ -33,9 +33,11 @@ namespace py = pybind11;
 
 namespace {
 
-std::string shape_text(const std::vector<py::ssize_t>& dims) {
+// A shape as NumPy prints it ("(4, 1, 28, 28)", "(3,)"); `batch`, when given, names the first axis.
+std::string shape_text(const std::vector<py::ssize_t>& dims, const char* batch = nullptr) {
   std::vector<std::string> parts;
   for (auto d : dims) parts.push_back(std::to_string(d));
+  if (batch != nullptr && !parts.empty()) parts.front() = batch;
   return "(" + fmt::format("{}", fmt::join(parts, ", ")) + (dims.size() == 1 ? ",)" : ")");
 }
 
@@ -126,11 +128,8 @@ class PyNet {
       for (std::size_t k = 1; fits && k < got.size(); ++k) fits = got[k] == want[k];
       if (fits && batch >= 0) fits = got[0] == batch;
       if (!fits || got[0] < 1) {
-        std::string expected = "(N";
-        for (std::size_t k = 1; k < want.size(); ++k) expected += ", " + std::to_string(want[k]);
-        expected += want.size() == 1 ? ",)" : ")";
         throw ConfigError(fmt::format("net '{}': input '{}' has shape {}, the net takes {}{}", net_->name(), name,
-                                      shape_text(got), expected,
+                                      shape_text(got), shape_text(want, "N"),
                                       batch >= 0 ? fmt::format(" with N = {} as the other inputs", batch) : ""));
       }
       batch = got[0];

@@ -19,21 +19,13 @@ namespace py = pybind11;
 
 namespace {
 
-Progress::Mode progress_mode(const std::string& name) {
-  if (name == "auto") return Progress::Mode::automatic;
-  if (name == "bar") return Progress::Mode::bar;
-  if (name == "lines") return Progress::Mode::lines;
-  if (name == "quiet") return Progress::Mode::quiet;
-  throw ConfigError("progress must be auto, bar, lines or quiet, not '" + name + "'");
-}
-
 // The report as JSON text (taihu/__init__.py turns it into a dict).
 std::string train(const std::string& config_file, const std::vector<std::string>& overrides,
                   const std::string& progress, const std::string& resume) {
   config::Document doc = config::Document::parse_file(config_file);
   for (const auto& o : overrides) doc.apply_override(o);
   app::TrainingRunOptions options;
-  options.progress = progress_mode(progress);
+  options.progress = Progress::parse_mode(progress, "progress");
   options.resume = resume;
   // Python cannot be re-executed under another BLAS kernel (argc 0): a
   // kernel OpenBLAS misdetects is logged; set OPENBLAS_CORETYPE before

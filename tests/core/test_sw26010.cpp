@@ -464,6 +464,17 @@ void require_close(const float* got, const float* want, std::int64_t n, double e
     REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(eps).scale(1.0));
   }
 }
+// The host's sum and sum of squares of channel `ch` of a batch x channels x spatial tensor.
+std::pair<double, double> host_channel_sums(const std::vector<float>& x, std::int64_t batch, std::int64_t channels,
+                                            std::int64_t spatial, std::int64_t ch) {
+  double s = 0, s2 = 0;
+  for (std::int64_t i = 0; i < batch; ++i)
+    for (std::int64_t k = 0; k < spatial; ++k) {
+      const double v = x[std::size_t((i * channels + ch) * spatial + k)];
+      s += v, s2 += v * v;
+    }
+  return {s, s2};
+}
 }  // namespace
 
 TEST_SUITE("sw26010") {
@@ -501,12 +512,7 @@ TEST_SUITE("sw26010") {
     channel_sums(cg, x.data(), nullptr, b, c, sp, sum.data(), sum2.data());
     std::vector<float> scale(c), shift(c);
     for (std::int64_t ch = 0; ch < c; ++ch) {
-      double s = 0, s2 = 0;
-      for (std::int64_t i = 0; i < b; ++i)
-        for (std::int64_t k = 0; k < sp; ++k) {
-          const double v = x[std::size_t((i * c + ch) * sp + k)];
-          s += v, s2 += v * v;
-        }
+      const auto [s, s2] = host_channel_sums(x, b, c, sp, ch);
       CHECK(sum[ch] == doctest::Approx(s));
       CHECK(sum2[ch] == doctest::Approx(s2));
       const double mean = s / (b * sp), var = s2 / (b * sp) - mean * mean;
@@ -541,12 +547,7 @@ TEST_SUITE("sw26010") {
     std::vector<double> sum(c), sum2(c);
     channel_sums(cg, x.data(), nullptr, b, c, sp, sum.data(), sum2.data());
     for (std::int64_t ch = 0; ch < c; ch += 97) {
-      double s = 0, s2 = 0;
-      for (std::int64_t i = 0; i < b; ++i)
-        for (std::int64_t k = 0; k < sp; ++k) {
-          const double v = x[std::size_t((i * c + ch) * sp + k)];
-          s += v, s2 += v * v;
-        }
+      const auto [s, s2] = host_channel_sums(x, b, c, sp, ch);
       CHECK(sum[ch] == doctest::Approx(s));
       CHECK(sum2[ch] == doctest::Approx(s2));
     }
