@@ -1,8 +1,11 @@
 // taihu-train: trains a net described in config files.
 //
 //   taihu-train --config-file=config/lenet-fashion.ini [key=value ...]
-//               [--dump-config] [--report=FILE] [--resume=FILE] [--progress=auto|bar|lines|quiet]
-//               [--log-level=info]
+//               [--dump-config] [--report=FILE] [--resume=FILE] [--evaluate]
+//               [--progress=auto|bar|lines|quiet] [--log-level=info]
+//
+// Ctrl-C or SIGTERM stops the run after the iteration in flight, with a
+// checkpoint where it stands and the report (apps/stop_signals.hpp).
 //
 // One training loop for everything (actors/compute/coordinator.hpp): a net
 // or, with a [model] section, a dynamic network (a Cavs vertex function over
@@ -21,6 +24,7 @@
 #include "actors/compute/cluster.hpp"
 #include "apps/app_support.hpp"
 #include "apps/launched_cluster.hpp"
+#include "apps/stop_signals.hpp"
 #include "apps/training_run.hpp"
 #include "apps/version.hpp"
 #include "core/common/check.hpp"
@@ -43,10 +47,16 @@ options:
   --dump-config        print the merged config and exit
   --report=FILE        write the final report as JSON
   --resume=FILE        continue bit-exactly from a checkpoint
+  --evaluate           train nothing: evaluate the --resume checkpoint's weights
+                       (or the initial ones) on the test (and dev) set
   --progress=MODE      auto (bar on a terminal), bar, lines or quiet
   --log-level=LEVEL    trace, debug, info, warn, error
   --version            taihu's version, git revision, build and libraries
   -h, --help           this text
+
+Ctrl-C or SIGTERM stops after the iteration in flight: a checkpoint where the
+run stands ([output] checkpoint; --resume continues from it), the report, and
+exit status 128 + the signal's number. A second one ends the process at once.
 )";
 
 void write_report(const taihu::app::CommandLine& cl, const std::string& json) {
@@ -63,7 +73,7 @@ int main(int argc, char** argv) {
   using namespace taihu;
   return taihu::app::run_app([&]() -> int {
     const auto cl = app::parse_command_line(
-        argc, argv, {"dump-config", "report", "resume", "progress", "log-level"});
+        argc, argv, {"dump-config", "report", "resume", "evaluate", "progress", "log-level"});
     if (cl.help) {
       std::fputs(usage, stdout);
       return 0;
@@ -103,7 +113,11 @@ int main(int argc, char** argv) {
     options.progress = Progress::parse_mode(cl.flag("progress").value_or("auto"), "command line: --progress");
     if (auto resume = cl.flag("resume")) options.resume = *resume;
     if (launched) options.own_node = launched->own_node();
-    write_report(cl, app::report_json(app::run_training(std::move(doc), options)));
-    return 0;
+    options.evaluate_only = cl.has_flag("evaluate");
+    const app::StopSignals signals;
+    options.stop = signals.flag();
+    const compute::TrainingResult result = app::run_training(std::move(doc), options);
+    write_report(cl, options.evaluate_only ? app::evaluation_json(result) : app::report_json(result));
+    return result.stopped ? 128 + signals.received() : 0;
   });
 }

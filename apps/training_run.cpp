@@ -23,7 +23,20 @@ std::string selected_epoch(const GraphTrainReport& report) {
                         : fmt::format("epoch {}, no dev set", report.best_epoch);
 }
 
+// A stopped run: how far it came, and its last evaluated epoch's figures if any.
+template <class Report>
+bool log_stopped(const Report& report) {
+  if (!report.stopped) return false;
+  if (report.history.empty())
+    spdlog::info("stopped at iteration {}, before the first epoch ended", report.iterations);
+  else
+    spdlog::info("stopped at iteration {}; the figures of epoch {} follow", report.iterations,
+                 report.history.back().epoch);
+  return report.history.empty();
+}
+
 void log_report(const GraphTrainReport& report) {
+  if (log_stopped(report)) return;
   if (report.language_model)
     spdlog::info("finished: test perplexity {:.2f} ({}), {:.0f} tokens/s", report.test.perplexity,
                  selected_epoch(report), report.vertices_per_second);
@@ -33,6 +46,7 @@ void log_report(const GraphTrainReport& report) {
 }
 
 void log_report(const TrainReport& report) {
+  if (log_stopped(report)) return;
   spdlog::info("finished: test accuracy {:.2f}%, train loss {:.4f}, {:.0f} images/s", 100.0 * report.test_accuracy,
                report.train_loss, report.images_per_second);
   if (report.device != "cpu") {
@@ -49,6 +63,11 @@ void log_report(const TrainReport& report) {
                    1e3 * report.simulated_allreduce_seconds, 100.0 * report.simulated_allreduce_share(),
                    report.simulated_system_images_per_second());
   }
+}
+
+void log_evaluation(const ReplicaEvaluation& e) {
+  spdlog::info("evaluated: test loss {:.4f}, accuracy {:.2f}%{}", e.test.loss, 100.0 * e.test.accuracy,
+               e.has_dev ? fmt::format("; dev loss {:.4f}, accuracy {:.2f}%", e.dev.loss, 100.0 * e.dev.accuracy) : "");
 }
 
 // Compute threads per replica unless [blas] threads says: replicas share the
@@ -83,9 +102,28 @@ compute::TrainingResult run_training(config::Document doc, const TrainingRunOpti
   compute::TrainingOptions training;
   training.progress = options.progress;
   training.resume = options.resume;
+  training.observer = options.observer;
+  training.stop = options.stop;
+  training.evaluate_only = options.evaluate_only;
   compute::TrainingResult result = compute::train(system, std::move(plan), training);
-  std::visit([](const auto& report) { log_report(report); }, result.report);
+  if (options.evaluate_only)
+    log_evaluation(*result.evaluation);
+  else
+    std::visit([](const auto& report) { log_report(report); }, result.report);
   return result;
+}
+
+std::string evaluation_json(const compute::TrainingResult& result) {
+  const ReplicaEvaluation& evaluation = *result.evaluation;
+  const bool dynamic = std::holds_alternative<GraphTrainReport>(result.report);
+  const auto scores = [dynamic](const Scores& s) {
+    return fmt::format("{{\"loss\": {:.9g}, \"accuracy\": {:.9g}{}}}", s.loss, s.accuracy,
+                       dynamic ? fmt::format(", \"root_accuracy\": {:.9g}, \"perplexity\": {:.9g}", s.root_accuracy,
+                                             s.perplexity)
+                               : "");
+  };
+  return fmt::format("{{\n  \"test\": {}{}\n}}\n", scores(evaluation.test),
+                     evaluation.has_dev ? ",\n  \"dev\": " + scores(evaluation.dev) : "");
 }
 
 std::string report_json(const compute::TrainingResult& result) {

@@ -20,6 +20,11 @@ struct TrainingRunOptions {
   std::filesystem::path resume;  // a checkpoint of the same configuration; empty: from the start
   // A cluster launcher's rank 0 runs node 0 beside its coordinator (apps/launched_cluster.hpp).
   std::optional<compute::NodeOptions> own_node;
+  // compute::TrainingOptions': the records as they are made, the stop
+  // request, evaluation alone.
+  MetricObserver observer;
+  std::shared_ptr<const std::atomic<bool>> stop;
+  bool evaluate_only = false;
 };
 
 // Trains what `doc` describes (BLAS already set up: setup_blas). Throws as
@@ -28,5 +33,9 @@ compute::TrainingResult run_training(config::Document doc, const TrainingRunOpti
 
 // The result's report as JSON (what --report writes).
 std::string report_json(const compute::TrainingResult& result);
+// An evaluation (TrainingRunOptions::evaluate_only) as JSON: "test" and, with
+// a dev set, "dev", each with loss and accuracy, and for dynamic models
+// root_accuracy and perplexity.
+std::string evaluation_json(const compute::TrainingResult& result);
 
 }  // namespace taihu::app

@@ -47,7 +47,10 @@
 
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -55,7 +58,9 @@
 #include "actors/compute/worker_actor.hpp"
 #include "core/common/error.hpp"
 #include "core/train/graph_report.hpp"
+#include "core/train/metrics_log.hpp"
 #include "core/train/progress.hpp"
+#include "core/train/replica.hpp"
 #include "core/train/train_report.hpp"
 
 namespace taihu::compute {
@@ -72,12 +77,26 @@ class WorkerFailure : public Error {
 struct TrainingOptions {
   Progress::Mode progress = Progress::Mode::automatic;
   std::filesystem::path resume;  // a checkpoint of the same configuration; empty: from the start
-  WorkerFault fault;             // tests
+  // Every metrics record as the run makes it: each iteration's (not only
+  // every display-th, as the file keeps them) and each epoch's evaluation.
+  // Called on the coordinator's thread: it must return quickly.
+  MetricObserver observer;
+  // Set from any thread (a signal handler too: a lock-free atomic) to stop
+  // the run after the iteration in flight: the coordinator writes a
+  // checkpoint where the run stands (it resumes from there) and train()
+  // returns what was done, TrainingResult::stopped set.
+  std::shared_ptr<const std::atomic<bool>> stop;
+  // Trains nothing: evaluates the weights of `resume` (or the initial ones)
+  // and returns them in TrainingResult::evaluation.
+  bool evaluate_only = false;
+  WorkerFault fault;  // tests
 };
 
 struct TrainingResult {
   std::variant<TrainReport, GraphTrainReport> report;  // a net's, or a dynamic model's
   std::vector<std::vector<float>> final_parameters;     // every rank's parameter values, net order
+  bool stopped = false;                                 // by TrainingOptions::stop, before the end
+  std::optional<ReplicaEvaluation> evaluation;          // TrainingOptions::evaluate_only
 };
 
 // Trains what `plan` describes with actors of `system` (configured by

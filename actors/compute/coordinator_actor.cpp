@@ -103,9 +103,10 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   s.progress->update(batch - s.cursor.first_batch(),
                      fmt::format("loss {:.4f}", s.loss_sum / static_cast<double>(batch)));
   s.status->set_progress(iteration + 1, s.cursor.epoch() + 1, loss, s.progress->items_per_second());
-  if (plan.settings.display > 0 && (iteration + 1) % static_cast<std::uint64_t>(plan.settings.display) == 0)
-    s.log->iteration(s.cursor.epoch() + 1, static_cast<int64_t>(iteration + 1), loss, done.front().stats.learning_rate,
-                     s.progress->items_per_second());
+  const bool display_due =
+      plan.settings.display > 0 && (iteration + 1) % static_cast<std::uint64_t>(plan.settings.display) == 0;
+  s.log->iteration(s.cursor.epoch() + 1, static_cast<int64_t>(iteration + 1), loss, done.front().stats.learning_rate,
+                   s.progress->items_per_second(), display_due);
   if (!s.cursor.batch_left()) return end_epoch(self);
   if (s.cursor.checkpoint_due()) return save_checkpoint(self, position(s, epoch_seconds(s)), [self] { next(self); });
   next(self);
@@ -225,6 +226,47 @@ void finish(Coordinator* self) {
       "the parameter request");
 }
 
+// Stopped (TrainingOptions::stop) between iterations: the figures of what
+// was trained, the partial epoch's too, and a checkpoint where the run stands
+// unless the last one is there already, or nothing was trained (a previous
+// run's checkpoint is not replaced by untrained weights).
+void stop_here(Coordinator* self) {
+  auto& s = self->state;
+  s.record.stopped = true;
+  s.status->set_state("stopped");
+  double partial_seconds = 0.0;
+  if (s.progress) {
+    partial_seconds = epoch_seconds(s);
+    s.record.seconds += partial_seconds;
+    s.record.samples += s.epoch.samples;
+    s.record.vertices += s.epoch.vertices;
+    s.progress->finish("stopped");
+    s.progress.reset();
+  }
+  const std::uint64_t at = s.cursor.iteration();
+  s.record.stopped_at = at;
+  const bool saved = s.plan->checkpoint_path.empty() || s.record.iterations == 0 ||
+                     (s.checkpoints.latest.path == s.plan->checkpoint_path && s.checkpoints.latest.iteration == at);
+  spdlog::warn("stopped at iteration {} (epoch {}, batch {}){}", at, s.cursor.epoch() + 1, s.cursor.batch(),
+               s.plan->checkpoint_path.empty()
+                   ? ": no checkpoint is configured ([output] checkpoint)"
+                   : fmt::format("; resume from '{}' to continue", s.plan->checkpoint_path.string()));
+  if (saved) return finish(self);
+  save_checkpoint(self, position(s, partial_seconds), [self] { finish(self); });
+}
+
+// TrainingOptions::evaluate_only: rank 0's evaluation of the restored weights.
+void evaluate_only(Coordinator* self) {
+  self->state.status->set_state("evaluating");
+  ask_worker<ReplicaEvaluation>(
+      self, 0, msg::eval_atom_v,
+      [self](ReplicaEvaluation& e) {
+        self->state.record.evaluation = e;
+        finish(self);
+      },
+      "the evaluation request");
+}
+
 // --- failures --------------------------------------------------------------
 
 void on_down(Coordinator* self, caf::down_msg& dm) {
@@ -324,9 +366,10 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
     return caf::exit_reason::user_shutdown;
   });
   const RunPlan& p = *s.plan;
-  s.log.emplace(p.metrics_path, p.settings.epochs,
+  s.log.emplace(s.options.evaluate_only ? std::filesystem::path() : p.metrics_path, p.settings.epochs,
                 RunLog::Model{p.graphs.has_value(), p.graphs && p.graphs->language_model, p.graphs && p.graphs->has_dev,
-                              p.sample_unit});
+                              p.sample_unit},
+                s.options.observer);
   s.cursor = EpochCursor(p.settings.epochs, p.per_epoch, p.max_iterations, p.checkpoint_every, start);
   s.elapsed = start.elapsed_seconds;
   s.loss_sum = start.epoch_loss_sum;
@@ -381,6 +424,8 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
 void next(Coordinator* self) {
   auto& s = self->state;
   if (s.over) return;
+  if (s.options.evaluate_only) return evaluate_only(self);
+  if (s.options.stop && s.options.stop->load(std::memory_order_relaxed)) return stop_here(self);
   if (s.cursor.finished()) return finish(self);
   if (!s.progress) start_epoch(self);
   iterate(self);
@@ -532,9 +577,10 @@ TrainingResult train(caf::actor_system& system, RunPlan plan, const TrainingOpti
                                                        c.epoch * shared->per_epoch + c.batch, shared->ranks,
                                                        {rank}, 1.0f});
     restore = std::move(r);
-    spdlog::info("resumed from '{}': epoch {} batch {} (iteration {})", options.resume.string(), c.epoch + 1, c.batch,
-                 c.iteration);
-    if (EpochCursor(shared->settings.epochs, shared->per_epoch, shared->max_iterations, 0, start).finished())
+    spdlog::info("{} '{}': epoch {} batch {} (iteration {})", options.evaluate_only ? "evaluating" : "resumed from",
+                 options.resume.string(), c.epoch + 1, c.batch, c.iteration);
+    if (!options.evaluate_only &&
+        EpochCursor(shared->settings.epochs, shared->per_epoch, shared->max_iterations, 0, start).finished())
       raise<ConfigError>("the run in '{}' is already complete ({} of {} epochs, iteration {}); raise `epochs` (or "
                          "`iterations`) to train further",
                          options.resume.string(), c.epoch, shared->settings.epochs, c.iteration);
@@ -547,15 +593,20 @@ TrainingResult train(caf::actor_system& system, RunPlan plan, const TrainingOpti
   const RunPlan& p = *shared;
   TrainingResult result;
   result.final_parameters = std::move(o.final_parameters);
-  const int64_t iterations = p.settings.epochs * p.per_epoch;
+  result.stopped = o.record.stopped;
+  result.evaluation = o.record.evaluation;
+  // Planned, or as far as a stopped run came.
+  const int64_t iterations = o.record.stopped ? static_cast<int64_t>(o.record.stopped_at) : p.settings.epochs * p.per_epoch;
   if (p.graphs) {
     GraphTrainReport report = graph_report(p, o);
     report.iterations = p.max_iterations > 0 ? std::min(iterations, p.max_iterations) : iterations;
+    report.stopped = o.record.stopped;
     add_data_parallel_figures(p, o.record, report);
     result.report = std::move(report);
   } else {
     TrainReport report = net_report(p, o);
     report.iterations = p.max_iterations > 0 ? std::min(iterations, p.max_iterations) : iterations;
+    report.stopped = o.record.stopped;
     add_data_parallel_figures(p, o.record, report);
     result.report = std::move(report);
   }

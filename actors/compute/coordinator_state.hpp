@@ -42,6 +42,9 @@ struct RunRecord {
   double hidden_comm_seconds = 0.0;
   double bytes_sent = 0.0;  // payload all ranks' shards sent
   uint64_t iterations = 0;  // trained in this run
+  bool stopped = false;     // by TrainingOptions::stop,
+  uint64_t stopped_at = 0;  // at this iteration (counted from the run's start, resumed parts too)
+  std::optional<ReplicaEvaluation> evaluation;  // TrainingOptions::evaluate_only
 };
 
 // What train() waits for.

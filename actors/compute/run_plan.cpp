@@ -56,6 +56,12 @@ collectives::Topology training_topology(const config::Document& doc, int ranks) 
   return in_process_topology(ranks);
 }
 
+std::filesystem::path checkpoint_path(const config::Section& output) {
+  const std::string checkpoint = output.get_or<std::string>("checkpoint", "checkpoint.ckpt");
+  if (checkpoint.empty()) return {};
+  return std::filesystem::path(output.get_or<std::string>("dir", "out")) / checkpoint;
+}
+
 RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFault fault) {
   RunPlan p;
   p.doc = std::move(doc);
@@ -113,8 +119,7 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
   const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
   const std::string metrics = output.get_or<std::string>("metrics", "metrics.jsonl");
   if (!metrics.empty()) p.metrics_path = dir / metrics;
-  const std::string checkpoint = output.get_or<std::string>("checkpoint", "checkpoint.ckpt");
-  if (!checkpoint.empty()) p.checkpoint_path = dir / checkpoint;
+  p.checkpoint_path = compute::checkpoint_path(output);
   // Rank 0's node writes it, maybe from another working directory.
   if (p.clustered() && !p.checkpoint_path.empty()) p.checkpoint_path = std::filesystem::absolute(p.checkpoint_path);
   p.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);

@@ -158,4 +158,7 @@ struct RunPlan {
 // system exists. Also loads taihu's message types.
 void configure_actor_system(caf::actor_system_config& cfg, const config::Document& doc);
 
+// The checkpoint a run writes: [output] dir / checkpoint (empty: none).
+std::filesystem::path checkpoint_path(const config::Section& output);
+
 }  // namespace taihu::compute

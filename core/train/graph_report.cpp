@@ -50,11 +50,12 @@ std::string GraphTrainReport::to_json() const {
   }
   return fmt::format(
       "{{\n  \"model\": {},\n  \"data\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
+      "  \"stopped\": {},\n"
       "  \"batch_size\": {},\n  \"best_epoch\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n{}"
       "  \"samples_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n  \"runner\": {},\n{}"
       "  \"time_shares\": {{\"schedule\": {:.4f}, \"forward\": {:.4f}, \"backward\": {:.4f}, \"weight_gradients\": {:.4f}}},\n"
       "  \"gemm_gflops\": {:.4g},\n  \"history\": [\n    {}\n  ]\n}}\n",
-      json_quote(model), json_quote(data), parameters, epochs, iterations, batch_size, best_epoch, train_loss,
+      json_quote(model), json_quote(data), parameters, epochs, iterations, stopped, batch_size, best_epoch, train_loss,
       test.loss, headline, samples_per_second, seconds, json_quote(runner), data_parallel, schedule_share, forward_share,
       backward_share, weight_gradient_share, gemm_gflops, epochs_json);
 }

@@ -34,7 +34,8 @@ struct GraphTrainReport {
   bool has_dev = false;
   int64_t parameters = 0;
   int64_t epochs = 0;
-  int64_t iterations = 0;
+  int64_t iterations = 0;  // planned; a stopped run's: as far as it came
+  bool stopped = false;     // before the end, on request (SIGINT, SIGTERM, taihu.Trainer.stop)
   int64_t batch_size = 0;
   int64_t best_epoch = 0;      // chosen by dev (the last epoch without a dev set)
   double train_loss = 0.0;

@@ -62,7 +62,10 @@ MetricsLog::~MetricsLog() {
 }
 
 MetricsLog::MetricsLog(MetricsLog&& other) noexcept
-    : file_(std::exchange(other.file_, nullptr)), csv_(other.csv_), columns_(std::move(other.columns_)) {}
+    : file_(std::exchange(other.file_, nullptr)),
+      csv_(other.csv_),
+      columns_(std::move(other.columns_)),
+      observer_(std::move(other.observer_)) {}
 
 MetricsLog& MetricsLog::operator=(MetricsLog&& other) noexcept {
   if (this != &other) {
@@ -70,11 +73,17 @@ MetricsLog& MetricsLog::operator=(MetricsLog&& other) noexcept {
     file_ = std::exchange(other.file_, nullptr);
     csv_ = other.csv_;
     columns_ = std::move(other.columns_);
+    observer_ = std::move(other.observer_);
   }
   return *this;
 }
 
+void MetricsLog::observe(const MetricRecord& record) const {
+  if (observer_) observer_(record);
+}
+
 void MetricsLog::write(const MetricRecord& record) {
+  observe(record);
   if (!file_) return;
   std::string line;
   if (!csv_) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -12,6 +13,9 @@ namespace taihu {
 
 using MetricValue = std::variant<int64_t, double, std::string>;
 using MetricRecord = std::vector<std::pair<std::string, MetricValue>>;
+// Receives every record as it is made (taihu.Trainer's callbacks): on the
+// thread that makes it, so it must return quickly.
+using MetricObserver = std::function<void(const MetricRecord&)>;
 
 // A record as one JSON object (no trailing newline).
 std::string to_json(const MetricRecord& record);
@@ -26,13 +30,17 @@ class MetricsLog {
   MetricsLog(MetricsLog&& other) noexcept;
   MetricsLog& operator=(MetricsLog&& other) noexcept;
 
+  // To the file (if any) and the observer (if any).
   void write(const MetricRecord& record);
-  bool enabled() const { return file_ != nullptr; }
+  // To the observer only: a record made more often than the file keeps them.
+  void observe(const MetricRecord& record) const;
+  void set_observer(MetricObserver observer) { observer_ = std::move(observer); }
 
  private:
   std::FILE* file_ = nullptr;
   bool csv_ = false;
   std::vector<std::string> columns_;
+  MetricObserver observer_;
 };
 
 }  // namespace taihu

@@ -6,19 +6,24 @@
 
 namespace taihu {
 
-RunLog::RunLog(const std::filesystem::path& metrics, int64_t epochs, Model model)
+RunLog::RunLog(const std::filesystem::path& metrics, int64_t epochs, Model model, MetricObserver observer)
     : epochs_(epochs), model_(std::move(model)) {
   if (!metrics.empty()) metrics_ = MetricsLog(metrics);
+  metrics_.set_observer(std::move(observer));
 }
 
 void RunLog::iteration(int64_t epoch, int64_t iteration, double loss, double learning_rate,
-                       double samples_per_second) {
-  metrics_.write({{"type", std::string("train")},
-                  {"epoch", epoch},
-                  {"iteration", iteration},
-                  {"loss", loss},
-                  {"lr", learning_rate},
-                  {model_.dynamic ? "samples_per_second" : "images_per_second", samples_per_second}});
+                       double samples_per_second, bool display_due) {
+  const MetricRecord record{{"type", std::string("train")},
+                            {"epoch", epoch},
+                            {"iteration", iteration},
+                            {"loss", loss},
+                            {"lr", learning_rate},
+                            {model_.dynamic ? "samples_per_second" : "images_per_second", samples_per_second}};
+  if (display_due)
+    metrics_.write(record);
+  else
+    metrics_.observe(record);
 }
 
 void RunLog::epoch(const EpochRecord& e, int64_t iteration) {

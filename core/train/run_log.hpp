@@ -37,11 +37,14 @@ class RunLog {
     std::string sample_unit = "images";
   };
 
-  // `metrics`: the metrics file (.jsonl or .csv), empty for none.
-  RunLog(const std::filesystem::path& metrics, int64_t epochs, Model model);
+  // `metrics`: the metrics file (.jsonl or .csv), empty for none;
+  // `observer`: receives every record, the file's and every iteration's.
+  RunLog(const std::filesystem::path& metrics, int64_t epochs, Model model, MetricObserver observer = {});
 
-  // After iteration `iteration` (1-based count of iterations done).
-  void iteration(int64_t epoch, int64_t iteration, double loss, double learning_rate, double samples_per_second);
+  // After iteration `iteration` (1-based count of iterations done); the
+  // file keeps it when `display_due`, the observer always.
+  void iteration(int64_t epoch, int64_t iteration, double loss, double learning_rate, double samples_per_second,
+                 bool display_due);
   // An evaluated epoch; `iteration`: iterations done by its end.
   void epoch(const EpochRecord& e, int64_t iteration);
 

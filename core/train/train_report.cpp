@@ -74,11 +74,11 @@ std::string TrainReport::to_json() const {
         d.iterations ? d.host_cpu_seconds / double(d.iterations) : 0.0, layers_json);
   }
   return fmt::format(
-      "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"
+      "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n  \"stopped\": {},\n"
       "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
       "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
       "  \"blas_kernel\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
-      json_quote(net), parameters, epochs, iterations, batch_size, train_loss, test_loss, test_accuracy,
+      json_quote(net), parameters, epochs, iterations, stopped, batch_size, train_loss, test_loss, test_accuracy,
       images_per_second, seconds, json_quote(blas_kernel), workers, buckets_json, device_json, epochs_json);
 }
 

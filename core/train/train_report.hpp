@@ -30,7 +30,8 @@ struct TrainReport {
   std::string net;
   int64_t parameters = 0;
   int64_t epochs = 0;
-  int64_t iterations = 0;
+  int64_t iterations = 0;  // planned; a stopped run's: as far as it came
+  bool stopped = false;     // before the end, on request (SIGINT, SIGTERM, taihu.Trainer.stop)
   int64_t batch_size = 0;
   double train_loss = 0.0;
   double test_loss = 0.0;

@@ -205,5 +205,34 @@ expect "a node with 1000 children is named at load for a binary Tree-LSTM" 2 "ba
   "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/badsst"
 expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
 
+# SIGTERM (or Ctrl-C) stops after the iteration in flight with a checkpoint
+# where the run stands; resumed from it, the run ends exactly where an
+# uninterrupted one does, wherever the signal fell.
+stop_run=("$train" --config-file="$work/app.ini" data.train_size=16000 display=10 --progress=quiet)
+"${stop_run[@]}" output.dir="$work/whole" --report="$work/whole.json" >/dev/null 2>&1
+"${stop_run[@]}" output.dir="$work/stop" --report="$work/stop.json" >"$work/stop.log" 2>&1 &
+stopped_pid=$!
+for _ in $(seq 200); do [[ -s "$work/stop/metrics.jsonl" ]] && break; sleep 0.05; done
+kill -TERM "$stopped_pid"
+wait "$stopped_pid"
+stop_rc=$?
+expect "SIGTERM stops with 128 + 15 and says where to resume" 143 "stopped at iteration [1-9][0-9]*.*resume from" -- \
+  bash -c "cat '$work/stop.log'; exit $stop_rc"
+expect "the stopped run's report says so" 0 '"stopped": true' -- cat "$work/stop.json"
+expect "the stopped run resumes mid-epoch" 0 "resumed from .*epoch 1 batch [1-9]" -- "${stop_run[@]}" \
+  output.dir="$work/stop" --resume="$work/stop/checkpoint.ckpt" --report="$work/resumed.json"
+expect "and ends where the uninterrupted run ends, bit for bit" 0 "^same$" -- python3 -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+keys = ['train_loss', 'test_loss', 'test_accuracy']
+print('same' if all(a[k] == b[k] for k in keys) else [(k, a[k], b[k]) for k in keys])" "$work/whole.json" "$work/resumed.json"
+expect "--evaluate scores a checkpoint's weights as the run did" 0 "^same$" -- bash -c "
+'$train' --config-file='$work/app.ini' output.dir='$work/whole' --evaluate --resume='$work/whole/checkpoint.ckpt' \
+  --progress=quiet --report='$work/eval.json' >/dev/null 2>&1 &&
+python3 -c \"
+import json
+r, e = json.load(open('$work/whole.json')), json.load(open('$work/eval.json'))
+print('same' if (r['test_loss'], r['test_accuracy']) == (e['test']['loss'], e['test']['accuracy']) else (r, e))\""
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

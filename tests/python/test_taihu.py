@@ -4,8 +4,10 @@ round-trip, and bad input is a Python exception naming what is wrong."""
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
+import threading
 import unittest
 
 import numpy as np
@@ -68,6 +70,121 @@ class Training(unittest.TestCase):
             taihu.train(LENET_CONFIG, "epochs", progress="quiet")
         with self.assertRaisesRegex(taihu.Error, "no-such.ini"):
             taihu.train(os.path.join(SOURCE, "config", "no-such.ini"))
+
+
+SYNTHETIC_APP = """net = {net}
+epochs = 1
+batch_size = 16
+test_batch_size = 64
+display = 5
+[data]
+source = synthetic
+shape = 1 28 28
+classes = 10
+train_size = {train_size}
+test_size = 128
+[solver]
+type = sgd
+base_lr = 0.01
+[blas]
+threads = 1
+"""
+
+
+class TrainerTests(unittest.TestCase):
+    """taihu.Trainer on synthetic data (no data set needed): callbacks, stop, Ctrl-C, evaluate."""
+
+    def setUp(self):
+        self.work = tempfile.TemporaryDirectory()
+        self.config = self.write_config(960)
+
+    def tearDown(self):
+        self.work.cleanup()
+
+    def write_config(self, train_size):
+        path = os.path.join(self.work.name, "app{}.ini".format(train_size))
+        with open(path, "w") as f:
+            f.write(SYNTHETIC_APP.format(net=os.path.abspath(LENET_NET), train_size=train_size))
+        return path
+
+    def trainer(self, name, config=None, **kwargs):
+        return taihu.Trainer(config or self.config, progress="quiet", output__dir=os.path.join(self.work.name, name),
+                             **kwargs)
+
+    def test_callbacks_receive_every_iteration_and_the_metrics_files_records(self):
+        iterations, epochs = [], []
+        trainer = self.trainer("cb", on_iteration=iterations.append, on_epoch=epochs.append)
+        report = trainer.fit()
+        self.assertFalse(report["stopped"])
+        self.assertEqual([r["iteration"] for r in iterations], list(range(1, report["iterations"] + 1)))
+        with open(os.path.join(self.work.name, "cb", "metrics.jsonl")) as f:
+            written = [json.loads(line) for line in f]
+        # The file keeps every display-th iteration's record and the epoch's: the callbacks got the same figures
+        by_iteration = {r["iteration"]: r for r in iterations}
+        train_lines = [r for r in written if r["type"] == "train"]
+        self.assertEqual(len(train_lines), report["iterations"] // 5)
+        for line in train_lines:  # the file has 9 significant digits
+            got = by_iteration[line["iteration"]]
+            self.assertEqual(set(got), set(line))
+            for key, value in line.items():
+                if isinstance(value, float):
+                    self.assertLessEqual(abs(got[key] - value), 1e-8 * abs(value), key)
+                else:
+                    self.assertEqual(got[key], value, key)
+        self.assertEqual(len(epochs), 1)
+        self.assertEqual(epochs[0]["type"], "test")
+        self.assertLessEqual(abs(epochs[0]["loss"] - report["test_loss"]), 1e-8 * report["test_loss"])
+        self.assertLessEqual(abs(epochs[0]["accuracy"] - report["test_accuracy"]), 1e-8)
+
+    def test_stop_from_a_callback_leaves_a_checkpoint_that_resumes_bit_for_bit(self):
+        whole = self.trainer("whole").fit()
+
+        def stop_at_7(record):
+            if record["iteration"] == 7:
+                stopping.stop()
+        stopping = self.trainer("stopped", on_iteration=stop_at_7)
+        report = stopping.fit()
+        # The run does not wait for callbacks: it stops after the iteration in flight when stop() comes
+        self.assertTrue(report["stopped"])
+        self.assertGreaterEqual(report["iterations"], 7)
+        self.assertLess(report["iterations"], whole["iterations"])
+        ckpt = stopping.checkpoint_path()
+        self.assertEqual(taihu.load_checkpoint(ckpt)["iteration"], report["iterations"])
+        resumed = stopping.fit(resume=ckpt)
+        self.assertFalse(resumed["stopped"])
+        for key in ("train_loss", "test_loss", "test_accuracy"):
+            self.assertEqual(resumed[key], whole[key], key)
+
+    def test_ctrl_c_stops_cleanly_with_a_checkpoint_then_raises(self):
+        config = self.write_config(64000)  # 4000 iterations: far from done when the signal comes
+        started = threading.Event()
+        trainer = self.trainer("interrupted", config=config, on_iteration=lambda r: started.set())
+
+        def ctrl_c():
+            started.wait(60)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=ctrl_c, daemon=True).start()
+        with self.assertRaises(KeyboardInterrupt):
+            trainer.fit()
+        ckpt = taihu.load_checkpoint(trainer.checkpoint_path())
+        self.assertGreater(ckpt["iteration"], 0)
+        self.assertLess(ckpt["iteration"], 4000)
+
+    def test_a_callbacks_error_stops_the_run_and_is_raised(self):
+        def fails(record):
+            raise RuntimeError("callback failed at {}".format(record["iteration"]))
+        with self.assertRaisesRegex(RuntimeError, "callback failed at 1"):
+            self.trainer("failing", on_iteration=fails).fit()
+
+    def test_evaluate_scores_the_checkpoint_as_the_run_did(self):
+        trainer = self.trainer("eval")
+        with self.assertRaisesRegex(taihu.ConfigError, "no checkpoint"):
+            trainer.evaluate()
+        report = trainer.fit()
+        scores = trainer.evaluate()
+        self.assertEqual(set(scores), {"test"})
+        self.assertEqual(scores["test"]["loss"], report["test_loss"])
+        self.assertEqual(scores["test"]["accuracy"], report["test_accuracy"])
 
 
 class NetTests(unittest.TestCase):
