@@ -96,7 +96,7 @@ compute::TrainingResult run_training(config::Document doc, const TrainingRunOpti
   compute::configure_actor_system(cfg, doc);
   caf::actor_system system{cfg};
   const int local_replicas = doc.root().get_or<int>("nodes", 0) > 0 ? 1 : doc.root().get_or<int>("workers", 1);
-  compute::RunPlan plan = compute::RunPlan::read(std::move(doc), compute::replica_services(system, local_replicas));
+  compute::RunPlan plan = compute::RunPlan::read(std::move(doc), compute::replica_services(system, local_replicas), {}, options.graphs);
   plan.cluster.build = build_id();
   plan.cluster.own_node = options.own_node;
   compute::TrainingOptions training;

@@ -25,6 +25,8 @@ struct TrainingRunOptions {
   MetricObserver observer;
   std::shared_ptr<const std::atomic<bool>> stop;
   bool evaluate_only = false;
+  // A dynamic model's graphs, [data] source = memory (taihu.GraphData).
+  std::shared_ptr<const GraphDataset> graphs;
 };
 
 // Trains what `doc` describes (BLAS already set up: setup_blas). Throws as

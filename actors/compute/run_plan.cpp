@@ -62,7 +62,8 @@ std::filesystem::path checkpoint_path(const config::Section& output) {
   return std::filesystem::path(output.get_or<std::string>("dir", "out")) / checkpoint;
 }
 
-RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFault fault) {
+RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFault fault,
+                      std::shared_ptr<const GraphDataset> memory) {
   RunPlan p;
   p.doc = std::move(doc);
   p.services = std::move(services);
@@ -104,7 +105,9 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
   // Data: one data set, shared read-only by all replicas of this process.
   // Rank 0's model plans the buckets; with nodes = K the replicas live in
   // the nodes and this one only plans.
-  p.data = ReplicaData::read(d, p.settings);
+  if (memory && p.clustered())
+    throw d.root().error("nodes", "graphs in memory train in this process only (workers = N), not on nodes");
+  p.data = ReplicaData::read(d, p.settings, memory.get());
   p.rank0 = p.build_model(0, fault);
   const Replica& replica0 = *p.rank0->replica;
   p.per_epoch = replica0.batches_per_epoch();

@@ -133,7 +133,9 @@ struct RunPlan {
 
   // Reads and checks the whole config (unknown keys are errors): throws
   // ConfigError naming file, line and key.
-  static RunPlan read(config::Document doc, ReplicaServices services, WorkerFault fault = {});
+  // `memory`: the graphs of [data] source = memory, in-process runs only.
+  static RunPlan read(config::Document doc, ReplicaServices services, WorkerFault fault = {},
+                      std::shared_ptr<const GraphDataset> memory = nullptr);
 
   bool clustered() const { return cluster.nodes > 0; }
   bool compressed() const;

@@ -177,6 +177,40 @@ void load_dag(GraphDataset& out, const config::Section& data, uint64_t seed) {
   out.num_classes = options.classes;
 }
 
+// Every vertex of a handed-over split within the data set's ranges and the
+// model's arity: what the file readers check as they read.
+void check_memory_split(const std::vector<InputGraph>& graphs, std::string_view split, const GraphDataset& data,
+                        const GraphLimits& limits) {
+  for (size_t i = 0; i < graphs.size(); ++i)
+    for (int32_t v = 0; v < graphs[i].num_vertices(); ++v) {
+      const auto where = [&] { return fmt::format("{} graph {}, vertex {}", split, i, v); };
+      const int32_t label = graphs[i].label(v), token = graphs[i].token(v);
+      if (label != InputGraph::none && (label < 0 || label >= data.num_classes))
+        raise<DataError>("{}: label {} is outside [0, {})", where(), label, data.num_classes);
+      if (token != InputGraph::none && (token < 0 || token >= data.vocabulary_size))
+        raise<DataError>("{}: token {} is outside the vocabulary [0, {})", where(), token, data.vocabulary_size);
+      if (limits.max_children > 0 && graphs[i].arity(v) > limits.max_children)
+        raise<DataError>("{}: {} children; {} takes at most {}", where(), graphs[i].arity(v), limits.model,
+                         limits.max_children);
+    }
+}
+
+void load_memory(GraphDataset& out, const config::Section& data, const GraphDataset* memory,
+                 const GraphLimits& limits) {
+  if (memory == nullptr)
+    throw data.error("source", "memory takes graphs handed over by the process that trains "
+                               "(taihu.Trainer(data=taihu.GraphData(...)) in Python); this process has none");
+  out = *memory;
+  out.source = "memory";
+  if (out.num_classes < 1 || out.vocabulary_size < 1)
+    raise<DataError>("graphs in memory: {} classes and a vocabulary of {}; both must be at least 1", out.num_classes,
+                     out.vocabulary_size);
+  check_memory_split(out.train, "train", out, limits);
+  check_memory_split(out.dev, "dev", out, limits);
+  check_memory_split(out.test, "test", out, limits);
+  if (out.test.empty()) raise<DataError>("graphs in memory: the test split holds no graphs");
+}
+
 }  // namespace
 
 int64_t GraphDataset::train_vertices() const {
@@ -216,11 +250,17 @@ std::vector<InputGraph> chunk_chains(std::span<const int32_t> stream, int32_t le
 }
 
 GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed,
-                                const GraphLimits& limits) {
+                                const GraphLimits& limits, const GraphDataset* memory) {
   GraphDataset out;
-  if (!data.has("source")) throw data.error("source", "required: sst, ptb, expression, sst-like or dag");
-  out.source = data.get_choice("source", {"sst", "ptb", "expression", "sst-like", "dag"}, "sst");
-  if (out.source == "sst")
+  if (!data.has("source")) throw data.error("source", "required: sst, ptb, expression, sst-like, dag or memory");
+  out.source = data.get_choice("source", {"sst", "ptb", "expression", "sst-like", "dag", "memory"}, "sst");
+  if (memory != nullptr && out.source != "memory")
+    throw data.error("source", fmt::format("is {}, but graphs were handed over in memory: leave it out or set it to "
+                                           "memory",
+                                           out.source));
+  if (out.source == "memory")
+    load_memory(out, data, memory, limits);
+  else if (out.source == "sst")
     load_sst(out, doc, data, limits);
   else if (out.source == "ptb")
     load_ptb(out, doc, data);

@@ -20,6 +20,8 @@
 //   # dag (random DAGs, label = (token + children's labels) mod classes; see
 //   # dag_generator.hpp): classes = 4  vocabulary = 8  min_vertices = 4
 //   # max_vertices = 24  max_children = 3
+//   # memory: graphs the caller hands over in the training process
+//   # (taihu.Trainer(data=taihu.GraphData(...)), python/), checked here
 //   limit_train = 0  limit_dev = 0  limit_test = 0       # first N only; 0 = all
 //
 // Language-model chains: vertex t reads token w_t and is labelled with the
@@ -58,9 +60,11 @@ struct GraphLimits {
 };
 
 // Reads every key of `data` that applies to its source; missing files raise
-// DataError saying where the data comes from.
+// DataError saying where the data comes from. `memory`: the graphs of
+// source = memory (null elsewhere), checked against the model's limits and
+// their own label and token ranges.
 GraphDataset load_graph_dataset(const config::Document& doc, const config::Section& data, uint64_t seed,
-                                const GraphLimits& limits = {});
+                                const GraphLimits& limits = {}, const GraphDataset* memory = nullptr);
 
 // Language-model chains over one sentence (ending in <eos>): see above.
 InputGraph sentence_chain(std::span<const int32_t> sentence, int32_t eos);

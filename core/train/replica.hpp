@@ -136,7 +136,9 @@ struct ReplicaData {
   DataConfig config;
   std::shared_ptr<const Dataset> train, test;
   std::shared_ptr<const GraphDataset> graphs;
-  static ReplicaData read(const config::Document& doc, const TrainSettings& settings);
+  // `memory`: the graphs of [data] source = memory (core/graph/graph_dataset.hpp).
+  static ReplicaData read(const config::Document& doc, const TrainSettings& settings,
+                          const GraphDataset* memory = nullptr);
 };
 
 // Whether a config trains a dynamic network ([model]) rather than a net.

@@ -1,5 +1,5 @@
 // taihu's errors as Python exceptions: ConfigError (bad input: a config, a
-// shape, a file) is a ValueError, NumericError (a NaN or infinite loss) an
+// shape, a file, a sample: taihu's ConfigError, ShapeError, DataError) is a ValueError, NumericError (a NaN or infinite loss) an
 // ArithmeticError, every other taihu::Error a RuntimeError; all derive from
 // taihu.Error. Never a crash of the interpreter.
 #include "core/common/error.hpp"
@@ -23,6 +23,10 @@ void bind_errors(py::module_& m) {
     } catch (const NumericError& e) {
       numeric_error(e.what());
     } catch (const ConfigError& e) {
+      config_error(e.what());
+    } catch (const DataError& e) {  // bad input too: a sample, a file
+      config_error(e.what());
+    } catch (const ShapeError& e) {
       config_error(e.what());
     } catch (const Error& e) {
       error(e.what());

@@ -33,7 +33,8 @@ class BackgroundRun {
  public:
   // `resume`: a checkpoint to continue from (or, evaluating, to score); empty: none.
   BackgroundRun(const std::string& config_file, const std::vector<std::string>& overrides,
-                const std::string& progress, const std::string& resume, bool evaluate_only) {
+                const std::string& progress, const std::string& resume, bool evaluate_only,
+                const py::object& graphs) {
     // Read on the caller's thread: a bad config is an exception right here.
     config::Document doc = config::Document::parse_file(config_file);
     for (const auto& o : overrides) doc.apply_override(o);
@@ -41,6 +42,7 @@ class BackgroundRun {
     options.progress = Progress::parse_mode(progress, "progress");
     options.resume = resume;
     options.evaluate_only = evaluate_only;
+    options.graphs = graph_dataset(graphs);
     options.stop = stop_;
     options.observer = [this](const MetricRecord& record) {
       {
@@ -135,9 +137,9 @@ class BackgroundRun {
 void bind_training(py::module_& m) {
   py::class_<BackgroundRun>(m, "_Run", "A training run on a thread of its own (taihu.Trainer drives it).")
       .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&,
-                    bool>(),
+                    bool, const py::object&>(),
            py::arg("config_file"), py::arg("overrides"), py::arg("progress"), py::arg("resume"),
-           py::arg("evaluate_only"))
+           py::arg("evaluate_only"), py::arg("graphs") = py::none())
       .def("poll", &BackgroundRun::poll, py::arg("seconds"),
            "Waits up to `seconds` for records or the end; returns the new records as dicts.")
       .def("done", &BackgroundRun::done, "Whether the run ended and every record was polled.")

@@ -21,11 +21,11 @@ ArithmeticError) or taihu.Error.
 import json as _json
 import os as _os
 
-from ._taihu import (ConfigError, Error, Net, NumericError, blas_kernel, load_checkpoint,  # noqa: F401
-                     save_checkpoint)
+from ._taihu import (ConfigError, Error, GraphData, Net, NumericError, blas_kernel,  # noqa: F401
+                     load_checkpoint, save_checkpoint)
 from ._taihu import _Run
 
-__all__ = ["train", "Trainer", "Net", "load_checkpoint", "save_checkpoint", "blas_kernel", "Error",
+__all__ = ["train", "Trainer", "GraphData", "Net", "load_checkpoint", "save_checkpoint", "blas_kernel", "Error",
            "ConfigError", "NumericError"]
 
 
@@ -53,14 +53,22 @@ class Trainer:
         (epoch, iteration, loss, lr, images_per_second or samples_per_second);
     on_epoch(record): after every evaluated epoch, with the metrics file's "test" (nets) or
         "eval" (dynamic models) record.
+    data: a taihu.GraphData, the input graphs of the config's dynamic model ([model]), in place
+        of a [data] section (the run's [data] source is then "memory").
     Callbacks run on the calling thread while the run goes on (it does not wait for them); one may
     call stop(). A callback that raises stops the run, and fit() raises its exception once the run
     has stopped.
     """
 
-    def __init__(self, config_file, *overrides, progress="auto", on_iteration=None, on_epoch=None, **settings):
+    def __init__(self, config_file, *overrides, progress="auto", on_iteration=None, on_epoch=None, data=None,
+                 **settings):
         self.config_file = str(config_file)
         self.overrides = _overrides(overrides, settings)
+        if data is not None and not isinstance(data, GraphData):
+            raise ConfigError("Trainer: data is a taihu.GraphData, not {}".format(type(data).__name__))
+        if data is not None and not any(o.startswith("data.source=") for o in self.overrides):
+            self.overrides.append("data.source=memory")
+        self.data = data
         self.progress = progress
         self.on_iteration = on_iteration
         self.on_epoch = on_epoch
@@ -101,13 +109,12 @@ class Trainer:
         return _checkpoint_path(self.config_file, self.overrides)
 
     def _drive(self, resume, evaluate_only):
-        run = _Run(self.config_file, self.overrides, self.progress, resume, evaluate_only)
+        run = _Run(self.config_file, self.overrides, self.progress, resume, evaluate_only, self.data)
         self._run = run
         try:
             while not run.done():
                 for record in run.poll(0.1):
                     self._dispatch(record)
-            return run.result()
         except BaseException:  # a callback's exception or KeyboardInterrupt: stop cleanly, then raise
             run.stop()
             while not run.done():
@@ -116,6 +123,7 @@ class Trainer:
             raise
         finally:
             self._run = None
+        return run.result()
 
     def _dispatch(self, record):
         kind = record.get("type")

@@ -203,6 +203,8 @@ printf '(1 (2 a) (3 b))\n' >"$work/badsst/train.txt"
 cp "$work/badsst/train.txt" "$work/badsst/dev.txt"
 expect "a node with 1000 children is named at load for a binary Tree-LSTM" 2 "badsst/test.txt:1:1: .*1000 children; model 'tree_lstm' takes at most 2" -- \
   "$train" --config-file="$src/config/treelstm-sst.ini" data.dir="$work/badsst"
+expect "source = memory without graphs says where they come from" 2 "source.*memory takes graphs handed over.*taihu.GraphData" -- \
+  "$train" --config-file="$src/config/ggnn-dag.ini" data.source=memory
 expect "unknown model type lists the known ones" 2 "unknown model 'treelstm'.*tree_lstm" -- "$train" --config-file="$src/config/treelstm-sst.ini" model.type=treelstm data.dir="$work/nowhere"
 
 # SIGTERM (or Ctrl-C) stops after the iteration in flight with a checkpoint

@@ -187,6 +187,100 @@ class TrainerTests(unittest.TestCase):
         self.assertEqual(scores["test"]["accuracy"], report["test_accuracy"])
 
 
+TREE_MODEL = """epochs = 3
+batch_size = 10
+seed = 1
+[model]
+type = {model}
+embedding = 16
+hidden = 16
+[solver]
+type = adam
+base_lr = 0.01
+"""
+
+
+class GraphDataTests(unittest.TestCase):
+    """A dynamic model trained on graphs built in Python (taihu.GraphData, [data] source = memory)."""
+
+    def setUp(self):
+        self.work = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.work.cleanup()
+
+    def config(self, model):
+        path = os.path.join(self.work.name, model + ".ini")
+        with open(path, "w") as f:
+            f.write(TREE_MODEL.format(model=model))
+        return path
+
+    @staticmethod
+    def trees(n, seed):
+        """Binary trees whose every node is labelled 1 if a "good" leaf is below it: learnable."""
+        import random
+        rng = random.Random(seed)
+
+        def tree(depth):
+            if depth == 0 or rng.random() < 0.3:
+                word = rng.choice(["good", "bad", "meh", "ok"])
+                return (int(word == "good"), word)
+            children = [tree(depth - 1), tree(depth - 1)]
+            return (max(c[0] for c in children), children)
+        return [tree(4) for _ in range(n)]
+
+    def test_a_tree_lstm_learns_trees_built_in_python(self):
+        data = taihu.GraphData(self.trees(300, 1), self.trees(100, 2), dev=self.trees(50, 3))
+        self.assertEqual(data.classes, 2)
+        self.assertEqual(data.sizes, (300, 50, 100))
+        self.assertEqual(data.vocabulary[0], "<unk>")
+        self.assertEqual(sorted(data.vocabulary[1:]), ["bad", "good", "meh", "ok"])
+        epochs = []
+        trainer = taihu.Trainer(self.config("tree_lstm"), data=data, progress="quiet", on_epoch=epochs.append,
+                                output__dir=os.path.join(self.work.name, "tree"))
+        report = trainer.fit()
+        self.assertEqual(report["data"], "memory")
+        self.assertEqual([e["type"] for e in epochs], ["eval"] * 3)
+        self.assertGreaterEqual(report["test_accuracy"], 0.95)  # root accuracy; chance is about 0.6
+        scores = trainer.evaluate()
+        self.assertEqual(set(scores), {"dev", "test"})
+        self.assertEqual(scores["test"]["root_accuracy"], report["test_accuracy"])
+
+    def test_bracket_strings_are_trees_too(self):
+        data = taihu.GraphData(["(1 (0 a) (1 b))", "(0 x)"], ["(1 (1 a) (0 c))"])
+        self.assertEqual(data.vocabulary, ["<unk>", "a", "b", "x"])
+        self.assertEqual(data.classes, 2)
+
+    def test_an_lstm_language_model_learns_sequences_built_in_python(self):
+        sentences = [["the", "cat", "sat", "on", "the", "mat"], ["a", "dog", "sat", "on", "a", "rug"]] * 40
+        data = taihu.GraphData(sentences, sentences[:4], kind="sequences")
+        self.assertIn("<eos>", data.vocabulary)
+        self.assertEqual(data.classes, data.vocabulary_size)
+        report = taihu.Trainer(self.config("lstm"), data=data, progress="quiet",
+                               output__dir=os.path.join(self.work.name, "lm")).fit()
+        self.assertLess(report["test_perplexity"], 4.0)  # of 10 tokens; the sentences are nearly fixed
+
+    def test_bad_graphs_name_the_sample(self):
+        cases = [([(1, [])], "train\\[0\\]: a node with an empty list of children"),
+                 ([(1.5, "a")], "train\\[0\\]: a label is an int or None"),
+                 ([(1, "a"), (0, 3)], "train\\[1\\]: an integer token among string tokens"),
+                 ([[1, 2, 3]], "train\\[0\\]: a tree node is \\(label, token\\)")]
+        for train, message in cases:
+            with self.assertRaisesRegex(taihu.ConfigError, message):
+                taihu.GraphData(train, [(0, "a")])
+        with self.assertRaisesRegex(taihu.ConfigError, "test\\[0\\]:1:5: malformed bracket tree"):
+            taihu.GraphData([(1, "a")], ["(1 (a"])
+        with self.assertRaisesRegex(taihu.ConfigError, "classes = 2, but a tree has label 4"):
+            taihu.GraphData([(4, "a")], [(0, "a")], classes=2)
+        with self.assertRaisesRegex(taihu.ConfigError, "source.*is sst, but graphs were handed over"):
+            taihu.Trainer(self.config("tree_lstm"), "data.source=sst", data=taihu.GraphData([(1, "a")], [(0, "a")]),
+                          progress="quiet").fit()
+        with self.assertRaisesRegex(taihu.ConfigError, "train graph 0, vertex 3: 3 children; model 'tree_lstm' takes"):
+            taihu.Trainer(self.config("tree_lstm"), data=taihu.GraphData([(1, [(0, "a"), (0, "b"), (1, "c")])],
+                                                                         [(0, "a")]),
+                          progress="quiet", output__dir=os.path.join(self.work.name, "bad")).fit()
+
+
 class NetTests(unittest.TestCase):
     def setUp(self):
         self.net = taihu.Net.from_config(LENET_NET, batch=4, seed=7)
