@@ -27,10 +27,13 @@ packages=(
   libopenmpi-dev  # [cluster] transport = mpi: the chunks over Open MPI (InfiniBand, RoCE through UCX)
   python3  # the multi-process cluster test checks JSON reports and timings with it
   openssl  # the cluster test makes certificates as the README shows
+  pybind11-dev python3-dev python3-numpy  # `import taihu` (python/), built by default
 )
 # Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).
 if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin); fi
+# PyTorch, for the test that checks taihu's forward and backward against it (tests/python/test_pytorch.py).
+if [[ "$mode" == "test" ]]; then packages+=(python3-torch); fi
 
 missing=()
 for p in "${packages[@]}"; do

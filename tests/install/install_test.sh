@@ -25,4 +25,17 @@ cmake --build "$work/consumer" >"$work/build.log" 2>&1 || { tail -n 30 "$work/bu
 out=$("$work/consumer/consumer" "$prefix/share/taihu/config/nets/lenet.ini")
 echo "$out"
 grep -q '^loss ' <<<"$out"
+# The Python package, where the build has it: importable from the prefix alone.
+if compgen -G "$build/python/taihu/_taihu*.so" >/dev/null; then
+  site=$prefix/lib/python3/dist-packages
+  test -f "$site/taihu/__init__.py" || { echo "FAIL: the Python package is not under lib/python3/dist-packages"; exit 1; }
+  python=$(sed -n 's/^_Python_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt")  # the one it was built for
+  (cd "$work" && PYTHONPATH=$site OPENBLAS_NUM_THREADS=1 "${python:-python3}" -c "
+import os, sys, numpy as np, taihu
+assert os.path.dirname(taihu.__file__).startswith('$site'), taihu.__file__
+net = taihu.Net.from_config('$prefix/share/taihu/config/nets/lenet.ini', batch=2)
+out = net.forward(data=np.zeros((2, 1, 28, 28), np.float32), label=np.zeros(2, np.float32))
+print('python: loss', float(out['loss']))
+") || { echo "FAIL: the installed package does not import and run"; exit 1; }
+fi
 echo "install test passed"

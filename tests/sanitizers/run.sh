@@ -8,7 +8,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build-asan}
 shift || true
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAIHU_SANITIZE=address,undefined \
-  -DTAIHU_BUILD_BENCH=OFF -DTAIHU_NATIVE=OFF
+  -DTAIHU_BUILD_BENCH=OFF -DTAIHU_NATIVE=OFF \
+  -DTAIHU_PYTHON=OFF  # an instrumented module would need the sanitizer runtime preloaded into python3
 cmake --build "$build" -j "${JOBS:-$(nproc)}"
 # Every report is fatal (halt_on_error) except those tests/sanitizers/*.supp exempt, each of which
 # is code that is not ours; a stack for each.

@@ -12,7 +12,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build-tsan}
 shift || true
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAIHU_SANITIZE=thread \
-  -DTAIHU_BUILD_BENCH=OFF -DTAIHU_NATIVE=OFF
+  -DTAIHU_BUILD_BENCH=OFF -DTAIHU_NATIVE=OFF \
+  -DTAIHU_PYTHON=OFF  # an instrumented module would need the sanitizer runtime preloaded into python3
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target taihu_core_tests
 # Every report is fatal. OpenSSL is not instrumented either: each connection's TLS state is used
 # by one I/O thread only, so nothing of it is shared behind ThreadSanitizer's back.
