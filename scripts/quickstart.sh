@@ -27,6 +27,8 @@ packages=(
   libopenmpi-dev  # [cluster] transport = mpi: the chunks over Open MPI (InfiniBand, RoCE through UCX)
   python3  # the multi-process cluster test checks JSON reports and timings with it
   openssl  # the cluster test makes certificates as the README shows
+  # taihu-convert reads Caffe's prototxt and caffemodel files, which are protobuf (interop/caffe/caffe.proto)
+  libprotobuf-dev protobuf-compiler
 )
 # Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).
