@@ -227,7 +227,8 @@ class Importer {
       const std::string& t = l.top(k);
       const bool in_place = std::find(l.bottom().begin(), l.bottom().end(), t) != l.bottom().end();
       const bool allowed = k == 0 && l.bottom_size() > 0 && l.bottom(0) == t && runs_in_place(l.type());
-      const std::string taihu_top = in_place && !allowed ? fresh_blob(l.name(), t) : t;
+      // In place in taihu too: on the blob that now holds the Caffe blob's value.
+      const std::string taihu_top = !in_place ? t : allowed ? bottoms[0] : fresh_blob(l.name(), t);
       tops.push_back(taihu_top);
       current_[t] = taihu_top;
     }

@@ -38,9 +38,10 @@ std::string explain(const std::string& message) {
 // and columns from 0; editors count from 1).
 class Errors final : public google::protobuf::io::ErrorCollector {
  public:
-  explicit Errors(std::string source) : source_(std::move(source)) {}
+  Errors(std::string source, const std::string& text) : source_(std::move(source)), text_(text) {}
   void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
-    messages_.push_back(fmt::format("{}:{}:{}: {}", source_, line + 1, column + 1, explain(message)));
+    messages_.push_back(
+        fmt::format("{}:{}:{}: {}", source_, line + 1, field_start(line, column, message) + 1, explain(message)));
   }
   void AddWarning(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
     messages_.push_back(fmt::format("{}:{}:{}: {}", source_, line + 1, column + 1, message));
@@ -48,7 +49,25 @@ class Errors final : public google::protobuf::io::ErrorCollector {
   std::string joined() const { return fmt::format("{}", fmt::join(messages_, "\n")); }
 
  private:
+  // protobuf places an unknown field's error after its name; the name's own
+  // column is where an editor should jump.
+  int field_start(int line, int column, const std::string& message) const {
+    static const std::regex named(R"re(has no field named "([^"]+)")re");
+    std::smatch m;
+    if (!std::regex_search(message, m, named)) return column;
+    size_t begin = 0;  // of the line
+    for (int l = 0; l < line; ++l) {
+      begin = text_.find('\n', begin);
+      if (begin == std::string::npos) return column;
+      ++begin;
+    }
+    const std::string before = text_.substr(begin, static_cast<size_t>(column));
+    const size_t at = before.rfind(m[1].str());
+    return at == std::string::npos ? column : static_cast<int>(at);
+  }
+
   std::string source_;
+  const std::string& text_;
   std::vector<std::string> messages_;
 };
 
@@ -65,7 +84,7 @@ std::string read_file_bytes(const std::filesystem::path& path, const std::string
 
 CaffeNet parse_net_text(const std::string& text, const std::string& source, std::vector<int>* layer_lines) {
   CaffeNet net;
-  Errors errors(source);
+  Errors errors(source, text);
   google::protobuf::TextFormat::Parser parser;
   google::protobuf::TextFormat::ParseInfoTree locations;
   parser.RecordErrorsTo(&errors);
