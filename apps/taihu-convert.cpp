@@ -132,8 +132,15 @@ int convert_caffe(const Arguments& args) {
   for (const auto& note : imported.notes) spdlog::warn("{}", note);
   // Built once, as taihu-train will: the config is checked here and not at
   // the first training run, and the checkpoint gets the net's parameter order.
-  auto description = std::make_shared<config::Document>(imported.description);
-  Net net(description, 1, *seed);
+  Net net(std::make_shared<config::Document>(imported.description), 1, *seed);
+  std::optional<caffe::ImportedWeights> weights;
+  if (args.positional.size() == 3) {
+    const std::string weights_path = args.positional[2];
+    weights = caffe::import_weights(caffe::read_weights(weights_path), weights_path, net, *seed);
+    for (const auto& note : weights->notes) spdlog::warn("{}", note);
+  }
+
+  // Nothing is written unless everything converted.
   const std::string stem = net.name();
   std::vector<std::string> header = {fmt::format("Converted by taihu-convert from {}.", prototxt)};
   header.insert(header.end(), imported.notes.begin(), imported.notes.end());
@@ -141,15 +148,10 @@ int convert_caffe(const Arguments& args) {
   write_text_atomically(ini, commented(header) + "\n" + imported.description.dump());
   spdlog::info("net '{}': {} layers, {} learnable parameters -> {}", stem, net.num_layers(),
                net.num_learnable_parameters(), ini.string());
-
-  if (args.positional.size() == 3) {
-    const std::string weights_path = args.positional[2];
-    caffe::ImportedWeights weights =
-        caffe::import_weights(caffe::read_weights(weights_path), weights_path, net, *seed);
-    for (const auto& note : weights.notes) spdlog::warn("{}", note);
+  if (weights) {
     const std::filesystem::path ckpt = out_dir / (stem + ".ckpt");
-    save_checkpoint(weights.checkpoint, ckpt);
-    spdlog::info("weights of {} parameter blobs -> {} (seed {})", weights.checkpoint.params.size(), ckpt.string(),
+    save_checkpoint(weights->checkpoint, ckpt);
+    spdlog::info("weights of {} parameter blobs -> {} (seed {})", weights->checkpoint.params.size(), ckpt.string(),
                  *seed);
   }
   return 0;
