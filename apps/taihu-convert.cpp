@@ -2,6 +2,7 @@
 //
 //   taihu-convert caffe NET.prototxt [WEIGHTS.caffemodel] --out=DIR [--input-shape=NAME=C,H,W ...] [--seed=N]
 //   taihu-convert caffe-export NET.ini --out=FILE.prototxt
+//   taihu-convert export CHECKPOINT --net=NET.ini --format=npz|onnx --out=FILE [--sample=FILE.npz]
 //
 // Exit codes: 0 done, 2 bad input (unsupported layer or field, syntax error,
 // wrong shapes, unreadable or foreign file), 1 anything else.
@@ -22,12 +23,17 @@
 #include "apps/app_support.hpp"
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
+#include "core/common/random.hpp"
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 #include "interop/caffe/net_export.hpp"
 #include "interop/caffe/net_import.hpp"
 #include "interop/caffe/proto_files.hpp"
 #include "interop/caffe/weights_import.hpp"
+#include "interop/export/pytorch_names.hpp"
+#include "interop/export/trained_net.hpp"
+#include "interop/npz/npz_writer.hpp"
+#include "interop/onnx/onnx_export.hpp"
 
 namespace {
 
@@ -47,6 +53,15 @@ commands:
                                    checkpoint (default 1, taihu-train's default)
   caffe-export NET.ini --out=FILE.prototxt
         Writes a taihu net config as a Caffe prototxt.
+  export CHECKPOINT --net=NET.ini --format=npz|onnx --out=FILE
+        Writes a checkpoint's parameters for other frameworks: npz (numpy.load;
+        PyTorch's state_dict names: conv1.weight, bn1.running_mean, ...) or
+        onnx (the net's inference graph with its weights, opset 13). The net
+        config says what each parameter is; it must be the checkpoint's net.
+        --sample=FILE.npz   also run the net (test phase, 2 samples of a fixed
+                            pseudo-random input) and write its inputs
+                            ("input.NAME") and outputs ("output.NAME"), to
+                            check the export against another framework
 
 options:
   --log-level=LEVEL    trace, debug, info, warn, error
@@ -166,12 +181,57 @@ int export_caffe(const Arguments& args) {
   return 0;
 }
 
+// A fixed pseudo-random input (uniform in [-1, 1]; labels 0) and what the
+// net computes from it, as arrays.
+std::vector<npz::Array> sample_run(Net& net) {
+  std::vector<npz::Array> arrays;
+  Rng rng(20260101);
+  for (const auto& name : net.input_names()) {
+    Tensor& t = net.blob(name).data();
+    const bool label = t.shape().rank() == 1;
+    for (int64_t i = 0; i < t.count(); ++i) t.ptr()[i] = label ? 0.0f : rng.uniform(-1.0f, 1.0f);
+  }
+  for (const auto& name : net.input_names()) {
+    const Tensor& t = net.blob(name).data();
+    arrays.push_back({"input." + name, t.shape().dims(), std::vector<float>(t.ptr(), t.ptr() + t.count())});
+  }
+  net.forward();
+  for (const auto& name : interop::inference_outputs(net)) {
+    const Tensor& t = net.blob(name).data();
+    arrays.push_back({"output." + name, t.shape().dims(), std::vector<float>(t.ptr(), t.ptr() + t.count())});
+  }
+  return arrays;
+}
+
+int export_model(const Arguments& args) {
+  if (args.positional.size() != 2) throw ConfigError("command line: export takes CHECKPOINT (try --help)");
+  const std::filesystem::path out = args.required("out");
+  const std::string format = args.required("format");
+  if (format != "npz" && format != "onnx")
+    throw ConfigError(fmt::format("command line: --format={}: expected npz or onnx", format));
+  // Two samples per batch: the ONNX writer tells the batch axis from the others by it.
+  auto net = interop::load_trained_net(args.required("net"), args.positional[1], 2);
+  std::string bytes;
+  if (format == "npz") {
+    bytes = npz::npz_bytes(interop::pytorch_state(*net));
+  } else if (!interop::export_onnx(*net).SerializeToString(&bytes)) {
+    throw Error("ONNX export: protobuf could not serialise the model (over 2 GiB?)");
+  }
+  write_text_atomically(out, bytes);
+  spdlog::info("{} ({}) -> {} ({} bytes)", args.positional[1], net->name(), out.string(), bytes.size());
+  if (auto sample = args.flag("sample")) {
+    write_text_atomically(*sample, npz::npz_bytes(sample_run(*net)));
+    spdlog::info("sample inputs and outputs -> {}", *sample);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const Arguments args =
-        parse_arguments(argc, argv, {"help", "version", "log-level", "out", "input-shape", "seed"});
+        parse_arguments(argc, argv, {"help", "version", "log-level", "out", "input-shape", "seed", "net", "format", "sample"});
     if (args.flag("help")) {
       std::fputs(usage, stdout);
       return 0;
@@ -184,6 +244,8 @@ int main(int argc, char** argv) {
     const std::string command = args.positional.empty() ? "" : args.positional[0];
     if (command == "caffe") return convert_caffe(args);
     if (command == "caffe-export") return export_caffe(args);
-    throw ConfigError(fmt::format("command line: unknown command '{}' (caffe, caffe-export; try --help)", command));
+    if (command == "export") return export_model(args);
+    throw ConfigError(
+        fmt::format("command line: unknown command '{}' (caffe, caffe-export, export; try --help)", command));
   });
 }

@@ -33,6 +33,9 @@ packages=(
 # Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).
 if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin); fi
+# The ONNX checker reads taihu-convert's exports in ctest export_python (numpy comes with it;
+# its PyTorch comparison runs where python3-torch is installed, and is skipped elsewhere).
+if [[ "$mode" == "test" ]]; then packages+=(python3-onnx); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -80,6 +80,19 @@ expect "taihu-train resumes from the imported weights" 0 "test accuracy" -- \
 expect "and names them in its log" 0 "resumed from '.*tiny.ckpt': epoch 1 batch 0 \(iteration 0\)" -- \
   "$train" --config-file="$work/app.ini" --resume="$work/out/tiny.ckpt" --progress=lines
 
+expect "export npz" 0 "tiny.npz" -- \
+  "$convert" export "$work/run/checkpoint.ckpt" --net="$work/out/tiny.ini" --format=npz --out="$work/tiny.npz"
+expect "npz is a zip of .npy files" 0 "conv1.weight.npy" -- cat "$work/tiny.npz"
+expect "export onnx with a sample run" 0 "sample inputs and outputs" -- \
+  "$convert" export "$work/run/checkpoint.ckpt" --net="$work/out/tiny.ini" --format=onnx --out="$work/tiny.onnx" \
+  --sample="$work/sample.npz"
+expect "export against another net" 2 "has 4 parameter blobs, net 'lenet' .* has 8: not a checkpoint of this net" -- \
+  "$convert" export "$work/run/checkpoint.ckpt" --net="$src/config/nets/lenet.ini" --format=npz --out="$work/x.npz"
+expect "export format" 2 "--format=tflite: expected npz or onnx" -- \
+  "$convert" export "$work/run/checkpoint.ckpt" --net="$work/out/tiny.ini" --format=tflite --out="$work/x"
+expect "export of no checkpoint" 2 "cannot open checkpoint" -- \
+  "$convert" export "$work/none.ckpt" --net="$work/out/tiny.ini" --format=npz --out="$work/x.npz"
+
 # Bad input: exit 2, the message names the problem.
 head -c 200 "$work/tiny.caffemodel" >"$work/cut.caffemodel"
 expect "truncated weights" 2 "cut.caffemodel' is not a Caffe weights file .*truncated" -- \
