@@ -98,6 +98,10 @@ class Importer {
     reserve_caffe_names();
     add_legacy_inputs();
     for (int i = 0; i < parsed_.net.layer_size(); ++i) add_layer(i);
+    for (const auto& [name, shape] : options_.input_shapes)
+      if (std::none_of(inputs_.begin(), inputs_.end(), [&](const auto& input) { return input.first == name; }))
+        throw ConfigError(fmt::format("{}: --input-shape names '{}', which is not an input of the net", parsed_.source,
+                                      name));
     return assemble();
   }
 
@@ -358,7 +362,8 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string
                                   "label= for one value per sample)",
                                   text));
   std::vector<int64_t> dims;
-  for (auto item : config::split_list(text.substr(eq + 1))) {
+  const std::string values = text.substr(eq + 1);  // split_list's views point into it
+  for (auto item : config::split_list(values)) {
     auto value = config::parse_value<int64_t>(item);
     if (!value || *value < 1)
       throw ConfigError(fmt::format("--input-shape='{}': '{}' is not a positive dimension", text, item));

@@ -177,6 +177,11 @@ TEST_SUITE("caffe") {
     CHECK(net.description.find("input", "data")->find("shape")->value == "1 28 28");
     CHECK(net.description.find("input", "label")->find("shape")->value == "");
     CHECK(net.notes.size() == 2);  // one per data layer: source and transform are not carried
+    options.input_shapes.insert(caffe::parse_input_shape("image=3,8,8"));
+    CHECK_THROWS_WITH_AS(import_text(prototxt, options), doctest::Contains("'image', which is not an input"),
+                         ConfigError);
+    CHECK_THROWS_WITH_AS(caffe::parse_input_shape("data=3,x"), doctest::Contains("'x' is not a positive dimension"),
+                         ConfigError);
   }
 
   TEST_CASE("caffe input forms: input + input_shape, and ImageData's shape from its own settings") {

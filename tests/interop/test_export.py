@@ -3,8 +3,9 @@
 A net trained briefly by taihu-train is exported as NPZ and ONNX:
   - the NPZ loads (numpy.load) into the same net written in PyTorch, whose
     outputs equal taihu's on the export's sample input (--sample);
-  - the ONNX models pass onnx.checker with shape inference, and their
-    outputs have the shapes taihu computes.
+  - the ONNX models pass onnx.checker with shape inference, their outputs
+    have the shapes taihu computes, and evaluated operator by operator with
+    PyTorch's functions they give taihu's outputs.
 Each part is skipped when its package (numpy, torch, onnx) is missing.
 
     usage: test_export.py BUILD_DIR SOURCE_DIR
@@ -104,6 +105,56 @@ def lenet(bn):
     return LeNet()
 
 
+def run_onnx(model, inputs):
+    """Evaluates the ONNX graph with PyTorch's functions, operator by operator: onnx 1.12 has no
+    reference evaluator, and this checks the meaning of every attribute taihu writes."""
+    from onnx import helper, numpy_helper
+    from functools import reduce
+    F = torch.nn.functional
+    values = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in model.graph.initializer}
+    values.update({name: torch.from_numpy(array) for name, array in inputs.items()})
+    for node in model.graph.node:
+        a = {attribute.name: helper.get_attribute_value(attribute) for attribute in node.attribute}
+        x = [values[name] for name in node.input]
+        op = node.op_type
+        if op == 'Conv':
+            y = F.conv2d(x[0], x[1], x[2] if len(x) > 2 else None, stride=a['strides'],
+                         padding=tuple(a['pads'][:2]), dilation=a['dilations'], groups=a['group'])
+        elif op in ('MaxPool', 'AveragePool'):
+            window = dict(kernel_size=a['kernel_shape'], stride=a['strides'], padding=tuple(a['pads'][:2]),
+                          ceil_mode=bool(a.get('ceil_mode', 0)))
+            y = (F.max_pool2d(x[0], **window) if op == 'MaxPool' else
+                 F.avg_pool2d(x[0], count_include_pad=bool(a.get('count_include_pad', 0)), **window))
+        elif op == 'GlobalAveragePool':
+            y = x[0].mean((2, 3), keepdim=True)
+        elif op == 'GlobalMaxPool':
+            y = x[0].amax((2, 3), keepdim=True)
+        elif op == 'Gemm':
+            y = x[0] @ (x[1].T if a.get('transB') else x[1]) + (x[2] if len(x) > 2 else 0)
+        elif op == 'Flatten':
+            y = x[0].reshape(int(np.prod(x[0].shape[:a.get('axis', 1)])), -1)
+        elif op == 'Reshape':
+            shape = [x[0].shape[i] if d == 0 else int(d) for i, d in enumerate(x[1].tolist())]
+            y = x[0].reshape(shape)
+        elif op == 'BatchNormalization':
+            y = F.batch_norm(x[0], x[3], x[4], x[1], x[2], training=False, eps=a.get('epsilon', 1e-5))
+        elif op == 'LRN':
+            y = F.local_response_norm(x[0], a['size'], a['alpha'], a['beta'], a['bias'])
+        elif op == 'Softmax':
+            y = F.softmax(x[0], a.get('axis', -1))
+        elif op in ('Relu', 'Sigmoid', 'Tanh'):
+            y = {'Relu': torch.relu, 'Sigmoid': torch.sigmoid, 'Tanh': torch.tanh}[op](x[0])
+        elif op == 'LeakyRelu':
+            y = F.leaky_relu(x[0], a['alpha'])
+        elif op in ('Mul', 'Add', 'Sum', 'Max', 'Concat'):
+            y = (torch.cat(x, a['axis']) if op == 'Concat' else
+                 reduce({'Mul': torch.mul, 'Add': torch.add, 'Sum': torch.add, 'Max': torch.maximum}[op], x))
+        else:
+            raise AssertionError(f'operator {op} is not known to this test')
+        values[node.output[0]] = y
+    return {output.name: values[output.name].numpy() for output in model.graph.output}
+
+
 class ExportTest(unittest.TestCase):
     def setUp(self):
         self.work = tempfile.mkdtemp(prefix='taihu-export-')
@@ -128,7 +179,7 @@ class ExportTest(unittest.TestCase):
                 np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
     @unittest.skipIf(np is None or onnx is None, 'numpy or onnx is not installed')
-    def test_onnx_passes_the_checker_with_taihus_shapes(self):
+    def test_onnx_passes_the_checker_and_gives_taihus_outputs(self):
         nets = [('lenet', '1 28 28', 10), ('lenet-bn', '1 28 28', 10), ('alexnet', '3 227 227', 1000),
                 ('googlenet', '3 224 224', 1000), ('resnet50', '3 224 224', 1000)]
         if os.environ.get('TAIHU_EXPORT_QUICK'):
@@ -144,6 +195,14 @@ class ExportTest(unittest.TestCase):
                 for output in inferred.graph.output:
                     dims = [d.dim_value for d in output.type.tensor_type.shape.dim[1:]]
                     self.assertEqual(dims, list(run['output.' + output.name].shape[1:]))
+                if torch is None:
+                    continue
+                inputs = {i.name: run['input.' + i.name] for i in model.graph.input}
+                with torch.no_grad():
+                    outputs = run_onnx(model, inputs)
+                for name, out in outputs.items():
+                    expected = run['output.' + name]
+                    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 
 if __name__ == '__main__':
