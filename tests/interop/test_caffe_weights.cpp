@@ -12,6 +12,7 @@
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 #include "interop/caffe/net_import.hpp"
+#include "interop/caffe/proto_files.hpp"
 #include "interop/caffe/weights_import.hpp"
 
 using namespace taihu;
@@ -225,5 +226,27 @@ TEST_SUITE("caffe") {
     weights.mutable_layer(1)->mutable_blobs()->RemoveLast();
     CHECK_THROWS_WITH_AS(caffe::import_weights(weights, "w.caffemodel", *net, 1),
                          doctest::Contains("Caffe's BatchNorm stores 3 blobs"), ConfigError);
+  }
+
+  TEST_CASE("caffe weights cut anywhere or with any byte flipped give an error or the weights, never a crash") {
+    const std::string bytes = make_weights().SerializeAsString();
+    auto net = imported_net(1);
+    int refused = 0, imported = 0;
+    auto import_bytes = [&](const std::string& candidate) {
+      try {
+        caffe::import_weights(caffe::parse_weights(candidate, "x.caffemodel"), "x.caffemodel", *net, 1);
+        ++imported;  // a flipped value byte still makes weights
+      } catch (const Error&) {
+        ++refused;  // with a message naming the file
+      }
+    };
+    for (size_t cut = 0; cut < bytes.size(); cut += 7) import_bytes(bytes.substr(0, cut));
+    for (size_t at = 0; at < bytes.size(); at += 5) {
+      std::string flipped = bytes;
+      flipped[at] = static_cast<char>(flipped[at] ^ 0x5a);
+      import_bytes(flipped);
+    }
+    CHECK(refused > 0);
+    CHECK(imported > 0);
   }
 }
