@@ -51,6 +51,8 @@ commands:
                                    their database ("label=": one value per sample)
         --seed=N                   the seed of the runs that will use the
                                    checkpoint (default 1, taihu-train's default)
+        --keep-missing             layers the weights file lacks start from their
+                                   fillers (fine-tuning) instead of being an error
   caffe-export NET.ini --out=FILE.prototxt
         Writes a taihu net config as a Caffe prototxt.
   export CHECKPOINT --net=NET.ini --format=npz|onnx --out=FILE
@@ -151,7 +153,8 @@ int convert_caffe(const Arguments& args) {
   std::optional<caffe::ImportedWeights> weights;
   if (args.positional.size() == 3) {
     const std::string weights_path = args.positional[2];
-    weights = caffe::import_weights(caffe::read_weights(weights_path), weights_path, net, *seed);
+    weights = caffe::import_weights(caffe::read_weights(weights_path), weights_path, net, *seed,
+                                    args.flag("keep-missing").has_value());
     for (const auto& note : weights->notes) spdlog::warn("{}", note);
   }
 
@@ -231,7 +234,8 @@ int export_model(const Arguments& args) {
 int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const Arguments args =
-        parse_arguments(argc, argv, {"help", "version", "log-level", "out", "input-shape", "seed", "net", "format", "sample"});
+        parse_arguments(argc, argv, {"help", "version", "log-level", "out", "input-shape", "seed", "net", "format", "sample",
+                                      "keep-missing"});
     if (args.flag("help")) {
       std::fputs(usage, stdout);
       return 0;

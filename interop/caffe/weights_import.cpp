@@ -110,19 +110,29 @@ void copy_layer(const WeightCopier& copier, Layer& layer) {
 
 }  // namespace
 
-ImportedWeights import_weights(const CaffeWeights& weights, const std::string& source, Net& net, uint64_t seed) {
+ImportedWeights import_weights(const CaffeWeights& weights, const std::string& source, Net& net, uint64_t seed,
+                               bool keep_missing) {
   std::map<std::string, FileLayer> file_layers = index_layers(weights);
   ImportedWeights out;
+  std::vector<std::string> missing;
   for (size_t i = 0; i < net.num_layers(); ++i) {
     Layer& layer = net.layer(i);
     if (layer.params().empty()) continue;
     auto it = file_layers.find(layer.name());
-    if (it == file_layers.end())
-      throw ConfigError(fmt::format("{}: the weights file has no layer '{}' ({}), which has parameters in the net",
-                                    source, layer.name(), layer.type()));
+    if (it == file_layers.end()) {
+      if (!keep_missing)
+        throw ConfigError(fmt::format("{}: the weights file has no layer '{}' ({}), which has parameters in the net "
+                                      "(--keep-missing starts such layers from their fillers)",
+                                      source, layer.name(), layer.type()));
+      missing.push_back(layer.name());
+      continue;
+    }
     it->second.used = true;
     copy_layer(WeightCopier(source, layer, it->second), layer);
   }
+  if (!missing.empty())
+    out.notes.push_back(fmt::format("{}: {} layer(s) of the net are not in the file and keep their initial values (fillers): {}",
+                                    source, missing.size(), fmt::join(missing, ", ")));
   std::vector<std::string> unused;
   for (const auto& [name, file_layer] : file_layers)
     if (!file_layer.used && file_layer.blobs->size() > 0) unused.push_back(name);

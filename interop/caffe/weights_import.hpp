@@ -27,7 +27,10 @@ struct ImportedWeights {
 // Copies the weights into `net`'s parameters and returns them as a
 // checkpoint of `net` (made with `seed`, which a run resuming from it must
 // use too). ConfigError names the layer, parameter and both shapes on a
-// mismatch.
-ImportedWeights import_weights(const CaffeWeights& weights, const std::string& source, Net& net, uint64_t seed);
+// mismatch. A layer with parameters that the file lacks is an error, unless
+// `keep_missing` (fine-tuning a net whose new layers start from their
+// fillers, as Caffe's --weights does): then it is a note.
+ImportedWeights import_weights(const CaffeWeights& weights, const std::string& source, Net& net, uint64_t seed,
+                               bool keep_missing = false);
 
 }  // namespace taihu::caffe

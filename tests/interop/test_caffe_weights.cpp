@@ -222,6 +222,11 @@ TEST_SUITE("caffe") {
     weights.mutable_layer(1)->set_name("bn_other");
     CHECK_THROWS_WITH_AS(caffe::import_weights(weights, "w.caffemodel", *net, 1),
                          doctest::Contains("the weights file has no layer 'bn1' (BatchNorm)"), ConfigError);
+    // Fine-tuning: the layer keeps its initial values, and the notes say so (and name the unused one).
+    const caffe::ImportedWeights kept = caffe::import_weights(weights, "w.caffemodel", *net, 1, true);
+    REQUIRE(kept.notes.size() == 2);
+    CHECK(kept.notes[0].find("keep their initial values (fillers): bn1") != std::string::npos);
+    CHECK(kept.notes[1].find("skipped: bn_other") != std::string::npos);
     weights = make_weights();
     weights.mutable_layer(1)->mutable_blobs()->RemoveLast();
     CHECK_THROWS_WITH_AS(caffe::import_weights(weights, "w.caffemodel", *net, 1),
