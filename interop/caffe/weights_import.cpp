@@ -21,7 +21,12 @@ struct FileLayer {
 std::map<std::string, FileLayer> index_layers(const CaffeWeights& weights) {
   std::map<std::string, FileLayer> layers;
   for (const auto& l : weights.layer()) layers.emplace(l.name(), FileLayer{&l.blobs()});
-  for (const auto& l : weights.layers()) layers.emplace(l.name(), FileLayer{&l.blobs()});
+  for (const auto& l : weights.layers()) {
+    if (l.has_layer() && l.blobs_size() == 0)  // V0, nested
+      layers.emplace(l.layer().name(), FileLayer{&l.layer().blobs()});
+    else
+      layers.emplace(l.name(), FileLayer{&l.blobs()});
+  }
   return layers;
 }
 

@@ -4,10 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
@@ -67,6 +69,15 @@ num_output = 5
 
 float value_at(int blob, int i) { return std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(blob)); }
 
+// Blob `id`'s values, computed in one place: a loop of sin() may be
+// vectorised (libmvec) in one caller and not another, which rounds differently.
+std::vector<float> blob_values(int id, int64_t count, float scale) {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    values[static_cast<size_t>(i)] = scale * std::abs(value_at(id, static_cast<int>(i))) + (id == 3 ? 0.5f : 0.0f);
+  return values;
+}
+
 caffe::BlobProto* add_blob(google::protobuf::RepeatedPtrField<caffe::BlobProto>* blobs, std::vector<int64_t> dims,
                            int id, float scale = 1.0f, bool legacy_shape = false) {
   caffe::BlobProto* blob = blobs->Add();
@@ -78,7 +89,7 @@ caffe::BlobProto* add_blob(google::protobuf::RepeatedPtrField<caffe::BlobProto>*
   } else {
     for (int64_t d : dims) blob->mutable_shape()->add_dim(d);
   }
-  for (int64_t i = 0; i < count; ++i) blob->add_data(scale * std::abs(value_at(id, static_cast<int>(i))) + (id == 3 ? 0.5f : 0.0f));
+  for (float v : blob_values(id, count, scale)) blob->add_data(v);
   return blob;
 }
 
@@ -137,8 +148,8 @@ TEST_SUITE("caffe") {
       for (Param* p : reference.params())
         if (p->name == name) {
           Tensor& t = p->blob->data();
-          for (int64_t i = 0; i < t.count(); ++i)
-            t.ptr()[i] = scale * std::abs(value_at(id, static_cast<int>(i))) + (id == 3 ? 0.5f : 0.0f);
+          const std::vector<float> values = blob_values(id, t.count(), scale);
+          std::copy(values.begin(), values.end(), t.ptr());
           return;
         }
       FAIL("no parameter ", name);
@@ -150,10 +161,8 @@ TEST_SUITE("caffe") {
       if (p->name != "bn1/mean" && p->name != "bn1/variance") continue;
       const int id = p->name == "bn1/mean" ? 2 : 3;
       Tensor& t = p->blob->data();
-      for (int64_t i = 0; i < t.count(); ++i) {
-        const float stored = bn_factor * std::abs(value_at(id, static_cast<int>(i))) + (id == 3 ? 0.5f : 0.0f);
-        t.ptr()[i] = stored * (1.0f / bn_factor);
-      }
+      const std::vector<float> stored = blob_values(id, t.count(), bn_factor);
+      for (int64_t i = 0; i < t.count(); ++i) t.ptr()[i] = stored[static_cast<size_t>(i)] * (1.0f / bn_factor);
     }
 
     const auto net_params = net->params();
@@ -180,6 +189,25 @@ TEST_SUITE("caffe") {
     const Tensor& expected = reference.blob("ip").data();
     REQUIRE(out.shape() == Shape{2, 5});
     for (int64_t k = 0; k < out.count(); ++k) CHECK(out.ptr()[k] == expected.ptr()[k]);
+  }
+
+  TEST_CASE("caffe weights in the oldest form (a V0 layer inside a V1 layer) import too") {
+    caffe::CaffeWeights weights = make_weights();
+    caffe::CaffeWeights old;
+    for (const auto& l : weights.layer()) {  // every layer as V1 { layer: V0 { name, blobs } }
+      auto* v0 = old.add_layers()->mutable_layer();
+      v0->set_name(l.name());
+      *v0->mutable_blobs() = l.blobs();
+    }
+    *old.add_layers() = weights.layers(0);  // ip, already V1
+    auto net = imported_net(5);
+    auto reference = imported_net(5);
+    caffe::import_weights(old, "old.caffemodel", *net, 5);
+    caffe::import_weights(weights, "new.caffemodel", *reference, 5);
+    const auto a = net->params(), b = reference->params();
+    for (size_t i = 0; i < a.size(); ++i)
+      for (int64_t k = 0; k < a[i]->blob->data().count(); ++k)
+        CHECK(a[i]->blob->data().ptr()[k] == b[i]->blob->data().ptr()[k]);
   }
 
   TEST_CASE("caffe weights checkpoint: written as taihu writes checkpoints, loads into a fresh net of the config") {
