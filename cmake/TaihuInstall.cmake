@@ -22,7 +22,7 @@ set_target_properties(taihu_core PROPERTIES EXPORT_NAME core_archive)
 set_target_properties(taihu_core_whole PROPERTIES EXPORT_NAME core)
 list(APPEND TAIHU_LIBRARIES taihu_core taihu_core_whole)
 
-install(TARGETS taihu-train taihu-node taihu-sim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS taihu-train taihu-node taihu-sim taihu-convert RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS ${TAIHU_LIBRARIES} EXPORT taihuTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}/taihu
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/taihu)

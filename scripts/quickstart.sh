@@ -28,12 +28,16 @@ packages=(
   python3  # the multi-process cluster test checks JSON reports and timings with it
   openssl  # the cluster test makes certificates as the README shows
   pybind11-dev python3-dev python3-numpy  # `import taihu` (python/), built by default
+  # taihu-convert reads Caffe's prototxt and caffemodel files, which are protobuf (interop/caffe/caffe.proto)
+  libprotobuf-dev protobuf-compiler
 )
 # Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).
 if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin); fi
-# PyTorch, for the test that checks taihu's forward and backward against it (tests/python/test_pytorch.py).
-if [[ "$mode" == "test" ]]; then packages+=(python3-torch); fi
+# The references the tests check taihu against: PyTorch for nets' forward and backward
+# (tests/python/test_pytorch.py) and NPZ exports, ONNX's checker for ONNX exports (ctest
+# export_python). Each test skips where its package is missing.
+if [[ "$mode" == "test" ]]; then packages+=(python3-torch python3-onnx); fi
 
 missing=()
 for p in "${packages[@]}"; do

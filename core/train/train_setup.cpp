@@ -116,10 +116,13 @@ TrainPosition restore_checkpoint(const Checkpoint& c, const std::string& name, c
             name, params[i]->name);
     c.params[i].restore_into(params[i]->blob->data());
   }
+  // Weights imported from another framework (taihu-convert) come without
+  // solver history: training from them starts the solver afresh.
+  const bool imported_weights = c.iteration == 0 && c.solver_state.empty();
   auto state = solver.state();
-  require(state.size() == c.solver_state.size(), "checkpoint has {} solver tensors, the solver has {}",
-          c.solver_state.size(), state.size());
-  for (size_t i = 0; i < state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
+  require(imported_weights || state.size() == c.solver_state.size(),
+          "checkpoint has {} solver tensors, the solver has {}", c.solver_state.size(), state.size());
+  for (size_t i = 0; i < c.solver_state.size(); ++i) c.solver_state[i].restore_into(*state[i].second);
   solver.set_iteration(c.iteration);
   return TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
 }

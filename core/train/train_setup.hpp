@@ -67,7 +67,8 @@ struct TrainPosition {
 
 // A checkpoint of named parameters (a model called `name`), their solver's
 // state and a position; restore checks that it fits (name, seed, parameter
-// names) and returns the position.
+// names) and returns the position. One at iteration 0 without solver state
+// (imported weights: taihu-convert) restores the parameters only.
 Checkpoint capture_checkpoint(const std::string& name, const std::vector<const Param*>& params, Solver& solver,
                               uint64_t seed, const TrainPosition& position);
 TrainPosition restore_checkpoint(const Checkpoint& checkpoint, const std::string& name,

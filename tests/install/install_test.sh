@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
-for app in taihu-train taihu-node taihu-sim; do
+for app in taihu-train taihu-node taihu-sim taihu-convert; do
   "$prefix/bin/$app" --version | grep -qE "^$app [0-9]+\.[0-9]+\.[0-9]+ " || { echo "FAIL: $app --version"; exit 1; }
 done
 test -f "$prefix/include/taihu/core/net/net.hpp" || { echo "FAIL: headers not under include/taihu"; exit 1; }

@@ -7,6 +7,7 @@ only itself and the folders below it:
     core                              plain C++
     collectives, transport, devices   plain C++ on core
     simulator                         plain C++ on collectives
+    interop                           plain C++ on core (other frameworks' model files)
     messages                          CAF message types on core
     actors                            every actor, on all of the above
     apps, python, bench, tests        on anything
@@ -28,10 +29,11 @@ allowed = {
     'transport': {'core', 'transport'},
     'devices': {'core', 'devices'},
     'simulator': {'core', 'collectives', 'simulator'},
+    'interop': {'core', 'interop'},
     'messages': {'core', 'messages'},
     'actors': {'core', 'collectives', 'transport', 'devices', 'simulator', 'messages', 'actors'},
 }
-plain = {'core', 'collectives', 'transport', 'devices', 'simulator'}
+plain = {'core', 'collectives', 'transport', 'devices', 'simulator', 'interop'}
 include = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
 problems = []
