@@ -162,6 +162,34 @@ std::string http_exchange(std::uint16_t port, const std::string& request) {
   return out;
 }
 
+// Forks a peer process that runs `body(port)` (its exit status) once the
+// parent has told it the server's port (tell_port): the parent starts the
+// server, and its I/O thread, after the fork. A child forked while another
+// thread holds an allocator lock hangs in its first malloc (AddressSanitizer's
+// allocator in GCC 12 takes no lock around fork), so nothing but idle threads
+// may run at the fork.
+template <class Body>
+pid_t fork_peer(int& port_writer, Body body) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[1]);
+    std::uint16_t port = 0;
+    if (::read(fds[0], &port, sizeof port) != static_cast<ssize_t>(sizeof port)) ::_exit(4);
+    ::_exit(body(port));
+  }
+  ::close(fds[0]);
+  port_writer = fds[1];
+  return child;
+}
+
+void tell_port(int port_writer, std::uint16_t port) {
+  REQUIRE(::write(port_writer, &port, sizeof port) == static_cast<ssize_t>(sizeof port));
+  ::close(port_writer);
+}
+
 }  // namespace
 
 TEST_SUITE("net") {
@@ -656,13 +684,9 @@ TEST_SUITE("net") {
 
   TEST_CASE("a sender in another process") {
     const std::string secret = random_secret();
-    CollectingSink sink;
-    DataPlane server(options_for(0, secret), &sink);
-    const std::uint16_t port = server.port();
     const std::size_t n = 3'000'000;  // 12 MB, several frames
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
+    int port_pipe = -1;
+    const pid_t child = fork_peer(port_pipe, [&](std::uint16_t port) {
       int status = 1;
       try {
         CollectingSink child_sink;
@@ -675,8 +699,11 @@ TEST_SUITE("net") {
       } catch (...) {
         status = 3;
       }
-      ::_exit(status);
-    }
+      return status;
+    });
+    CollectingSink sink;
+    DataPlane server(options_for(0, secret), &sink);
+    tell_port(port_pipe, server.port());
     const bool got = sink.wait_messages(1, std::chrono::seconds(30));
     int status = -1;
     ::waitpid(child, &status, 0);
@@ -694,13 +721,9 @@ TEST_SUITE("net") {
 
   TEST_CASE("a message left in a killed sender's memory: reading it fails naming the node, which is reported lost") {
     const std::string secret = random_secret();
-    InPlaceSink sink;
-    DataPlane server(options_for(0, secret), &sink);
-    const std::uint16_t port = server.port();
     const std::size_t n = 100'000;
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
+    int port_pipe = -1;
+    const pid_t child = fork_peer(port_pipe, [&](std::uint16_t port) {
       try {
         CollectingSink child_sink;
         DataPlane client(options_for(1, secret), &child_sink);
@@ -710,8 +733,11 @@ TEST_SUITE("net") {
         for (;;) ::pause();  // until killed; the server has not read (or acknowledged) the message
       } catch (...) {
       }
-      ::_exit(3);
-    }
+      return 3;
+    });
+    InPlaceSink sink;
+    DataPlane server(options_for(0, secret), &sink);
+    tell_port(port_pipe, server.port());
     REQUIRE(sink.wait_taken(1));
     auto taken = sink.take();
     REQUIRE(taken.size() == 1);
