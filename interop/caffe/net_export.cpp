@@ -45,12 +45,16 @@ void export_window(const Section& s, const std::string& key, const std::string& 
   if (required || hw.h != fallback || hw.w != fallback) set(hw.h, hw.w);
 }
 
-void export_convolution(const Section& s, ConvolutionParameter* p) {
-  p->set_num_output(s.get<uint32_t>("num_output"));
-  export_window(s, "kernel_size", "kernel", 0, true, [&](int64_t h, int64_t w) {
-    if (h == w) p->add_kernel_size(h);
-    else p->set_kernel_h(h), p->set_kernel_w(w);
-  });
+// Kernel (unless `with_kernel` is false: global pooling), stride and pad, as
+// one value where height and width agree, else as _h/_w: the same fields in
+// ConvolutionParameter and PoolingParameter.
+template <class WindowParameter>
+void export_kernel_stride_pad(const Section& s, bool with_kernel, WindowParameter* p) {
+  if (with_kernel)
+    export_window(s, "kernel_size", "kernel", 0, true, [&](int64_t h, int64_t w) {
+      if (h == w) p->add_kernel_size(h);
+      else p->set_kernel_h(h), p->set_kernel_w(w);
+    });
   export_window(s, "stride", "stride", 1, false, [&](int64_t h, int64_t w) {
     if (h == w) p->add_stride(h);
     else p->set_stride_h(h), p->set_stride_w(w);
@@ -59,6 +63,11 @@ void export_convolution(const Section& s, ConvolutionParameter* p) {
     if (h == w) p->add_pad(h);
     else p->set_pad_h(h), p->set_pad_w(w);
   });
+}
+
+void export_convolution(const Section& s, ConvolutionParameter* p) {
+  p->set_num_output(s.get<uint32_t>("num_output"));
+  export_kernel_stride_pad(s, true, p);
   export_window(s, "dilation", "dilation", 1, false, [&](int64_t h, int64_t w) {
     p->add_dilation(h);
     if (h != w) p->add_dilation(w);
@@ -73,19 +82,7 @@ void export_pooling(const Section& s, PoolingParameter* p) {
   p->set_pool(s.get_choice("pool", {"max", "ave"}, "max") == "max" ? PoolingParameter::MAX : PoolingParameter::AVE);
   const bool global = s.get_or<bool>("global_pooling", false);
   if (global) p->set_global_pooling(true);
-  if (!global)
-    export_window(s, "kernel_size", "kernel", 0, true, [&](int64_t h, int64_t w) {
-      if (h == w) p->add_kernel_size(h);
-      else p->set_kernel_h(h), p->set_kernel_w(w);
-    });
-  export_window(s, "stride", "stride", 1, false, [&](int64_t h, int64_t w) {
-    if (h == w) p->add_stride(h);
-    else p->set_stride_h(h), p->set_stride_w(w);
-  });
-  export_window(s, "pad", "pad", 0, false, [&](int64_t h, int64_t w) {
-    if (h == w) p->add_pad(h);
-    else p->set_pad_h(h), p->set_pad_w(w);
-  });
+  export_kernel_stride_pad(s, !global, p);
 }
 
 void export_inner_product(const Section& s, InnerProductParameter* p) {
