@@ -56,9 +56,23 @@ class Dataset {
   virtual Shape sample_shape() const = 0;
   virtual int num_classes() const = 0;
   virtual int label(int64_t index) const = 0;
-  // Writes sample `index` (sample_shape().count() preprocessed floats) to `out`.
-  // Safe to call concurrently from several threads.
+  // Writes sample `index` (sample_shape().count() preprocessed floats) to `out`:
+  // the evaluation view (no random augmentation). Safe to call concurrently
+  // from several threads; throws DataError where the sample cannot be read.
   virtual void sample(int64_t index, float* out) const = 0;
+
+  // What a training batch reads: sample `index` with the random augmentation
+  // seeded by `draw` (0: none, as sample()), and its label. Data sets read
+  // from files return -1 for a sample that cannot be read (a corrupt image or
+  // record), after counting it in skipped() and logging it once; the batch
+  // then takes another sample in its place (batch_plan.hpp).
+  virtual int read_sample(int64_t index, float* out, uint64_t draw) const {
+    (void)draw;
+    sample(index, out);
+    return label(index);
+  }
+  // Distinct samples found unreadable so far.
+  virtual int64_t skipped() const { return 0; }
 };
 
 // A file an idx source reads, and the config key that names it.
