@@ -30,8 +30,12 @@ struct BatchOptions {
   bool augment = false;
   // Skip the last, smaller batch of an epoch instead of returning it.
   bool drop_last = false;
-  // Batches prepared ahead; 0 = synchronous (BatchSource only).
+  // Batches prepared ahead (the pool of batch buffers); 0 = synchronous
+  // (BatchSource only; an actor feed holds at least one).
   int prefetch = 0;
+  // Actor feeds: decoder actors of this process, shared by all its feeds (the
+  // first feed's figure counts); 0 = the feed's default. Not part of the plan.
+  int decoders = 0;
   uint64_t seed = 0;
   // Data parallelism: this source yields only part `shard_index` of
   // `shard_count` of every batch (contiguous rows, balanced: the first
