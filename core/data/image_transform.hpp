@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/data/dataset.hpp"
+#include "core/data/preprocess.hpp"
 #include "core/data/image_codec.hpp"
 #include "core/tensor/shape.hpp"
 
