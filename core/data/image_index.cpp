@@ -48,7 +48,7 @@ void log_left_out(const ImageIndex& index, const fs::path& where) {
 
 }  // namespace
 
-ImageIndex list_image_folder(const fs::path& folder, const std::vector<std::string>& classes) {
+std::vector<std::string> image_folder_classes(const fs::path& folder) {
   std::error_code ec;
   require<DataError>(fs::is_directory(folder, ec), "image folder '{}' does not exist (or is not a folder)",
                      folder.string());
@@ -57,6 +57,11 @@ ImageIndex list_image_folder(const fs::path& folder, const std::vector<std::stri
     if (entry.is_directory(ec)) names.push_back(entry.path().filename().string());
   require<DataError>(!ec, "cannot list '{}': {}", folder.string(), ec.message());
   std::sort(names.begin(), names.end());
+  return names;
+}
+
+ImageIndex list_image_folder(const fs::path& folder, const std::vector<std::string>& classes) {
+  const std::vector<std::string> names = image_folder_classes(folder);
   require<DataError>(!names.empty(),
                      "image folder '{}' has no class folders: put each class's images in a folder of its own "
                      "(e.g. {}/cat/1.jpg), or give a list file of `path label` lines",

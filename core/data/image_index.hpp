@@ -43,6 +43,9 @@ ImageIndex list_image_folder(const std::filesystem::path& folder, const std::vec
 // Throws DataError if the file cannot be read or lists no usable image.
 ImageIndex read_image_list(const std::filesystem::path& list, const std::filesystem::path& root, int classes = 0);
 
+// The class names of a folder of class folders: its sub-folders, sorted.
+std::vector<std::string> image_folder_classes(const std::filesystem::path& folder);
+
 // Whether a file name has an image extension.
 bool has_image_extension(const std::filesystem::path& file);
 

@@ -3,6 +3,7 @@
 #include <lmdb.h>
 
 #include <cerrno>
+#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -198,6 +199,13 @@ void LmdbWriter::put(std::string_view key, std::span<const uint8_t> value) {
     d.commit();
     d.begin();
   }
+}
+
+void LmdbWriter::attach(const std::string& name, const std::string& text) {
+  const fs::path file = impl_->staging / name;
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << text;
+  require<DataError>(out.flush().good(), "cannot write '{}'", file.string());
 }
 
 void LmdbWriter::finish() {

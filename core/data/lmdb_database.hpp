@@ -53,6 +53,9 @@ class LmdbWriter {
 
   // Keys must be unique; records are committed in transactions of a thousand.
   void put(std::string_view key, std::span<const uint8_t> value);
+  // A file of its own in the database's folder (LMDB reads only data.mdb
+  // and lock.mdb): e.g. the class names.
+  void attach(const std::string& name, const std::string& text);
   void finish();
   int64_t size() const;
 

@@ -54,6 +54,7 @@ NetReplica::NetReplica(const config::Document& doc, const TrainSettings& setting
   train_options.augment = true;
   train_options.drop_last = true;
   train_options.prefetch = data.config.prefetch;
+  train_options.decoders = data.config.decoders;
   train_options.shard_count = ranks;
   train_options.shard_index = rank;
   auto feed = [&](std::shared_ptr<const Dataset> dataset, const BatchOptions& options) -> std::unique_ptr<BatchFeed> {
@@ -148,6 +149,7 @@ TrainPosition NetReplica::restore(const Checkpoint& checkpoint, bool rngs) {
 
 ReplicaFigures NetReplica::figures() const {
   ReplicaFigures f;
+  f.data_skipped = train_->dataset().skipped() + (test_ ? test_->dataset().skipped() : 0);
   if (executor_) {
     f.device = executor_->report();
     f.device.device = device_;

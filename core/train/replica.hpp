@@ -78,6 +78,9 @@ struct ReplicaFigures {
   DeviceReport device;
   cavs::ExecutorStats executor;
   std::string runner;  // dynamic models: "inline" or "actors"
+  // Samples of this replica's data sets found unreadable and skipped so far
+  // (the data sets are shared by the replicas of one process).
+  int64_t data_skipped = 0;
 };
 
 class Replica {
