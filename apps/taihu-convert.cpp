@@ -292,6 +292,7 @@ int convert_imageset(const Arguments& args) {
     if (args.flag("root") || args.flag("classes"))
       throw ConfigError("command line: --root and --classes apply to list files, not to a folder of class folders");
     index = list_image_folder(source);
+    options.key_root = source;
   } else {
     if (!std::filesystem::exists(source, ec))
       throw DataError(fmt::format("'{}' does not exist (give a folder of class folders or a list file)",
@@ -299,6 +300,7 @@ int convert_imageset(const Arguments& args) {
     const std::filesystem::path root = args.flag("root") ? std::filesystem::path(*args.flag("root"))
                                                          : source.parent_path();
     index = read_image_list(source, root, classes);
+    options.key_root = root;
   }
   spdlog::info("{}: {} images of {} classes -> {} ({} records)", source.string(), index.size(), index.classes.size(),
                out.string(), options.encoded ? "encoded" : "raw");

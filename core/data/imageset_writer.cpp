@@ -93,7 +93,8 @@ ImagesetResult write_imageset(const ImageIndex& index, const fs::path& out, cons
                            "give --resize=H,W, or --encoded)", image.height, image.width, result.height, result.width);
         uniform = false;
       }
-      const std::string key = fmt::format("{:08d}_{}", n, file.string());
+      const fs::path name = options.key_root.empty() ? file : file.lexically_relative(options.key_root);
+      const std::string key = fmt::format("{:08d}_{}", n, name.empty() ? file.string() : name.string());
       writer.put(key, options.encoded ? encoded_datum(bytes, label) : raw_datum(image, label));
       ++result.written;
       if (!options.mean_file.empty() && uniform) {

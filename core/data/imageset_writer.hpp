@@ -3,7 +3,8 @@
 // Caffe's convert_imageset makes them (and its compute_image_mean, with a
 // mean file): what `taihu-convert imageset` runs.
 //
-// Records are keyed "%08d_<path>" in the (optionally shuffled) order, so the
+// Records are keyed "%08d_<path>" (the path relative to the image folder or
+// the list's root) in the (optionally shuffled) order, so the
 // database reads in that order. Raw records hold channel-major pixels in
 // Caffe's B, G, R order and must all have one size (give a resize where the
 // images vary); encoded records keep each file's bytes (re-encoded only when
@@ -27,6 +28,7 @@ struct ImagesetOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   std::filesystem::path mean_file;  // non-empty: also write the mean image there
+  std::filesystem::path key_root;   // keys name files relative to this (the folder, or the list's root)
   std::string progress = "auto";    // Progress::parse_mode's names
 };
 

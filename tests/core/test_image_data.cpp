@@ -3,6 +3,7 @@
 // [data] keys of source = images and lmdb, and taihu-convert imageset's writer.
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -60,8 +61,10 @@ void write_png_folder(const fs::path& dir, const std::vector<std::string>& class
       write_bytes(dir / name / (std::to_string(i) + ".png"), encode_png(pattern(6, 5, channels, seed++)));
 }
 
+// A config file in `folder` (relative paths resolve against it).
 config::Document data_doc(const fs::path& folder, const std::string& body) {
-  return config::Document::parse("[data]\n" + body, (folder / "test.ini").string());
+  std::ofstream(folder / "test.ini") << "[data]\n" << body;
+  return config::Document::parse_file(folder / "test.ini");
 }
 
 }  // namespace
