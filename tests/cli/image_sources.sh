@@ -10,8 +10,8 @@
 # Skipped (77) without Fashion-MNIST (apt-get install dataset-fashion-mnist).
 #   usage: image_sources.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
-build=$1
-src=$2
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
 fm=/usr/share/datasets/fashion-mnist
 if [[ ! -f $fm/train-images-idx3-ubyte.gz ]]; then
   echo "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist): skipped"
