@@ -2,7 +2,7 @@
 // Where a replica takes its mini-batches from: BatchSource (a prefetch thread
 // beside the replica, batch_source.hpp) or, in the actor runtime, a batch
 // loader actor whose decoder actors fill a bounded pool of batch buffers
-// (actors/data/batch_loader.hpp). Both cut batches by the same BatchPlan.
+// (actors/feed/batch_loader.hpp). Both cut batches by the same BatchPlan.
 //
 // Plain C++: core builds replicas with a BatchFeedFactory that the actor
 // layer supplies (ReplicaServices, core/train/replica.hpp).

@@ -1,7 +1,7 @@
 #pragma once
 // Which samples make each mini-batch, and how they become tensors: the one
 // definition that BatchSource (a prefetch thread) and the batch loader actors
-// (actors/data/) share, so every way of reading a data set yields the same
+// (actors/feed/) share, so every way of reading a data set yields the same
 // batches.
 //
 // The sample order of epoch e is a pure function of (seed, e), and so is each
