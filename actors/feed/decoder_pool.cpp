@@ -10,6 +10,10 @@
 #include <map>
 #include <mutex>
 
+#include <spdlog/spdlog.h>
+
+#include "core/blas/blas.hpp"
+#include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
 
 namespace taihu::feed {
@@ -63,6 +67,14 @@ std::shared_ptr<DecoderPool> DecoderPool::of(caf::actor_system& system, int deco
   if (auto pool = entry.lock()) return pool;
   auto pool = std::make_shared<DecoderPool>(system, decoders);
   entry = pool;
+  // Decoders are threads beside the compute threads, on the same cores.
+  const int cores = blas::available_cores(), count = static_cast<int>(pool->decoders()->size());
+  spdlog::info("batch input: {} decoder actor(s) beside {} BLAS thread(s) per replica, {} core(s)", count,
+               blas::threads(), cores);
+  if (count >= cores)
+    spdlog::warn("[data] decoders = {} takes every core ({}) from compute: batches are read faster than they "
+                 "can be used unless decoding is the bottleneck (the report's data.wait_share says)",
+                 count, cores);
   return pool;
 }
 

@@ -3,8 +3,8 @@
 # databases trains LeNet as the IDX files do:
 #   - a list file in the IDX order, and an LMDB made from it, read the very
 #     samples in the very order: the run equals the IDX run bit for bit;
-#   - class folders (another sample order) and JPEG files (lossy) reach the
-#     IDX run's test accuracy within 0.5 points.
+#   - class folders (another sample order) and JPEG files (lossy, listed in
+#     the IDX order) reach the IDX run's test accuracy within 0.5 points.
 # Then bad data: a truncated image and a file that is no image are skipped
 # and counted in the report; a missing folder is an error naming it.
 # Skipped (77) without Fashion-MNIST (apt-get install dataset-fashion-mnist).
@@ -48,7 +48,7 @@ config idx "source = fashion-mnist" "dir = $fm"
 config list "source = images" "train = train_png.txt" "test = test_png.txt" "channels = 1"
 config lmdb "source = lmdb" "train = train_lmdb" "test = test_lmdb" "classes = 10" "channels = 1"
 config folder "source = images" "train = train_png" "test = test_png" "channels = 1" "decoders = 2"
-config jpeg "source = images" "train = train_jpg" "test = test_jpg" "channels = 1"
+config jpeg "source = images" "train = train_jpg.txt" "test = test_jpg.txt" "channels = 1"
 
 for run in idx list lmdb folder jpeg; do
   expect "$run trains" 0 "test accuracy" -- "$train" --config-file="$work/$run.ini" epochs=2 \
