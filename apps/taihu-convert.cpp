@@ -3,6 +3,8 @@
 //   taihu-convert caffe NET.prototxt [WEIGHTS.caffemodel] --out=DIR [--input-shape=NAME=C,H,W ...] [--seed=N]
 //   taihu-convert caffe-export NET.ini --out=FILE.prototxt
 //   taihu-convert export CHECKPOINT --net=NET.ini --format=npz|onnx --out=FILE [--sample=FILE.npz]
+//   taihu-convert imageset FOLDER|LIST --out=DB [--root=DIR] [--encoded] [--gray] [--resize=H,W] [--shuffle]
+//                          [--seed=N] [--classes=N] [--mean=FILE]
 //
 // Exit codes: 0 done, 2 bad input (unsupported layer or field, syntax error,
 // wrong shapes, unreadable or foreign file), 1 anything else.
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <optional>
 #include <filesystem>
@@ -24,6 +27,8 @@
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
 #include "core/common/random.hpp"
+#include "core/data/image_index.hpp"
+#include "core/data/imageset_writer.hpp"
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 #include "interop/caffe/net_export.hpp"
@@ -64,6 +69,24 @@ commands:
                             pseudo-random input) and write its inputs
                             ("input.NAME") and outputs ("output.NAME"), to
                             check the export against another framework
+
+  imageset FOLDER|LIST --out=DB
+        Writes an LMDB database of Caffe Datum records (as Caffe's
+        convert_imageset), for `[data] source = lmdb`, from a folder of class
+        folders (labels: the sorted folder names) or a list file of
+        `path label` lines. Unreadable images are skipped and counted.
+        Also writes DB/classes.txt (label and name per line).
+        --root=DIR       list files: the folder their paths are relative to
+                         (default: the list file's folder)
+        --encoded        keep each file's bytes (smaller; decoded when read);
+                         default: raw pixels, which need one size
+        --gray           one channel (default: three, colour)
+        --resize=H,W     resize every image to H x W first
+        --shuffle        records in a random order (--seed=N, default 1)
+        --classes=N      list files: labels must be below N
+        --mean=FILE      also write the mean image (Caffe's binaryproto), for
+                         `[data] mean_file`; needs images of one size
+        --progress=MODE  auto, bar, lines or quiet
 
 options:
   --log-level=LEVEL    trace, debug, info, warn, error
@@ -229,13 +252,73 @@ int export_model(const Arguments& args) {
   return 0;
 }
 
+// One count from a flag, within [minimum, maximum].
+int64_t count_flag(const Arguments& args, const std::string& name, int64_t fallback, int64_t minimum,
+                   int64_t maximum) {
+  const auto text = args.flag(name);
+  if (!text) return fallback;
+  int64_t value = 0;
+  const auto [end, err] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (err != std::errc() || end != text->data() + text->size() || value < minimum || value > maximum)
+    throw ConfigError(fmt::format("command line: --{}={}: expected a whole number in {}..{}", name, *text, minimum,
+                                  maximum));
+  return value;
+}
+
+int convert_imageset(const Arguments& args) {
+  if (args.positional.size() != 2) throw ConfigError("command line: imageset takes FOLDER or LIST (try --help)");
+  const std::filesystem::path source = args.positional[1];
+  const std::filesystem::path out = args.required("out");
+  ImagesetOptions options;
+  options.encoded = args.flag("encoded").has_value();
+  options.channels = args.flag("gray") ? 1 : 3;
+  options.shuffle = args.flag("shuffle").has_value();
+  options.seed = static_cast<uint64_t>(count_flag(args, "seed", 1, 0, INT64_MAX));
+  options.progress = args.flag("progress").value_or("auto");
+  if (auto mean = args.flag("mean")) options.mean_file = *mean;
+  if (auto resize = args.flag("resize")) {
+    const auto comma = resize->find(',');
+    if (comma == std::string::npos)
+      throw ConfigError(fmt::format("command line: --resize={}: expected H,W", *resize));
+    Arguments sides;
+    sides.flags = {{"resize height", resize->substr(0, comma)}, {"resize width", resize->substr(comma + 1)}};
+    options.resize_height = static_cast<int>(count_flag(sides, "resize height", 0, 1, 65535));
+    options.resize_width = static_cast<int>(count_flag(sides, "resize width", 0, 1, 65535));
+  }
+  const int classes = static_cast<int>(count_flag(args, "classes", 0, 1, INT32_MAX));
+  std::error_code ec;
+  ImageIndex index;
+  if (std::filesystem::is_directory(source, ec)) {
+    if (args.flag("root") || args.flag("classes"))
+      throw ConfigError("command line: --root and --classes apply to list files, not to a folder of class folders");
+    index = list_image_folder(source);
+    options.key_root = source;
+  } else {
+    if (!std::filesystem::exists(source, ec))
+      throw DataError(fmt::format("'{}' does not exist (give a folder of class folders or a list file)",
+                                  source.string()));
+    const std::filesystem::path root = args.flag("root") ? std::filesystem::path(*args.flag("root"))
+                                                         : source.parent_path();
+    index = read_image_list(source, root, classes);
+    options.key_root = root;
+  }
+  spdlog::info("{}: {} images of {} classes -> {} ({} records)", source.string(), index.size(), index.classes.size(),
+               out.string(), options.encoded ? "encoded" : "raw");
+  const ImagesetResult result = write_imageset(index, out, options);
+  if (result.height > 0)
+    spdlog::info("{} records of {} x {} x {}{}", result.written, options.channels, result.height, result.width,
+                 options.mean_file.empty() ? "" : "; mean image -> " + options.mean_file.string());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const Arguments args =
         parse_arguments(argc, argv, {"help", "version", "log-level", "out", "input-shape", "seed", "net", "format", "sample",
-                                      "keep-missing"});
+                                      "keep-missing", "root", "encoded", "gray", "resize", "shuffle", "classes",
+                                      "mean", "progress"});
     if (args.flag("help")) {
       std::fputs(usage, stdout);
       return 0;
@@ -249,7 +332,8 @@ int main(int argc, char** argv) {
     if (command == "caffe") return convert_caffe(args);
     if (command == "caffe-export") return export_caffe(args);
     if (command == "export") return export_model(args);
+    if (command == "imageset") return convert_imageset(args);
     throw ConfigError(
-        fmt::format("command line: unknown command '{}' (caffe, caffe-export, export; try --help)", command));
+        fmt::format("command line: unknown command '{}' (caffe, caffe-export, export, imageset; try --help)", command));
   });
 }

@@ -82,3 +82,45 @@ if(MPI_CXX_FOUND)
 else()
   set(TAIHU_HAVE_MPI OFF)
 endif()
+
+# Image data (core/data/image_codec.hpp, lmdb_database.hpp):
+#   libjpeg-turbo's TurboJPEG API (libturbojpeg0-dev): SIMD JPEG decoding and
+#     decoding at 1/2, 1/4, 1/8 scale, which torchvision's PIL path lacks;
+#   libpng (libpng-dev): the reference PNG codec;
+#   LMDB (liblmdb-dev): the key-value store of Caffe's image databases,
+#     read in place through its memory map.
+find_path(TURBOJPEG_INCLUDE_DIR turbojpeg.h)
+find_library(TURBOJPEG_LIBRARY NAMES turbojpeg)
+if(NOT TURBOJPEG_INCLUDE_DIR OR NOT TURBOJPEG_LIBRARY)
+  message(FATAL_ERROR "libjpeg-turbo's TurboJPEG API not found: apt-get install libturbojpeg0-dev")
+endif()
+add_library(taihu::turbojpeg INTERFACE IMPORTED)
+target_include_directories(taihu::turbojpeg INTERFACE ${TURBOJPEG_INCLUDE_DIR})
+target_link_libraries(taihu::turbojpeg INTERFACE ${TURBOJPEG_LIBRARY})
+
+find_package(PNG QUIET)
+if(NOT PNG_FOUND)
+  message(FATAL_ERROR "libpng not found: apt-get install libpng-dev")
+endif()
+add_library(taihu::png INTERFACE IMPORTED)
+target_link_libraries(taihu::png INTERFACE PNG::PNG)
+
+find_path(LMDB_INCLUDE_DIR lmdb.h)
+find_library(LMDB_LIBRARY NAMES lmdb)
+if(NOT LMDB_INCLUDE_DIR OR NOT LMDB_LIBRARY)
+  message(FATAL_ERROR "LMDB not found: apt-get install liblmdb-dev")
+endif()
+add_library(taihu::lmdb INTERFACE IMPORTED)
+target_include_directories(taihu::lmdb INTERFACE ${LMDB_INCLUDE_DIR})
+target_link_libraries(taihu::lmdb INTERFACE ${LMDB_LIBRARY})
+
+# protobuf (libprotobuf-dev, protobuf-compiler): Caffe's files are protobuf
+# (LMDB records are Datum messages, mean files BlobProto; taihu-convert reads
+# prototxt and caffemodel files): reading them any other way would be
+# hand-writing a protobuf decoder.
+find_package(Protobuf QUIET)
+if(NOT Protobuf_FOUND)
+  message(FATAL_ERROR "protobuf not found: apt-get install libprotobuf-dev protobuf-compiler")
+endif()
+add_library(taihu::protobuf INTERFACE IMPORTED)
+target_link_libraries(taihu::protobuf INTERFACE protobuf::libprotobuf)

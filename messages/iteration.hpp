@@ -36,13 +36,15 @@ struct IterationStats {
   // Payload bytes this rank's shards sent for all buckets (Reduced::bytes_sent).
   std::uint64_t bytes_sent = 0;
   float learning_rate = 0;  // of this iteration's solver step
+  // Of forward_seconds: waiting for a batch the feed had not ready yet.
+  double data_wait_seconds = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, IterationStats& x) {
   return f(caf::meta::type_name("taihu::msg::IterationStats"), x.forward_seconds, x.backward_seconds,
            x.update_seconds, x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds,
-           x.bytes_sent, x.learning_rate);
+           x.bytes_sent, x.learning_rate, x.data_wait_seconds);
 }
 
 struct IterationDone {

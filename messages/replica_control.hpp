@@ -114,7 +114,7 @@ typename Inspector::result_type inspect(Inspector& f, DeviceReport& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ReplicaFigures& x) {
-  return f(caf::meta::type_name("taihu::ReplicaFigures"), x.device, x.executor, x.runner);
+  return f(caf::meta::type_name("taihu::ReplicaFigures"), x.device, x.executor, x.runner, x.data_skipped);
 }
 
 }  // namespace taihu

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "messages/batch_loading.hpp"
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
 #include "messages/compressor_restore.hpp"
@@ -90,6 +91,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_ATOM(taihu, taihu::msg, tick_atom, "tick")           // a node checks that it was not stopped
   CAF_ADD_ATOM(taihu, taihu::msg, teardown_atom, "teardown")   // a node's teardown took too long
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunEnded))               // messages/cluster.hpp
+  // The streaming feed: batch loader and decoder actors (messages/batch_loading.hpp).
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::DecodeRows))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RowsDecoded))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::LoadFrom))
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::SlotReleased))
 CAF_END_TYPE_ID_BLOCK(taihu)
 
 namespace taihu::msg {

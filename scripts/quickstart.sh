@@ -30,6 +30,8 @@ packages=(
   pybind11-dev python3-dev python3-numpy  # `import taihu` (python/), built by default
   # taihu-convert reads Caffe's prototxt and caffemodel files, which are protobuf (interop/caffe/caffe.proto)
   libprotobuf-dev protobuf-compiler
+  # [data] source = images and lmdb: JPEG (TurboJPEG API), PNG, Caffe's LMDB databases
+  libturbojpeg0-dev libpng-dev liblmdb-dev
 )
 # Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).

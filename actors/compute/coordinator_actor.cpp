@@ -82,6 +82,7 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
     s.epoch.samples += d.stats.samples;
     s.epoch.vertices += d.stats.vertices;
     s.record.exposed_comm_seconds += d.stats.exposed_comm_seconds / plan.ranks;
+    s.record.data_wait_seconds += d.stats.data_wait_seconds / plan.ranks;
     s.record.comm_seconds += d.stats.comm_seconds;
     s.record.hidden_comm_seconds += d.stats.hidden_comm_seconds;
     s.record.bytes_sent += static_cast<double>(d.stats.bytes_sent);
@@ -500,6 +501,12 @@ TrainReport net_report(const RunPlan& plan, const Outcome& o) {
   }
   report.seconds = record.seconds;
   report.images_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
+  report.data.source = plan.data.config.source;
+  report.data.decoders = plan.data.config.decoders;
+  report.data.prefetch = plan.data.config.prefetch;
+  report.data.wait_seconds = record.data_wait_seconds;
+  // Replicas of one process share their data sets (and count): the largest count.
+  for (const auto& f : o.figures) report.data.skipped = std::max(report.data.skipped, f.data_skipped);
   if (plan.device != "cpu" && !o.figures.empty()) {
     report.device = plan.device;
     report.device_report = o.figures.front().device;

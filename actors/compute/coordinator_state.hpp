@@ -38,6 +38,7 @@ struct RunRecord {
   uint64_t samples = 0;
   uint64_t vertices = 0;
   double exposed_comm_seconds = 0.0;
+  double data_wait_seconds = 0.0;  // per worker, averaged over the ranks
   double comm_seconds = 0.0;
   double hidden_comm_seconds = 0.0;
   double bytes_sent = 0.0;  // payload all ranks' shards sent

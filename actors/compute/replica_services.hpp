@@ -1,8 +1,10 @@
 #pragma once
 // The actors a replica may run on, in the process's one actor system: the
 // SW26010 model's core-group actors for a net with device = sw26010
-// (actors/device/sw26010_executor.hpp), and the graph actor runtime for a
-// dynamic model (actors/graph_runtime/graph_runner.hpp). Core builds
+// (actors/device/sw26010_executor.hpp), the graph actor runtime for a
+// dynamic model (actors/graph_runtime/graph_runner.hpp), and the batch
+// loader and decoder actors that read every net's mini-batches
+// (actors/feed/batch_loader.hpp). Core builds
 // replicas; this plugs the actors into them (core/train/replica.hpp).
 //
 // Config (root keys):

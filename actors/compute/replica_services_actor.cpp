@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "actors/feed/batch_loader.hpp"
 #include "actors/device/sw26010_executor.hpp"
 #include "actors/graph_runtime/graph_runner.hpp"
 #include "core/blas/blas.hpp"
@@ -37,6 +38,7 @@ ReplicaServices replica_services(caf::actor_system& system, int replicas) {
                  blas::threads());
     return graph::make_graph_runner(system, f, options);
   };
+  services.feeds = feed::actor_batch_feeds(system);
   return services;
 }
 

@@ -117,6 +117,7 @@ void run_step(Self self, std::uint64_t iteration) {
   s.stats.vertices = step.vertices;
   s.stats.forward_seconds = step.forward_seconds;
   s.stats.backward_seconds = step.backward_seconds;
+  s.stats.data_wait_seconds = step.data_wait_seconds;
 }
 
 msg::IterationDone finish_step(Self self) {

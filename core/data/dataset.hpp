@@ -4,7 +4,7 @@
 // mini-batches.
 //
 //   [data]
-//   source = fashion-mnist | mnist | idx | cifar10 | synthetic
+//   source = fashion-mnist | mnist | idx | cifar10 | images | lmdb | synthetic
 //   dir = /usr/share/datasets/fashion-mnist   # default only for fashion-mnist
 //   train_images = train-images-idx3-ubyte.gz  # idx sources; relative to dir
 //   train_labels = ...   test_images = ...   test_labels = ...
@@ -14,9 +14,26 @@
 //   std = 0.25           # likewise
 //   shape = 3 224 224    # synthetic: sample shape
 //   train_size = 1024    test_size = 256        # synthetic
-//   prefetch = 4         # batches prepared ahead by a thread; 0 = synchronous
+//   prefetch = 4         # batch buffers filled ahead (the feed's bounded pool)
+//   decoders = 1         # decoder actors of the process (batch_feed.hpp)
 //   shuffle = true
 //   limit_train = 0      limit_test = 0         # first N samples only; 0 = all
+//
+// Stored images (image_dataset.hpp), read as batches need them:
+//   source = images      # JPEG/PNG files
+//   train = train/       # a folder of class folders, or a list file of
+//   test = val/          #   `path label` lines; relative to the config's folder
+//   root = /data/imgs    # list files: what their paths are relative to
+//                        #   (default: the list file's folder)
+//   source = lmdb        # Caffe's image LMDBs (Datum records, raw or encoded)
+//   train = train_lmdb   test = val_lmdb
+//   classes = 1000       # lmdb: required; list files: default 1 + the largest label
+//   channels = 3         # 1 (grey) or 3; images are converted
+//   resize = 256         # the shorter side (aspect kept); or `resize = H W`
+//   crop = 224           # or `crop = H W`: random when training, centred when testing
+//   mirror = false       # random horizontal flips when training
+//   mean_file = mean.binaryproto   # Caffe's mean image, subtracted before `scale`
+//   channel_order = rgb  # or bgr: Caffe's order, for models trained in Caffe
 //
 // Every option is read by DataConfig::read, so a caller that rejects unused
 // keys afterwards reports typos. Options that do not apply to the chosen
@@ -29,6 +46,8 @@
 #include <vector>
 
 #include "core/config/config.hpp"
+#include "core/data/image_transform.hpp"
+#include "core/data/preprocess.hpp"
 #include "core/tensor/shape.hpp"
 
 namespace taihu {
@@ -36,14 +55,6 @@ namespace taihu {
 enum class Split { train, test };
 
 const char* split_name(Split split);
-
-// How raw values become floats: (raw * scale - mean[c]) / std[c].
-// mean and std hold nothing, one value for all channels, or one per channel.
-struct Preprocess {
-  float scale = 1.0f;
-  std::vector<float> mean;
-  std::vector<float> std;
-};
 
 // Channels for preprocessing: the first axis of a sample of rank >= 2, else 1.
 int64_t channels_of(const Shape& sample_shape);
@@ -56,9 +67,23 @@ class Dataset {
   virtual Shape sample_shape() const = 0;
   virtual int num_classes() const = 0;
   virtual int label(int64_t index) const = 0;
-  // Writes sample `index` (sample_shape().count() preprocessed floats) to `out`.
-  // Safe to call concurrently from several threads.
+  // Writes sample `index` (sample_shape().count() preprocessed floats) to `out`:
+  // the evaluation view (no random augmentation). Safe to call concurrently
+  // from several threads; throws DataError where the sample cannot be read.
   virtual void sample(int64_t index, float* out) const = 0;
+
+  // What a training batch reads: sample `index` with the random augmentation
+  // seeded by `draw` (0: none, as sample()), and its label. Data sets read
+  // from files return -1 for a sample that cannot be read (a corrupt image or
+  // record), after counting it in skipped() and logging it once; the batch
+  // then takes another sample in its place (batch_plan.hpp).
+  virtual int read_sample(int64_t index, float* out, uint64_t draw) const {
+    (void)draw;
+    sample(index, out);
+    return label(index);
+  }
+  // Distinct samples found unreadable so far.
+  virtual int64_t skipped() const { return 0; }
 };
 
 // A file an idx source reads, and the config key that names it.
@@ -79,7 +104,13 @@ struct DataConfig {
   Shape shape;  // synthetic only
   int64_t train_size = 1024;
   int64_t test_size = 256;
+  // images, lmdb: where the splits are, and the transform (its preprocess
+  // unused: `preprocess` above is the one).
+  std::filesystem::path train_path, test_path;
+  std::filesystem::path root;  // list files; empty: each list's folder
+  TransformConfig transform;
   int prefetch = 4;
+  int decoders = 1;
   bool shuffle = true;
   int64_t limit_train = 0;
   int64_t limit_test = 0;

@@ -30,7 +30,7 @@ std::vector<GradientStage> layer_stages(Net& net) {
 }
 
 NetReplica::NetReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data,
-                       int rank, int ranks, const LayerExecutorFactory& devices)
+                       int rank, int ranks, const ReplicaServices& services)
     : rank_(rank), settings_(settings) {
   const int64_t global_batch = settings.batch_size * ranks;
   // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
@@ -39,8 +39,8 @@ NetReplica::NetReplica(const config::Document& doc, const TrainSettings& setting
   const config::Section& root = doc.root();
   device_ = root.get_choice("device", {"cpu", "sw26010"}, "cpu");
   if (device_ != "cpu") {
-    if (!devices) throw root.error("device", "this program runs nets on the cpu only");
-    executor_ = devices(device_, *net_, doc);
+    if (!services.devices) throw root.error("device", "this program runs nets on the cpu only");
+    executor_ = services.devices(device_, *net_, doc);
     net_->set_executor(executor_.get());
   }
   if (rank == 0) check_sample_shape(doc, *net_, *data.train, settings);
@@ -51,19 +51,26 @@ NetReplica::NetReplica(const config::Document& doc, const TrainSettings& setting
   train_options.batch_size = global_batch;
   train_options.seed = settings.seed;
   train_options.shuffle = data.config.shuffle;
+  train_options.augment = true;
   train_options.drop_last = true;
   train_options.prefetch = data.config.prefetch;
+  train_options.decoders = data.config.decoders;
   train_options.shard_count = ranks;
   train_options.shard_index = rank;
-  train_ = std::make_unique<BatchSource>(data.train, train_options);
+  auto feed = [&](std::shared_ptr<const Dataset> dataset, const BatchOptions& options) -> std::unique_ptr<BatchFeed> {
+    if (services.feeds) return services.feeds(std::move(dataset), options);
+    return std::make_unique<BatchSource>(std::move(dataset), options);
+  };
+  train_ = feed(data.train, train_options);
   if (rank == 0) {
     BatchOptions test_options = train_options;
     test_options.batch_size = settings.test_batch_size;
     test_options.shuffle = false;
+    test_options.augment = false;
     test_options.drop_last = false;
     test_options.shard_count = 1;
     test_options.shard_index = 0;
-    test_ = std::make_unique<BatchSource>(data.test, test_options);
+    test_ = feed(data.test, test_options);
   }
   solver_ = Solver::create(doc.section("solver"), net_->learnable_params(),
                            settings.epochs * train_->batches_per_epoch());
@@ -91,12 +98,14 @@ ReplicaStep NetReplica::compute(uint64_t iteration, const std::function<void(std
   Net& net = *net_;
   Tensor& data = net.blob(settings_.data_blob).data();
   Tensor& labels = net.blob(settings_.label_blob).data();
+  const double waited_before = train_->wait_seconds();
   if (!train_->next(data, labels)) {
     // End of an epoch: the source answers false once, then starts the next.
     require(train_->next(data, labels), "rank {}: no training batch for step {}", rank_, iteration);
   }
   ReplicaStep step;
   step.samples = static_cast<uint64_t>(data.shape()[0]);
+  step.data_wait_seconds = train_->wait_seconds() - waited_before;
   // Random layers (dropout) draw from streams that are a pure function of
   // (seed, rank, iteration, layer), so resuming any replica needs no saved
   // generator state and every rank draws differently.
@@ -140,6 +149,7 @@ TrainPosition NetReplica::restore(const Checkpoint& checkpoint, bool rngs) {
 
 ReplicaFigures NetReplica::figures() const {
   ReplicaFigures f;
+  f.data_skipped = train_->dataset().skipped() + (test_ ? test_->dataset().skipped() : 0);
   if (executor_) {
     f.device = executor_->report();
     f.device.device = device_;

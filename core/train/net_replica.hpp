@@ -1,6 +1,6 @@
 #pragma once
 // A net as a data-parallel replica (core/train/replica.hpp): its layers are
-// the gradient stages, its batches come from a sharded BatchSource.
+// the gradient stages, its batches come from a sharded BatchFeed.
 
 #include <memory>
 #include <string>
@@ -12,7 +12,7 @@ namespace taihu {
 
 class Net;
 class Solver;
-class BatchSource;
+class BatchFeed;
 
 // One stage per layer, in order: layer i is stage i (layers without learnable
 // parameters give empty stages).
@@ -20,9 +20,10 @@ std::vector<GradientStage> layer_stages(Net& net);
 
 class NetReplica final : public Replica {
  public:
-  // `devices` makes the executor for a `device` other than cpu (root key).
+  // `services.devices` makes the executor for a `device` other than cpu (root
+  // key); `services.feeds` the feeds of batches (default: BatchSource).
   NetReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data, int rank,
-             int ranks, const LayerExecutorFactory& devices = {});
+             int ranks, const ReplicaServices& services = {});
   ~NetReplica() override;
 
   const std::string& name() const override;
@@ -50,8 +51,8 @@ class NetReplica final : public Replica {
   std::string device_ = "cpu";
   std::unique_ptr<LayerExecutor> executor_;  // after net_: destroyed first
   std::unique_ptr<Solver> solver_;
-  std::unique_ptr<BatchSource> train_;  // this rank's shard of every global batch
-  std::unique_ptr<BatchSource> test_;   // rank 0 only
+  std::unique_ptr<BatchFeed> train_;  // this rank's shard of every global batch
+  std::unique_ptr<BatchFeed> test_;   // rank 0 only
 };
 
 }  // namespace taihu

@@ -42,7 +42,7 @@ std::unique_ptr<Replica> build_replica(const config::Document& doc, const TrainS
                                        const ReplicaData& data, int rank, int ranks,
                                        const ReplicaServices& services) {
   if (data.graphs) return std::make_unique<GraphReplica>(doc, settings, data, rank, ranks, services.runner);
-  return std::make_unique<NetReplica>(doc, settings, data, rank, ranks, services.devices);
+  return std::make_unique<NetReplica>(doc, settings, data, rank, ranks, services);
 }
 
 }  // namespace taihu

@@ -24,6 +24,7 @@
 #include "core/cavs/batch_runner.hpp"
 #include "core/cavs/executor.hpp"
 #include "core/config/config.hpp"
+#include "core/data/batch_feed.hpp"
 #include "core/data/dataset.hpp"
 #include "core/layers/layer.hpp"
 #include "core/net/layer_executor.hpp"
@@ -50,8 +51,9 @@ struct ReplicaStep {
   float loss = 0.0f;        // mean training loss of this rank's share
   uint64_t samples = 0;     // images, trees, sentences
   uint64_t vertices = 0;    // vertices of the graphs (dynamic models); 0 for nets
-  double forward_seconds = 0.0;
+  double forward_seconds = 0.0;   // with the wait for the batch
   double backward_seconds = 0.0;
+  double data_wait_seconds = 0.0;  // of forward_seconds: waiting for a batch not yet ready
 };
 
 // Figures on one evaluation split. Nets fill loss and accuracy; dynamic
@@ -76,6 +78,9 @@ struct ReplicaFigures {
   DeviceReport device;
   cavs::ExecutorStats executor;
   std::string runner;  // dynamic models: "inline" or "actors"
+  // Samples of this replica's data sets found unreadable and skipped so far
+  // (the data sets are shared by the replicas of one process).
+  int64_t data_skipped = 0;
 };
 
 class Replica {
@@ -117,9 +122,11 @@ class Replica {
 
 // What the layers above core supply to replicas, which cannot spawn actors
 // themselves: the executor that runs a net's layers on a device model
-// (`device` other than cpu, e.g. the SW26010's core-group actors), and the
+// (`device` other than cpu, e.g. the SW26010's core-group actors), the
 // runner that gets a dynamic model's mini-batches through F (the graph actor
-// runtime). Empty: a net runs on the CPU only, F on the calling thread.
+// runtime), and the feed of a net's mini-batches (batch loader and decoder
+// actors). Empty: a net runs on the CPU only, F on the calling thread, and
+// batches come from a BatchSource's prefetch thread.
 using LayerExecutorFactory =
     std::function<std::unique_ptr<LayerExecutor>(const std::string& device, Net& net, const config::Document& doc)>;
 using RunnerFactory =
@@ -128,6 +135,7 @@ using RunnerFactory =
 struct ReplicaServices {
   LayerExecutorFactory devices;
   RunnerFactory runner;
+  BatchFeedFactory feeds;
 };
 
 // The data every replica of one run reads (shared, read-only): images for a

@@ -34,6 +34,12 @@ std::string TrainReport::to_json() const {
         "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},",
         exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration);
   }
+  const std::string data_json = taihu::to_json({{"source", data.source},
+                                                {"decoders", int64_t{data.decoders}},
+                                                {"prefetch", int64_t{data.prefetch}},
+                                                {"wait_seconds", data.wait_seconds},
+                                                {"wait_share", seconds > 0 ? data.wait_seconds / seconds : 0.0},
+                                                {"skipped", data.skipped}});
   std::string device_json;
   if (device != "cpu") {
     const DeviceReport& d = device_report;
@@ -77,9 +83,9 @@ std::string TrainReport::to_json() const {
       "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n  \"stopped\": {},\n"
       "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
       "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
-      "  \"blas_kernel\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
+      "  \"blas_kernel\": {},\n  \"data\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
       json_quote(net), parameters, epochs, iterations, stopped, batch_size, train_loss, test_loss, test_accuracy,
-      images_per_second, seconds, json_quote(blas_kernel), workers, buckets_json, device_json, epochs_json);
+      images_per_second, seconds, json_quote(blas_kernel), data_json, workers, buckets_json, device_json, epochs_json);
 }
 
 double TrainReport::simulated_allreduce_share() const {

@@ -26,6 +26,17 @@ struct BucketReport {
   double predicted_seconds = 0.0;  // cost model's allreduce time
 };
 
+// How the training data were read: the source, the feed, the time workers
+// waited for batches (per worker, summed over the run) and the samples
+// skipped as unreadable (image files and records).
+struct DataReport {
+  std::string source;
+  int decoders = 0;
+  int prefetch = 0;
+  double wait_seconds = 0.0;
+  int64_t skipped = 0;
+};
+
 struct TrainReport {
   std::string net;
   int64_t parameters = 0;
@@ -39,6 +50,7 @@ struct TrainReport {
   double images_per_second = 0.0;  // training images over training time
   double seconds = 0.0;
   std::string blas_kernel;
+  DataReport data;
   std::vector<EpochResult> history;
   int64_t workers = 1;
   std::vector<BucketReport> buckets;  // data-parallel runs only

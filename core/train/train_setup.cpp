@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/common/check.hpp"
-#include "core/data/batch_source.hpp"
+#include "core/data/batch_feed.hpp"
 #include "core/data/dataset.hpp"
 #include "core/net/net.hpp"
 #include "core/solver/solver.hpp"
@@ -62,7 +62,7 @@ void check_sample_shape(const config::Document& doc, const Net& net, const Datas
                                   expected.str()));
 }
 
-Evaluation evaluate(Net& net, BatchSource& test, const TrainSettings& settings, int64_t train_batch) {
+Evaluation evaluate(Net& net, BatchFeed& test, const TrainSettings& settings, int64_t train_batch) {
   net.set_phase(Phase::test);
   test.seek(0, 0);
   double loss_sum = 0.0, accuracy_sum = 0.0;

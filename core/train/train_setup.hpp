@@ -18,7 +18,7 @@ namespace taihu {
 
 class Net;
 class Dataset;
-class BatchSource;
+class BatchFeed;
 class Solver;
 struct Param;
 
@@ -55,7 +55,7 @@ struct Evaluation {
 
 // One pass over `test` in the test phase; leaves the net in the train phase at
 // `train_batch` samples.
-Evaluation evaluate(Net& net, BatchSource& test, const TrainSettings& settings, int64_t train_batch);
+Evaluation evaluate(Net& net, BatchFeed& test, const TrainSettings& settings, int64_t train_batch);
 
 // Where a run stands, as a checkpoint stores it.
 struct TrainPosition {

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Fashion-MNIST written out by the test as PNG and JPEG files and as LMDB
+# databases trains LeNet as the IDX files do:
+#   - a list file in the IDX order, and an LMDB made from it, read the very
+#     samples in the very order: the run equals the IDX run bit for bit;
+#   - class folders (another sample order) and JPEG files (lossy, listed in
+#     the IDX order) reach the IDX run's test accuracy within 0.5 points.
+# Then bad data: a truncated image and a file that is no image are skipped
+# and counted in the report; a missing folder is an error naming it.
+# Skipped (77) without Fashion-MNIST (apt-get install dataset-fashion-mnist).
+#   usage: image_sources.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+fm=/usr/share/datasets/fashion-mnist
+if [[ ! -f $fm/train-images-idx3-ubyte.gz ]]; then
+  echo "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist): skipped"
+  exit 77
+fi
+train="$build/apps/taihu-train"
+convert="$build/apps/taihu-convert"
+write="$build/tests/taihu_idx_to_images"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+
+for format in png jpg; do
+  "$write" $fm/train-images-idx3-ubyte.gz $fm/train-labels-idx1-ubyte.gz "$work/train_$format" $format || exit 1
+  "$write" $fm/t10k-images-idx3-ubyte.gz $fm/t10k-labels-idx1-ubyte.gz "$work/test_$format" $format || exit 1
+done
+for split in train test; do
+  expect "imageset $split" 0 "records of 1 x 28 x 28" -- "$convert" imageset "$work/${split}_png.txt" \
+    --out="$work/${split}_lmdb" --gray --progress=quiet
+done
+
+# LeNet's config with another [data] section; two epochs.
+config() {  # NAME, then the [data] lines
+  local name=$1
+  shift
+  {
+    sed -e '/^\[data\]/,$d' -e "s|^net = nets/|net = $src/config/nets/|" "$src/config/lenet-fashion.ini"
+    echo "[data]"
+    printf '%s\n' "$@" "scale = 0.00392156862745098" "prefetch = 4"
+    sed -n '/^\[solver\]/,/^\[output\]/p' "$src/config/lenet-fashion.ini" | sed '$d'
+  } >"$work/$name.ini"
+}
+config idx "source = fashion-mnist" "dir = $fm"
+config list "source = images" "train = train_png.txt" "test = test_png.txt" "channels = 1"
+config lmdb "source = lmdb" "train = train_lmdb" "test = test_lmdb" "classes = 10" "channels = 1"
+config folder "source = images" "train = train_png" "test = test_png" "channels = 1" "decoders = 2"
+config jpeg "source = images" "train = train_jpg.txt" "test = test_jpg.txt" "channels = 1"
+
+for run in idx list lmdb folder jpeg; do
+  expect "$run trains" 0 "test accuracy" -- "$train" --config-file="$work/$run.ini" epochs=2 \
+    output.dir="$work/out_$run" --progress=quiet --report="$work/$run.json"
+done
+
+field() { grep -oE "\"$2\": [-0-9.e+]+" "$work/$1.json" | head -1 | awk '{print $2}'; }
+same() {  # NAME: the run equals the IDX run bit for bit
+  local k
+  for k in train_loss test_loss test_accuracy; do
+    if [[ "$(field "$1" $k)" == "$(field idx $k)" && -n "$(field idx $k)" ]]; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      echo "FAIL: $1 $k $(field "$1" $k) differs from IDX's $(field idx $k)"
+    fi
+  done
+}
+close() {  # NAME: test accuracy within 0.5 points of the IDX run's
+  if awk -v a="$(field "$1" test_accuracy)" -v b="$(field idx test_accuracy)" \
+      'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.8 && d <= 0.005) }'; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $1 test accuracy $(field "$1" test_accuracy) not within 0.5 points of IDX's $(field idx test_accuracy)"
+  fi
+}
+same list
+same lmdb
+close folder
+close jpeg
+echo "test accuracy: idx $(field idx test_accuracy), list $(field list test_accuracy), lmdb $(field lmdb test_accuracy)," \
+  "folder $(field folder test_accuracy), jpeg $(field jpeg test_accuracy)"
+
+# Bad data: a small folder with a truncated PNG and a text file named .png.
+mkdir -p "$work/small/train" "$work/small/test"
+for c in 0 1 2; do
+  mkdir -p "$work/small/train/$c" "$work/small/test/$c"
+  ls "$work/train_png/$c" | head -40 | while read -r f; do cp "$work/train_png/$c/$f" "$work/small/train/$c/"; done
+  ls "$work/test_png/$c" | head -10 | while read -r f; do cp "$work/test_png/$c/$f" "$work/small/test/$c/"; done
+done
+first=$(ls "$work/small/train/1" | head -1)
+head -c 60 "$work/small/train/1/$first" >"$work/small/train/1/truncated.png"
+echo "not an image" >"$work/small/train/2/text.png"
+config small "source = images" "train = small/train" "test = small/test" "channels = 1"
+expect "corrupt images are skipped with a warning" 0 "skipped .*truncated.png" -- "$train" --config-file="$work/small.ini" \
+  epochs=1 batch_size=16 output.dir="$work/out_small" --progress=quiet --report="$work/small.json"
+expect "the report counts them" 0 '"skipped": 2' -- cat "$work/small.json"
+config nowhere "source = images" "train = no/such/folder" "test = small/test" "channels = 1"
+expect "a missing folder is an error naming it" 2 "no/such/folder" -- "$train" --config-file="$work/nowhere.ini" --progress=quiet
+
+echo "image sources: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
