@@ -114,7 +114,8 @@ typename Inspector::result_type inspect(Inspector& f, DeviceReport& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ReplicaFigures& x) {
-  return f(caf::meta::type_name("taihu::ReplicaFigures"), x.device, x.executor, x.runner, x.data_skipped);
+  return f(caf::meta::type_name("taihu::ReplicaFigures"), x.device, x.executor, x.runner, x.data_skipped,
+           x.data_left_out);
 }
 
 }  // namespace taihu

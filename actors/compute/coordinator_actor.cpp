@@ -506,7 +506,10 @@ TrainReport net_report(const RunPlan& plan, const Outcome& o) {
   report.data.prefetch = plan.data.config.prefetch;
   report.data.wait_seconds = record.data_wait_seconds;
   // Replicas of one process share their data sets (and count): the largest count.
-  for (const auto& f : o.figures) report.data.skipped = std::max(report.data.skipped, f.data_skipped);
+  for (const auto& f : o.figures) {
+    report.data.skipped = std::max(report.data.skipped, f.data_skipped);
+    report.data.left_out = std::max(report.data.left_out, f.data_left_out);
+  }
   if (plan.device != "cpu" && !o.figures.empty()) {
     report.device = plan.device;
     report.device_report = o.figures.front().device;

@@ -84,6 +84,9 @@ class Dataset {
   }
   // Distinct samples found unreadable so far.
   virtual int64_t skipped() const { return 0; }
+  // What listing the data left out: files that are not images, empty class
+  // folders, malformed list lines or labels out of range.
+  virtual int64_t left_out() const { return 0; }
 };
 
 // A file an idx source reads, and the config key that names it.

@@ -41,6 +41,8 @@ class ImageRecords {
   virtual int32_t read(int64_t index, int min_shorter_side, Image& image) const = 0;
   // The label without decoding.
   virtual int32_t label(int64_t index) const = 0;
+  // Left out while listing (ImageIndex's counts).
+  virtual int64_t left_out() const { return 0; }
 };
 
 // Image files, by an ImageIndex.
@@ -64,6 +66,7 @@ class ImageDataset final : public Dataset {
   void sample(int64_t index, float* out) const override;
   int read_sample(int64_t index, float* out, uint64_t draw) const override;
   int64_t skipped() const override;
+  int64_t left_out() const override { return records_->left_out(); }
 
   const ImageRecords& records() const { return *records_; }
 

@@ -150,6 +150,7 @@ TrainPosition NetReplica::restore(const Checkpoint& checkpoint, bool rngs) {
 ReplicaFigures NetReplica::figures() const {
   ReplicaFigures f;
   f.data_skipped = train_->dataset().skipped() + (test_ ? test_->dataset().skipped() : 0);
+  f.data_left_out = train_->dataset().left_out() + (test_ ? test_->dataset().left_out() : 0);
   if (executor_) {
     f.device = executor_->report();
     f.device.device = device_;

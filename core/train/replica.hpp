@@ -81,6 +81,7 @@ struct ReplicaFigures {
   // Samples of this replica's data sets found unreadable and skipped so far
   // (the data sets are shared by the replicas of one process).
   int64_t data_skipped = 0;
+  int64_t data_left_out = 0;  // files and lines left out while listing them
 };
 
 class Replica {

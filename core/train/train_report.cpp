@@ -39,7 +39,8 @@ std::string TrainReport::to_json() const {
                                                 {"prefetch", int64_t{data.prefetch}},
                                                 {"wait_seconds", data.wait_seconds},
                                                 {"wait_share", seconds > 0 ? data.wait_seconds / seconds : 0.0},
-                                                {"skipped", data.skipped}});
+                                                {"skipped", data.skipped},
+                                                {"left_out", data.left_out}});
   std::string device_json;
   if (device != "cpu") {
     const DeviceReport& d = device_report;

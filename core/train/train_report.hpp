@@ -27,14 +27,15 @@ struct BucketReport {
 };
 
 // How the training data were read: the source, the feed, the time workers
-// waited for batches (per worker, summed over the run) and the samples
-// skipped as unreadable (image files and records).
+// waited for batches (per worker, summed over the run), the samples skipped
+// as unreadable (image files and records) and what listing left out.
 struct DataReport {
   std::string source;
   int decoders = 0;
   int prefetch = 0;
   double wait_seconds = 0.0;
   int64_t skipped = 0;
+  int64_t left_out = 0;  // while listing: files that are not images, empty class folders, bad list lines
 };
 
 struct TrainReport {

@@ -93,10 +93,13 @@ done
 first=$(ls "$work/small/train/1" | head -1)
 head -c 60 "$work/small/train/1/$first" >"$work/small/train/1/truncated.png"
 echo "not an image" >"$work/small/train/2/text.png"
+echo "notes" >"$work/small/train/2/README.txt"
+mkdir -p "$work/small/train/3"  # an empty class folder
 config small "source = images" "train = small/train" "test = small/test" "channels = 1"
 expect "corrupt images are skipped with a warning" 0 "skipped .*truncated.png" -- "$train" --config-file="$work/small.ini" \
   epochs=1 batch_size=16 output.dir="$work/out_small" --progress=quiet --report="$work/small.json"
 expect "the report counts them" 0 '"skipped": 2' -- cat "$work/small.json"
+expect "and what listing left out" 0 '"left_out": 2' -- cat "$work/small.json"
 config nowhere "source = images" "train = no/such/folder" "test = small/test" "channels = 1"
 expect "a missing folder is an error naming it" 2 "no/such/folder" -- "$train" --config-file="$work/nowhere.ini" --progress=quiet
 
