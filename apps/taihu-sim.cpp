@@ -125,6 +125,7 @@ std::pair<double, std::int64_t> sw26010_iteration(const std::filesystem::path& n
     Layer& layer = net.layer(i);
     for (const auto& p : layer.params()) parameters += p.blob->count();
     sw26010::LayerShape shape;
+    shape.name = layer.name();  // errors (a layer the kernels cannot lay out in LDM) name it
     shape.type = layer.type();
     shape.options = doc->find("layer", layer.name());
     for (const Blob* b : net.layer_bottoms(i)) shape.bottoms.push_back(with_batch(b->shape()));

@@ -44,7 +44,7 @@ double gbps(double bytes, double cycles, const Params& p) { return bytes / (cycl
 double streaming(CoreGroup& cg, DmaOp op, std::size_t size, int rounds, Memory& mem) {
   std::int64_t begin = 0, end = 0;
   cg.run("stream", [&](Cpe& c) {
-    void* buf = c.ldm_alloc(size, 128);
+    void* buf = c.ldm_alloc(size, "transfer", 128);
     float* region = mem.data + std::size_t(c.id()) * (size / 4 + 32) * rounds;
     DmaReply r;
     c.sync(Scope::array);
@@ -66,7 +66,7 @@ double one_shot(CoreGroup& cg, int active, std::size_t size, Memory& mem) {
   std::int64_t begin = 0, end = 0;
   cg.run("oneshot", [&](Cpe& c) {
     if (c.id() >= active) return;
-    void* buf = c.ldm_alloc(size, 128);
+    void* buf = c.ldm_alloc(size, "transfer", 128);
     DmaReply r;
     const auto t0 = c.rpcc();
     c.dma_get(buf, mem.data + std::size_t(c.id()) * (size / 4 + 32), size, r);
@@ -89,7 +89,7 @@ double strided(CoreGroup& cg, std::size_t block, Memory& mem, std::size_t offset
   std::int64_t begin = 0, end = 0;
   const int rounds = 2;
   cg.run("strided", [&](Cpe& c) {
-    void* buf = c.ldm_alloc(total, 128);
+    void* buf = c.ldm_alloc(total, "tile", 128);
     DmaReply r;
     c.sync(Scope::array);
     if (c.id() == 0) begin = c.rpcc();

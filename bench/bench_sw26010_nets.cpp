@@ -5,7 +5,8 @@
 //                      [--numerics=0|1] [--config=FILE] [--layers=1]
 // --numerics=1 also computes every kernel's numbers on the host (on zeros),
 // which measures how long simulating an iteration takes; the simulated times
-// are the same either way.
+// are the same either way. Exit status 2: bad input (a net or batch whose
+// layers the kernels cannot lay out in LDM, named; a bad config or net file).
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench_args.hpp"
+#include "core/common/error.hpp"
 #include "core/net/net.hpp"
 #include "devices/sw26010/chip.hpp"
 #include "devices/sw26010/conv.hpp"
@@ -41,9 +43,7 @@ Shape with_batch(const Shape& s, std::int64_t batch) {
   return Shape(dims);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const std::string config_path = bench::arg_value(argc, argv, "config", "");
   const Params params = config_path.empty() ? Params::defaults() : Params::load(config_path);
   const bool numerics = bench::arg_value(argc, argv, "numerics", "0") == "1";
@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
       const bool dx_needed = !net.layer_propagate_down(i).empty() && net.layer_propagate_down(i)[0];
 
       LayerShape shape;
+      shape.name = layer.name();
       shape.type = type;
       shape.options = opt;
       for (const Blob* b : bottoms) shape.bottoms.push_back(with_batch(b->shape(), q));
@@ -123,4 +124,19 @@ int main(int argc, char** argv) {
                 host_seconds, numerics ? "with numerics" : "timing only");
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    // bad input: a net or batch the model cannot lay out (naming the layer), a bad config
+    std::fprintf(stderr, "bench_sw26010_nets: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_sw26010_nets: internal error: %s\n", e.what());
+    return 1;
+  }
 }

@@ -41,6 +41,11 @@ core_group_actor::behavior_type core_group(core_group_actor::pointer, std::share
         try {
           const auto stats = plan->run(group, w.layer, w.backward ? Pass::backward : Pass::forward, w.phase);
           return msg::CoreGroupDone{std::uint32_t(group), w.layer, w.phase, stats.cycles, stats.dma_bytes};
+        } catch (const ShapeError& e) {
+          // the model's errors: NetPlan::run named the layer, the core group and its share
+          return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
+        } catch (const sw26010::SimulationError& e) {
+          return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error,
                                  fmt::format("core group {}, layer '{}': {}", group,

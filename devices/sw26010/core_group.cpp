@@ -26,6 +26,16 @@
 
 namespace taihu::sw26010 {
 
+void rethrow_with_context(std::string_view context) {
+  try {
+    throw;
+  } catch (const ShapeError& e) {
+    raise<ShapeError>("{}: {}", context, e.what());
+  } catch (const SimulationError& e) {
+    raise<SimulationError>("{}: {}", context, e.what());
+  }
+}
+
 namespace {
 constexpr std::size_t fiber_stack_bytes = 256 * 1024;
 constexpr std::size_t dma_word = 4;
@@ -134,12 +144,19 @@ std::string Cpe::where() const {
 Cpe& Cpe::peer(int r, int c) { return group_->cpe(r, c); }
 bool Cpe::numerics() const { return group_->numerics_; }
 
-void* Cpe::ldm_alloc(std::size_t bytes, std::size_t align) {
+void* Cpe::ldm_alloc(std::size_t bytes, const char* buffer, std::size_t align) {
   const std::size_t start = (ldm_top_ + align - 1) / align * align;
   const auto& p = params();
-  if (start + bytes > std::size_t(p.ldm_bytes))
-    raise<SimulationError>("LDM overflow at {}: allocating {} bytes with {} in use exceeds the {}-byte local store",
-                           where(), bytes, ldm_top_, p.ldm_bytes);
+  if (start + bytes > std::size_t(p.ldm_bytes)) {
+    std::string in_use;
+    for (const auto& b : ldm_buffers_)
+      in_use += fmt::format("{}'{}' ({} bytes)", in_use.empty() ? "" : ", ", b.name, b.bytes);
+    raise<ShapeError>(
+        "LDM overflow at {}: buffer '{}' ({} bytes) does not fit in the {}-byte local store beside the {} bytes in "
+        "use{}{}",
+        where(), buffer, bytes, p.ldm_bytes, ldm_top_, in_use.empty() ? "" : ": ", in_use);
+  }
+  ldm_buffers_.push_back({buffer, start, bytes});
   ldm_top_ = start + bytes;
   ldm_peak_ = std::max(ldm_peak_, ldm_top_);
   if (ldm_top_ > std::size_t(p.ldm_budget_bytes) && !group_->warned_budget_) {
@@ -154,6 +171,7 @@ void* Cpe::ldm_alloc(std::size_t bytes, std::size_t align) {
 
 void Cpe::ldm_release(std::size_t mark) {
   if (mark > ldm_top_) raise<SimulationError>("ldm_release({}) above the top {} at {}", mark, ldm_top_, where());
+  std::erase_if(ldm_buffers_, [&](const LdmBuffer& b) { return b.offset >= mark; });
   ldm_top_ = mark;
 }
 
@@ -598,6 +616,7 @@ KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& 
     refresh(c);
     c.ldm_top_ = 0;
     c.ldm_peak_ = 0;
+    c.ldm_buffers_.clear();
     c.row_fifo_.packets.clear();
     c.col_fifo_.packets.clear();
     c.dma_starts_.clear();

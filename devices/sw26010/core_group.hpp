@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/common/error.hpp"
@@ -27,12 +28,21 @@
 
 namespace taihu::sw26010 {
 
-// A kernel broke a rule of the chip: LDM overflow, a read before dma_wait, a
-// deadlock, a bad descriptor. The message names the core group, CPE and kernel.
+// A kernel broke a rule of the chip: a read before dma_wait, a deadlock, a bad
+// descriptor. The message names the core group, CPE and kernel. (Buffers that
+// do not fit the LDM at the shapes a kernel was given are bad input, not a
+// broken rule: ShapeError, see Cpe::ldm_alloc.)
 class SimulationError : public Error {
  public:
   using Error::Error;
 };
+
+// Inside a catch block: raises the exception being handled again with
+// `context` ("layer 'conv1' (Convolution), 128 samples") in front of its
+// message, so that an error deep in a kernel names what it ran for. The
+// model's errors (ShapeError, SimulationError) keep their type; any other
+// exception goes on unchanged.
+[[noreturn]] void rethrow_with_context(std::string_view context);
 
 inline constexpr int cpes_per_group = 64;
 inline constexpr int mesh = 8;
@@ -88,10 +98,14 @@ class Cpe {
   std::string where() const;
 
   // ---- local store: a bump allocator over a real 64 KB arena
-  void* ldm_alloc(std::size_t bytes, std::size_t align = 32);
+  // `buffer` names the allocation (a string literal: it is kept, not copied).
+  // Buffers that do not fit are a ShapeError naming the CPE, the kernel, the
+  // buffer and every buffer already in use with its size: the kernel's layout
+  // does not fit the local store at the shapes it was given.
+  void* ldm_alloc(std::size_t bytes, const char* buffer, std::size_t align = 32);
   template <class T>
-  T* ldm_array(std::size_t count) {
-    return static_cast<T*>(ldm_alloc(count * sizeof(T), alignof(T) < 32 ? 32 : alignof(T)));
+  T* ldm_array(std::size_t count, const char* buffer) {
+    return static_cast<T*>(ldm_alloc(count * sizeof(T), buffer, alignof(T) < 32 ? 32 : alignof(T)));
   }
   // Frees everything allocated after `mark` (from ldm_used()).
   void ldm_release(std::size_t mark);
@@ -170,6 +184,11 @@ class Cpe {
   std::unique_ptr<std::byte[], AlignedDelete> ldm_;
   std::size_t ldm_top_ = 0;
   std::size_t ldm_peak_ = 0;
+  struct LdmBuffer {
+    const char* name;
+    std::size_t offset, bytes;
+  };
+  std::vector<LdmBuffer> ldm_buffers_;  // in use, by offset (for the overflow message)
   Fifo row_fifo_, col_fifo_;
   std::vector<double> dma_starts_;  // server start times of this CPE's requests in flight
   Scope sync_scope_ = Scope::array;

@@ -88,12 +88,12 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
   return cg.run(kernel, [&](Cpe& cpe) {
     const int i = cpe.row(), j = cpe.col();
     const std::size_t a_elems = std::size_t(tm) * tk, b_elems = std::size_t(tk) * tn;
-    float* fa[2] = {cpe.ldm_array<float>(a_elems), cpe.ldm_array<float>(a_elems)};
-    float* fb[2] = {cpe.ldm_array<float>(b_elems), cpe.ldm_array<float>(b_elems)};
-    double* wa = cpe.ldm_array<double>(a_elems);
-    double* wb = cpe.ldm_array<double>(b_elems);
-    double* wc = cpe.ldm_array<double>(std::size_t(tm) * tn);
-    float* fc = cpe.ldm_array<float>(std::size_t(tm) * tn);
+    float* fa[2] = {cpe.ldm_array<float>(a_elems, "A tile"), cpe.ldm_array<float>(a_elems, "A tile")};
+    float* fb[2] = {cpe.ldm_array<float>(b_elems, "B tile"), cpe.ldm_array<float>(b_elems, "B tile")};
+    double* wa = cpe.ldm_array<double>(a_elems, "A tile (double)");
+    double* wb = cpe.ldm_array<double>(b_elems, "B tile (double)");
+    double* wc = cpe.ldm_array<double>(std::size_t(tm) * tn, "C tile (double)");
+    float* fc = cpe.ldm_array<float>(std::size_t(tm) * tn, "C tile");
     DmaReply reply;
     int expected = 0;
 
@@ -232,9 +232,9 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
 
 KernelStats ldm_gemm_primitive(CoreGroup& cg, int tile_m, int tile_n, int tile_k) {
   return cg.run("ldm_gemm", [&](Cpe& cpe) {
-    cpe.ldm_array<double>(std::size_t(tile_m) * tile_k);
-    cpe.ldm_array<double>(std::size_t(tile_k) * tile_n);
-    cpe.ldm_array<double>(std::size_t(tile_m) * tile_n);
+    cpe.ldm_array<double>(std::size_t(tile_m) * tile_k, "A tile (double)");
+    cpe.ldm_array<double>(std::size_t(tile_k) * tile_n, "B tile (double)");
+    cpe.ldm_array<double>(std::size_t(tile_m) * tile_n, "C tile (double)");
     cpe.sync(Scope::array);
     cpe.charge_gemm_inner(8 * inner_loops(tile_m, tile_n), tile_k);
     cpe.sync(Scope::array);

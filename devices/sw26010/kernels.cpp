@@ -35,8 +35,8 @@ void stream(Cpe& cpe, const Chunking& ch, const std::array<const float*, 3>& ins
   float* in_buf[2][3] = {};
   float* out_buf[2] = {};
   for (int b = 0; b < 2; ++b) {
-    for (int k = 0; k < n_in; ++k) in_buf[b][k] = cpe.ldm_array<float>(chunk_floats);
-    if (out) out_buf[b] = cpe.ldm_array<float>(chunk_floats);
+    for (int k = 0; k < n_in; ++k) in_buf[b][k] = cpe.ldm_array<float>(chunk_floats, "input chunk");
+    if (out) out_buf[b] = cpe.ldm_array<float>(chunk_floats, "output chunk");
   }
   DmaReply gets, puts;
   int gets_expected = 0, puts_expected = 0;
@@ -117,8 +117,8 @@ KernelStats channel_affine(CoreGroup& cg, const float* x, float* y, std::int64_t
   const Chunking ch(batch * channels, spatial);
   return cg.run("channel_affine", [&](Cpe& cpe) {
     // the per-channel coefficients come in once
-    float* sc = cpe.ldm_array<float>(std::size_t(channels));
-    float* sh = cpe.ldm_array<float>(std::size_t(channels));
+    float* sc = cpe.ldm_array<float>(std::size_t(channels), "scale (a float per channel)");
+    float* sh = cpe.ldm_array<float>(std::size_t(channels), "shift (a float per channel)");
     DmaReply r;
     int expected = 0;
     cpe.dma_get(sc, scale, std::size_t(channels) * 4, r), ++expected;
@@ -147,7 +147,7 @@ KernelStats channel_sums(CoreGroup& cg, const float* x, const float* y, std::int
     // overflowed the LDM at 128 images per core group: VGG's conv1_1 has
     // 128 x 64 planes of 224 x 224.)
     constexpr std::int64_t block = 32;
-    double* buffers = cpe.ldm_array<double>(std::size_t(2 * block * 2));
+    double* buffers = cpe.ldm_array<double>(std::size_t(2 * block * 2), "partial sums");
     std::array<DmaReply, 2> replies;
     std::array<int, 2> puts{0, 0};
     std::int64_t index = 0;  // this CPE's chunks so far
@@ -222,15 +222,19 @@ std::int64_t band_rows(const PoolGeometry& g, std::int64_t budget, int in_copies
 
 KernelStats pool_forward(CoreGroup& cg, const PoolGeometry& g, const float* x, float* y, std::int64_t planes) {
   const std::int64_t oh = g.out_height(), ow = g.out_width();
-  const std::int64_t rows = band_rows(g, 11 * 1024, 1, 1);
-  require<SimulationError>(std::min(g.height, g.kernel_h) * g.width + ow <= 11 * 1024,
-                           "pool_forward: one pooling window row band ({} x {}) does not fit the LDM", g.kernel_h,
-                           g.width);
+  const std::int64_t budget = 11 * 1024;  // floats of LDM for the input and output rows
+  const std::int64_t rows = band_rows(g, budget, 1, 1);
+  const std::int64_t window_rows = std::min(g.height, g.kernel_h);
+  require<ShapeError>(window_rows * g.width + ow <= budget,
+                      "pool_forward: one output row does not fit the LDM: its buffers 'input rows' ({} rows of {} "
+                      "floats) and 'output rows' ({} floats) need {} bytes, more than the {} bytes the kernel keeps "
+                      "for them",
+                      window_rows, g.width, ow, 4 * (window_rows * g.width + ow), 4 * budget);
   const std::int64_t bands = (oh + rows - 1) / rows, tasks = planes * bands;
   const std::int64_t in_floats = std::min(g.height, (rows - 1) * g.stride_h + g.kernel_h) * g.width;
   return cg.run("pool_forward", [&](Cpe& cpe) {
-    float* in = cpe.ldm_array<float>(std::size_t(in_floats));
-    float* out = cpe.ldm_array<float>(std::size_t(rows * ow));
+    float* in = cpe.ldm_array<float>(std::size_t(in_floats), "input rows");
+    float* out = cpe.ldm_array<float>(std::size_t(rows * ow), "output rows");
     DmaReply r;
     int expected = 0;
     for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
@@ -271,7 +275,7 @@ KernelStats pool_backward(CoreGroup& cg, const PoolGeometry& g, const float* x, 
   // Tasks are bands of input rows; each gathers the output rows whose windows
   // touch the band (and, for max, the input rows of those windows).
   const std::int64_t oh = g.out_height(), ow = g.out_width();
-  const std::int64_t budget = 13 * 1024;
+  const std::int64_t budget = 13 * 1024;  // floats of LDM for the three row buffers
   std::int64_t band = g.height;
   auto need = [&](std::int64_t b, std::int64_t& o_lo, std::int64_t& o_hi, std::int64_t& x_lo, std::int64_t& x_hi,
                   std::int64_t i0) {
@@ -294,13 +298,18 @@ KernelStats pool_backward(CoreGroup& cg, const PoolGeometry& g, const float* x, 
     return (g.max ? max_x * g.width : 0) + max_o * ow + b * g.width;
   };
   while (band > 1 && sizes(band) > budget) --band;
-  require<SimulationError>(sizes(band) <= budget, "pool_backward: a band of {}-wide rows does not fit the LDM",
-                           g.width);
+  const std::int64_t floats = sizes(band);  // (and max_x, max_o for this band)
+  require<ShapeError>(floats <= budget,
+                      "pool_backward: one input row does not fit the LDM: its buffers 'input rows' ({} rows of {} "
+                      "floats), 'output gradient rows' ({} rows of {} floats) and 'input gradient rows' ({} floats) "
+                      "need {} bytes, more than the {} bytes the kernel keeps for them",
+                      g.max ? max_x : 0, g.width, max_o, ow, g.width, 4 * floats, 4 * budget);
   const std::int64_t bands = (g.height + band - 1) / band, tasks = planes * bands;
   return cg.run("pool_backward", [&](Cpe& cpe) {
-    float* xin = g.max ? cpe.ldm_array<float>(std::size_t(std::max<std::int64_t>(max_x * g.width, 1))) : nullptr;
-    float* din = cpe.ldm_array<float>(std::size_t(std::max<std::int64_t>(max_o * ow, 1)));
-    float* dout = cpe.ldm_array<float>(std::size_t(band * g.width));
+    float* xin =
+        g.max ? cpe.ldm_array<float>(std::size_t(std::max<std::int64_t>(max_x * g.width, 1)), "input rows") : nullptr;
+    float* din = cpe.ldm_array<float>(std::size_t(std::max<std::int64_t>(max_o * ow, 1)), "output gradient rows");
+    float* dout = cpe.ldm_array<float>(std::size_t(band * g.width), "input gradient rows");
     DmaReply r;
     int expected = 0;
     for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
@@ -353,8 +362,8 @@ KernelStats im2col(CoreGroup& cg, const ConvShape& s, const float* image, float*
   const std::int64_t ho = s.out_height(), wo = s.out_width(), kk = s.kernel_h * s.kernel_w;
   const std::int64_t tasks = s.channels * ho;
   return cg.run("im2col", [&](Cpe& cpe) {
-    float* rows = cpe.ldm_array<float>(std::size_t(s.kernel_h * s.width));
-    float* segs = cpe.ldm_array<float>(std::size_t(kk * wo));
+    float* rows = cpe.ldm_array<float>(std::size_t(s.kernel_h * s.width), "input rows");
+    float* segs = cpe.ldm_array<float>(std::size_t(kk * wo), "column segments");
     DmaReply r;
     int expected = 0;
     for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
@@ -399,32 +408,34 @@ KernelStats col2im(CoreGroup& cg, const ConvShape& s, const float* col, float* i
   const std::int64_t ho = s.out_height(), wo = s.out_width(), kk = s.kernel_h * s.kernel_w;
   const std::int64_t tasks = s.channels * s.height;
   return cg.run("col2im", [&](Cpe& cpe) {
-    float* segs = cpe.ldm_array<float>(std::size_t(kk * wo));
-    float* row = cpe.ldm_array<float>(std::size_t(s.width));
+    float* segs = cpe.ldm_array<float>(std::size_t(kk * wo), "column segments");
+    float* row = cpe.ldm_array<float>(std::size_t(s.width), "image row");
     DmaReply r;
     int expected = 0;
     for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
       const std::int64_t c = t / s.height, h = t % s.height;
       cpe.dma_wait(r, expected);  // row's previous PUT has left
-      // every kernel row kh whose output row o = (h + pad - kh) / stride exists
-      std::int64_t used[64];
-      int n_used = 0;
-      for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
+      // kernel row kh reaches image row h from output row (h + pad - kh) / stride, if that row exists
+      const auto output_row = [&](std::int64_t kh) -> std::int64_t {
         const std::int64_t num = h + s.pad_h - kh;
-        if (num < 0 || num % s.stride_h != 0 || num / s.stride_h >= ho) continue;
-        const std::int64_t o = num / s.stride_h;
+        return num < 0 || num % s.stride_h != 0 || num / s.stride_h >= ho ? -1 : num / s.stride_h;
+      };
+      std::int64_t n_used = 0;
+      for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
+        const std::int64_t o = output_row(kh);
+        if (o < 0) continue;
         cpe.dma_get_strided(segs + kh * s.kernel_w * wo, col + (c * kk + kh * s.kernel_w) * ho * wo + o * wo,
                             std::size_t(s.kernel_w), std::size_t(wo) * 4, std::size_t(ho * wo) * 4, r);
         ++expected;
-        used[n_used++] = kh;
+        ++n_used;
       }
       cpe.dma_wait(r, expected);
       cpe.check_ready(segs, std::size_t(kk * wo) * 4);
       cpe.check_ready(row, std::size_t(s.width) * 4);
       if (cpe.numerics()) {
         std::fill(row, row + s.width, 0.0f);
-        for (int u = 0; u < n_used; ++u) {
-          const std::int64_t kh = used[u];
+        for (std::int64_t kh = 0; kh < s.kernel_h; ++kh) {
+          if (output_row(kh) < 0) continue;
           for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
             const float* seg = segs + (kh * s.kernel_w + kw) * wo;
             for (std::int64_t q = 0; q < wo; ++q) {
@@ -445,47 +456,57 @@ KernelStats col2im(CoreGroup& cg, const ConvShape& s, const float* col, float* i
 // ---------------------------------------------------- layout transform
 
 namespace {
-// Moves (n, c, h, w) <-> (h, c, w, n): each task is (c, h, a run of w) and
-// holds an n x w block, transposed in LDM.
+// Moves (n, c, h, w) <-> (h, c, w, n): each task is (c, h, a run of w, a block
+// of images) and holds an images x run block, transposed in LDM. Runs are as
+// long as a buffer allows with all the images in one block (n <= budget);
+// a larger batch is cut into blocks of `budget` images, so the buffers have
+// the same size at any batch.
 KernelStats transform(CoreGroup& cg, const char* name, bool to_hwcn, const float* src, float* dst, std::int64_t n,
                       std::int64_t c, std::int64_t h, std::int64_t w) {
   const std::int64_t budget = 4096;  // floats per buffer
-  const std::int64_t run = std::max<std::int64_t>(1, std::min(w, budget / std::max<std::int64_t>(n, 1)));
-  require<SimulationError>(n <= budget, "{}: batch {} too large for one LDM block", name, n);
-  const std::int64_t runs = (w + run - 1) / run, tasks = c * h * runs;
+  const std::int64_t block_images = std::clamp<std::int64_t>(n, 1, budget);
+  const std::int64_t run = std::max<std::int64_t>(1, std::min(w, budget / block_images));
+  const std::int64_t runs = (w + run - 1) / run, image_blocks = (n + block_images - 1) / block_images;
+  const std::int64_t tasks = c * h * runs * image_blocks;
   return cg.run(name, [&](Cpe& cpe) {
-    float* a = cpe.ldm_array<float>(std::size_t(budget));
-    float* b = cpe.ldm_array<float>(std::size_t(budget));
+    float* a = cpe.ldm_array<float>(std::size_t(budget), "source block");
+    float* b = cpe.ldm_array<float>(std::size_t(budget), "transposed block");
     DmaReply r;
     int expected = 0;
     for (std::int64_t t = cpe.id(); t < tasks; t += cpes_per_group) {
-      const std::int64_t ch = t / (h * runs), row = (t / runs) % h, w0 = (t % runs) * run, len = std::min(run, w - w0);
-      const float* nchw_origin = (to_hwcn ? src : dst) + (ch * h + row) * w + w0;  // + i*c*h*w for image i
-      const float* hwcn_origin = (to_hwcn ? dst : src) + ((row * c + ch) * w + w0) * n;  // len * n contiguous
+      const std::int64_t ch = t / (h * runs * image_blocks), row = (t / (runs * image_blocks)) % h;
+      const std::int64_t w0 = (t / image_blocks % runs) * run, len = std::min(run, w - w0);
+      const std::int64_t i0 = (t % image_blocks) * block_images, images = std::min(block_images, n - i0);
+      // image i0's run in N x C x H x W (image i: + i * c*h*w) and in H x C x W x N (pixel j: + j * n)
+      const float* nchw_origin = (to_hwcn ? src : dst) + (i0 * c + ch) * h * w + row * w + w0;
+      const float* hwcn_origin = (to_hwcn ? dst : src) + ((row * c + ch) * w + w0) * n + i0;
+      const std::size_t nchw_pitch = std::size_t(c * h * w) * 4, hwcn_pitch = std::size_t(n) * 4;
       cpe.dma_wait(r, expected);
       if (to_hwcn) {
-        cpe.dma_get_strided(a, nchw_origin, std::size_t(n), std::size_t(len) * 4, std::size_t(c * h * w) * 4, r);
+        cpe.dma_get_strided(a, nchw_origin, std::size_t(images), std::size_t(len) * 4, nchw_pitch, r);
       } else {
-        cpe.dma_get(a, hwcn_origin, std::size_t(len * n) * 4, r);
+        // contiguous when the block holds the whole batch
+        cpe.dma_get_strided(a, hwcn_origin, std::size_t(len), std::size_t(images) * 4, hwcn_pitch, r);
       }
       cpe.dma_wait(r, ++expected);
-      cpe.check_ready(a, std::size_t(n * len) * 4);
-      cpe.check_ready(b, std::size_t(n * len) * 4);
+      cpe.check_ready(a, std::size_t(images * len) * 4);
+      cpe.check_ready(b, std::size_t(images * len) * 4);
       if (cpe.numerics()) {
         if (to_hwcn) {
-          for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t j = 0; j < len; ++j) b[j * n + i] = a[i * len + j];
+          for (std::int64_t i = 0; i < images; ++i)
+            for (std::int64_t j = 0; j < len; ++j) b[j * images + i] = a[i * len + j];
         } else {
           for (std::int64_t j = 0; j < len; ++j)
-            for (std::int64_t i = 0; i < n; ++i) b[i * len + j] = a[j * n + i];
+            for (std::int64_t i = 0; i < images; ++i) b[i * len + j] = a[j * images + i];
         }
       }
-      cpe.charge_elementwise(double(n * len), 1, 2);  // 4x4 shuffles on P0, loads/stores on P1
+      cpe.charge_elementwise(double(images * len), 1, 2);  // 4x4 shuffles on P0, loads/stores on P1
       if (to_hwcn) {
-        cpe.dma_put(const_cast<float*>(hwcn_origin), b, std::size_t(len * n) * 4, r);
+        cpe.dma_put_strided(const_cast<float*>(hwcn_origin), b, std::size_t(len), std::size_t(images) * 4,
+                            hwcn_pitch, r);
       } else {
-        cpe.dma_put_strided(const_cast<float*>(nchw_origin), b, std::size_t(n), std::size_t(len) * 4,
-                            std::size_t(c * h * w) * 4, r);
+        cpe.dma_put_strided(const_cast<float*>(nchw_origin), b, std::size_t(images), std::size_t(len) * 4,
+                            nchw_pitch, r);
       }
       ++expected;
     }

@@ -26,7 +26,8 @@ KernelStats eltwise_sum(CoreGroup& cg, const float* a, const float* b, float* y,
                         float cb = 1.0f);
 
 // ---- per-channel (BatchNorm, Scale, bias) on N x C x spatial tensors
-// y[n, c, :] = scale[c] * x[n, c, :] + shift[c]  (shift may be null)
+// y[n, c, :] = scale[c] * x[n, c, :] + shift[c]  (shift may be null). Each
+// CPE holds all the coefficients beside its chunks: at most 4096 channels.
 KernelStats channel_affine(CoreGroup& cg, const float* x, float* y, std::int64_t batch, std::int64_t channels,
                            std::int64_t spatial, const float* scale, const float* shift);
 // sum[c] = sum of x[n, c, :]; sum2[c] = sum of x * y (y = x when y is null).
@@ -64,7 +65,8 @@ KernelStats im2col(CoreGroup& cg, const ConvShape& s, const float* image, float*
 KernelStats col2im(CoreGroup& cg, const ConvShape& s, const float* col, float* image);
 
 // ---- layout transform between N x C x H x W and the implicit convolution's
-// H x C x W x N (batch innermost, as swDNN; rows of W*N contiguous per channel)
+// H x C x W x N (batch innermost, as swDNN; rows of W*N contiguous per channel);
+// any batch (blocks of 4096 images in LDM)
 KernelStats to_hcwn(CoreGroup& cg, const float* nchw, float* hcwn, std::int64_t n, std::int64_t c, std::int64_t h,
                     std::int64_t w);
 KernelStats to_nchw(CoreGroup& cg, const float* hcwn, float* nchw, std::int64_t n, std::int64_t c, std::int64_t h,

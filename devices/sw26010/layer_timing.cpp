@@ -1,5 +1,7 @@
 #include "devices/sw26010/layer_timing.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -25,9 +27,8 @@ std::int64_t option_hw(const config::Section* s, const char* key, const char* ke
   return fallback;
 }
 std::int64_t per_sample(const Shape& s) { return s.rank() == 0 ? s.count() : s.count() / std::max<std::int64_t>(s[0], 1); }
-}  // namespace
 
-LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, std::map<std::string, ConvChoice>* cache) {
+LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, std::map<std::string, ConvChoice>* cache) {
   const Params& params = cg.params();
   const std::string& type = layer.type;
   const config::Section* opt = layer.options;
@@ -142,6 +143,21 @@ LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
   timing.forward += std::int64_t(params.cg_sync_cycles);
   timing.backward += std::int64_t(params.cg_sync_cycles);
   return timing;
+}
+
+}  // namespace
+
+LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, std::map<std::string, ConvChoice>* cache) {
+  try {
+    return simulate(cg, layer, scratch, cache);
+  } catch (const Error&) {
+    // the kernels know the buffer and the sizes; the layer is known here
+    const std::int64_t samples = layer.bottoms.empty() || layer.bottoms[0].rank() == 0 ? 1 : layer.bottoms[0][0];
+    rethrow_with_context(fmt::format("{}, {} samples on the core group",
+                                     layer.name.empty() ? fmt::format("a {} layer", layer.type)
+                                                        : fmt::format("layer '{}' ({})", layer.name, layer.type),
+                                     samples));
+  }
 }
 
 }  // namespace taihu::sw26010

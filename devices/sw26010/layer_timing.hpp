@@ -31,10 +31,11 @@ class Scratch {
 };
 
 struct LayerShape {
-  std::string type;                  // "Convolution", "ReLU", ...
-  const config::Section* options;    // the layer's section (may be null)
-  std::vector<Shape> bottoms, tops;  // batch axis = the samples on this core group
-  bool propagate_down = true;        // whether bottom 0 needs a gradient
+  std::string type;                          // "Convolution", "ReLU", ...
+  const config::Section* options = nullptr;  // the layer's section (may be null)
+  std::vector<Shape> bottoms, tops;          // batch axis = the samples on this core group
+  bool propagate_down = true;                // whether bottom 0 needs a gradient
+  std::string name;                          // the layer's, for errors (may be empty)
 };
 
 struct LayerTiming {
@@ -44,7 +45,9 @@ struct LayerTiming {
 };
 
 // Each simulated layer ends with the core groups' Simple_Sync (forward and backward).
-// `cache` remembers convolution method choices by geometry.
+// `cache` remembers convolution method choices by geometry. A layer the
+// kernels cannot lay out in LDM at these shapes is a ShapeError naming the
+// layer, the images on the core group, the kernel, its buffers and their sizes.
 LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
                        std::map<std::string, ConvChoice>* cache = nullptr);
 

@@ -653,7 +653,15 @@ int NetPlan::phases(std::size_t i, Pass pass) const {
   return layers_[i]->placement == Placement::device ? layers_[i]->phases(pass) : 0;
 }
 Stage NetPlan::stage(std::size_t i, Pass pass, int phase) const { return layers_[i]->stage(pass, phase); }
-void NetPlan::before_phase(std::size_t i, Pass pass, int phase) { layers_[i]->before(pass, phase); }
+void NetPlan::before_phase(std::size_t i, Pass pass, int phase) {
+  LayerWork& work = *layers_[i];
+  try {
+    work.before(pass, phase);  // (a convolution times its methods for the largest share)
+  } catch (const Error&) {
+    rethrow_with_context(fmt::format("layer '{}' ({}), {} samples per core group", work.layer().name(),
+                                     work.layer().type(), work.largest_share()));
+  }
+}
 void NetPlan::finish(std::size_t i, Pass pass) { layers_[i]->finish(pass); }
 
 std::pair<std::int64_t, std::int64_t> NetPlan::share(int g) const {
@@ -665,7 +673,13 @@ KernelStats NetPlan::run(int g, std::size_t i, Pass pass, int phase) {
   if (work.group0_only(pass, phase)) return g == 0 ? work.run(0, 0, 0, pass, phase) : KernelStats{};
   const auto [begin, end] = share(g);
   if (end <= begin) return {};
-  return work.run(g, begin, end - begin, pass, phase);
+  try {
+    return work.run(g, begin, end - begin, pass, phase);
+  } catch (const Error&) {
+    // the kernels name their buffers and sizes; the layer and the share are known here
+    rethrow_with_context(fmt::format("layer '{}' ({}), {} samples on core group {}", work.layer().name(),
+                                     work.layer().type(), end - begin, g));
+  }
 }
 
 ConvChoice NetPlan::conv_choice(const ConvShape& s, std::int64_t batch, std::int64_t groups) {
@@ -691,6 +705,7 @@ LayerTiming NetPlan::modelled_timing(std::size_t i) {
     for (const Blob* b : net_.layer_bottoms(i)) shape.bottoms.push_back(with_batch(b->shape(), q));
     for (const Blob* b : net_.layer_tops(i)) shape.tops.push_back(with_batch(b->shape(), q));
     shape.propagate_down = !net_.layer_propagate_down(i).empty() && net_.layer_propagate_down(i)[0];
+    shape.name = net_.layer(i).name();
     work.modelled = time_layer(*timing_group_, shape, timing_scratch_, &conv_choices_);
     work.modelled_batch = q;
   }

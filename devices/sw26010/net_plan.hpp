@@ -67,7 +67,9 @@ class NetPlan {
   // Host (MPE) step before a phase: combines the groups' partial sums of the
   // previous phase, prepares per-pass constants.
   void before_phase(std::size_t i, Pass pass, int phase);
-  // Core group g's part of a phase, on its share of the batch.
+  // Core group g's part of a phase, on its share of the batch. Errors of the
+  // model (a layer whose buffers do not fit the LDM: ShapeError) name the
+  // layer and the share, here and in before_phase.
   KernelStats run(int g, std::size_t i, Pass pass, int phase);
   // Host step after the last phase.
   void finish(std::size_t i, Pass pass);

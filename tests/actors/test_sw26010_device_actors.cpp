@@ -17,6 +17,7 @@
 #include "support/training.hpp"
 #include "devices/sw26010/net_plan.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/error_message.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace taihu;
@@ -259,6 +260,24 @@ TEST_SUITE("sw26010_device") {
       CHECK(t.simulated);
     }
     CHECK(layers * 2 == doctest::Approx(r.simulated_seconds));
+  }
+
+  TEST_CASE("sw26010 device: a layer the kernels cannot lay out in LDM is an error naming it, the buffer and sizes") {
+    // 5000 channels: channel_affine's scale and shift per channel (2 x 20000 bytes) and its 4 chunk buffers
+    // (4 x 8192) do not fit a CPE's 64 KB.
+    testing::ActorFixture fx;
+    auto doc = std::make_shared<config::Document>(config::Document::parse(
+        "[net]\nname = wide\n[input data]\nshape = 5000 1 1\n"
+        "[layer wide_bn]\ntype = BatchNorm\nbottom = data\ntop = wide_bn\n",
+        "wide.ini"));
+    Net dev(doc, 8, 1);
+    device::Sw26010Executor executor(fx.system, dev);
+    dev.set_executor(&executor);
+    const std::string msg = testing::error_message<Error>([&] { dev.forward(); });
+    CHECK(msg.find("layer 'wide_bn' (BatchNorm), 2 samples on core group ") != std::string::npos);
+    CHECK(msg.find("kernel 'channel_affine'") != std::string::npos);
+    CHECK(msg.find("'scale (a float per channel)' (20000 bytes)") != std::string::npos);
+    CHECK(msg.find("65536-byte local store") != std::string::npos);
   }
 
   TEST_CASE("sw26010 device: evaluation runs the layers' CPU code, training the kernels") {

@@ -52,7 +52,7 @@ TEST_SUITE("sw26010") {
     std::vector<float> in(64 * 256), out(64 * 256, 0.0f);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = float(i);
     cg.run("copy2x", [&](Cpe& c) {
-      float* buf = c.ldm_array<float>(256);
+      float* buf = c.ldm_array<float>(256, "buffer");
       DmaReply reply;
       c.dma_get(buf, in.data() + c.id() * 256, 256 * sizeof(float), reply);
       CHECK(std::isnan(buf[0]));  // poisoned until the data lands
@@ -66,7 +66,7 @@ TEST_SUITE("sw26010") {
 
     const auto msg = error_of([&] {
       cg.run("forgetful", [&](Cpe& c) {
-        float* buf = c.ldm_array<float>(64);
+        float* buf = c.ldm_array<float>(64, "buffer");
         DmaReply reply;
         c.dma_get(buf, in.data(), 256, reply);
         c.check_ready(buf + 8, 16);
@@ -83,7 +83,7 @@ TEST_SUITE("sw26010") {
     for (int i = 0; i < 256; ++i) m[i] = float(i);
     std::vector<float> got(64 * 8);
     cg.run("strided", [&](Cpe& c) {
-      float* col = c.ldm_array<float>(8);
+      float* col = c.ldm_array<float>(8, "buffer");
       DmaReply r;
       if (c.id() == 0) {
         // 4 blocks of 2 floats, rows of 16 floats apart
@@ -117,7 +117,7 @@ TEST_SUITE("sw26010") {
     const auto msg = error_of([&] {
       cg.run("crooked", [&](Cpe& c) {
         if (c.id() != 9) return;
-        char* buf = static_cast<char*>(c.ldm_alloc(64));
+        char* buf = static_cast<char*>(c.ldm_alloc(64, "buffer"));
         DmaReply r;
         c.dma_get(buf + 2, m.data(), 16, r);
       });
@@ -141,7 +141,7 @@ TEST_SUITE("sw26010") {
       std::int64_t elapsed = 0;
       const auto stats = cg.run("strided cost", [&](Cpe& c) {
         if (c.id() != 0) return;
-        void* buf = c.ldm_alloc(4 * block, 128);
+        void* buf = c.ldm_alloc(4 * block, "buffer", 128);
         DmaReply r;
         const auto t0 = c.rpcc();
         c.dma_get_strided(buf, aligned + offset / 4, 4, block, 256, r);
@@ -171,7 +171,7 @@ TEST_SUITE("sw26010") {
       std::int64_t elapsed = 0;
       const auto stats = cg.run("one block", [&](Cpe& c) {
         if (c.id() != 0) return;
-        void* buf = c.ldm_alloc(512, 128);
+        void* buf = c.ldm_alloc(512, "buffer", 128);
         DmaReply r;
         const auto t0 = c.rpcc();
         c.dma_get_strided(buf, aligned, 1, 512, 512, r);
@@ -190,7 +190,7 @@ TEST_SUITE("sw26010") {
     for (int i = 0; i < 64; ++i) m[i] = float(i);
     std::vector<float> got(64);
     cg.run("rowmode", [&](Cpe& c) {
-      float* b = c.ldm_array<float>(8);
+      float* b = c.ldm_array<float>(8, "buffer");
       DmaReply r;
       if (c.id() == 8) {
         DmaDesc d;
@@ -208,22 +208,28 @@ TEST_SUITE("sw26010") {
     CHECK(got[63] == 63);
   }
 
-  TEST_CASE("LDM overflow is an error naming the CPE and kernel") {
+  TEST_CASE("LDM overflow is a shape error naming the CPE, the kernel, the buffer and the buffers in use") {
     CoreGroup cg(0, Params{});
-    const auto msg = error_of([&] {
+    const auto msg = taihu::testing::error_message<ShapeError>([&] {
       cg.run("greedy", [&](Cpe& c) {
-        c.ldm_alloc(40 * 1024);
-        if (c.id() == 5) c.ldm_alloc(30 * 1024);
+        c.ldm_alloc(8 * 1024, "scratch");
+        const auto mark = c.ldm_used();
+        c.ldm_alloc(1024, "released");
+        c.ldm_release(mark);
+        c.ldm_alloc(32 * 1024, "table");
+        if (c.id() == 5) c.ldm_alloc(30 * 1024, "row block");
       });
     });
     CHECK(contains(msg, "LDM overflow"));
     CHECK(contains(msg, "CPE 5 (row 0, column 5)"));
     CHECK(contains(msg, "kernel 'greedy'"));
+    CHECK(contains(msg, "buffer 'row block' (30720 bytes) does not fit in the 65536-byte local store beside the "
+                        "40960 bytes in use: 'scratch' (8192 bytes), 'table' (32768 bytes)"));
     // the group is usable afterwards
-    const auto over = cg.run("ok", [](Cpe& c) { c.ldm_alloc(62 * 1024); });  // warns: above 60 KB
+    const auto over = cg.run("ok", [](Cpe& c) { c.ldm_alloc(62 * 1024, "big"); });  // warns: above 60 KB
     CHECK(over.ldm_peak_bytes == 62 * 1024);
     CHECK(over.ldm_over_budget);
-    CHECK_FALSE(cg.run("lean", [](Cpe& c) { c.ldm_alloc(60 * 1024); }).ldm_over_budget);
+    CHECK_FALSE(cg.run("lean", [](Cpe& c) { c.ldm_alloc(60 * 1024, "big"); }).ldm_over_budget);
   }
 
   TEST_CASE("register communication: point to point, broadcast, latency and FIFO back-pressure") {
@@ -341,7 +347,7 @@ TEST_SUITE("sw26010") {
       std::int64_t total = 0;
       for (int rep = 0; rep < 2; ++rep) {
         total += cg.run("mixed", [&](Cpe& c) {
-                      float* b = c.ldm_array<float>(1024);
+                      float* b = c.ldm_array<float>(1024, "buffer");
                       DmaReply r;
                       c.dma_get(b, data + c.id() * 1024, 4096 - 128 * (c.id() % 3), r);
                       c.charge(37 * (c.id() % 5));
@@ -553,6 +559,47 @@ TEST_SUITE("sw26010") {
     }
   }
 
+  TEST_CASE("channel sums of 128 images per core group match a plain sum, in a fixed order, in the same LDM as 1") {
+    // swCaffe's batch 512 is 128 images per core group. 7 x 7 planes (ResNet-50's last stage) of 70 channels:
+    // 140 chunks per CPE, whose partial sums leave the LDM in 5 blocks; planes of 2100 floats: two chunks each,
+    // with a second input (the sum of x * y of the backward passes).
+    CoreGroup cg(0, Params{});
+    struct Case {
+      std::int64_t channels, spatial;
+      bool with_y;
+    };
+    for (const Case cs : {Case{70, 49, false}, Case{3, 2100, true}}) {
+      CAPTURE(cs.spatial);
+      const std::int64_t b = 128, c = cs.channels, sp = cs.spatial;
+      const auto x = random_vector(std::size_t(b * c * sp), 81), y = random_vector(x.size(), 82);
+      const float* other = cs.with_y ? y.data() : x.data();
+      std::vector<double> sum(static_cast<std::size_t>(c)), sum2(static_cast<std::size_t>(c));
+      const auto stats =
+          channel_sums(cg, x.data(), cs.with_y ? y.data() : nullptr, b, c, sp, sum.data(), sum2.data());
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        CAPTURE(ch);
+        double s = 0, s2 = 0;
+        for (std::int64_t i = 0; i < b; ++i)
+          for (std::int64_t k = 0; k < sp; ++k) {
+            const auto at = std::size_t((i * c + ch) * sp + k);
+            s += x[at], s2 += double(x[at]) * other[at];
+          }
+        CHECK(sum[std::size_t(ch)] == doctest::Approx(s).epsilon(1e-10).scale(1.0));
+        CHECK(sum2[std::size_t(ch)] == doctest::Approx(s2).epsilon(1e-10).scale(1.0));
+      }
+      // the same sums to the bit on a second run: each chunk is summed in order, the MPE adds chunks in order
+      std::vector<double> again(sum.size()), again2(sum.size());
+      channel_sums(cg, x.data(), cs.with_y ? y.data() : nullptr, b, c, sp, again.data(), again2.data());
+      CHECK(again == sum);
+      CHECK(again2 == sum2);
+      // the buffers are sized by the chunk, not by the batch
+      const auto one = channel_sums(cg, x.data(), cs.with_y ? y.data() : nullptr, 1, c, sp, again.data(),
+                                    again2.data());
+      CHECK(stats.ldm_peak_bytes == one.ldm_peak_bytes);
+      CHECK(stats.ldm_peak_bytes <= Params{}.ldm_budget_bytes);
+    }
+  }
+
   // Timing only (the tensors would take gigabytes): swCaffe's batch 512 overflowed the LDM in channel_sums.
   TEST_CASE("a BatchNorm of VGG-16's conv1_1 size at 128 images per core group fits the LDM") {
     CoreGroup cg(0, Params{});
@@ -689,6 +736,22 @@ TEST_SUITE("sw26010") {
     }
   }
 
+  TEST_CASE("layout transform of more images than an LDM block holds: blocks of images, the same buffers") {
+    CoreGroup cg(0, Params{});
+    const std::int64_t n = 4100, c = 2, h = 2, w = 3;  // a block holds 4096 images
+    const auto x = random_vector(std::size_t(n * c * h * w), 63);
+    std::vector<float> t(x.size()), back(x.size());
+    const auto there = to_hcwn(cg, x.data(), t.data(), n, c, h, w);
+    for (const std::int64_t i : {0, 4095, 4096, 4099})
+      CHECK(t[std::size_t(((1 * c + 1) * w + 2) * n + i)] == x[std::size_t(((i * c + 1) * h + 1) * w + 2)]);
+    const auto home = to_nchw(cg, t.data(), back.data(), n, c, h, w);
+    CHECK(back == x);
+    CHECK(there.dma_bytes == 2 * n * c * h * w * 4);
+    CHECK(home.dma_bytes == there.dma_bytes);
+    std::vector<float> small(std::size_t(3 * c * h * w));
+    CHECK(there.ldm_peak_bytes == to_hcwn(cg, small.data(), small.data(), 3, c, h, w).ldm_peak_bytes);
+  }
+
   TEST_CASE("layout transform round trip; softmax on the MPE matches the Softmax layer") {
     CoreGroup cg(0, Params{});
     const std::int64_t n = 3, c = 4, h = 5, w = 7;
@@ -823,17 +886,41 @@ TEST_SUITE("sw26010") {
     Scratch scratch(false);
     std::map<std::string, ConvChoice> cache;
     auto doc = config::Document::parse("[layer c]\nnum_output = 8\nkernel_size = 3\npad = 1\n", "t.ini");
-    LayerShape conv{"Convolution", doc.find("layer", "c"), {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true};
+    LayerShape conv{"Convolution", doc.find("layer", "c"), {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true, "c"};
     const auto t = time_layer(cg, conv, scratch, &cache);
     CHECK(t.simulated);
     CHECK(t.forward > std::int64_t(Params{}.cg_sync_cycles));
     CHECK(t.backward > t.forward / 2);
     CHECK(cache.size() == 1);
     CHECK((t.method == "explicit" || t.method == "implicit"));
-    LayerShape relu{"ReLU", nullptr, {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true};
+    LayerShape relu{"ReLU", nullptr, {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true, "relu"};
     const auto r = time_layer(cg, relu, scratch);
     CHECK(r.forward < t.forward);
-    LayerShape acc{"Accuracy", nullptr, {Shape{4, 10}, Shape{4}}, {Shape{}}, false};
+    LayerShape acc{"Accuracy", nullptr, {Shape{4, 10}, Shape{4}}, {Shape{}}, false, "accuracy"};
     CHECK_FALSE(time_layer(cg, acc, scratch).simulated);
+  }
+
+  TEST_CASE("a layer the kernels cannot lay out in LDM is a shape error naming the layer, the buffer and the sizes") {
+    CoreGroup cg(0, Params{});
+    cg.set_numerics(false);
+    Scratch scratch(false);
+    // A BatchNorm of 5000 channels: channel_affine holds a scale and a shift per channel beside its 4 chunk
+    // buffers, 2 x 20000 + 4 x 8192 bytes.
+    LayerShape bn{"BatchNorm", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_bn"};
+    const auto msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, bn, scratch); });
+    CHECK(contains(msg, "layer 'fc_bn' (BatchNorm), 2 samples on the core group: LDM overflow"));
+    CHECK(contains(msg, "kernel 'channel_affine'"));
+    CHECK(contains(msg, "'scale (a float per channel)' (20000 bytes), 'shift (a float per channel)' (20000 bytes)"));
+    CHECK(contains(msg, "65536-byte local store"));
+    // A pooling window over rows too wide for the kernel's row buffers: found before the spawn.
+    auto doc = config::Document::parse("[layer p]\nkernel_size = 3\nstride = 2\n", "t.ini");
+    LayerShape pool{"Pooling", doc.find("layer", "p"), {Shape{2, 1, 9, 20000}}, {Shape{2, 1, 4, 10000}}, true, "p"};
+    const auto wide = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, pool, scratch); });
+    CHECK(contains(wide, "layer 'p' (Pooling), 2 samples on the core group: pool_forward: one output row does not "
+                         "fit the LDM: its buffers 'input rows' (3 rows of 20000 floats) and 'output rows' (10000 "
+                         "floats) need 280000 bytes"));
+    // the group is usable afterwards
+    bn.bottoms = bn.tops = {Shape{2, 64, 1, 1}};
+    CHECK(time_layer(cg, bn, scratch).forward > 0);
   }
 }
