@@ -9,6 +9,9 @@
 //   decode     read + decode_image at the DCT scale the transform allows
 //              (what ImageDataset does: 1/2 for a shorter side >= 512)
 //   decode_full  read + decode at full size (as PIL without draft())
+//   decode_by_size  (not in the default list) decode at full size and at the
+//              DCT scale, per stored image size: what DCT scaling saves where
+//              it applies (median of 5 passes per size)
 //   transform  ImageTransform::apply on images decoded beforehand (resize
 //              window + crop + flip + normalise), one thread
 //   dataset    ImageDataset::read_sample(index, out, draw) with a draw key
@@ -39,6 +42,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -158,7 +162,7 @@ int main(int argc, char** argv) {
   const auto decoder_counts = number_list(arg_value(argc, argv, "decoders", "1,2"));
   const int repeats = std::stoi(arg_value(argc, argv, "repeats", "1"));
   const std::string cases =
-      "," + arg_value(argc, argv, "cases", "read,decode,decode_full,transform,dataset,feed") + ",";
+      fmt::format(",{},", arg_value(argc, argv, "cases", "read,decode,decode_full,transform,dataset,feed"));
   const auto wants = [&](const char* name) { return cases.find(fmt::format(",{},", name)) != std::string::npos; };
   Output output;
   output.json = arg_value(argc, argv, "json", "");
@@ -223,6 +227,39 @@ int main(int argc, char** argv) {
                 static_cast<long long>(count), static_cast<long long>(n),
                 100.0 * static_cast<double>(count) / static_cast<double>(n), 2 * scaled_side);
   }
+  if (wants("decode_by_size")) {
+    std::map<std::pair<int, int>, std::vector<std::vector<uint8_t>>> by_size;  // (width, height) -> files
+    for (const auto& file : files) {
+      auto bytes = file_bytes(file);
+      const Image image = decode_image(bytes, 3, 0);
+      by_size[{image.width, image.height}].push_back(std::move(bytes));
+    }
+    std::printf("%-10s %6s %12s %14s %8s\n", "size", "images", "full ms", "scaled ms", "saved");
+    for (const auto& [size, all] : by_size) {
+      double ms[2];
+      int scaled_width = 0;
+      for (int scaled_decode = 0; scaled_decode < 2; ++scaled_decode) {
+        std::vector<double> passes;
+        for (int pass = 0; pass < 6; ++pass) {
+          const auto start = Clock::now();
+          for (const auto& bytes : all) {
+            const Image image = decode_image(bytes, 3, scaled_decode ? scaled_side : 0);
+            scaled_width = image.width;
+          }
+          if (pass > 0) passes.push_back(seconds_since(start) * 1e3 / static_cast<double>(all.size()));
+        }
+        ms[scaled_decode] = median_of(passes);
+      }
+      std::printf("%4dx%-5d %6zu %12.3f %8.3f (1/%d) %7.1f%%\n", size.first, size.second, all.size(), ms[0], ms[1],
+                  size.first / scaled_width, 100.0 * (1.0 - ms[1] / ms[0]));
+      if (!output.json.empty()) {
+        std::ofstream(output.json, std::ios::app) << fmt::format(
+            "{{\"system\": \"taihu\", \"label\": \"{}\", \"case\": \"decode_by_size\", \"width\": {}, "
+            "\"height\": {}, \"images\": {}, \"full_ms\": {:.4f}, \"scaled_ms\": {:.4f}, \"scale\": {}}}\n",
+            output.label, size.first, size.second, all.size(), ms[0], ms[1], size.first / scaled_width);
+      }
+    }
+  }
   if (wants("transform")) {
     std::vector<Image> images(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
@@ -279,9 +316,10 @@ int main(int argc, char** argv) {
         options.seed = static_cast<uint64_t>(k + 1);
         auto feed = feed::make_actor_batch_feed(system, dataset, options);
         Tensor data, labels;
-        constexpr int skipped_batches = 3;
+        // Timed from the 4th batch (start-up left out), or from the start in an epoch of few batches.
+        const int64_t skipped_batches = std::clamp<int64_t>(feed->batches_per_epoch() - 1, 0, 3);
         int64_t batches = 0;
-        Clock::time_point start;
+        Clock::time_point start = Clock::now();
         while (feed->next(data, labels)) {
           if (++batches == skipped_batches) start = Clock::now();
         }

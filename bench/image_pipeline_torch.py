@@ -29,6 +29,10 @@ Cases (every image of the folder, after an untimed warm pass):
              persistent_workers) delivering batches to this process; images/s
              received from the 4th batch to the end of an epoch, after one warm
              epoch (as bench_image_pipeline's feed case).
+  ipc        (not in the default list) DataLoader moving constant 3x224x224
+             samples, float32 and uint8, no decoding: what shipping batches from
+             workers through shared memory costs by itself (variants ipc-float32,
+             ipc-uint8)
 torch.set_num_threads(1) in this process (DataLoader's workers run one thread
 each anyway): figures with W = 0 are per core.
 
@@ -103,6 +107,20 @@ def tvio_u8_transform():
     return T.Compose([T.Resize(256, antialias=True), T.RandomCrop(224), T.RandomHorizontalFlip()])
 
 
+class ConstantSamples(Dataset):
+    """1000 copies of one 3x224x224 sample: only the DataLoader's own work."""
+
+    def __init__(self, dtype, n=1000):
+        self.sample = torch.zeros(3, 224, 224, dtype=dtype)
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.sample.clone(), 0
+
+
 def make_dataset(variant, root, order):
     if variant == "pil":
         return torchvision.datasets.ImageFolder(root, transform=pil_transform())
@@ -139,11 +157,12 @@ def loader_rate(dataset, workers, batch, repeats, seed, u8):
     torch.manual_seed(seed)
     loader = DataLoader(dataset, batch_size=batch, shuffle=True, drop_last=True, num_workers=workers,
                         persistent_workers=workers > 0)
-    skipped = 3
+    # From the 4th batch (start-up left out), or from the start in an epoch of few batches.
+    skipped = max(0, min(3, len(loader) - 1))
     rates = []
     for epoch in range(repeats + 1):  # epoch 0 warms up (workers, page cache)
         batches = 0
-        start = None
+        start = time.perf_counter()
         for data, labels in loader:
             if u8:
                 data = normalise_u8(data)
@@ -226,6 +245,12 @@ def main():
         "pil-draft": pil_draft_loader,
         "tvio": tvio_decode,
     }
+    if "ipc" in cases:
+        for dtype in (torch.float32, torch.uint8):
+            for workers in workers_list:
+                rates, images = loader_rate(ConstantSamples(dtype), workers, args.batch, args.repeats, seed=1,
+                                            u8=False)
+                emit(f"ipc-{str(dtype).split('.')[-1]}", "loader", workers, images, rates)
     for variant in variants:
         split = not variant.endswith("-u8")  # -u8 variants decode and transform as the others
         if "decode" in cases and split:
