@@ -68,4 +68,17 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   return bytes;
 }
 
+std::vector<uint8_t> read_raw_file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  require<DataError>(in.good(), "cannot open the file");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::streamoff>(in.tellg());
+  require<DataError>(size >= 0, "cannot read the file");
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), size);
+  require<DataError>(in.gcount() == size, "cannot read the file (read {} of {} bytes)", in.gcount(), size);
+  return bytes;
+}
+
 }  // namespace taihu

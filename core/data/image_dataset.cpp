@@ -3,11 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "core/common/check.hpp"
 #include "core/data/caffe_datum.hpp"
+#include "core/data/file_bytes.hpp"
 #include "core/data/lmdb_database.hpp"
 
 namespace taihu {
@@ -15,19 +14,6 @@ namespace taihu {
 namespace {
 
 constexpr int64_t logged_skips = 20;  // then only counted
-
-std::vector<uint8_t> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  require<DataError>(in.good(), "cannot open the file");
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::streamoff>(in.tellg());
-  require<DataError>(size >= 0, "cannot read the file");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(bytes.data()), size);
-  require<DataError>(in.gcount() == size, "cannot read the file (read {} of {} bytes)", in.gcount(), size);
-  return bytes;
-}
 
 class FileRecords final : public ImageRecords {
  public:
@@ -37,7 +23,7 @@ class FileRecords final : public ImageRecords {
   int32_t label(int64_t index) const override { return index_.labels[static_cast<size_t>(index)]; }
   int64_t left_out() const override { return index_.not_images + index_.empty_classes + index_.bad_lines; }
   int32_t read(int64_t index, int min_shorter_side, Image& image) const override {
-    const auto bytes = read_file(index_.files[static_cast<size_t>(index)]);
+    const auto bytes = read_raw_file_bytes(index_.files[static_cast<size_t>(index)]);
     image = decode_image(bytes, channels_, min_shorter_side);
     return label(index);
   }

@@ -4,13 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <numeric>
 
 #include "core/common/check.hpp"
 #include "core/common/random.hpp"
 #include "core/data/caffe_datum.hpp"
+#include "core/data/file_bytes.hpp"
 #include "core/data/image_transform.hpp"
 #include "core/data/lmdb_database.hpp"
 #include "core/train/progress.hpp"
@@ -20,12 +19,6 @@ namespace taihu {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<uint8_t> read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  require<DataError>(in.good(), "cannot open the file");
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // `image` resized to height x width, through the training transform's resize
 // (scale 1: floats of the pixel values), rounded back to bytes.
@@ -75,7 +68,7 @@ ImagesetResult write_imageset(const ImageIndex& index, const fs::path& out, cons
     const fs::path& file = index.files[i];
     const int32_t label = index.labels[i];
     try {
-      std::vector<uint8_t> bytes = read_bytes(file);
+      std::vector<uint8_t> bytes = read_raw_file_bytes(file);
       Image image = decode_image(bytes, options.channels);
       if (resize && (image.height != options.resize_height || image.width != options.resize_width)) {
         image = resized(image, options.resize_height, options.resize_width);

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <future>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -21,11 +20,13 @@
 #include "support/actor_fixture.hpp"
 #include "support/error_message.hpp"
 #include "support/eventually.hpp"
+#include "support/finishes_within.hpp"
 
 namespace taihu {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::finishes_within;
 
 // Sample i holds i plus a pattern and, augmented, a trace of its draw; its
 // label is i % 5. Samples at i % 13 == 5 are unreadable (-1, as a corrupt
@@ -100,18 +101,6 @@ std::vector<Batch> drain(BatchFeed& feed, int epochs) {
 BatchOptions synchronous(BatchOptions options) {
   options.prefetch = 0;
   return options;
-}
-
-// Runs f on another thread; false if it does not finish in time (the thread
-// is then abandoned rather than hanging the suite).
-bool finishes_within(std::chrono::milliseconds limit, std::function<void()> f) {
-  auto done = std::make_shared<std::promise<void>>();
-  auto future = done->get_future();
-  std::thread([f = std::move(f), done] {
-    f();
-    done->set_value();
-  }).detach();
-  return future.wait_for(limit) == std::future_status::ready;
 }
 
 }  // namespace

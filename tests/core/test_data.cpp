@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <future>
 #include <numeric>
 #include <set>
 #include <string>
@@ -23,8 +22,10 @@
 #include "core/data/file_bytes.hpp"
 #include "core/data/idx.hpp"
 #include "core/data/synthetic.hpp"
+#include "support/finishes_within.hpp"
 
 using namespace taihu;
+using taihu::testing::finishes_within;
 namespace fs = std::filesystem;
 
 namespace {
@@ -175,18 +176,6 @@ std::vector<Batch> drain(BatchSource& source, int epochs) {
     CHECK(source.batch_index() == 0);
   }
   return batches;
-}
-
-// Runs f on another thread; false if it does not finish in time (then the
-// thread is abandoned rather than hanging the suite).
-bool finishes_within(std::chrono::seconds limit, std::function<void()> f) {
-  auto done = std::make_shared<std::promise<void>>();
-  auto future = done->get_future();
-  std::thread([f = std::move(f), done] {
-    f();
-    done->set_value();
-  }).detach();
-  return future.wait_for(limit) == std::future_status::ready;
 }
 
 }  // namespace

@@ -9,21 +9,15 @@
 
 #include "core/data/image_transform.hpp"
 #include "support/error_message.hpp"
+#include "support/test_images.hpp"
 
 using namespace taihu;
 using taihu::testing::error_message;
+using taihu::testing::make_image;
 
 namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-Image make_image(int height, int width, int channels, const std::function<int(int, int, int)>& value) {
-  Image image{height, width, channels, {}};
-  for (int y = 0; y < height; ++y)
-    for (int x = 0; x < width; ++x)
-      for (int c = 0; c < channels; ++c) image.pixels.push_back(static_cast<uint8_t>(value(y, x, c)));
-  return image;
-}
 
 uint8_t pixel(const Image& image, int y, int x, int c = 0) {
   return image.pixels[(static_cast<size_t>(y) * image.width + x) * image.channels + c];
