@@ -95,6 +95,23 @@ void exp(int64_t n, const float* x, float* y);
 float sum(int64_t n, const float* x);
 float max(int64_t n, const float* x);
 
+// One element of relu_forward and relu_backward: the loops below and the
+// fused layers (core/net/fusion.hpp) share these expressions, so both give
+// the same bits. Selecting between constants (not between computed values)
+// lets the compiler turn the branch into a blend. NaN passes through (x < 0
+// is false), so a diverging run is not masked as a healthy one.
+inline float relu_value(float x, float slope) {
+  if (slope == 0.0f) return x < 0.0f ? 0.0f : x;
+  const float pos = x > 0.0f ? x : 0.0f;
+  const float neg = x > 0.0f ? 0.0f : x;
+  return pos + slope * neg;
+}
+inline float relu_gradient(float sign, float dy, float slope) {
+  const float pass = sign > 0.0f ? dy : 0.0f;
+  const float leak = sign > 0.0f ? 0.0f : dy;
+  return pass + slope * leak;
+}
+
 // y = x > 0 ? x : slope * x.
 void relu_forward(int64_t n, float slope, const float* x, float* y);
 // dx = dy * (sign > 0 ? 1 : slope). `sign` is the ReLU's input, or its output

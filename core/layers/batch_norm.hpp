@@ -34,6 +34,27 @@ class BatchNormLayer final : public Layer {
     return use_global_stats_ ? *use_global_stats_ : phase() == Phase::test;
   }
 
+  // What the net may run in the same pass as the normalisation, channel by
+  // channel (core/net/fusion.hpp): the per-channel affine map of a Scale
+  // layer, then a ReLU. Forward writes only the last one's output; backward
+  // takes that output's gradient, accumulates gamma's and beta's, and writes
+  // the bottom's. The results equal the layers' own, bit for bit: the same
+  // expressions in the same order, one pass over memory per direction
+  // instead of one per layer.
+  struct Epilogue {
+    const float* gamma = nullptr;  // per channel; null: no affine map
+    const float* beta = nullptr;   // per channel; null: none (with gamma: + 0)
+    float* gamma_diff = nullptr;   // null: not wanted
+    float* beta_diff = nullptr;
+    bool relu = false;
+    float relu_slope = 0.0f;
+  };
+  int64_t channels() const { return channels_; }
+  int64_t spatial_size() const { return inner_; }
+  void forward_with(const Blob& bottom, Blob& out, const Epilogue& then);
+  // bottom_diff null: the bottom needs no gradient (only gamma's and beta's).
+  void backward_with(const Blob& out, const Blob& bottom, Tensor* bottom_diff, const Epilogue& then);
+
  private:
   float momentum_;
   float eps_;

@@ -40,19 +40,7 @@ void EltwiseLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   float* out = top[0]->data().ptr();
   switch (operation_) {
     case Operation::sum:
-      parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) {
-        const int64_t len = end - begin;
-        if (bottom.size() == 2) {  // the common case, in one pass
-          const float *a = bottom[0]->data().ptr() + begin, *b = bottom[1]->data().ptr() + begin;
-          const float ca = coeffs_[0], cb = coeffs_[1];
-          float* o = out + begin;
-          for (int64_t i = 0; i < len; ++i) o[i] = ca * a[i] + cb * b[i];
-          return;
-        }
-        kernels::scale(len, coeffs_[0], bottom[0]->data().ptr() + begin, out + begin);
-        for (size_t i = 1; i < bottom.size(); ++i)
-          kernels::axpy(len, coeffs_[i], bottom[i]->data().ptr() + begin, out + begin);
-      });
+      parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) { sum_range(bottom, out, begin, end); });
       break;
     case Operation::prod:
       kernels::mul(n, bottom[0]->data().ptr(), bottom[1]->data().ptr(), out);
@@ -106,6 +94,61 @@ void EltwiseLayer::backward(const BlobVec& top, const std::vector<bool>& propaga
       }
     }
   }
+}
+
+void EltwiseLayer::sum_range(const BlobVec& bottom, float* out, int64_t begin, int64_t end) const {
+  const int64_t len = end - begin;
+  if (bottom.size() == 2) {  // the common case, in one pass
+    const float *a = bottom[0]->data().ptr() + begin, *b = bottom[1]->data().ptr() + begin;
+    const float ca = coeffs_[0], cb = coeffs_[1];
+    float* o = out + begin;
+    for (int64_t i = 0; i < len; ++i) o[i] = ca * a[i] + cb * b[i];
+    return;
+  }
+  kernels::scale(len, coeffs_[0], bottom[0]->data().ptr() + begin, out + begin);
+  for (size_t i = 1; i < bottom.size(); ++i) kernels::axpy(len, coeffs_[i], bottom[i]->data().ptr() + begin, out + begin);
+}
+
+void EltwiseLayer::sum_gradient_range(const float* grad, const std::vector<bool>& propagate_down,
+                                      const BlobVec& bottom, int64_t begin, int64_t end) const {
+  for (size_t b = 0; b < bottom.size(); ++b) {
+    if (!propagate_down[b]) continue;
+    float* diff = bottom[b]->diff().ptr() + begin;
+    if (coeffs_[b] == 1.0f)
+      std::copy(grad, grad + (end - begin), diff);
+    else
+      kernels::scale(end - begin, coeffs_[b], grad, diff);
+  }
+}
+
+namespace {
+// Elements per step of a fused pass: its intermediate stays in L1.
+constexpr int64_t fused_step = 4096;
+}  // namespace
+
+void EltwiseLayer::forward_then_relu(const BlobVec& bottom, Blob& out, float slope) {
+  float* y = out.data().ptr();
+  parallel_ranges(out.count(), parallel_grain, [&](int64_t begin, int64_t end) {
+    for (int64_t step = begin; step < end; step += fused_step) {
+      const int64_t step_end = std::min(step + fused_step, end);
+      sum_range(bottom, y, step, step_end);
+      kernels::relu_forward(step_end - step, slope, y + step, y + step);
+    }
+  });
+}
+
+void EltwiseLayer::backward_through_relu(const Blob& out, float slope, const std::vector<bool>& propagate_down,
+                                         const BlobVec& bottom) {
+  const float* sign = out.data().ptr();  // slope >= 0: positive where the sum was
+  const float* dy = out.diff().ptr();
+  parallel_ranges(out.count(), parallel_grain, [&](int64_t begin, int64_t end) {
+    float grad[fused_step];  // the sum's gradient, one step at a time
+    for (int64_t step = begin; step < end; step += fused_step) {
+      const int64_t step_end = std::min(step + fused_step, end);
+      kernels::relu_backward(step_end - step, slope, sign + step, dy + step, grad);
+      sum_gradient_range(grad, propagate_down, bottom, step, step_end);
+    }
+  });
 }
 
 TAIHU_REGISTER_LAYER("Eltwise", EltwiseLayer);

@@ -24,7 +24,22 @@ class EltwiseLayer final : public Layer {
   void forward(const BlobVec& bottom, const BlobVec& top) override;
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
+  Operation operation() const { return operation_; }
+  // A sum followed by a ReLU with slope >= 0 in the same pass over memory
+  // (core/net/fusion.hpp): forward writes only the ReLU's output `out`;
+  // backward reads out's data (the ReLU's sign) and diff and writes the
+  // bottoms' diffs. The same bits as the two layers, one pass instead of two.
+  void forward_then_relu(const BlobVec& bottom, Blob& out, float slope);
+  void backward_through_relu(const Blob& out, float slope, const std::vector<bool>& propagate_down,
+                             const BlobVec& bottom);
+
  private:
+  // out[begin, end) = the weighted sum of the bottoms there.
+  void sum_range(const BlobVec& bottom, float* out, int64_t begin, int64_t end) const;
+  // diff[begin, end) = coeff_b * grad[begin, end) for every bottom b that takes a gradient.
+  void sum_gradient_range(const float* grad, const std::vector<bool>& propagate_down, const BlobVec& bottom,
+                          int64_t begin, int64_t end) const;
+
   Operation operation_;
   std::vector<float> coeffs_;
   std::vector<int32_t> argmax_;  // max: which bottom supplied each output

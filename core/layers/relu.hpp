@@ -16,6 +16,7 @@ class ReLULayer final : public Layer {
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
+  float negative_slope() const { return negative_slope_; }
 
  private:
   float negative_slope_;

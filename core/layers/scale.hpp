@@ -29,6 +29,15 @@ class ScaleLayer final : public Layer {
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                 const BlobVec& bottom) override;
 
+  // For fusion into a BatchNorm (core/net/fusion.hpp): the learned gamma and
+  // beta (null where absent; gamma is null with two bottoms), and the view of
+  // the bottom at the last reshape, outer x dim x inner.
+  Blob* learned_gamma() { return learned_scale_ ? params()[weight_index_].blob.get() : nullptr; }
+  Blob* beta() { return bias_index_ >= 0 ? params()[bias_index_].blob.get() : nullptr; }
+  int64_t outer() const { return outer_; }
+  int64_t dim() const { return dim_; }
+  int64_t inner() const { return inner_; }
+
  private:
   // The shape gamma must have, for these bottoms.
   Shape scale_shape(const BlobVec& bottom) const;

@@ -20,6 +20,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   const config::Document& doc = *description_;
   const config::Section& net = doc.section("net");
   name_ = net.get_or<std::string>("name", "net");
+  const bool fuse = net.get_or<bool>("fuse", true);
   net.reject_unused();
 
   for (const config::Section* input : doc.sections("input")) {
@@ -95,6 +96,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   }
   for (const config::Section* s : doc.sections("layer")) s->reject_unused("this layer type");
   plan_backward();
+  if (fuse) fused_runs_ = fuse_runs(layers_);
 }
 
 Net::~Net() = default;
@@ -245,10 +247,18 @@ float Net::forward_layer(size_t i) {
   Node& node = layers_[i];
   if (!node.active(phase_)) return 0.0f;
   node.layer->reshape(node.bottom, node.top);
-  if (executor_)
+  if (executor_) {
     executor_->forward(i);
-  else
+  } else if (node.fused_run >= 0) {
+    // The whole run at its first layer, once every layer of it has its shapes.
+    FusedRun& run = *fused_runs_[static_cast<size_t>(node.fused_run)];
+    if (i == run.first()) {
+      for (size_t j = i + 1; j <= run.last(); ++j) layers_[j].layer->reshape(layers_[j].bottom, layers_[j].top);
+      run.forward();
+    }
+  } else {
     node.layer->forward(node.bottom, node.top);
+  }
   if (node.loss_weight == 0.0f) return 0.0f;
   const Tensor& out = node.top[0]->data();
   double sum = 0.0;
@@ -270,10 +280,15 @@ void Net::begin_backward() {
 bool Net::backward_layer(size_t i) {
   Node& node = layers_[i];
   if (!node.needs_backward || !node.active(phase_)) return false;
-  if (executor_)
+  if (executor_) {
     executor_->backward(i);
-  else
+  } else if (node.fused_run >= 0) {
+    // Backward meets the run's last layer first.
+    FusedRun& run = *fused_runs_[static_cast<size_t>(node.fused_run)];
+    if (i == run.last()) run.backward();
+  } else {
     node.layer->backward(node.top, node.propagate_down, node.bottom);
+  }
   return true;
 }
 

@@ -18,6 +18,7 @@
 // several layers gets an automatic Split so that gradients add up; a layer
 // whose top equals its bottom works in place. `phase = train|test` restricts a
 // layer to one phase; `loss_weight` makes any layer's top[0] part of the loss.
+// `fuse = false` in [net] computes every layer on its own (see fusion.hpp).
 
 #include <map>
 #include <memory>
@@ -27,7 +28,9 @@
 
 #include "core/config/config.hpp"
 #include "core/layers/layer.hpp"
+#include "core/net/fusion.hpp"
 #include "core/net/layer_executor.hpp"
+#include "core/net/net_node.hpp"
 
 namespace taihu {
 
@@ -86,6 +89,10 @@ class Net {
   // Which of layer i's bottoms receive a gradient in backward.
   const std::vector<bool>& layer_propagate_down(size_t i) const { return layers_[i].propagate_down; }
 
+  // The runs of layers computed together (core/net/fusion.hpp; `[net] fuse`,
+  // default true). Not used while an executor is installed.
+  const std::vector<std::unique_ptr<FusedRun>>& fused_runs() const { return fused_runs_; }
+
   // Every parameter (learnable and state), in layer order.
   std::vector<Param*> params();
   std::vector<const Param*> params() const;
@@ -94,16 +101,7 @@ class Net {
   void zero_param_diffs();
 
  private:
-  struct Node {
-    std::unique_ptr<Layer> layer;
-    BlobVec bottom;
-    BlobVec top;
-    std::vector<bool> propagate_down;
-    float loss_weight = 0.0f;
-    bool needs_backward = false;
-    std::optional<Phase> only_in;
-    bool active(Phase p) const { return !only_in || *only_in == p; }
-  };
+  using Node = NetNode;
 
   struct LayerDraft;
   std::vector<LayerDraft> read_layers(const config::Document& doc) const;
@@ -121,6 +119,7 @@ class Net {
   std::vector<std::string> output_names_;
   std::map<std::string, std::shared_ptr<Blob>> blobs_;
   std::vector<Node> layers_;
+  std::vector<std::unique_ptr<FusedRun>> fused_runs_;
   std::vector<Blob*> diffs_to_zero_;
   LayerExecutor* executor_ = nullptr;
 };

@@ -1,6 +1,7 @@
 #include "core/train/net_replica.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 
@@ -44,6 +45,9 @@ NetReplica::NetReplica(const config::Document& doc, const TrainSettings& setting
     net_->set_executor(executor_.get());
   }
   if (rank == 0) check_sample_shape(doc, *net_, *data.train, settings);
+  if (rank == 0 && !executor_ && !net_->fused_runs().empty())
+    spdlog::info("net '{}': layers computed in fused runs (core/net/fusion.hpp): {}", net_->name(),
+                 describe_fused_runs(net_->fused_runs()));
   require<ConfigError>(data.train->size() >= global_batch,
                        "{}: the training set has {} samples, fewer than workers x batch_size = {}",
                        doc.root().where().str(), data.train->size(), global_batch);
