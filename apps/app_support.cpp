@@ -10,6 +10,7 @@
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
+#include "core/layers/convolution.hpp"
 
 #include <sys/resource.h>
 
@@ -78,6 +79,7 @@ void setup_blas(const config::Document& doc, int argc, char** argv) {
   if (request.threads < 0) throw blas.error("threads", "must be 0 (all cores) or positive");
   blas::select_kernel(request, argc, argv);
   if (doc.root().get_or<bool>("flush_to_zero", true)) enable_flush_to_zero();
+  ConvolutionLayer::configure(doc.section("conv"));
 }
 
 void raise_descriptor_limit() {

@@ -3,7 +3,9 @@
 // bench/pytorch/pytorch_baseline.py, so that the two can be run side by side.
 //
 //   bench_train --net=config/nets/lenet.ini --batch=64 [--classes=10 --iters=100 --warmup=10
-//               --repeats=5 --threads=0 --kernel=auto --json=FILE --profile]
+//               --repeats=5 --threads=0 --kernel=auto --conv=auto --json=FILE --profile]
+//
+// --conv: the convolutions' algorithm, as [conv] algorithm (auto, im2col, dnnl).
 //
 // --profile times each layer's forward and backward pass instead (median over
 // `iters` iterations after the warm-up), with the solver step, and prints
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "bench/bench_args.hpp"
+#include "core/layers/convolution.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/flush_to_zero.hpp"
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
   request.threads = std::stoi(arg_value(argc, argv, "threads", "0"));
   blas::select_kernel(request, argc, argv);
   enable_flush_to_zero();
+  ConvolutionLayer::default_algorithm() = ConvolutionLayer::parse_algorithm(arg_value(argc, argv, "conv", "auto"));
 
   const std::string net_path = arg_value(argc, argv, "net", "config/nets/lenet.ini");
   const int64_t batch = std::stoll(arg_value(argc, argv, "batch", "64"));

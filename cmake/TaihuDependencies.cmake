@@ -114,6 +114,21 @@ add_library(taihu::lmdb INTERFACE IMPORTED)
 target_include_directories(taihu::lmdb INTERFACE ${LMDB_INCLUDE_DIR})
 target_link_libraries(taihu::lmdb INTERFACE ${LMDB_LIBRARY})
 
+# oneDNN (libdnnl-dev): JIT-generated direct convolutions for the CPU's own
+# vector width (core/kernels/dnnl_convolution.hpp). Its CMake package wants
+# OpenCL headers for the GPU runtime taihu does not use, so it is found by
+# hand; libgomp comes with it (Debian builds it on OpenMP), and taihu calls
+# omp_set_num_threads(1) so that oneDNN computes on taihu's own threads.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(DNNL_LIBRARY NAMES dnnl)
+find_library(GOMP_LIBRARY NAMES gomp libgomp.so.1 PATHS /usr/lib/gcc/x86_64-linux-gnu/12)
+if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY OR NOT GOMP_LIBRARY)
+  message(FATAL_ERROR "oneDNN not found: apt-get install libdnnl-dev")
+endif()
+add_library(taihu::dnnl INTERFACE IMPORTED)
+target_include_directories(taihu::dnnl INTERFACE ${DNNL_INCLUDE_DIR})
+target_link_libraries(taihu::dnnl INTERFACE ${DNNL_LIBRARY} ${GOMP_LIBRARY})
+
 # protobuf (libprotobuf-dev, protobuf-compiler): Caffe's files are protobuf
 # (LMDB records are Datum messages, mean files BlobProto; taihu-convert reads
 # prototxt and caffemodel files): reading them any other way would be

@@ -32,6 +32,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   # [data] source = images and lmdb: JPEG (TurboJPEG API), PNG, Caffe's LMDB databases
   libturbojpeg0-dev libpng-dev liblmdb-dev
+  libdnnl-dev  # convolutions: oneDNN's JIT direct kernels (core/kernels/dnnl_convolution.hpp)
 )
 # Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).

@@ -33,6 +33,7 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
+#include "core/layers/convolution.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::compute {
@@ -212,6 +213,7 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   const int blas_threads = doc.section("blas").get_or<int>("threads", 0);
   const int sharing = std::max(1, s.options.processes_on_host) * std::max(1, static_cast<int>(s.local_ranks.size()));
   blas::set_threads(blas_threads > 0 ? blas_threads : std::max(1, blas::available_cores() / sharing));
+  ConvolutionLayer::configure(doc.section("conv"));
   // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
   const config::Section& cluster_section = doc.section("cluster");
   const ClusterSettings defaults;

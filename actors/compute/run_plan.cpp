@@ -134,6 +134,7 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
   p.status = read_status(d);
 
   d.section("blas").mark_all_used();  // read by the app before the run
+  d.section("conv").mark_all_used();
   if (p.ranks == 1) {
     d.section("sync").mark_all_used();  // one replica exchanges nothing
     d.section("topology").mark_all_used();

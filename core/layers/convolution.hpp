@@ -19,6 +19,20 @@
 // output goes straight into the top blob. 1x1 stride-1 unpadded convolutions
 // use the input itself as the column matrix.
 //
+// Each pass (forward, data gradient, weight gradient) runs either by
+// im2col + GEMM (below) or by oneDNN's JIT direct kernels
+// (core/kernels/dnnl_convolution.hpp):
+//
+//   algorithm = auto         # [conv] algorithm for every layer, or per layer:
+//                            # auto | im2col | dnnl
+//
+// auto takes oneDNN wherever it has a JIT kernel for the layer on this CPU,
+// im2col elsewhere (grouped convolutions, CPUs without AVX2). The choice
+// depends on the shape and the CPU alone, never on a timing, so two runs of
+// one config compute the same bits. A oneDNN pass checks itself against
+// im2col on its first call; if it disagrees, it is logged and never used.
+// algorithm = dnnl where oneDNN has no kernel is an error naming the layer.
+//
 // The bottom gradient of a stride-1 convolution is itself a convolution: of
 // the top gradient with the kernel flipped and its channel axes swapped, padded
 // by extent - 1 - pad. One image at a time, with at least 32 bottom channels
@@ -28,7 +42,11 @@
 // num_output followed by col2im.
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 
+#include "core/kernels/dnnl_convolution.hpp"
 #include "core/kernels/im2col.hpp"
 #include "core/layers/filler.hpp"
 #include "core/layers/layer.hpp"
@@ -65,6 +83,15 @@ class ConvolutionLayer final : public Layer {
   };
   static Tuning& tuning();
 
+  enum class Algorithm { automatic, im2col, dnnl };
+  // [conv] algorithm: the default of every layer without its own `algorithm`.
+  static Algorithm& default_algorithm();
+  static Algorithm parse_algorithm(const std::string& name);  // throws std::invalid_argument
+  // Applies a config's [conv] section (algorithm = auto | im2col | dnnl) to every layer built after it.
+  static void configure(const config::Section& conv);
+  // What computes a pass: "im2col+GEMM" or "oneDNN <kernel>".
+  std::string pass_kernel(DnnlConvolution::Pass pass) const;
+
  private:
   void plan_chunks(int64_t batch);
   // The column matrix of images [first, first + count) (count > 1), in col_.
@@ -75,6 +102,17 @@ class ConvolutionLayer final : public Layer {
   ConvGeometry transposed_geometry() const;
   // The bottom gradient of one image by that convolution.
   void transposed_backward(const float* dout, float* dimage);
+  // The passes by im2col + GEMM: the top; the weight and bias gradients
+  // (accumulated; skipped when dweight is null) and the bottom gradient
+  // (skipped when dx is null).
+  void im2col_forward(const float* x, float* y, int64_t batch);
+  void im2col_backward(const float* x, const float* dy, float* dx, float* dweight, float* dbias, int64_t batch);
+  // Sets up oneDNN for the current geometry (when the algorithm allows it).
+  void plan_dnnl();
+  bool uses_dnnl(DnnlConvolution::Pass pass) const { return dnnl_ && dnnl_passes_[static_cast<int>(pass)]; }
+  // After a oneDNN pass's first call: whether it agrees with im2col's
+  // `reference`; if not, it is logged and not used again.
+  bool confirm_dnnl(DnnlConvolution::Pass pass, const float* result, const float* reference, int64_t count);
 
   int64_t num_output_ = 0;
   int64_t group_ = 1;
@@ -89,6 +127,13 @@ class ConvolutionLayer final : public Layer {
   Tensor ones_;   // for bias gradients
   Tensor flipped_;  // per group: (C/group) x (num_output/group * kh * kw) flipped weights
   int64_t transposed_rows_per_band_ = 0;
+
+  std::optional<Algorithm> algorithm_;  // this layer's own `algorithm`
+  std::unique_ptr<DnnlConvolution> dnnl_;
+  ConvGeometry dnnl_geometry_;         // what dnnl_ was made for
+  bool dnnl_passes_[3] = {true, true, true};   // false: a self-check failed
+  bool dnnl_checked_[3] = {false, false, false};
+  Tensor check_;  // im2col's result of a pass, for a self-check
 };
 
 }  // namespace taihu

@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <map>
 
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
 #include "core/common/random.hpp"
 #include "core/data/batch_source.hpp"
+#include "core/layers/convolution.hpp"
 #include "core/net/net.hpp"
 #include "core/solver/solver.hpp"
 
@@ -17,6 +19,26 @@ namespace taihu {
 namespace {
 double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+// What computes the net on the CPU: the fused runs, and each convolution's
+// kernels per pass, counted ("12 x forward oneDNN jit:avx512_core, ...").
+void log_cpu_kernels(const Net& net) {
+  if (!net.fused_runs().empty())
+    spdlog::info("net '{}': layers computed in fused runs (core/net/fusion.hpp): {}", net.name(),
+                 describe_fused_runs(net.fused_runs()));
+  std::map<std::string, int> kernels;
+  for (size_t i = 0; i < net.num_layers(); ++i) {
+    const auto* conv = dynamic_cast<const ConvolutionLayer*>(&net.layer(i));
+    if (!conv) continue;
+    using Pass = DnnlConvolution::Pass;
+    ++kernels["forward " + conv->pass_kernel(Pass::forward)];
+    ++kernels["data gradient " + conv->pass_kernel(Pass::data_gradient)];
+    ++kernels["weight gradient " + conv->pass_kernel(Pass::weight_gradient)];
+  }
+  std::string text;
+  for (const auto& [kernel, count] : kernels) text += fmt::format("{}{} x {}", text.empty() ? "" : ", ", count, kernel);
+  if (!text.empty()) spdlog::info("net '{}': convolutions by {}", net.name(), text);
 }
 }  // namespace
 
@@ -45,9 +67,7 @@ NetReplica::NetReplica(const config::Document& doc, const TrainSettings& setting
     net_->set_executor(executor_.get());
   }
   if (rank == 0) check_sample_shape(doc, *net_, *data.train, settings);
-  if (rank == 0 && !executor_ && !net_->fused_runs().empty())
-    spdlog::info("net '{}': layers computed in fused runs (core/net/fusion.hpp): {}", net_->name(),
-                 describe_fused_runs(net_->fused_runs()));
+  if (rank == 0 && !executor_) log_cpu_kernels(*net_);
   require<ConfigError>(data.train->size() >= global_batch,
                        "{}: the training set has {} samples, fewer than workers x batch_size = {}",
                        doc.root().where().str(), data.train->size(), global_batch);

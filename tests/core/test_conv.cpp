@@ -84,9 +84,16 @@ blas::KernelRequest request(std::string kernel) {
 }
 
 // Restores the convolution tuning after a test changes it.
+// The im2col path's tuning, for one test: the algorithm is pinned to im2col
+// (oneDNN's passes are checked against it in test_dnnl_convolution.cpp).
 struct TuningGuard {
   ConvolutionLayer::Tuning saved = ConvolutionLayer::tuning();
-  ~TuningGuard() { ConvolutionLayer::tuning() = saved; }
+  ConvolutionLayer::Algorithm saved_algorithm = ConvolutionLayer::default_algorithm();
+  TuningGuard() { ConvolutionLayer::default_algorithm() = ConvolutionLayer::Algorithm::im2col; }
+  ~TuningGuard() {
+    ConvolutionLayer::tuning() = saved;
+    ConvolutionLayer::default_algorithm() = saved_algorithm;
+  }
 };
 
 }  // namespace
@@ -342,6 +349,7 @@ TEST_SUITE("conv") {
   }
 
   TEST_CASE("convolution backward accumulates parameter gradients and respects propagate_down") {
+    TuningGuard guard;
     auto layer = make_layer("Convolution", "num_output = 2\nkernel_size = 3\nbias_filler = constant 0.5");
     Blob x(Shape{2, 2, 4, 4}), y;
     fill_uniform(x, 9);

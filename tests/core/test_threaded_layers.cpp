@@ -79,6 +79,11 @@ TEST_SUITE("threads") {
         {"Convolution", "num_output = 50\nkernel_size = 5", {Shape{64, 20, 12, 12}}},
         {"InnerProduct", "num_output = 500", {Shape{64, 800}}},
         {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\nstride = 2", {Shape{4, 32, 56, 56}}},
+        // oneDNN: pieces of images and slices of output channels on the pool
+        // (core/kernels/dnnl_convolution.hpp), and the im2col path beside it.
+        {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\nalgorithm = dnnl", {Shape{5, 32, 28, 28}}},
+        {"Convolution", "num_output = 256\nkernel_size = 1\nstride = 2\nalgorithm = dnnl", {Shape{3, 64, 28, 28}}},
+        {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\nalgorithm = im2col", {Shape{5, 32, 28, 28}}},
     };
     const int saved = blas::threads();
     for (const Case& c : cases)

@@ -1,0 +1,176 @@
+// Convolutions by oneDNN (core/kernels/dnnl_convolution.hpp) against
+// im2col + GEMM on the same weights and data, every pass; the choice of
+// algorithm and its errors.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/common/error.hpp"
+#include "core/layers/convolution.hpp"
+#include "support/error_message.hpp"
+#include "support/gradient_check.hpp"
+#include "support/layer_fixture.hpp"
+
+using namespace taihu;
+using namespace taihu::testing;
+
+namespace {
+
+struct Result {
+  std::vector<float> top, bottom_diff, weight_diff, bias_diff;
+  std::string kernels;
+};
+
+// Forward and backward of a fresh layer on seeded data; parameter diffs
+// start at 0.25 so that accumulation shows.
+Result run(const std::string& options, const Shape& bottom_shape) {
+  auto layer = make_layer("Convolution", options);
+  Blob x(bottom_shape), y;
+  fill_uniform(x, 7, -1.0f, 1.0f);
+  layer->setup({&x}, {&y});
+  layer->reshape({&x}, {&y});
+  for (auto& p : layer->params()) fill_uniform(*p.blob, 11 + p.blob->count(), -0.5f, 0.5f);
+  layer->forward({&x}, {&y});
+  Rng rng(13);
+  for (int64_t i = 0; i < y.count(); ++i) y.diff()[i] = rng.uniform(-1.0f, 1.0f);
+  for (auto& p : layer->params()) p.blob->diff().fill(0.25f);
+  layer->backward({&y}, {true}, {&x});
+  Result r;
+  r.top.assign(y.data().ptr(), y.data().ptr() + y.count());
+  r.bottom_diff.assign(x.diff().ptr(), x.diff().ptr() + x.count());
+  const auto& params = layer->params();
+  r.weight_diff.assign(params[0].blob->diff().ptr(), params[0].blob->diff().ptr() + params[0].blob->count());
+  if (params.size() > 1)
+    r.bias_diff.assign(params[1].blob->diff().ptr(), params[1].blob->diff().ptr() + params[1].blob->count());
+  auto& conv = static_cast<ConvolutionLayer&>(*layer);
+  using Pass = DnnlConvolution::Pass;
+  r.kernels = conv.pass_kernel(Pass::forward) + " | " + conv.pass_kernel(Pass::data_gradient) + " | " +
+              conv.pass_kernel(Pass::weight_gradient);
+  return r;
+}
+
+// Largest difference relative to the largest reference value.
+double relative_error(const std::vector<float>& a, const std::vector<float>& ref) {
+  REQUIRE(a.size() == ref.size());
+  double largest = 0.0, error = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::abs(double(ref[i])));
+    error = std::max(error, std::abs(double(a[i]) - double(ref[i])));
+  }
+  return error / std::max(largest, 1e-30);
+}
+
+GradientCheckOptions tolerance(float step, float threshold) {
+  GradientCheckOptions options;
+  options.step = step;
+  options.threshold = threshold;
+  return options;
+}
+
+bool dnnl_applies(const std::string& options, const Shape& shape) {
+  try {
+    run(options + "\nalgorithm = dnnl", shape);
+    return true;
+  } catch (const ShapeError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("dnnl convolution") {
+  TEST_CASE("oneDNN equals im2col + GEMM in every pass, across shapes, strides, pads, dilations and batches") {
+    struct Case {
+      std::string options;
+      Shape shape;
+    };
+    const std::vector<Case> cases = {
+        {"num_output = 32\nkernel_size = 3\npad = 1", Shape{2, 16, 14, 14}},
+        {"num_output = 32\nkernel_size = 3\npad = 1\nbias_term = false", Shape{5, 32, 9, 11}},
+        {"num_output = 64\nkernel_size = 1\nstride = 2", Shape{3, 48, 15, 15}},
+        {"num_output = 16\nkernel_size = 7\nstride = 2\npad = 3", Shape{2, 3, 32, 32}},
+        {"num_output = 48\nkernel_h = 3\nkernel_w = 5\npad_h = 1\npad_w = 2\ndilation = 2", Shape{1, 16, 20, 17}},
+        {"num_output = 20\nkernel_size = 5", Shape{9, 1, 28, 28}},  // LeNet's conv1: 20 channels, not 16k
+        {"num_output = 50\nkernel_size = 5", Shape{4, 20, 12, 12}},
+        {"num_output = 128\nkernel_size = 3\nstride = 2\npad = 1", Shape{2, 64, 10, 10}},
+    };
+    int ran = 0;
+    for (const Case& c : cases) {
+      CAPTURE(c.options);
+      if (!dnnl_applies(c.options, c.shape)) {
+        MESSAGE("oneDNN has no JIT kernel for this case on this CPU: " << c.options);
+        continue;
+      }
+      ++ran;
+      const Result ref = run(c.options + "\nalgorithm = im2col", c.shape);
+      const Result dnnl = run(c.options + "\nalgorithm = dnnl", c.shape);
+      CHECK(ref.kernels == "im2col+GEMM | im2col+GEMM | im2col+GEMM");
+      CHECK(dnnl.kernels.find("oneDNN jit") == 0);
+      CHECK(relative_error(dnnl.top, ref.top) < 1e-5);
+      CHECK(relative_error(dnnl.bottom_diff, ref.bottom_diff) < 1e-5);
+      CHECK(relative_error(dnnl.weight_diff, ref.weight_diff) < 1e-5);
+      CHECK(relative_error(dnnl.bias_diff, ref.bias_diff) < 1e-5);
+      // A second run computes the same bits (its pieces are cut by shape).
+      const Result again = run(c.options + "\nalgorithm = dnnl", c.shape);
+      CHECK(again.top == dnnl.top);
+      CHECK(again.weight_diff == dnnl.weight_diff);
+    }
+    if (ran == 0) MESSAGE("oneDNN has no JIT kernel on this CPU: nothing compared");
+  }
+
+  TEST_CASE("oneDNN convolution passes the gradient check, accumulates and respects propagate_down") {
+    struct Case {
+      std::string options;
+      Shape input;
+    };
+    const std::vector<Case> cases = {
+        {"num_output = 16\nkernel_size = 3\nstride = 2\npad = 1", Shape{2, 16, 9, 9}},
+        {"num_output = 4\nkernel_h = 3\nkernel_w = 2\nstride = 2 1\npad = 1 0\ndilation = 1 2", Shape{2, 4, 7, 6}},
+        {"num_output = 4\nkernel_size = 1\nbias_filler = uniform -1 1", Shape{3, 2, 3, 4}},
+        {"num_output = 3\nkernel_size = 3\nbias_term = false", Shape{1, 32, 6, 5}},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.options);
+      if (!dnnl_applies(c.options, c.input)) continue;
+      auto layer = make_layer("Convolution", c.options + "\nalgorithm = dnnl\nweight_filler = gaussian 0.5");
+      Blob x(c.input), y;
+      fill_uniform(x, 3);
+      check_gradients(*layer, {&x}, {&y}, tolerance(1e-2f, 2e-3f));
+      // Parameter gradients add up over calls; a bottom without propagate_down keeps its diff.
+      auto& w = *layer->params()[0].blob;
+      w.diff().zero();
+      x.diff().fill(42.0f);
+      layer->backward({&y}, {false}, {&x});
+      const std::vector<float> once(w.diff().ptr(), w.diff().ptr() + w.count());
+      layer->backward({&y}, {false}, {&x});
+      CHECK(x.diff()[0] == 42.0f);
+      for (int64_t i = 0; i < w.count(); ++i) CHECK(w.diff()[i] == doctest::Approx(2 * once[static_cast<size_t>(i)]));
+    }
+  }
+
+  TEST_CASE("auto: oneDNN where it has a kernel, im2col for grouped convolutions; forcing it there is an error") {
+    const Shape shape{2, 32, 12, 12};
+    if (!dnnl_applies("num_output = 32\nkernel_size = 3", shape)) return;
+    CHECK(run("num_output = 32\nkernel_size = 3", shape).kernels.find("oneDNN") == 0);
+    CHECK(run("num_output = 32\nkernel_size = 3\ngroup = 2", shape).kernels == "im2col+GEMM | im2col+GEMM | im2col+GEMM");
+    const std::string message = error_message([&] { run("num_output = 32\nkernel_size = 3\ngroup = 2\nalgorithm = dnnl", shape); });
+    CHECK(message.find("algorithm = dnnl") != std::string::npos);
+    CHECK(message.find("grouped") != std::string::npos);
+    CHECK(message.find("Convolution") != std::string::npos);
+  }
+
+  TEST_CASE("[conv] algorithm sets the default; a layer's own key wins") {
+    const Shape shape{2, 32, 12, 12};
+    if (!dnnl_applies("num_output = 32\nkernel_size = 3", shape)) return;
+    auto& algorithm = ConvolutionLayer::default_algorithm();
+    const auto saved = algorithm;
+    algorithm = ConvolutionLayer::Algorithm::im2col;
+    CHECK(run("num_output = 32\nkernel_size = 3", shape).kernels.find("im2col") == 0);
+    CHECK(run("num_output = 32\nkernel_size = 3\nalgorithm = dnnl", shape).kernels.find("oneDNN") == 0);
+    algorithm = saved;
+    CHECK_THROWS_AS(ConvolutionLayer::parse_algorithm("winograd"), std::invalid_argument);
+  }
+}
