@@ -95,6 +95,7 @@ memory as_layout(const memory& user, const memory::desc& wanted, Slot slot, dnnl
 struct DnnlConvolution::Impl {
   ConvGeometry g;
   int64_t num_output = 0;
+  int64_t group = 1;
   bool bias = false;
   Dims strides, dilates, pad_l, pad_r;
   std::string kernels[3];
@@ -116,21 +117,42 @@ struct DnnlConvolution::Impl {
   std::map<std::pair<int64_t, int64_t>, WeightPrimitives> weight_primitives;
   // Weights in the layouts the forward and data-gradient kernels want.
   std::vector<float> forward_weights, data_weights;
+  // The whole batch's input per group, in the weight-gradient kernel's layout.
+  std::vector<float> blocked_input;
 
+  int64_t group_channels() const { return g.channels / group; }  // input channels per group
+  int64_t group_outputs() const { return num_output / group; }
   Dims src_dims(int64_t n) const { return {n, g.channels, g.height, g.width}; }
   Dims dst_dims(int64_t n, int64_t channels) const { return {n, channels, g.out_height(), g.out_width()}; }
-  Dims weight_dims(int64_t channels) const { return {channels, g.channels, g.kernel_h, g.kernel_w}; }
-  double image_flops() const { return 2.0 * double(num_output) * double(g.out_size()) * double(g.col_rows()); }
+  // All weights (OIHW, or GOIHW split by group: the same memory) ...
+  Dims all_weight_dims() const {
+    if (group == 1) return {num_output, g.channels, g.kernel_h, g.kernel_w};
+    return {group, group_outputs(), group_channels(), g.kernel_h, g.kernel_w};
+  }
+  Tag all_weight_tag() const { return group == 1 ? Tag::oihw : Tag::goihw; }
+  // ... and those of `channels` outputs within one group.
+  Dims weight_dims(int64_t channels) const { return {channels, group_channels(), g.kernel_h, g.kernel_w}; }
+  // One group's input channels of n images: a strided view of NCHW.
+  memory::desc group_input(int64_t n) const {
+    const int64_t plane = g.height * g.width;
+    return memory::desc({n, group_channels(), g.height, g.width}, f32, Dims{g.channels * plane, plane, g.width, 1});
+  }
+  double image_flops() const {
+    return 2.0 * double(num_output) * double(g.out_size()) * double(g.col_rows() / group);
+  }
 
   int64_t images_per_piece(int64_t batch) const {
     const auto wanted = static_cast<int64_t>(std::ceil(min_piece_flops / std::max(image_flops(), 1.0)));
     return std::clamp<int64_t>(wanted, 1, std::max<int64_t>(batch, 1));
   }
 
+  // Output channels per weight-gradient piece: a multiple of 16 dividing a
+  // group's outputs, giving about target_slices pieces in all.
   int64_t slice_channels() const {
-    if (num_output % 16 != 0) return num_output;
-    const int64_t slice = std::max<int64_t>(16, (num_output / target_slices + 15) / 16 * 16);
-    return num_output % slice == 0 ? slice : 16;
+    const int64_t outputs = group_outputs();
+    if (outputs % 16 != 0) return outputs;
+    const int64_t slice = std::max<int64_t>(16, (outputs * group / target_slices + 15) / 16 * 16);
+    return outputs % slice == 0 ? slice : 16;
   }
 
   ImagePrimitives& images(int64_t n) {
@@ -140,12 +162,12 @@ struct DnnlConvolution::Impl {
     const auto attr = user_scratchpad();
     const auto bias_md = bias ? any({num_output}) : memory::desc();
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                       any(src_dims(n)), any(weight_dims(num_output)), bias_md,
+                                       any(src_dims(n)), any(all_weight_dims()), bias_md,
                                        any(dst_dims(n, num_output)), strides, dilates, pad_l, pad_r);
     ImagePrimitives p;
     p.forward_pd = dnnl::convolution_forward::primitive_desc(fd, attr, cpu_engine());
     dnnl::convolution_backward_data::desc dd(dnnl::algorithm::convolution_direct, any(src_dims(n)),
-                                             any(weight_dims(num_output)), any(dst_dims(n, num_output)), strides,
+                                             any(all_weight_dims()), any(dst_dims(n, num_output)), strides,
                                              dilates, pad_l, pad_r);
     p.data_pd = dnnl::convolution_backward_data::primitive_desc(dd, attr, cpu_engine(), p.forward_pd);
     p.forward = dnnl::convolution_forward(p.forward_pd);
@@ -160,12 +182,13 @@ struct DnnlConvolution::Impl {
     hold_openmp_to_this_thread();
     const auto attr = user_scratchpad();
     // oneDNN derives backward kernels from a forward one of the same shape.
+    const Dims input{batch, group_channels(), g.height, g.width};
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                       any(src_dims(batch)), any(weight_dims(channels)),
+                                       any(input), any(weight_dims(channels)),
                                        bias ? any({channels}) : memory::desc(), any(dst_dims(batch, channels)),
                                        strides, dilates, pad_l, pad_r);
     const dnnl::convolution_forward::primitive_desc hint(fd, cpu_engine());
-    dnnl::convolution_backward_weights::desc wd(dnnl::algorithm::convolution_direct, any(src_dims(batch)),
+    dnnl::convolution_backward_weights::desc wd(dnnl::algorithm::convolution_direct, any(input),
                                                 any(weight_dims(channels)), bias ? any({channels}) : memory::desc(),
                                                 any(dst_dims(batch, channels)), strides, dilates, pad_l, pad_r);
     WeightPrimitives p;
@@ -183,7 +206,7 @@ struct DnnlConvolution::Impl {
 
   // `weight` (OIHW) in the layout `wanted`, in `buffer` unless it already is.
   const float* prepared_weights(const float* weight, const memory::desc& wanted, std::vector<float>& buffer) {
-    const memory::desc user = plain(weight_dims(num_output), Tag::oihw);
+    const memory::desc user = plain(all_weight_dims(), all_weight_tag());
     if (wanted == user) return weight;
     buffer.resize(wanted.get_size() / sizeof(float));
     memory from(user, cpu_engine(), const_cast<float*>(weight));
@@ -213,10 +236,13 @@ DnnlConvolution::~DnnlConvolution() = default;
 
 std::unique_ptr<DnnlConvolution> DnnlConvolution::create(const ConvGeometry& geometry, int64_t num_output,
                                                          int64_t group, bool bias) {
-  if (group != 1 || geometry.out_height() < 1 || geometry.out_width() < 1) return nullptr;
+  if (group < 1 || geometry.channels % group != 0 || num_output % group != 0 || geometry.out_height() < 1 ||
+      geometry.out_width() < 1)
+    return nullptr;
   auto impl = std::make_unique<Impl>();
   impl->g = geometry;
   impl->num_output = num_output;
+  impl->group = group;
   impl->bias = bias;
   impl->strides = {geometry.stride_h, geometry.stride_w};
   impl->dilates = {geometry.dilation_h - 1, geometry.dilation_w - 1};
@@ -298,52 +324,57 @@ void DnnlConvolution::backward_weights(const float* x, const float* dy, float* d
   Impl::WeightPrimitives& p = m.weights(slice, batch);
   const auto& pd = p.pd;
   const int64_t out_plane = m.g.out_size();
-  const int64_t kernel_size = m.g.channels * m.g.kernel_h * m.g.kernel_w;
+  const int64_t in_size = m.g.channels * m.g.height * m.g.width;
+  const int64_t group_in = m.group_channels() * m.g.height * m.g.width;  // a group's channels of one image
+  const int64_t kernel_size = m.group_channels() * m.g.kernel_h * m.g.kernel_w;
 
-  // The whole batch's input in the kernel's layout, once for every slice
-  // (converted piece by piece of images on the pool).
-  const memory::desc user_src_md = plain(m.src_dims(batch), Tag::nchw);
-  std::vector<float> blocked;
-  const float* src_data = x;
-  if (pd.src_desc() != user_src_md) {
-    blocked.resize(pd.src_desc().get_size() / sizeof(float));
-    const int64_t in_size = m.g.channels * m.g.height * m.g.width;
+  // Each group's input for the whole batch in the kernel's layout, once for
+  // all of its slices (converted piece by piece of images on the pool).
+  const bool convert = pd.src_desc() != m.group_input(batch);
+  const size_t group_floats = pd.src_desc().get_size() / sizeof(float);
+  if (convert) {
+    if (m.blocked_input.size() < group_floats * static_cast<size_t>(m.group))
+      m.blocked_input.resize(group_floats * static_cast<size_t>(m.group));
     const int64_t per_piece = m.images_per_piece(batch);
-    parallel_for((batch + per_piece - 1) / per_piece, [&](int64_t i) {
-      const int64_t first = i * per_piece, count = std::min(per_piece, batch - first);
+    const int64_t pieces = (batch + per_piece - 1) / per_piece;
+    parallel_for(m.group * pieces, [&](int64_t i) {
+      const int64_t grp = i / pieces, first = (i % pieces) * per_piece, count = std::min(per_piece, batch - first);
       dnnl::stream& stream = thread_stream();
-      memory from(plain(m.src_dims(count), Tag::nchw), cpu_engine(), const_cast<float*>(x + first * in_size));
-      memory to(pd.src_desc().submemory_desc(m.src_dims(count), {first, 0, 0, 0}), cpu_engine(), blocked.data());
+      memory from(m.group_input(count), cpu_engine(), const_cast<float*>(x + first * in_size + grp * group_in));
+      memory to(pd.src_desc().submemory_desc({count, m.group_channels(), m.g.height, m.g.width}, {first, 0, 0, 0}),
+                cpu_engine(), m.blocked_input.data() + static_cast<size_t>(grp) * group_floats);
       dnnl::reorder(from, to).execute(stream, from, to);
       stream.wait();
     });
-    src_data = blocked.data();
   }
 
-  parallel_for(m.num_output / slice, [&](int64_t s) {
+  const int64_t slices = m.group_outputs() / slice;
+  parallel_for(m.group * slices, [&](int64_t item) {
     dnnl::stream& stream = thread_stream();
-    const int64_t first = s * slice;
+    const int64_t grp = item / slices;
+    const int64_t first = grp * m.group_outputs() + (item % slices) * slice;  // first output channel
     // This slice's channels of the output gradient: a strided view of NCHW.
     const memory::desc view(m.dst_dims(batch, slice), f32,
                             Dims{m.num_output * out_plane, out_plane, m.g.out_width(), 1});
     memory user_dy(view, cpu_engine(), const_cast<float*>(dy + first * out_plane));
     memory diff_dst = as_layout(user_dy, pd.diff_dst_desc(), slot_in, stream);
-    memory src(pd.src_desc(), cpu_engine(), const_cast<float*>(src_data));
+    const float* input = convert ? m.blocked_input.data() + static_cast<size_t>(grp) * group_floats : x + grp * group_in;
+    memory src(pd.src_desc(), cpu_engine(), const_cast<float*>(input));
     memory diff_weights(pd.diff_weights_desc(), cpu_engine(),
                         thread_buffer(slot_diff, pd.diff_weights_desc().get_size()));
     memory scratchpad(pd.scratchpad_desc(), cpu_engine(), thread_buffer(slot_scratchpad, pd.scratchpad_desc().get_size()));
-    std::vector<float> bias_sums(static_cast<size_t>(m.bias ? slice : 0));
+    auto* bias_sums = static_cast<float*>(thread_buffer(slot_out, sizeof(float) * static_cast<size_t>(slice)));
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
                                          {DNNL_ARG_DIFF_DST, diff_dst},
                                          {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    if (m.bias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(pd.diff_bias_desc(), cpu_engine(), bias_sums.data()));
+    if (m.bias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(pd.diff_bias_desc(), cpu_engine(), bias_sums));
     p.primitive.execute(stream, args);
     memory user_dw(plain(m.weight_dims(slice), Tag::oihw), cpu_engine(), dweight + first * kernel_size);
     p.accumulate.execute(stream, diff_weights, user_dw);
     stream.wait();
-    if (dbias)
-      for (int64_t o = 0; o < slice && m.bias; ++o) dbias[first + o] += bias_sums[static_cast<size_t>(o)];
+    if (dbias && m.bias)
+      for (int64_t o = 0; o < slice; ++o) dbias[first + o] += bias_sums[o];
   });
 }
 

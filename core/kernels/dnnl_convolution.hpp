@@ -9,9 +9,9 @@
 // the shape alone, and every output element is computed inside one piece,
 // so the results do not depend on the thread count:
 //   forward, data gradient  pieces of images (each image's output is its own)
-//   weight gradient         pieces of output channels, each over the whole
-//                           batch (oneDNN's own threading would split the
-//                           sum over images by thread count)
+//   weight gradient         pieces of output channels (within a group), each
+//                           over the whole batch (oneDNN's own threading
+//                           would split the sum over images by thread count)
 // Like a BLAS kernel, the bits depend on the CPU's instruction set
 // (DNNL_MAX_CPU_ISA caps it).
 //
@@ -31,8 +31,8 @@ class DnnlConvolution {
   enum class Pass { forward, data_gradient, weight_gradient };
 
   // Null when oneDNN has no JIT kernel for this convolution's forward pass on
-  // this CPU (it would run its reference or GEMM code), or for a grouped
-  // convolution (not supported here).
+  // this CPU (it would run its reference or GEMM code). Grouped convolutions
+  // run as oneDNN's grouped kernels, their weight gradients group by group.
   static std::unique_ptr<DnnlConvolution> create(const ConvGeometry& geometry, int64_t num_output, int64_t group,
                                                  bool bias);
   ~DnnlConvolution();

@@ -114,9 +114,10 @@ void ConvolutionLayer::plan_dnnl() {
   }
   if (!dnnl_ && algorithm == Algorithm::dnnl)
     shape_error(fmt::format("algorithm = dnnl, but oneDNN has no JIT kernel for this convolution on this CPU "
-                            "(group {}, kernel {}x{}, stride {}x{}, {} input channels){}; use auto or im2col",
-                            group_, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.channels,
-                            group_ > 1 ? ": grouped convolutions run by im2col" : ""));
+                            "(group {}, kernel {}x{}, stride {}x{}, dilation {}x{}, {} input channels); "
+                            "use auto or im2col",
+                            group_, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
+                            g.channels));
 }
 
 bool ConvolutionLayer::confirm_dnnl(DnnlConvolution::Pass pass, const float* result, const float* reference,

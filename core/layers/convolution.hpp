@@ -27,7 +27,8 @@
 //                            # auto | im2col | dnnl
 //
 // auto takes oneDNN wherever it has a JIT kernel for the layer on this CPU,
-// im2col elsewhere (grouped convolutions, CPUs without AVX2). The choice
+// im2col elsewhere (CPUs without AVX2, say), and for the weight gradient of
+// 1x1 kernels (see plan_dnnl). The choice
 // depends on the shape and the CPU alone, never on a timing, so two runs of
 // one config compute the same bits. A oneDNN pass checks itself against
 // im2col on its first call; if it disagrees, it is logged and never used.

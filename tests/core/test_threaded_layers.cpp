@@ -83,6 +83,7 @@ TEST_SUITE("threads") {
         // (core/kernels/dnnl_convolution.hpp), and the im2col path beside it.
         {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\nalgorithm = dnnl", {Shape{5, 32, 28, 28}}},
         {"Convolution", "num_output = 256\nkernel_size = 1\nstride = 2\nalgorithm = dnnl", {Shape{3, 64, 28, 28}}},
+        {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\ngroup = 2\nalgorithm = dnnl", {Shape{3, 32, 20, 20}}},
         {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\nalgorithm = im2col", {Shape{5, 32, 28, 28}}},
     };
     const int saved = blas::threads();
