@@ -15,6 +15,7 @@
 //              [--budget-mb=32] [--batch-below=512] [--target-columns=4096] [--gemm-mb=256] [--clock=wall|cpu]
 //              [--transposed=yes|no] (stride-1 bottom gradient as a convolution of the top gradient)
 //              [--gemm=no] (skip the reference GEMMs, for profiling)
+//              [--conv=auto|im2col|dnnl] (the convolutions' algorithm, as [conv] algorithm)
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
       std::stoll(arg_value(argc, argv, "batch-below", std::to_string(tuning.batch_below_columns)));
   tuning.target_columns = std::stoll(arg_value(argc, argv, "target-columns", std::to_string(tuning.target_columns)));
   tuning.transposed_data_grad = arg_value(argc, argv, "transposed", "yes") != "no";
+  ConvolutionLayer::default_algorithm() = ConvolutionLayer::parse_algorithm(arg_value(argc, argv, "conv", "auto"));
 
   std::printf(
       "Convolution vs SGEMM: batch %lld, %d threads, kernel %s, median of %d runs (%s time), column budget %lld MB\n",

@@ -7,7 +7,8 @@
 #
 #   bash bench/compare_pytorch.sh [BUILD_DIR] [ROUNDS]
 # Writes bench/results/compare_pytorch.jsonl and prints the best configuration,
-# medians and ratios. MODELS="lenet" limits the nets (default: lenet resnet50).
+# medians and ratios. MODELS="lenet" limits the nets (default: lenet alexnet
+# resnet50 resnet50-b32, the last ResNet-50 at batch 32).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -67,9 +68,11 @@ run_case() {  # model batch net classes iters warmup
   done
 }
 
-models=${MODELS:-lenet resnet50}
+models=${MODELS:-lenet alexnet resnet50 resnet50-b32}
 [[ " $models " == *" lenet "* ]] && run_case lenet 64 config/nets/lenet.ini 10 100 10
+[[ " $models " == *" alexnet "* ]] && run_case alexnet 16 config/nets/alexnet.ini 1000 5 2
 [[ " $models " == *" resnet50 "* ]] && run_case resnet50 8 config/nets/resnet50.ini 1000 4 1
+[[ " $models " == *" resnet50-b32 "* ]] && run_case resnet50 32 config/nets/resnet50.ini 1000 2 1
 
 /usr/bin/python3 - "$out" <<'PY'
 import json, statistics, sys
@@ -80,15 +83,15 @@ def load(path, key):
         line = line.strip()
         if line:
             r = json.loads(line)
-            rows.setdefault(r.get(key), []).append(r["images_per_second"])
+            rows.setdefault((r.get(key), r.get("batch")), []).append(r["images_per_second"])
     return rows
 taihu = load(base, "net")
 tuned = load(base + ".tuned", "model")
 default = load(base + ".default", "model")
-print(f"{'model':10} {'taihu':>10} {'torch best':>11} {'torch default':>14} {'vs best':>8} {'vs default':>11}")
-for model, net in (("lenet", "lenet"), ("resnet50", "resnet50")):
-    if net not in taihu or model not in tuned:
+print(f"{'model':10} {'batch':>5} {'taihu':>10} {'torch best':>11} {'torch default':>14} {'vs best':>8} {'vs default':>11} {'runs':>5}")
+for (model, batch) in sorted(tuned):
+    if (model, batch) not in taihu:
         continue
-    t, b, d = (statistics.median(x) for x in (taihu[net], tuned[model], default[model]))
-    print(f"{model:10} {t:10.1f} {b:11.1f} {d:14.1f} {t / b:8.2f} {t / d:11.2f}")
+    t, b, d = (statistics.median(x[(model, batch)]) for x in (taihu, tuned, default))
+    print(f"{model:10} {batch:5} {t:10.1f} {b:11.1f} {d:14.1f} {t / b:8.2f} {t / d:11.2f} {len(taihu[(model, batch)]):5}")
 PY

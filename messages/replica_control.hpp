@@ -113,9 +113,14 @@ typename Inspector::result_type inspect(Inspector& f, DeviceReport& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, LayerKernels& x) {
+  return f(caf::meta::type_name("taihu::LayerKernels"), x.layer, x.forward, x.data_gradient, x.weight_gradient);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ReplicaFigures& x) {
-  return f(caf::meta::type_name("taihu::ReplicaFigures"), x.device, x.executor, x.runner, x.data_skipped,
-           x.data_left_out);
+  return f(caf::meta::type_name("taihu::ReplicaFigures"), x.device, x.fused_runs, x.convolutions, x.executor,
+           x.runner, x.data_skipped, x.data_left_out);
 }
 
 }  // namespace taihu

@@ -510,6 +510,10 @@ TrainReport net_report(const RunPlan& plan, const Outcome& o) {
     report.data.skipped = std::max(report.data.skipped, f.data_skipped);
     report.data.left_out = std::max(report.data.left_out, f.data_left_out);
   }
+  if (plan.device == "cpu" && !o.figures.empty()) {
+    report.fused_runs = o.figures.front().fused_runs;
+    report.convolutions = o.figures.front().convolutions;
+  }
   if (plan.device != "cpu" && !o.figures.empty()) {
     report.device = plan.device;
     report.device_report = o.figures.front().device;

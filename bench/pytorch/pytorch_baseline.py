@@ -2,9 +2,11 @@
 """PyTorch CPU training-throughput baseline for taihu's benchmarks.
 
 Measures images/s of a full training step (forward, loss, backward,
-optimizer step) on synthetic data for two reference networks:
+optimizer step) on synthetic data for three reference networks:
 
   lenet     Caffe's MNIST LeNet, 1x28x28 inputs, 10 classes (default batch 64)
+  alexnet   Caffe's AlexNet (60.965M parameters, LRN, two-group convolutions),
+            3x227x227 inputs, 1000 classes (default batch 16)
   resnet50  Bottleneck ResNet-50 (v1.5 layout, 25.557M parameters),
             3x224x224 inputs, 1000 classes (default batch 8)
 
@@ -99,6 +101,32 @@ class Bottleneck(nn.Module):
         return F.relu(y + identity, inplace=True)
 
 
+class AlexNet(nn.Module):
+    """Caffe's bvlc_alexnet, as taihu's config/nets/alexnet.ini: LRN after
+    conv1 and conv2, two-group conv2, conv4 and conv5, dropout 0.5."""
+
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 96, 11, stride=4), nn.ReLU(inplace=True),
+            nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1.0),
+            nn.MaxPool2d(3, stride=2, ceil_mode=True),                       # 55 -> 27
+            nn.Conv2d(96, 256, 5, padding=2, groups=2), nn.ReLU(inplace=True),
+            nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1.0),
+            nn.MaxPool2d(3, stride=2, ceil_mode=True),                       # 27 -> 13
+            nn.Conv2d(256, 384, 3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(384, 384, 3, padding=1, groups=2), nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, 3, padding=1, groups=2), nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, stride=2, ceil_mode=True))                       # 13 -> 6
+        self.classifier = nn.Sequential(
+            nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5),
+            nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5),
+            nn.Linear(4096, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
 class ResNet50(nn.Module):
     def __init__(self, num_classes=1000):
         super().__init__()
@@ -128,12 +156,13 @@ class ResNet50(nn.Module):
 # ResNet-50 gets normalised, ImageNet-like N(0, 1) values.
 MODELS = {
     "lenet": (LeNet, (1, 28, 28), 10, 64, 431_080, torch.rand),
+    "alexnet": (AlexNet, (3, 227, 227), 1000, 16, 60_965_224, torch.randn),
     "resnet50": (ResNet50, (3, 224, 224), 1000, 8, 25_557_032, torch.randn),
 }
 
 # Default (iters, warmup) per model: enough for a stable figure on a small
 # machine without making ResNet-50 take minutes.
-DEFAULT_ITERS = {"lenet": (100, 10), "resnet50": (5, 2)}
+DEFAULT_ITERS = {"lenet": (100, 10), "alexnet": (5, 2), "resnet50": (5, 2)}
 
 
 # ---------------------------------------------------------------------------

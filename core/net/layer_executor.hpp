@@ -26,6 +26,13 @@ struct DeviceLayerTime {
   double backward_seconds() const { return data_gradient_seconds + weight_gradient_seconds; }
 };
 
+// What computed a layer on the host CPU (no executor), per pass: "oneDNN jit:avx512_core",
+// "im2col+GEMM" (convolutions; core/layers/convolution.hpp).
+struct LayerKernels {
+  std::string layer;
+  std::string forward, data_gradient, weight_gradient;
+};
+
 struct DeviceReport {
   std::string device = "cpu";
   int64_t iterations = 0;           // training iterations timed

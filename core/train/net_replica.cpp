@@ -178,7 +178,15 @@ ReplicaFigures NetReplica::figures() const {
   if (executor_) {
     f.device = executor_->report();
     f.device.device = device_;
+    return f;
   }
+  f.fused_runs = describe_fused_runs(net_->fused_runs());
+  using Pass = DnnlConvolution::Pass;
+  for (size_t i = 0; i < net_->num_layers(); ++i)
+    if (const auto* conv = dynamic_cast<const ConvolutionLayer*>(&net_->layer(i)))
+      f.convolutions.push_back(LayerKernels{conv->name(), conv->pass_kernel(Pass::forward),
+                                            conv->pass_kernel(Pass::data_gradient),
+                                            conv->pass_kernel(Pass::weight_gradient)});
   return f;
 }
 

@@ -76,6 +76,10 @@ struct ReplicaEvaluation {
 // and which runner ran it.
 struct ReplicaFigures {
   DeviceReport device;
+  // CPU nets: the fused layer runs ("16 BatchNorm+Scale+ReLU, ...") and each
+  // convolution's kernels.
+  std::string fused_runs;
+  std::vector<LayerKernels> convolutions;
   cavs::ExecutorStats executor;
   std::string runner;  // dynamic models: "inline" or "actors"
   // Samples of this replica's data sets found unreadable and skipped so far

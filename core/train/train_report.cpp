@@ -84,9 +84,23 @@ std::string TrainReport::to_json() const {
       "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n  \"stopped\": {},\n"
       "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
       "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
-      "  \"blas_kernel\": {},\n  \"data\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
+      "  \"blas_kernel\": {},{}\n  \"data\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
       json_quote(net), parameters, epochs, iterations, stopped, batch_size, train_loss, test_loss, test_accuracy,
-      images_per_second, seconds, json_quote(blas_kernel), data_json, workers, buckets_json, device_json, epochs_json);
+      images_per_second, seconds, json_quote(blas_kernel), kernels_json(), data_json, workers, buckets_json,
+      device_json, epochs_json);
+}
+
+std::string TrainReport::kernels_json() const {
+  if (fused_runs.empty() && convolutions.empty()) return "";
+  std::string layers;
+  for (size_t i = 0; i < convolutions.size(); ++i) {
+    const LayerKernels& k = convolutions[i];
+    layers += (i ? ",\n    " : "\n    ") + taihu::to_json({{"layer", k.layer},
+                                                          {"forward", k.forward},
+                                                          {"data_gradient", k.data_gradient},
+                                                          {"weight_gradient", k.weight_gradient}});
+  }
+  return fmt::format("\n  \"fused_runs\": {},\n  \"convolutions\": [{}\n  ],", json_quote(fused_runs), layers);
 }
 
 double TrainReport::simulated_allreduce_share() const {

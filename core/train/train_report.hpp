@@ -51,6 +51,10 @@ struct TrainReport {
   double images_per_second = 0.0;  // training images over training time
   double seconds = 0.0;
   std::string blas_kernel;
+  // CPU nets: the fused layer runs and each convolution's kernels per pass
+  // (rank 0's replica; ReplicaFigures).
+  std::string fused_runs;
+  std::vector<LayerKernels> convolutions;
   DataReport data;
   std::vector<EpochResult> history;
   int64_t workers = 1;
@@ -77,6 +81,7 @@ struct TrainReport {
   double simulated_system_images_per_second() const;
 
   std::string to_json() const;
+  std::string kernels_json() const;  // "fused_runs" and "convolutions", or nothing
 };
 
 // The per-layer table of a device report, for logs.

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# LeNet on Fashion-MNIST end to end: `taihu-train config/lenet-fashion.ini` (the
+# whole run: reading the IDX files, training, the test after every epoch)
+# against a plain PyTorch loop on the same files with the same net, batch,
+# solver and epochs (bench/pytorch/lenet_fashion_loop.py; its training steps
+# only), PyTorch at its best on this machine as bench/compare_pytorch.sh finds
+# it. Alternating rounds; medians of training images/s and the accuracies.
+#
+#   bash bench/compare_lenet_fashion.sh [BUILD_DIR] [ROUNDS] [EPOCHS]
+# Writes bench/results/lenet_fashion.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+rounds=${2:-3}
+epochs=${3:-3}
+cores=$(nproc)
+data=/usr/share/datasets/fashion-mnist
+[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "Fashion-MNIST missing: apt-get install dataset-fashion-mnist"; exit 1; }
+out=bench/results/lenet_fashion.jsonl
+mkdir -p bench/results
+: >"$out"
+# PyTorch's best OpenBLAS kernel, as compare_pytorch.sh chooses it (CORETYPE= to force one).
+coretype=${CORETYPE-}
+torch_env=(-u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 ${coretype:+OPENBLAS_CORETYPE=$coretype})
+echo "PyTorch: OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=${coretype:-unset} torch.set_num_threads($cores)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for ((r = 1; r <= rounds; r++)); do
+  env -u OPENBLAS_CORETYPE "$build/apps/taihu-train" --config-file=config/lenet-fashion.ini epochs="$epochs" \
+    output.dir="$tmp/out" --report="$tmp/report.json" >"$tmp/log" 2>&1
+  /usr/bin/python3 - "$tmp/report.json" "$out" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+row = {"framework": "taihu", "epochs": r["epochs"], "images_per_second": r["images_per_second"],
+       "seconds": r["seconds"], "test_accuracy": r["test_accuracy"], "blas_kernel": r["blas_kernel"]}
+print(json.dumps(row))
+open(sys.argv[2], "a").write(json.dumps(row) + "\n")
+PY
+  (cd bench/pytorch && env "${torch_env[@]}" /usr/bin/python3 lenet_fashion_loop.py --epochs "$epochs" \
+    --threads "$cores" --json "../../$out")
+done
+/usr/bin/python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for fw in ("taihu", "pytorch"):
+    rs = [r for r in rows if r["framework"] == fw]
+    print(f"{fw:8} images/s median {statistics.median(r['images_per_second'] for r in rs):8.1f}  "
+          f"accuracy {', '.join(f'{r[\"test_accuracy\"]:.4f}' for r in rs)}")
+t = statistics.median(r["images_per_second"] for r in rows if r["framework"] == "taihu")
+p = statistics.median(r["images_per_second"] for r in rows if r["framework"] == "pytorch")
+print(f"taihu / PyTorch: {t / p:.2f}x")
+PY
