@@ -38,27 +38,20 @@ KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_
   return total;
 }
 
-KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
-                                   const float* w, const float* dy, float* dw, float* db, float* dx, float* col) {
+KernelStats conv_weight_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db, float* col) {
   KernelStats total;
   const std::int64_t out = s.out_height() * s.out_width(), in = s.channels * s.height * s.width;
   const std::int64_t rows = s.col_rows();
   for (std::int64_t i = 0; i < batch; ++i) {
-    const float* dyi = dy + i * s.num_output * out;
     const float* cols = x + i * in;
     if (!s.pointwise()) {
       add(total, im2col(cg, s, x + i * in, col));
       cols = col;
     }
     // dW (No x rows) += dY (No x out) * col^T
-    add(total, gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dyi, out, cols, out, 1.0f, dw,
-                    rows));
-    if (dx) {
-      float* target = s.pointwise() ? dx + i * in : col;
-      add(total, gemm(cg, Transpose::yes, Transpose::no, rows, out, s.num_output, 1.0f, w, rows, dyi, out, 0.0f,
-                      target, out));
-      if (!s.pointwise()) add(total, col2im(cg, s, col, dx + i * in));
-    }
+    add(total, gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dy + i * s.num_output * out, out,
+                    cols, out, 1.0f, dw, rows));
   }
   if (db) {
     std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
@@ -66,6 +59,29 @@ KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64
     if (cg.numerics())
       for (std::int64_t c = 0; c < s.num_output; ++c) db[c] += float(sum[c]);
   }
+  total.kernel = "conv_weight_gradient_explicit";
+  return total;
+}
+
+KernelStats conv_data_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* w,
+                                        const float* dy, float* dx, float* col) {
+  KernelStats total;
+  const std::int64_t out = s.out_height() * s.out_width(), in = s.channels * s.height * s.width;
+  const std::int64_t rows = s.col_rows();
+  for (std::int64_t i = 0; i < batch; ++i) {
+    float* target = s.pointwise() ? dx + i * in : col;
+    add(total, gemm(cg, Transpose::yes, Transpose::no, rows, out, s.num_output, 1.0f, w, rows,
+                    dy + i * s.num_output * out, out, 0.0f, target, out));
+    if (!s.pointwise()) add(total, col2im(cg, s, col, dx + i * in));
+  }
+  total.kernel = "conv_data_gradient_explicit";
+  return total;
+}
+
+KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                   const float* w, const float* dy, float* dw, float* db, float* dx, float* col) {
+  KernelStats total = conv_weight_gradient_explicit(cg, s, batch, x, dy, dw, db, col);
+  if (dx) total += conv_data_gradient_explicit(cg, s, batch, w, dy, dx, col);
   total.kernel = "conv_backward_explicit";
   return total;
 }

@@ -20,7 +20,14 @@ namespace taihu::sw26010 {
 // col: scratch of col_rows() x Ho*Wo floats.
 KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                   const float* w, const float* bias, float* y, float* col);
-// dw += .., db += .. (db may be null), dx = .. (dx may be null).
+// The two backward passes, as swCaffe times them apart (P Table II):
+// weight gradient dw += dY col^T (im2col per image), db += sum dY (db may be null);
+KernelStats conv_weight_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db, float* col);
+// data gradient dcol = W^T dY, dx = col2im(dcol) per image.
+KernelStats conv_data_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* w,
+                                        const float* dy, float* dx, float* col);
+// Both: dw += .., db += .. (db may be null), dx = .. (dx may be null).
 KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                    const float* w, const float* dy, float* dw, float* db, float* dx, float* col);
 // x: H x C x W x batch; w: kh x kw x No x C; y: Ho x No x Wo x batch.

@@ -40,16 +40,18 @@ GemmBlocking GemmBlocking::choose(std::int64_t m, std::int64_t n, std::int64_t k
 
 KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                 std::int64_t ldc) {
-  return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}});
+                 std::int64_t ldc, const GemmBlocking* blocking) {
+  return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}},
+                    blocking);
 }
 
 KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,
-                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems) {
+                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems,
+                       const GemmBlocking* forced) {
   std::int64_t max_k = 1;
   for (const auto& p : problems)
     for (const auto& s : p.segments) max_k = std::max(max_k, s.k);
-  const auto blocking = GemmBlocking::choose(m, n, max_k, cg.params());
+  const auto blocking = forced ? *forced : GemmBlocking::choose(m, n, max_k, cg.params());
   const int tm = blocking.tile_m, tn = blocking.tile_n, tk = blocking.tile_k;
   const std::int64_t bm = 8 * tm, bn = 8 * tn, bk = 8 * tk;
   const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn);
