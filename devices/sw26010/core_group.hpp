@@ -123,6 +123,10 @@ class Cpe {
                        DmaReply& reply);
   // Blocks until reply.value >= count.
   void dma_wait(DmaReply& reply, int count);
+  // When the last DMA this CPE has in flight to `reply` completes (cycles; -1:
+  // none in flight). The server fixes completion at issue, as the engine's
+  // FIFO order does; kernels that model a loss of overlap use it.
+  double dma_completion(const DmaReply& reply) const;
   // Throws if [p, p+bytes) of this CPE's LDM is the target of a GET, or the
   // source of a PUT, that has not been waited for. Kernels call it at the
   // block level before they read (or overwrite) a buffer.
