@@ -104,13 +104,15 @@ struct Report {
 
 inline double seconds(const Params& p, std::int64_t cycles) { return double(cycles) / p.clock_hz; }
 
-// The method the model runs for a pass: the forward pass as choose_conv_method
-// decides (swCaffe's implicit rule, then the faster including the transforms);
-// the backward passes are explicit (the model has no implicit backward kernel).
+inline bool implicit_eligible(const VggLayer& l, int pass) {
+  return pass == 0 ? implicit_forward_eligible(vgg_shape(l), 128) : implicit_backward_eligible(vgg_shape(l), 128);
+}
+// The method the model chooses for a pass: implicit where swCaffe's rule for
+// the pass allows it and it is the faster including the transforms (as
+// choose_conv_method does for the forward pass), else explicit.
 inline int chosen_method(const VggLayer& l, const std::array<PassResult, 3>& r, int pass) {
-  if (pass != 0) return 1;
-  if (!implicit_forward_eligible(vgg_shape(l), 128)) return 1;
-  return r[0].model[0].total() < r[0].model[1].total() ? 0 : 1;
+  if (!implicit_eligible(l, pass)) return 1;
+  return r[pass].model[0].total() < r[pass].model[1].total() ? 0 : 1;
 }
 // The published winner of a pass (-1: no entry); a tie goes to the listed-faster.
 inline int published_winner(const VggLayer& l, int pass) {
@@ -129,8 +131,8 @@ inline Report measure(const Params& params, int jobs) {
       for (int method = 0; method < 2; ++method) {
         const auto& l = layers[i];
         const double pub = l.published[pass][method];
-        // the implicit forward runs where the table or swCaffe's rule has it; backward is explicit only
-        if (method == 0 && (pass != 0 || (pub < 0 && !implicit_forward_eligible(vgg_shape(l), 128)))) continue;
+        // the implicit kernels run where the table or swCaffe's rule has them
+        if (method == 0 && pub < 0 && !implicit_eligible(l, pass)) continue;
         if (pub == na) continue;
         if (method == 0) rep.vgg[i][pass].implicit_run = true;
         tasks.push_back([&, i, pass, method] {
@@ -201,9 +203,9 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
   std::printf("## 1. VGG-16 convolutions, B = 128 on one core group (P Table II)\n\n");
   std::printf("Seconds for the batch. Model `impl` is the implicit kernel alone; `+tr` adds the layout\n"
               "transforms in and out that the model charges when it runs a layer implicitly (P Table II does not\n"
-              "say whether its implicit times include them). `chosen`: the method the model runs (forward:\n"
-              "swCaffe's eligibility rule, then the faster including transforms; backward: explicit, the\n"
-              "model's only backward kernel) against the published winner. n/m: no model kernel.\n\n");
+              "say whether its implicit times include them). `chosen`: the method the model chooses per pass\n"
+              "(implicit where swCaffe's eligibility rule for the pass allows it and it is the faster including\n"
+              "transforms) against the published winner. n/m: no model kernel.\n\n");
   std::printf("| layer | pass | impl published | impl model | +tr | ratio | expl published | expl model | ratio | "
               "chosen (published) |\n|---|---|---|---|---|---|---|---|---|---|\n");
   int entries = 0, entries_within = 0, modelled = 0, modelled_within = 0;

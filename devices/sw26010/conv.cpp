@@ -1,5 +1,6 @@
 #include "devices/sw26010/conv.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/common/check.hpp"
@@ -138,6 +139,81 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
   }
   total.kernel = "conv_forward_implicit";
   return total;
+}
+
+ConvShape data_gradient_shape(const ConvShape& s) {
+  ConvShape a = s;
+  a.channels = s.num_output, a.num_output = s.channels;
+  a.height = s.out_height(), a.width = s.out_width();
+  a.pad_h = s.kernel_h - 1 - s.pad_h, a.pad_w = s.kernel_w - 1 - s.pad_w;
+  return a;
+}
+
+void filters_to_implicit_data_gradient(const ConvShape& s, const float* w, float* wa) {
+  for (std::int64_t o = 0; o < s.num_output; ++o)
+    for (std::int64_t c = 0; c < s.channels; ++c)
+      for (std::int64_t kh = 0; kh < s.kernel_h; ++kh)
+        for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
+          const std::int64_t fh = s.kernel_h - 1 - kh, fw = s.kernel_w - 1 - kw;
+          wa[((fh * s.kernel_w + fw) * s.channels + c) * s.num_output + o] =
+              w[((o * s.channels + c) * s.kernel_h + kh) * s.kernel_w + kw];
+        }
+}
+
+KernelStats conv_data_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* dy,
+                                        const float* w_adjoint, float* dx) {
+  require<SimulationError>(s.stride_h == 1 && s.stride_w == 1 && s.pad_h < s.kernel_h && s.pad_w < s.kernel_w,
+                           "implicit data gradient needs stride 1 and padding below the kernel size");
+  KernelStats total = conv_forward_implicit(cg, data_gradient_shape(s), batch, dy, w_adjoint, nullptr, dx);
+  total.kernel = "conv_data_gradient_implicit";
+  return total;
+}
+
+KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db) {
+  require<SimulationError>(s.stride_h == 1 && s.stride_w == 1, "implicit weight gradient needs stride 1, got {}x{}",
+                           s.stride_h, s.stride_w);
+  const std::int64_t ho = s.out_height(), wo = s.out_width(), n = batch;
+  const std::int64_t row_in = s.channels * s.width * n, row_out = s.num_output * wo * n;
+  std::vector<GemmProblem> problems;
+  for (std::int64_t kh = 0; kh < s.kernel_h; ++kh)
+    for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      GemmProblem p;
+      p.c = dw + (kh * s.kernel_w + kw) * s.num_output * s.channels;
+      p.ldc = s.channels;
+      // output columns whose input column is inside the image
+      const std::int64_t lo = std::max<std::int64_t>(0, s.pad_w - kw);
+      const std::int64_t hi = std::min(wo, s.width + s.pad_w - kw);
+      for (std::int64_t o = 0; o < ho && hi > lo; ++o) {
+        const std::int64_t ih = o - s.pad_h + kh;
+        if (ih < 0 || ih >= s.height) continue;
+        GemmSegment seg;
+        seg.a = dy + o * row_out + lo * n;  // dY row: No x (Wo N), columns [lo N, hi N)
+        seg.lda = wo * n;
+        seg.b = x + ih * row_in + (lo - s.pad_w + kw) * n;  // x row: C x (W N), used transposed
+        seg.ldb = s.width * n;
+        seg.k = (hi - lo) * n;
+        p.segments.push_back(seg);
+      }
+      problems.push_back(std::move(p));
+    }
+  KernelStats total =
+      gemm_batch(cg, "conv_weight_gradient_implicit", Transpose::no, Transpose::yes, s.num_output, s.channels, 1.0f,
+                 1.0f, problems);
+  if (db) {
+    // dY is Ho x No x (Wo N): planes of Wo N per (row, channel)
+    std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
+    total += channel_sums(cg, dy, nullptr, ho, s.num_output, wo * n, sum.data(), sum2.data());
+    if (cg.numerics())
+      for (std::int64_t c = 0; c < s.num_output; ++c) db[c] += float(sum[c]);
+  }
+  total.kernel = "conv_weight_gradient_implicit";
+  return total;
+}
+
+bool implicit_backward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups) {
+  return batch >= 64 && batch % 32 == 0 && s.channels >= 128 && s.channels % 128 == 0 && s.num_output >= 64 &&
+         s.num_output % 32 == 0 && groups == 1 && s.stride_h == 1 && s.stride_w == 1;
 }
 
 bool implicit_forward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups) {

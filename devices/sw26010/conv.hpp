@@ -40,6 +40,23 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
 // Filters (No x C x kh x kw) to the implicit layout (kh x kw x No x C); host side (done once per update).
 void filters_to_implicit(const ConvShape& s, const float* w, float* w_implicit);
 
+// The implicit backward passes (swDNN's, P §IV-C), stride 1, in the same
+// H x C x W x N layout. Data gradient: the forward kernel on the adjoint
+// convolution (dy's No channels in, C out, the kernel flipped, padding
+// kh - 1 - pad), filters as filters_to_implicit_data_gradient gives them;
+// dx: H x C x W x batch.
+KernelStats conv_data_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* dy,
+                                        const float* w_adjoint, float* dx);
+// Filters (No x C x kh x kw) to the data gradient's layout: kh x kw x C x No, flipped in both taps.
+void filters_to_implicit_data_gradient(const ConvShape& s, const float* w, float* w_adjoint);
+// The adjoint shape the data gradient runs the forward kernel on.
+ConvShape data_gradient_shape(const ConvShape& s);
+// Weight gradient: per kernel tap one GEMM problem dW_tap (No x C) += sum over
+// output rows of dY_row (No x valid Wo*N) x_row^T, one K segment per row;
+// dw in the implicit filter layout (kh x kw x No x C); db += sum dY (may be null).
+KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db);
+
 enum class ConvMethod { explicit_gemm, implicit };
 const char* to_string(ConvMethod m);
 struct ConvChoice {
@@ -53,6 +70,10 @@ struct ConvChoice {
 // kernel also needs stride 1. `s` is one group's shape; `batch` the images on
 // the core group.
 bool implicit_forward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups = 1);
+// The backward rule (same source): batch >= 64 and a multiple of 32, input
+// channels >= 128 and a multiple of 128, output channels >= 64 and a multiple
+// of 32; one group and stride 1 as above.
+bool implicit_backward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups = 1);
 // Times the forward pass both ways on a scratch core group (no numerics), as
 // swCaffe times its first iterations, where the implicit kernel is eligible;
 // else explicit. The implicit time includes the layout transforms in and out.

@@ -22,11 +22,25 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
   float* p = dummy;
   ConvPassTime t;
   if (method == ConvMethod::implicit) {
-    if (pass != ConvPass::forward || s.stride_h != 1 || s.stride_w != 1) return t;
+    if (s.stride_h != 1 || s.stride_w != 1) return t;
     t.modelled = true;
-    t.cycles = conv_forward_implicit(cg, s, batch, p, p, p, p).cycles;
-    t.transforms = to_hcwn(cg, p, p, batch, s.channels, s.height, s.width).cycles +
-                   to_nchw(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
+    // the tensors each pass reads or writes in the implicit layout, as transforms from or to N x C x H x W
+    const std::int64_t x_in = to_hcwn(cg, p, p, batch, s.channels, s.height, s.width).cycles;
+    const std::int64_t dy_in = to_hcwn(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
+    switch (pass) {
+      case ConvPass::forward:
+        t.cycles = conv_forward_implicit(cg, s, batch, p, p, p, p).cycles;
+        t.transforms = x_in + to_nchw(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
+        break;
+      case ConvPass::weight_gradient:
+        t.cycles = conv_weight_gradient_implicit(cg, s, batch, p, p, p, p).cycles;
+        t.transforms = x_in + dy_in;
+        break;
+      case ConvPass::data_gradient:
+        t.cycles = conv_data_gradient_implicit(cg, s, batch, p, p, p).cycles;
+        t.transforms = dy_in + to_nchw(cg, p, p, batch, s.channels, s.height, s.width).cycles;
+        break;
+    }
     return t;
   }
   t.modelled = true;

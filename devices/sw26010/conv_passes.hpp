@@ -23,8 +23,8 @@ struct ConvPassTime {
 };
 
 // One pass with `method` forced, whatever swCaffe's dispatch rule says (the
-// published table times implicit where the rule would not pick it). The model
-// has an implicit kernel for the forward pass only.
+// published table times implicit where the rule would not pick it). The
+// implicit kernels need stride 1.
 ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64_t batch, ConvPass pass,
                             ConvMethod method);
 

@@ -5,14 +5,34 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <random>
+#include <vector>
 
 #include "devices/sw26010/conv.hpp"
 #include "devices/sw26010/conv_passes.hpp"
 #include "devices/sw26010/core_group.hpp"
 #include "devices/sw26010/gemm.hpp"
+#include "devices/sw26010/kernels.hpp"
 
 using namespace taihu;
 using namespace taihu::sw26010;
+
+namespace {
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(gen);
+  return v;
+}
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(1e-4).scale(1.0));
+  }
+}
+}  // namespace
 
 TEST_SUITE("sw26010") {
   TEST_CASE("a convolution's weight- and data-gradient passes timed apart add up to its backward pass") {
@@ -30,8 +50,10 @@ TEST_SUITE("sw26010") {
     alignas(128) static float dummy[32];
     float* d = dummy;
     CHECK(conv_backward_explicit(cg, s, batch, d, d, d, d, d, d, d).cycles == wgrad.cycles + dgrad.cycles);
-    // the implicit kernel is the forward pass's only; its layout transforms are counted apart
-    CHECK_FALSE(time_conv_pass(p, s, batch, ConvPass::data_gradient, ConvMethod::implicit).modelled);
+    // the implicit kernels need stride 1; their layout transforms are counted apart
+    ConvShape strided = s;
+    strided.stride_h = strided.stride_w = 2;
+    CHECK_FALSE(time_conv_pass(p, strided, batch, ConvPass::data_gradient, ConvMethod::implicit).modelled);
     const auto fwd = time_conv_pass(p, s, batch, ConvPass::forward, ConvMethod::implicit);
     CHECK(fwd.modelled);
     CHECK(fwd.transforms > 0);
@@ -60,5 +82,67 @@ TEST_SUITE("sw26010") {
                           double(none.dma_requests) * p.dma_put_latency_cycles;
     CHECK(double(none.cycles - perfect.cycles) <= serial);
     CHECK(none.dma_charged_bytes == perfect.dma_charged_bytes);  // the same transfers, only their overlap differs
+  }
+}
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("implicit weight and data gradients (H x C x W x N) equal the explicit ones") {
+    CoreGroup cg(0, Params{});
+    for (const ConvShape& s : {ConvShape{5, 9, 8, 6, 3, 3, 1, 1, 1, 1}, ConvShape{4, 7, 6, 3, 3, 3, 1, 1, 0, 0},
+                               ConvShape{6, 5, 5, 8, 1, 1, 1, 1, 0, 0}}) {
+      CAPTURE(s.channels);
+      CAPTURE(s.kernel_h);
+      CAPTURE(s.pad_h);
+      const std::int64_t batch = 3, ho = s.out_height(), wo = s.out_width();
+      const std::int64_t in = batch * s.channels * s.height * s.width, out = batch * s.num_output * ho * wo;
+      const std::int64_t wsize = s.num_output * s.col_rows();
+      const auto x = random_values(std::size_t(in), 1), dy = random_values(std::size_t(out), 2),
+                 w = random_values(std::size_t(wsize), 3);
+      // explicit, N x C x H x W: dw and db accumulate onto 0.5
+      std::vector<float> dw(std::size_t(wsize), 0.5f), db(std::size_t(s.num_output), 0.5f);
+      std::vector<float> dx(static_cast<std::size_t>(in));
+      std::vector<float> col(static_cast<std::size_t>(s.col_rows() * ho * wo));
+      conv_backward_explicit(cg, s, batch, x.data(), w.data(), dy.data(), dw.data(), db.data(), dx.data(), col.data());
+
+      std::vector<float> xi(static_cast<std::size_t>(in)), dyi(static_cast<std::size_t>(out)), dxi(static_cast<std::size_t>(in)), dx_back(static_cast<std::size_t>(in));
+      to_hcwn(cg, x.data(), xi.data(), batch, s.channels, s.height, s.width);
+      to_hcwn(cg, dy.data(), dyi.data(), batch, s.num_output, ho, wo);
+      std::vector<float> wa(static_cast<std::size_t>(wsize));
+      filters_to_implicit_data_gradient(s, w.data(), wa.data());
+      conv_data_gradient_implicit(cg, s, batch, dyi.data(), wa.data(), dxi.data());
+      to_nchw(cg, dxi.data(), dx_back.data(), batch, s.channels, s.height, s.width);
+      check_close(dx_back, dx);
+
+      std::vector<float> dwi(std::size_t(wsize), 0.5f), dbi(std::size_t(s.num_output), 0.5f);
+      std::vector<float> want(static_cast<std::size_t>(wsize));
+      conv_weight_gradient_implicit(cg, s, batch, xi.data(), dyi.data(), dwi.data(), dbi.data());
+      filters_to_implicit(s, dw.data(), want.data());  // 0.5 + dW, in the implicit layout
+      check_close(dwi, want);
+      check_close(dbi, db);
+    }
+  }
+
+  TEST_CASE("swCaffe's implicit rule for the backward passes") {
+    // C-swcaffe conv_layer.cpp (sw26010.md §6.2): batch >= 64 in multiples of 32, input channels >= 128
+    // in multiples of 128, output channels >= 64 in multiples of 32; VGG-16 from conv2_2 on
+    const ConvShape conv2_2{128, 112, 112, 128, 3, 3, 1, 1, 1, 1};
+    CHECK(implicit_backward_eligible(conv2_2, 128));
+    CHECK(implicit_backward_eligible(conv2_2, 64));
+    CHECK_FALSE(implicit_backward_eligible(conv2_2, 96 + 16));
+    CHECK_FALSE(implicit_backward_eligible(conv2_2, 32));
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{64, 112, 112, 128, 3, 3, 1, 1, 1, 1}, 128));  // conv2_1
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{192, 28, 28, 128, 3, 3, 1, 1, 1, 1}, 128));
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{128, 28, 28, 48, 3, 3, 1, 1, 1, 1}, 128));
+    CHECK_FALSE(implicit_backward_eligible(conv2_2, 128, 2));
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{128, 28, 28, 128, 3, 3, 2, 2, 1, 1}, 128));
+    // and the time of both implicit backward passes is modelled
+    const Params p;
+    const ConvShape small{128, 6, 6, 64, 3, 3, 1, 1, 1, 1};
+    for (const auto pass : {ConvPass::weight_gradient, ConvPass::data_gradient}) {
+      const auto t = time_conv_pass(p, small, 64, pass, ConvMethod::implicit);
+      CHECK(t.modelled);
+      CHECK(t.cycles > 0);
+      CHECK(t.transforms > 0);
+    }
   }
 }
