@@ -6,6 +6,9 @@
 #include <cstring>
 #include <vector>
 
+#include "devices/sw26010/kernels.hpp"
+#include "devices/sw26010/swgemm_plan.hpp"
+
 namespace taihu::sw26010 {
 
 namespace {
@@ -41,8 +44,33 @@ GemmBlocking GemmBlocking::choose(std::int64_t m, std::int64_t n, std::int64_t k
 KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
                  std::int64_t ldc, const GemmBlocking* blocking) {
-  return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}},
-                    blocking);
+  if (blocking)
+    return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}},
+                      blocking);
+  // swGEMM's call: its own block choice; a shape its blocks do not divide pays the border
+  // tiles of A and B copied into zero-padded buffers and C's copied back, each a CPE pass of
+  // its own (TH §4.2.4 "lightweight zero-padding"), and the GEMM computes whole blocks.
+  const SwgemmPlan plan = plan_swgemm(m, n, k, cg.params());
+  const std::int64_t bm = 8 * plan.blocking.tile_m, bn = 8 * plan.blocking.tile_n, bk = 8 * plan.blocking.tile_k;
+  const bool pad_m = m % bm != 0, pad_n = n % bn != 0, pad_k = k % bk != 0;
+  KernelStats total;
+  // The padding passes move the border tiles only; their time does not depend on the values,
+  // so they run timing only (the GEMM below computes on the unpadded operands).
+  const auto border_pass = [&](std::int64_t elements) {
+    if (elements <= 0) return;
+    alignas(128) static float placeholder[32];
+    const bool numerics = cg.numerics();
+    cg.set_numerics(false);
+    total += copy(cg, placeholder, placeholder, elements);
+    cg.set_numerics(numerics);
+  };
+  border_pass((pad_m ? bm * k : 0) + (pad_k ? m * bk : 0));  // op(A): m x k
+  border_pass((pad_k ? bk * n : 0) + (pad_n ? k * bn : 0));  // op(B): k x n
+  total += gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}},
+                      &plan.blocking);
+  border_pass((pad_m ? bm * n : 0) + (pad_n ? m * bn : 0));  // C back from the padded buffer
+  total.kernel = "gemm";
+  return total;
 }
 
 KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,

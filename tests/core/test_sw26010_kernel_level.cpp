@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "devices/sw26010/conv.hpp"
@@ -13,6 +14,7 @@
 #include "devices/sw26010/core_group.hpp"
 #include "devices/sw26010/gemm.hpp"
 #include "devices/sw26010/kernels.hpp"
+#include "devices/sw26010/swgemm_plan.hpp"
 
 using namespace taihu;
 using namespace taihu::sw26010;
@@ -144,5 +146,36 @@ TEST_SUITE("sw26010") {
       CHECK(t.cycles > 0);
       CHECK(t.transforms > 0);
     }
+  }
+}
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("swGEMM's call: its model picks the block, blocks divide the padded shape, padding costs passes") {
+    const Params p;
+    // 1024^3: no padding; the block minimises swGEMM's own estimate over its legal blockings
+    const auto cube = plan_swgemm(1024, 1024, 1024, p);
+    CHECK_FALSE(cube.padded());
+    const int blk_m = 8 * cube.blocking.tile_n, blk_n = 8 * cube.blocking.tile_m, blk_k = 8 * cube.blocking.tile_k;
+    CHECK(1024 % blk_m == 0);
+    CHECK(1024 % blk_n == 0);
+    CHECK(blk_n % 128 == 0);
+    CHECK(1024 % blk_k == 0);
+    CHECK(cube.estimated_seconds == doctest::Approx(swgemm_estimate(1024, 1024, 1024, blk_m, blk_n, blk_k)));
+    for (const auto& [m, n, k] : {std::tuple{128, 128, 128}, std::tuple{256, 256, 256}, std::tuple{512, 128, 64}})
+      CHECK(cube.estimated_seconds <= swgemm_estimate(1024, 1024, 1024, m, n, k));
+    // VGG-16 conv1_1's forward GEMM per image (No = 64, K = 27): swGEMM's N (the model's m) pads to 128 and
+    // K to 32; the border passes are paid on top of a GEMM of whole blocks
+    const auto conv1_1 = plan_swgemm(64, 50176, 27, p);
+    CHECK(conv1_1.padded_m == 128);
+    CHECK(conv1_1.padded_k == 32);
+    CHECK(conv1_1.padded_n == 0);
+    CoreGroup cg(0, p);
+    cg.set_numerics(false);
+    alignas(128) static float dummy[32];
+    const auto call = gemm(cg, Transpose::no, Transpose::no, 64, 50176, 27, 1, dummy, 27, dummy, 50176, 0, dummy, 50176);
+    const auto gemm_only = gemm_batch(cg, "gemm", Transpose::no, Transpose::no, 64, 50176, 1, 0,
+                                      {GemmProblem{dummy, 50176, {{dummy, 27, dummy, 50176, 27}}}}, &conv1_1.blocking);
+    CHECK(call.cycles > gemm_only.cycles);
+    CHECK(call.dma_charged_bytes > gemm_only.dma_charged_bytes);
   }
 }
