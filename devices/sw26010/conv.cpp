@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/common/check.hpp"
+#include "devices/sw26010/conv_passes.hpp"
 #include "devices/sw26010/gemm.hpp"
 
 namespace taihu::sw26010 {
@@ -236,7 +237,23 @@ ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int
                              to_nchw(scratch, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
     if (choice.implicit_cycles < choice.explicit_cycles) choice.method = ConvMethod::implicit;
   }
+  if (implicit_backward_eligible(s, batch, groups)) {
+    const auto faster = [&](ConvPass pass) {
+      const auto impl = time_conv_pass(params, s, batch, pass, ConvMethod::implicit);
+      const auto expl = time_conv_pass(params, s, batch, pass, ConvMethod::explicit_gemm);
+      return impl.total() < expl.total() ? ConvMethod::implicit : ConvMethod::explicit_gemm;
+    };
+    choice.weight_gradient = faster(ConvPass::weight_gradient);
+    choice.data_gradient = faster(ConvPass::data_gradient);
+  }
   return choice;
+}
+
+std::string ConvChoice::describe() const {
+  std::string d = to_string(method);
+  if (weight_gradient != method || data_gradient != method)
+    d += std::string(" (wgrad ") + to_string(weight_gradient) + ", dgrad " + to_string(data_gradient) + ")";
+  return d;
 }
 
 }  // namespace taihu::sw26010

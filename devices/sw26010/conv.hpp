@@ -10,6 +10,7 @@
 // faster, as swCaffe does in its first iterations.
 
 #include <cstdint>
+#include <string>
 
 #include "devices/sw26010/core_group.hpp"
 #include "devices/sw26010/kernels.hpp"
@@ -60,9 +61,14 @@ KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std
 enum class ConvMethod { explicit_gemm, implicit };
 const char* to_string(ConvMethod m);
 struct ConvChoice {
-  ConvMethod method = ConvMethod::explicit_gemm;
+  ConvMethod method = ConvMethod::explicit_gemm;  // the forward pass's
   std::int64_t explicit_cycles = 0;
   std::int64_t implicit_cycles = 0;  // 0: not eligible (implicit_forward_eligible)
+  // The backward passes, each chosen apart (implicit_backward_eligible, then the faster)
+  ConvMethod weight_gradient = ConvMethod::explicit_gemm, data_gradient = ConvMethod::explicit_gemm;
+  // "implicit" or, when a backward pass differs from the forward,
+  // "implicit (wgrad explicit, dgrad implicit)"
+  std::string describe() const;
 };
 // swCaffe's dispatch rule for its implicit forward kernel (C-swcaffe
 // conv_layer.cpp; shared/reference/sw26010.md §6.2): batch >= 128, input and
@@ -74,9 +80,9 @@ bool implicit_forward_eligible(const ConvShape& s, std::int64_t batch, std::int6
 // channels >= 128 and a multiple of 128, output channels >= 64 and a multiple
 // of 32; one group and stride 1 as above.
 bool implicit_backward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups = 1);
-// Times the forward pass both ways on a scratch core group (no numerics), as
-// swCaffe times its first iterations, where the implicit kernel is eligible;
-// else explicit. The implicit time includes the layout transforms in and out.
+// Times each pass both ways on a scratch core group (no numerics), as swCaffe
+// times its first iterations, where the pass's implicit rule allows it; else
+// explicit. The implicit times include the layout transforms in and out.
 ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch,
                               std::int64_t groups = 1);
 
