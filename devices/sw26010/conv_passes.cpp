@@ -14,10 +14,11 @@ const char* to_string(ConvPass p) {
 }
 
 ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64_t batch, ConvPass pass,
-                            ConvMethod method) {
+                            ConvMethod method, GemmPrecision precision) {
   // Timing only: the kernels move no data, so one aligned address serves for every tensor.
   CoreGroup cg(0, params);
   cg.set_numerics(false);
+  cg.set_gemm_precision(precision);
   alignas(128) static float dummy[32];
   float* p = dummy;
   ConvPassTime t;

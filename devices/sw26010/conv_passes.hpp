@@ -25,7 +25,9 @@ struct ConvPassTime {
 // One pass with `method` forced, whatever swCaffe's dispatch rule says (the
 // published table times implicit where the rule would not pick it). The
 // implicit kernels need stride 1.
+// `precision`: how the GEMMs treat their data (core_group.hpp; T Fig. 9); the
+// other kernels (im2col, transforms) move floats either way.
 ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64_t batch, ConvPass pass,
-                            ConvMethod method);
+                            ConvMethod method, GemmPrecision precision = GemmPrecision::float2double);
 
 }  // namespace taihu::sw26010

@@ -61,6 +61,7 @@ Params Params::from(const config::Section& s) {
   num("gemm_loop_epilogue_cycles", p.gemm_loop_epilogue_cycles);
   num("gemm_o3_cycles_per_16_vmad", p.gemm_o3_cycles_per_16_vmad);
   num("gemm_naive_cycles_per_16_vmad", p.gemm_naive_cycles_per_16_vmad);
+  num("gemm_single_cycles_per_16_vmad", p.gemm_single_cycles_per_16_vmad);
   num("widen_p1_per_vector", p.widen_p1_per_vector);
   num("gemm_lockstep_dma_overlap", p.gemm_lockstep_dma_overlap);
   num("vector_op_cycles", p.vector_op_cycles);

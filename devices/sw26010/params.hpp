@@ -43,6 +43,7 @@ struct Params {
   double gemm_loop_epilogue_cycles = 16;
   double gemm_o3_cycles_per_16_vmad = 25;
   double gemm_naive_cycles_per_16_vmad = 26;
+  double gemm_single_cycles_per_16_vmad = 25;  // straightforward single precision: 8 more P1 per loop
   double widen_p1_per_vector = 3;  // load + convert + store per 4 elements (float<->double)
   // Share of a memory-level GEMM's next-step DMA that proceeds while the 64
   // CPEs run the register-communication steps in lock-step (1: perfect
