@@ -130,8 +130,12 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
       }
     }
   }
+  // swDNN's loop order (D Alg. 1/2; C-swdnn1 sw_slave_conv_batch_pad_float.c; sw26010.md §6.2): one
+  // GEMM step per output pixel column, its n the batch: the filter slice of a tap is fetched
+  // (and widened) again for every pixel column, not reused across several.
+  const GemmBlocking per_pixel = GemmBlocking::choose(s.num_output, n, s.channels, cg.params());
   KernelStats total = gemm_batch(cg, "conv_forward_implicit", Transpose::no, Transpose::no, s.num_output, wo * n,
-                                 1.0f, 0.0f, problems);
+                                 1.0f, 0.0f, problems, &per_pixel);
   if (bias) {
     // y is Ho x No x (Wo*N): planes of Wo*N per (row, channel)
     require<SimulationError>(row_out == s.num_output * wo * n, "implicit convolution: a bias needs contiguous rows");

@@ -5,7 +5,10 @@
 //  - implicit (swDNN): no column matrix; tensors in H x C x W x N layout,
 //    filters as (kh, kw, No, C); per output row one GEMM problem whose K runs
 //    over the kernel taps that fall inside the image (padding never
-//    materialised). Stride 1 only, as the layout needs contiguous input runs.
+//    materialised), stepped as swDNN's loop order does: one output pixel
+//    column (the batch) per GEMM step, so a tap's filter slice is fetched
+//    again for every pixel column. Stride 1 only, as the layout needs
+//    contiguous input runs.
 // choose_conv_method times both (timing only, no numerics) and keeps the
 // faster, as swCaffe does in its first iterations.
 
