@@ -2,7 +2,9 @@
 // each model value next to the published one with its relative error.
 //   bench_sw26010_calibration [--config=config/devices/sw26010.ini] [--markdown=1]
 //                             [--full-map=1] [--strided-offset=48]
-// Sources: shared/reference/sw26010.md (tables A-C, §8.3).
+//   bench_sw26010_calibration --level=kernel [--json=FILE] [--jobs=2]
+// Sources: shared/reference/sw26010.md (tables A-C, §8.3); the kernel level
+// (whole layers against sw26010-kernels.md): bench/sw26010_kernel_level.hpp.
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "bench/bench_args.hpp"
+#include "bench/sw26010_kernel_level.hpp"
 #include "devices/sw26010/core_group.hpp"
 #include "devices/sw26010/gemm.hpp"
 #include "devices/sw26010/vector.hpp"
@@ -128,6 +133,17 @@ double inner_efficiency(CoreGroup& cg, double cycles_per_16, int iterations) {
 int main(int argc, char** argv) {
   const std::string config_path = bench::arg_value(argc, argv, "config", "");
   const Params params = config_path.empty() ? Params::defaults() : Params::load(config_path);
+  if (bench::arg_value(argc, argv, "level", "micro") == "kernel") {
+    // a report of the gaps, not a pass/fail check: it always exits 0
+    namespace kl = bench::sw26010_kernel_level;
+    spdlog::set_level(spdlog::level::err);  // the LDM-budget warnings of forced blockings are in the report
+    const int jobs = std::stoi(bench::arg_value(argc, argv, "jobs", "2"));
+    const std::string json_path = bench::arg_value(argc, argv, "json", "");
+    std::FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+    kl::print(params, kl::measure(params, jobs), json);
+    if (json) std::fclose(json);
+    return 0;
+  }
   CoreGroup cg(0, params);
   cg.set_numerics(false);  // timing only: the benchmarks move no meaningful data
   std::vector<Row> rows;

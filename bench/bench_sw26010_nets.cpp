@@ -110,11 +110,14 @@ int run(int argc, char** argv) {
     std::printf("\n%s, batch %lld (%lld per core group), %lld learnable parameters\n", net_name.c_str(),
                 (long long)batch, (long long)q, (long long)params_total);
     if (per_layer) {
-      std::printf("  %-28s %-16s %-9s %12s %12s\n", "layer", "type", "method", "forward ms", "backward ms");
+      // the method column as wide as its longest entry ("explicit (wgrad implicit, dgrad implicit)")
+      int width = 9;
+      for (const auto& t : times) width = std::max(width, int(t.method.size()));
+      std::printf("  %-28s %-16s %-*s %12s %12s\n", "layer", "type", width, "method", "forward ms", "backward ms");
       for (const auto& t : times)
-        std::printf("  %-28s %-16s %-9s %12.3f %12.3f\n", t.name.c_str(), t.type.c_str(), t.method.c_str(),
+        std::printf("  %-28s %-16s %-*s %12.3f %12.3f\n", t.name.c_str(), t.type.c_str(), width, t.method.c_str(),
                     1e3 * params.seconds(double(t.forward)), 1e3 * params.seconds(double(t.backward)));
-      std::printf("  %-28s %-16s %-9s %12s %12.3f\n", "(gradient sum on CG 0)", "", "", "",
+      std::printf("  %-28s %-16s %-*s %12s %12.3f\n", "(gradient sum on CG 0)", "", width, "", "",
                   1e3 * params.seconds(double(reduce)));
     }
     std::printf("  simulated: forward %.1f ms, backward %.1f ms, iteration %.1f ms, %.1f images/s\n",

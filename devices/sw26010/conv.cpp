@@ -1,8 +1,10 @@
 #include "devices/sw26010/conv.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/common/check.hpp"
+#include "devices/sw26010/conv_passes.hpp"
 #include "devices/sw26010/gemm.hpp"
 
 namespace taihu::sw26010 {
@@ -38,27 +40,20 @@ KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_
   return total;
 }
 
-KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
-                                   const float* w, const float* dy, float* dw, float* db, float* dx, float* col) {
+KernelStats conv_weight_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db, float* col) {
   KernelStats total;
   const std::int64_t out = s.out_height() * s.out_width(), in = s.channels * s.height * s.width;
   const std::int64_t rows = s.col_rows();
   for (std::int64_t i = 0; i < batch; ++i) {
-    const float* dyi = dy + i * s.num_output * out;
     const float* cols = x + i * in;
     if (!s.pointwise()) {
       add(total, im2col(cg, s, x + i * in, col));
       cols = col;
     }
     // dW (No x rows) += dY (No x out) * col^T
-    add(total, gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dyi, out, cols, out, 1.0f, dw,
-                    rows));
-    if (dx) {
-      float* target = s.pointwise() ? dx + i * in : col;
-      add(total, gemm(cg, Transpose::yes, Transpose::no, rows, out, s.num_output, 1.0f, w, rows, dyi, out, 0.0f,
-                      target, out));
-      if (!s.pointwise()) add(total, col2im(cg, s, col, dx + i * in));
-    }
+    add(total, gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dy + i * s.num_output * out, out,
+                    cols, out, 1.0f, dw, rows));
   }
   if (db) {
     std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
@@ -66,6 +61,29 @@ KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64
     if (cg.numerics())
       for (std::int64_t c = 0; c < s.num_output; ++c) db[c] += float(sum[c]);
   }
+  total.kernel = "conv_weight_gradient_explicit";
+  return total;
+}
+
+KernelStats conv_data_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* w,
+                                        const float* dy, float* dx, float* col) {
+  KernelStats total;
+  const std::int64_t out = s.out_height() * s.out_width(), in = s.channels * s.height * s.width;
+  const std::int64_t rows = s.col_rows();
+  for (std::int64_t i = 0; i < batch; ++i) {
+    float* target = s.pointwise() ? dx + i * in : col;
+    add(total, gemm(cg, Transpose::yes, Transpose::no, rows, out, s.num_output, 1.0f, w, rows,
+                    dy + i * s.num_output * out, out, 0.0f, target, out));
+    if (!s.pointwise()) add(total, col2im(cg, s, col, dx + i * in));
+  }
+  total.kernel = "conv_data_gradient_explicit";
+  return total;
+}
+
+KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                   const float* w, const float* dy, float* dw, float* db, float* dx, float* col) {
+  KernelStats total = conv_weight_gradient_explicit(cg, s, batch, x, dy, dw, db, col);
+  if (dx) total += conv_data_gradient_explicit(cg, s, batch, w, dy, dx, col);
   total.kernel = "conv_backward_explicit";
   return total;
 }
@@ -112,8 +130,12 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
       }
     }
   }
+  // swDNN's loop order (D Alg. 1/2; C-swdnn1 sw_slave_conv_batch_pad_float.c; sw26010.md §6.2): one
+  // GEMM step per output pixel column, its n the batch: the filter slice of a tap is fetched
+  // (and widened) again for every pixel column, not reused across several.
+  const GemmBlocking per_pixel = GemmBlocking::choose(s.num_output, n, s.channels, cg.params());
   KernelStats total = gemm_batch(cg, "conv_forward_implicit", Transpose::no, Transpose::no, s.num_output, wo * n,
-                                 1.0f, 0.0f, problems);
+                                 1.0f, 0.0f, problems, &per_pixel);
   if (bias) {
     // y is Ho x No x (Wo*N): planes of Wo*N per (row, channel)
     require<SimulationError>(row_out == s.num_output * wo * n, "implicit convolution: a bias needs contiguous rows");
@@ -122,6 +144,81 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
   }
   total.kernel = "conv_forward_implicit";
   return total;
+}
+
+ConvShape data_gradient_shape(const ConvShape& s) {
+  ConvShape a = s;
+  a.channels = s.num_output, a.num_output = s.channels;
+  a.height = s.out_height(), a.width = s.out_width();
+  a.pad_h = s.kernel_h - 1 - s.pad_h, a.pad_w = s.kernel_w - 1 - s.pad_w;
+  return a;
+}
+
+void filters_to_implicit_data_gradient(const ConvShape& s, const float* w, float* wa) {
+  for (std::int64_t o = 0; o < s.num_output; ++o)
+    for (std::int64_t c = 0; c < s.channels; ++c)
+      for (std::int64_t kh = 0; kh < s.kernel_h; ++kh)
+        for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
+          const std::int64_t fh = s.kernel_h - 1 - kh, fw = s.kernel_w - 1 - kw;
+          wa[((fh * s.kernel_w + fw) * s.channels + c) * s.num_output + o] =
+              w[((o * s.channels + c) * s.kernel_h + kh) * s.kernel_w + kw];
+        }
+}
+
+KernelStats conv_data_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* dy,
+                                        const float* w_adjoint, float* dx) {
+  require<SimulationError>(s.stride_h == 1 && s.stride_w == 1 && s.pad_h < s.kernel_h && s.pad_w < s.kernel_w,
+                           "implicit data gradient needs stride 1 and padding below the kernel size");
+  KernelStats total = conv_forward_implicit(cg, data_gradient_shape(s), batch, dy, w_adjoint, nullptr, dx);
+  total.kernel = "conv_data_gradient_implicit";
+  return total;
+}
+
+KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db) {
+  require<SimulationError>(s.stride_h == 1 && s.stride_w == 1, "implicit weight gradient needs stride 1, got {}x{}",
+                           s.stride_h, s.stride_w);
+  const std::int64_t ho = s.out_height(), wo = s.out_width(), n = batch;
+  const std::int64_t row_in = s.channels * s.width * n, row_out = s.num_output * wo * n;
+  std::vector<GemmProblem> problems;
+  for (std::int64_t kh = 0; kh < s.kernel_h; ++kh)
+    for (std::int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      GemmProblem p;
+      p.c = dw + (kh * s.kernel_w + kw) * s.num_output * s.channels;
+      p.ldc = s.channels;
+      // output columns whose input column is inside the image
+      const std::int64_t lo = std::max<std::int64_t>(0, s.pad_w - kw);
+      const std::int64_t hi = std::min(wo, s.width + s.pad_w - kw);
+      for (std::int64_t o = 0; o < ho && hi > lo; ++o) {
+        const std::int64_t ih = o - s.pad_h + kh;
+        if (ih < 0 || ih >= s.height) continue;
+        GemmSegment seg;
+        seg.a = dy + o * row_out + lo * n;  // dY row: No x (Wo N), columns [lo N, hi N)
+        seg.lda = wo * n;
+        seg.b = x + ih * row_in + (lo - s.pad_w + kw) * n;  // x row: C x (W N), used transposed
+        seg.ldb = s.width * n;
+        seg.k = (hi - lo) * n;
+        p.segments.push_back(seg);
+      }
+      problems.push_back(std::move(p));
+    }
+  KernelStats total =
+      gemm_batch(cg, "conv_weight_gradient_implicit", Transpose::no, Transpose::yes, s.num_output, s.channels, 1.0f,
+                 1.0f, problems);
+  if (db) {
+    // dY is Ho x No x (Wo N): planes of Wo N per (row, channel)
+    std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
+    total += channel_sums(cg, dy, nullptr, ho, s.num_output, wo * n, sum.data(), sum2.data());
+    if (cg.numerics())
+      for (std::int64_t c = 0; c < s.num_output; ++c) db[c] += float(sum[c]);
+  }
+  total.kernel = "conv_weight_gradient_implicit";
+  return total;
+}
+
+bool implicit_backward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups) {
+  return batch >= 64 && batch % 32 == 0 && s.channels >= 128 && s.channels % 128 == 0 && s.num_output >= 64 &&
+         s.num_output % 32 == 0 && groups == 1 && s.stride_h == 1 && s.stride_w == 1;
 }
 
 bool implicit_forward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups) {
@@ -144,7 +241,23 @@ ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int
                              to_nchw(scratch, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
     if (choice.implicit_cycles < choice.explicit_cycles) choice.method = ConvMethod::implicit;
   }
+  if (implicit_backward_eligible(s, batch, groups)) {
+    const auto faster = [&](ConvPass pass) {
+      const auto impl = time_conv_pass(params, s, batch, pass, ConvMethod::implicit);
+      const auto expl = time_conv_pass(params, s, batch, pass, ConvMethod::explicit_gemm);
+      return impl.total() < expl.total() ? ConvMethod::implicit : ConvMethod::explicit_gemm;
+    };
+    choice.weight_gradient = faster(ConvPass::weight_gradient);
+    choice.data_gradient = faster(ConvPass::data_gradient);
+  }
   return choice;
+}
+
+std::string ConvChoice::describe() const {
+  std::string d = to_string(method);
+  if (weight_gradient != method || data_gradient != method)
+    d += std::string(" (wgrad ") + to_string(weight_gradient) + ", dgrad " + to_string(data_gradient) + ")";
+  return d;
 }
 
 }  // namespace taihu::sw26010

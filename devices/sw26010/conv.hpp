@@ -5,11 +5,15 @@
 //  - implicit (swDNN): no column matrix; tensors in H x C x W x N layout,
 //    filters as (kh, kw, No, C); per output row one GEMM problem whose K runs
 //    over the kernel taps that fall inside the image (padding never
-//    materialised). Stride 1 only, as the layout needs contiguous input runs.
+//    materialised), stepped as swDNN's loop order does: one output pixel
+//    column (the batch) per GEMM step, so a tap's filter slice is fetched
+//    again for every pixel column. Stride 1 only, as the layout needs
+//    contiguous input runs.
 // choose_conv_method times both (timing only, no numerics) and keeps the
 // faster, as swCaffe does in its first iterations.
 
 #include <cstdint>
+#include <string>
 
 #include "devices/sw26010/core_group.hpp"
 #include "devices/sw26010/kernels.hpp"
@@ -20,7 +24,14 @@ namespace taihu::sw26010 {
 // col: scratch of col_rows() x Ho*Wo floats.
 KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                   const float* w, const float* bias, float* y, float* col);
-// dw += .., db += .. (db may be null), dx = .. (dx may be null).
+// The two backward passes, as swCaffe times them apart (P Table II):
+// weight gradient dw += dY col^T (im2col per image), db += sum dY (db may be null);
+KernelStats conv_weight_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db, float* col);
+// data gradient dcol = W^T dY, dx = col2im(dcol) per image.
+KernelStats conv_data_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* w,
+                                        const float* dy, float* dx, float* col);
+// Both: dw += .., db += .. (db may be null), dx = .. (dx may be null).
 KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                    const float* w, const float* dy, float* dw, float* db, float* dx, float* col);
 // x: H x C x W x batch; w: kh x kw x No x C; y: Ho x No x Wo x batch.
@@ -33,12 +44,34 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
 // Filters (No x C x kh x kw) to the implicit layout (kh x kw x No x C); host side (done once per update).
 void filters_to_implicit(const ConvShape& s, const float* w, float* w_implicit);
 
+// The implicit backward passes (swDNN's, P §IV-C), stride 1, in the same
+// H x C x W x N layout. Data gradient: the forward kernel on the adjoint
+// convolution (dy's No channels in, C out, the kernel flipped, padding
+// kh - 1 - pad), filters as filters_to_implicit_data_gradient gives them;
+// dx: H x C x W x batch.
+KernelStats conv_data_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* dy,
+                                        const float* w_adjoint, float* dx);
+// Filters (No x C x kh x kw) to the data gradient's layout: kh x kw x C x No, flipped in both taps.
+void filters_to_implicit_data_gradient(const ConvShape& s, const float* w, float* w_adjoint);
+// The adjoint shape the data gradient runs the forward kernel on.
+ConvShape data_gradient_shape(const ConvShape& s);
+// Weight gradient: per kernel tap one GEMM problem dW_tap (No x C) += sum over
+// output rows of dY_row (No x valid Wo*N) x_row^T, one K segment per row;
+// dw in the implicit filter layout (kh x kw x No x C); db += sum dY (may be null).
+KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
+                                          const float* dy, float* dw, float* db);
+
 enum class ConvMethod { explicit_gemm, implicit };
 const char* to_string(ConvMethod m);
 struct ConvChoice {
-  ConvMethod method = ConvMethod::explicit_gemm;
+  ConvMethod method = ConvMethod::explicit_gemm;  // the forward pass's
   std::int64_t explicit_cycles = 0;
   std::int64_t implicit_cycles = 0;  // 0: not eligible (implicit_forward_eligible)
+  // The backward passes, each chosen apart (implicit_backward_eligible, then the faster)
+  ConvMethod weight_gradient = ConvMethod::explicit_gemm, data_gradient = ConvMethod::explicit_gemm;
+  // "implicit" or, when a backward pass differs from the forward,
+  // "implicit (wgrad explicit, dgrad implicit)"
+  std::string describe() const;
 };
 // swCaffe's dispatch rule for its implicit forward kernel (C-swcaffe
 // conv_layer.cpp; shared/reference/sw26010.md §6.2): batch >= 128, input and
@@ -46,9 +79,13 @@ struct ConvChoice {
 // kernel also needs stride 1. `s` is one group's shape; `batch` the images on
 // the core group.
 bool implicit_forward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups = 1);
-// Times the forward pass both ways on a scratch core group (no numerics), as
-// swCaffe times its first iterations, where the implicit kernel is eligible;
-// else explicit. The implicit time includes the layout transforms in and out.
+// The backward rule (same source): batch >= 64 and a multiple of 32, input
+// channels >= 128 and a multiple of 128, output channels >= 64 and a multiple
+// of 32; one group and stride 1 as above.
+bool implicit_backward_eligible(const ConvShape& s, std::int64_t batch, std::int64_t groups = 1);
+// Times each pass both ways on a scratch core group (no numerics), as swCaffe
+// times its first iterations, where the pass's implicit rule allows it; else
+// explicit. The implicit times include the layout transforms in and out.
 ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int64_t batch,
                               std::int64_t groups = 1);
 

@@ -349,6 +349,13 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
   g.stats_.dma_charged_bytes += std::int64_t(charged);
 }
 
+double Cpe::dma_completion(const DmaReply& reply) const {
+  double last = -1;
+  for (const auto& [r, c] : issued_)
+    if (r == &reply) last = std::max(last, c);
+  return last;
+}
+
 void Cpe::dma_wait(DmaReply& reply, int count) {
   auto& g = *group_;
   while (reply.value < count) {

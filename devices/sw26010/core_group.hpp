@@ -85,6 +85,15 @@ struct KernelStats {
   KernelStats& operator+=(const KernelStats& o);
 };
 
+// How the GEMM kernels treat their data (T §3.7, Fig. 9; sw26010.md §6.1):
+// float2double: float in memory, widened to double in LDM for the double-
+// precision register-communication kernel, narrowed on the way out (what
+// swGEMM, swDNN and swCaffe do); single: float throughout, the straightforward
+// single-precision inner loop (no load-and-broadcast for floats: 8 more P1
+// instructions per loop); double_data: double in memory and LDM. Only
+// float2double computes numerics; the others are for timing.
+enum class GemmPrecision { float2double, single, double_data };
+
 class CoreGroup;
 
 class Cpe {
@@ -123,6 +132,10 @@ class Cpe {
                        DmaReply& reply);
   // Blocks until reply.value >= count.
   void dma_wait(DmaReply& reply, int count);
+  // When the last DMA this CPE has in flight to `reply` completes (cycles; -1:
+  // none in flight). The server fixes completion at issue, as the engine's
+  // FIFO order does; kernels that model a loss of overlap use it.
+  double dma_completion(const DmaReply& reply) const;
   // Throws if [p, p+bytes) of this CPE's LDM is the target of a GET, or the
   // source of a PUT, that has not been waited for. Kernels call it at the
   // block level before they read (or overwrite) a buffer.
@@ -227,6 +240,9 @@ class CoreGroup {
   // Whether numerics run (false: timing only, kernels skip host arithmetic).
   bool numerics() const { return numerics_; }
   void set_numerics(bool on) { numerics_ = on; }
+  // The GEMM kernels' data handling (timing only unless float2double).
+  GemmPrecision gemm_precision() const { return gemm_precision_; }
+  void set_gemm_precision(GemmPrecision p) { gemm_precision_ = p; }
 
  private:
   friend class Cpe;
@@ -274,6 +290,7 @@ class CoreGroup {
   Cpe* current_ = nullptr;
   std::exception_ptr failure_;
   bool numerics_ = true;
+  GemmPrecision gemm_precision_ = GemmPrecision::float2double;
   bool warned_budget_ = false;
   struct SchedulerContext;
   std::unique_ptr<SchedulerContext> scheduler_;

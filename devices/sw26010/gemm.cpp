@@ -6,6 +6,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/common/check.hpp"
+#include "devices/sw26010/kernels.hpp"
+#include "devices/sw26010/swgemm_plan.hpp"
+
 namespace taihu::sw26010 {
 
 namespace {
@@ -40,16 +44,43 @@ GemmBlocking GemmBlocking::choose(std::int64_t m, std::int64_t n, std::int64_t k
 
 KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                 std::int64_t ldc) {
-  return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}});
+                 std::int64_t ldc, const GemmBlocking* blocking) {
+  if (blocking)
+    return gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}},
+                      blocking);
+  // swGEMM's call: its own block choice; a shape its blocks do not divide pays the border
+  // tiles of A and B copied into zero-padded buffers and C's copied back, each a CPE pass of
+  // its own (TH §4.2.4 "lightweight zero-padding"), and the GEMM computes whole blocks.
+  const SwgemmPlan plan = plan_swgemm(m, n, k, cg.params());
+  const std::int64_t bm = 8 * plan.blocking.tile_m, bn = 8 * plan.blocking.tile_n, bk = 8 * plan.blocking.tile_k;
+  const bool pad_m = m % bm != 0, pad_n = n % bn != 0, pad_k = k % bk != 0;
+  KernelStats total;
+  // The padding passes move the border tiles only; their time does not depend on the values,
+  // so they run timing only (the GEMM below computes on the unpadded operands).
+  const auto border_pass = [&](std::int64_t elements) {
+    if (elements <= 0) return;
+    alignas(128) static float placeholder[32];
+    const bool numerics = cg.numerics();
+    cg.set_numerics(false);
+    total += copy(cg, placeholder, placeholder, elements);
+    cg.set_numerics(numerics);
+  };
+  border_pass((pad_m ? bm * k : 0) + (pad_k ? m * bk : 0));  // op(A): m x k
+  border_pass((pad_k ? bk * n : 0) + (pad_n ? k * bn : 0));  // op(B): k x n
+  total += gemm_batch(cg, "gemm", trans_a, trans_b, m, n, alpha, beta, {GemmProblem{c, ldc, {{a, lda, b, ldb, k}}}},
+                      &plan.blocking);
+  border_pass((pad_m ? bm * n : 0) + (pad_n ? m * bn : 0));  // C back from the padded buffer
+  total.kernel = "gemm";
+  return total;
 }
 
 KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,
-                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems) {
+                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems,
+                       const GemmBlocking* forced) {
   std::int64_t max_k = 1;
   for (const auto& p : problems)
     for (const auto& s : p.segments) max_k = std::max(max_k, s.k);
-  const auto blocking = GemmBlocking::choose(m, n, max_k, cg.params());
+  const auto blocking = forced ? *forced : GemmBlocking::choose(m, n, max_k, cg.params());
   const int tm = blocking.tile_m, tn = blocking.tile_n, tk = blocking.tile_k;
   const std::int64_t bm = 8 * tm, bn = 8 * tn, bk = 8 * tk;
   const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn);
@@ -85,15 +116,31 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
       block_c(numerics ? std::size_t(bm) * bn : 0);
   std::int64_t computed_step = -1;
 
+  // The data handling (T Fig. 9): float2double widens in LDM; single and
+  // double_data do not, single runs the slower single-precision inner loop,
+  // double_data moves 8 bytes per element. Those two are timing only (the
+  // operands are float), and their LDM layouts are no larger than
+  // float2double's, for which the blocking was chosen.
+  const GemmPrecision precision = cg.gemm_precision();
+  const bool widens = precision == GemmPrecision::float2double;
+  require<SimulationError>(widens || !numerics, "{}: {} data is timing only (set_numerics(false))", kernel,
+                           precision == GemmPrecision::single ? "single-precision" : "double");
+  const std::size_t esize = precision == GemmPrecision::double_data ? 8 : 4;  // bytes per element in memory
+  const double inner_cycles =
+      precision == GemmPrecision::single ? cg.params().gemm_single_cycles_per_16_vmad : 0;  // 0: the DP kernel's
+
   return cg.run(kernel, [&](Cpe& cpe) {
     const int i = cpe.row(), j = cpe.col();
     const std::size_t a_elems = std::size_t(tm) * tk, b_elems = std::size_t(tk) * tn;
-    float* fa[2] = {cpe.ldm_array<float>(a_elems, "A tile"), cpe.ldm_array<float>(a_elems, "A tile")};
-    float* fb[2] = {cpe.ldm_array<float>(b_elems, "B tile"), cpe.ldm_array<float>(b_elems, "B tile")};
-    double* wa = cpe.ldm_array<double>(a_elems, "A tile (double)");
-    double* wb = cpe.ldm_array<double>(b_elems, "B tile (double)");
-    double* wc = cpe.ldm_array<double>(std::size_t(tm) * tn, "C tile (double)");
-    float* fc = cpe.ldm_array<float>(std::size_t(tm) * tn, "C tile");
+    const auto staging = [&](std::size_t elems, const char* name) {
+      return static_cast<float*>(cpe.ldm_alloc(elems * esize, name, 32));
+    };
+    float* fa[2] = {staging(a_elems, "A tile"), staging(a_elems, "A tile")};
+    float* fb[2] = {staging(b_elems, "B tile"), staging(b_elems, "B tile")};
+    double* wa = widens ? cpe.ldm_array<double>(a_elems, "A tile (double)") : nullptr;
+    double* wb = widens ? cpe.ldm_array<double>(b_elems, "B tile (double)") : nullptr;
+    double* wc = widens ? cpe.ldm_array<double>(std::size_t(tm) * tn, "C tile (double)") : nullptr;
+    float* fc = staging(std::size_t(tm) * tn, "C tile");
     DmaReply reply;
     int expected = 0;
 
@@ -121,13 +168,17 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
       t.eb = {std::clamp<std::int64_t>(k - t.kb, 0, tk), std::max<std::int64_t>(hi - lo, 0), lo - t.c0};
       return t;
     };
+    // Element `offset` of a stored operand (its elements esize bytes apart).
+    auto at_element = [&](const float* base, std::int64_t offset) {
+      return reinterpret_cast<const std::byte*>(base) + std::size_t(offset) * esize;
+    };
     // GET of a stored tile (rows x cols of op(X) at r0, c0).
     auto fetch = [&](float* dst, const float* base, std::int64_t ld, bool trans, std::int64_t r0, std::int64_t c0,
                      Extent e) {
       if (e.rows == 0 || e.cols == 0) return;
       const std::int64_t blocks = trans ? e.cols : e.rows, elems = trans ? e.rows : e.cols;
-      const float* origin = trans ? base + c0 * ld + r0 : base + r0 * ld + c0;
-      cpe.dma_get_strided(dst, origin, std::size_t(blocks), std::size_t(elems) * 4, std::size_t(ld) * 4, reply);
+      cpe.dma_get_strided(dst, at_element(base, trans ? c0 * ld + r0 : r0 * ld + c0), std::size_t(blocks),
+                          std::size_t(elems) * esize, std::size_t(ld) * esize, reply);
       ++expected;
     };
     auto issue = [&](std::size_t step, int buf) {
@@ -149,7 +200,7 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
             for (std::int64_t r = 0; r < e.rows; ++r) d[r * cols + q] = src[q * e.rows + r];
         }
       }
-      cpe.charge_widen(double(rows) * cols);
+      if (widens) cpe.charge_widen(double(rows) * cols);
     };
 
     if (!steps.empty()) issue(0, 0);
@@ -164,27 +215,29 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         if (numerics) std::fill(wc, wc + std::size_t(tm) * tn, 0.0);
         if (beta != 0.0f && ce.rows > 0 && ce.cols > 0) {
           cpe.dma_wait(reply, expected);  // the previous C tile has left
-          cpe.dma_get_strided(fc, prob.c + t.r0 * prob.ldc + t.c0, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
-                              std::size_t(prob.ldc) * 4, reply);
+          cpe.dma_get_strided(fc, at_element(prob.c, t.r0 * prob.ldc + t.c0), std::size_t(ce.rows),
+                              std::size_t(ce.cols) * esize, std::size_t(prob.ldc) * esize, reply);
           cpe.dma_wait(reply, ++expected);
           if (numerics)
             for (std::int64_t r = 0; r < ce.rows; ++r)
               for (std::int64_t q = 0; q < ce.cols; ++q) wc[r * tn + q] = double(beta) * fc[r * ce.cols + q];
-          cpe.charge_widen(double(ce.rows) * ce.cols);
+          if (widens) cpe.charge_widen(double(ce.rows) * ce.cols);
         }
       }
       if (t.seg) {
         cpe.dma_wait(reply, expected);  // this step's tiles (and any earlier PUT)
-        cpe.check_ready(fa[cur], a_elems * 4);
-        cpe.check_ready(fb[cur], b_elems * 4);
+        cpe.check_ready(fa[cur], a_elems * esize);
+        cpe.check_ready(fb[cur], b_elems * esize);
         widen_tile(wa, fa[cur], at, t.ea, tm, tk);
         widen_tile(wb, fb[cur], bt, t.eb, tk, tn);
       }
       // the next step's tiles (possibly of the next C block) arrive during this one
+      const double issued_at = double(cpe.rpcc());
       if (step + 1 < steps.size()) issue(step + 1, 1 - cur);
       if (t.seg) {
         // the 8 broadcast steps need every peer's widened tiles (row and column: one array sync)
         cpe.sync(Scope::array);
+        const double compute_from = double(cpe.rpcc());
         if (numerics) {
           if (computed_step != std::int64_t(step)) {
             const std::size_t wa_off = reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
@@ -209,20 +262,29 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
             for (int y = 0; y < tn; ++y) dst[y] += src[y];
           }
         }
-        cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk);
+        cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk, inner_cycles);
+        // Lock-step (TH Fig. 3.6): while the 64 CPEs run the register-
+        // communication steps together, the DMA in flight (the next step's
+        // tiles, a C tile going out) progresses only in part, so double
+        // buffering hides less than the whole transfer. The part of the
+        // transfer window that fell inside the compute and was not overlapped
+        // is paid after it.
+        const double in_flight_until = cpe.dma_completion(reply);
+        const double overlapped = std::min(double(cpe.rpcc()), in_flight_until) - std::max(compute_from, issued_at);
+        if (overlapped > 0) cpe.charge(std::int64_t((1 - cpe.params().gemm_lockstep_dma_overlap) * overlapped + 0.5));
         // nobody overwrites its widened tiles while a peer may still read them
         cpe.sync(Scope::array);
       }
       if (st.last && ce.rows > 0 && ce.cols > 0) {
         // narrow C and write it back (the PUT overlaps the next block's start)
         cpe.dma_wait(reply, expected);
-        cpe.check_ready(fc, std::size_t(ce.rows * ce.cols) * 4);
+        cpe.check_ready(fc, std::size_t(ce.rows * ce.cols) * esize);
         if (numerics)
           for (std::int64_t r = 0; r < ce.rows; ++r)
             for (std::int64_t q = 0; q < ce.cols; ++q) fc[r * ce.cols + q] = float(wc[r * tn + q]);
-        cpe.charge_widen(double(ce.rows) * ce.cols);
-        cpe.dma_put_strided(prob.c + t.r0 * prob.ldc + t.c0, fc, std::size_t(ce.rows), std::size_t(ce.cols) * 4,
-                            std::size_t(prob.ldc) * 4, reply);
+        if (widens) cpe.charge_widen(double(ce.rows) * ce.cols);
+        cpe.dma_put_strided(const_cast<std::byte*>(at_element(prob.c, t.r0 * prob.ldc + t.c0)), fc,
+                            std::size_t(ce.rows), std::size_t(ce.cols) * esize, std::size_t(prob.ldc) * esize, reply);
         ++expected;
       }
     }

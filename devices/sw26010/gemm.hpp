@@ -47,13 +47,16 @@ struct GemmProblem {
   std::int64_t ldc;
   std::vector<GemmSegment> segments;
 };
+// `blocking` forces the tiles (null: GemmBlocking::choose); calibration runs
+// swGEMM's blockings through it (TH §4.2.3).
 KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,
-                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems);
+                       std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems,
+                       const GemmBlocking* blocking = nullptr);
 
 // C (m x n, row-major, ldc) = alpha * op(A) * op(B) + beta * C.
 KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                 std::int64_t ldc);
+                 std::int64_t ldc, const GemmBlocking* blocking = nullptr);
 
 // The LDM-resident primitive: every CPE already holds double tiles
 // (tile_m x tile_k of A, tile_k x tile_n of B, tile_m x tile_n of C); runs the

@@ -58,7 +58,7 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
           choice = choose_conv_method(params, s, q, group);
           if (cache) (*cache)[key.str()] = choice;
         }
-        timing.method = to_string(choice.method);
+        timing.method = choice.describe();
         const std::int64_t in = q * s.channels * s.height * s.width, out = q * s.num_output * s.out_height() * s.out_width();
         const std::int64_t wsize = s.num_output * s.col_rows();
         for (std::int64_t g = 0; g < group; ++g) {
@@ -73,7 +73,23 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
             timing.forward += conv_forward_explicit(cg, s, q, x, w, bias, y, col).cycles;
           }
           float *dw = scratch.get(7, wsize), *db = scratch.get(8, s.num_output), *dx = dx_needed ? scratch.get(9, in) : nullptr;
-          timing.backward += conv_backward_explicit(cg, s, q, x, w, y, dw, db, dx, col).cycles;
+          // each backward pass by its own method; implicit ones transform what they read and write
+          float *xi = scratch.get(5, in), *dyi = scratch.get(6, out);
+          const std::int64_t ho = s.out_height(), wo = s.out_width();
+          if (choice.weight_gradient == ConvMethod::implicit) {
+            timing.backward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
+            timing.backward += to_hcwn(cg, y, dyi, q, s.num_output, ho, wo).cycles;
+            timing.backward += conv_weight_gradient_implicit(cg, s, q, xi, dyi, dw, db).cycles;
+          } else {
+            timing.backward += conv_weight_gradient_explicit(cg, s, q, x, y, dw, db, col).cycles;
+          }
+          if (dx && choice.data_gradient == ConvMethod::implicit) {
+            timing.backward += to_hcwn(cg, y, dyi, q, s.num_output, ho, wo).cycles;
+            timing.backward += conv_data_gradient_implicit(cg, s, q, dyi, w, xi).cycles;
+            timing.backward += to_nchw(cg, xi, dx, q, s.channels, s.height, s.width).cycles;
+          } else if (dx) {
+            timing.backward += conv_data_gradient_explicit(cg, s, q, w, y, dx, col).cycles;
+          }
         }
       } else if (type == "InnerProduct") {
         const std::int64_t k = per_sample(bottoms[0]), no = per_sample(tops[0]);

@@ -131,13 +131,15 @@ struct WeightedWork : LayerWork {
   bool group0_only(Pass pass, int phase) const override { return is_sum_phase(pass, phase); }
 };
 
-// ---- Convolution: explicit (im2col + GEMM) or implicit forward, explicit backward.
+// ---- Convolution: each pass explicit (im2col + GEMM, col2im) or implicit (H x C x W x N).
 struct ConvWork final : WeightedWork {
   ConvShape s;  // one convolution group
   std::int64_t conv_groups = 1, in_size = 0, out_size = 0, out_plane = 0, weights_per_group = 0;
   bool has_bias = false;
   ConvMethod conv_method = ConvMethod::explicit_gemm;
-  std::vector<float> implicit_filters, ones;
+  ConvMethod weight_gradient_method = ConvMethod::explicit_gemm, data_gradient_method = ConvMethod::explicit_gemm;
+  std::vector<float> implicit_filters, adjoint_filters, ones;
+  std::array<std::vector<float>, groups> implicit_weight_gradients;  // per core group (run concurrently)
 
   void setup(const ConvGeometry& geo, const Blob& weight) {
     conv_groups = geo.channels / weight.shape()[1];
@@ -161,7 +163,15 @@ struct ConvWork final : WeightedWork {
     // (timed once per geometry and batch share)
     const ConvChoice choice = plan->conv_choice(s, largest_share(), conv_groups);
     conv_method = choice.method;
-    method = to_string(conv_method);
+    // the implicit backward kernels work on whole tensors: one convolution group
+    weight_gradient_method = conv_groups == 1 ? choice.weight_gradient : ConvMethod::explicit_gemm;
+    data_gradient_method = conv_groups == 1 ? choice.data_gradient : ConvMethod::explicit_gemm;
+    method = ConvChoice{conv_method, 0, 0, weight_gradient_method, data_gradient_method}.describe();
+    if (data_gradient_method == ConvMethod::implicit) {
+      // the weights do not change between this forward pass and its backward pass
+      adjoint_filters.resize(std::size_t(weight().count()));
+      filters_to_implicit_data_gradient(s, weight().data().ptr(), adjoint_filters.data());
+    }
     if (conv_method == ConvMethod::implicit) {
       // per convolution group: kh x kw x No/g x C/g
       implicit_filters.resize(std::size_t(weight().count()));
@@ -215,6 +225,14 @@ struct ConvWork final : WeightedWork {
     float* col = scratch(g).get(col_slot, rows * out_plane);
     if (is_data_phase(phase)) {
       float* dx = bottom()[0]->diff().ptr() + begin * in_size;
+      if (data_gradient_method == ConvMethod::implicit) {
+        float* dyi = scratch(g).get(hcwn_out_slot, count * out_size);
+        float* dxi = scratch(g).get(hcwn_in_slot, count * in_size);
+        add_to(total, to_hcwn(c, dy, dyi, count, s.num_output, s.out_height(), s.out_width()));
+        add_to(total, conv_data_gradient_implicit(c, s, count, dyi, adjoint_filters.data(), dxi));
+        add_to(total, to_nchw(c, dxi, dx, count, s.channels, s.height, s.width));
+        return total;
+      }
       for (std::int64_t i = 0; i < count; ++i)
         for (std::int64_t k = 0; k < conv_groups; ++k) {
           float* dxi = dx + i * in_size + k * group_in;
@@ -229,7 +247,25 @@ struct ConvWork final : WeightedWork {
     // weight gradients of this group's images
     GradientPartials partials;
     float* dw = partials.weight(*this, g, weight().count(), weight());
-    for (std::int64_t i = 0; i < count; ++i)
+    if (weight_gradient_method == ConvMethod::implicit) {
+      // dW in the implicit layout (kh x kw x No x C) from zero, then added into this group's
+      // partial in Caffe's layout on the host (the weight transform, not charged: T Table 5)
+      float* xi = scratch(g).get(hcwn_in_slot, count * in_size);
+      float* dyi = scratch(g).get(hcwn_out_slot, count * out_size);
+      add_to(total, to_hcwn(c, x, xi, count, s.channels, s.height, s.width));
+      add_to(total, to_hcwn(c, dy, dyi, count, s.num_output, s.out_height(), s.out_width()));
+      auto& dwi = implicit_weight_gradients[std::size_t(g)];
+      dwi.assign(std::size_t(weight().count()), 0.0f);
+      add_to(total, conv_weight_gradient_implicit(c, s, count, xi, dyi, dwi.data(), nullptr));
+      if (c.numerics())
+        for (std::int64_t o = 0; o < s.num_output; ++o)
+          for (std::int64_t ch = 0; ch < s.channels; ++ch)
+            for (std::int64_t kh = 0; kh < s.kernel_h; ++kh)
+              for (std::int64_t kw = 0; kw < s.kernel_w; ++kw)
+                dw[((o * s.channels + ch) * s.kernel_h + kh) * s.kernel_w + kw] +=
+                    dwi[std::size_t(((kh * s.kernel_w + kw) * s.num_output + o) * s.channels + ch)];
+    }
+    for (std::int64_t i = 0; i < count && weight_gradient_method == ConvMethod::explicit_gemm; ++i)
       for (std::int64_t k = 0; k < conv_groups; ++k) {
         const float* cols = x + i * in_size + k * group_in;
         if (!s.pointwise()) {
@@ -691,7 +727,7 @@ ConvChoice NetPlan::conv_choice(const ConvShape& s, std::int64_t batch, std::int
     it = device_choices_.emplace(key, choose_conv_method(params_, s, batch, groups)).first;
   ConvChoice choice = it->second;
   if (forced_method_ && (*forced_method_ == ConvMethod::explicit_gemm || (s.stride_h == 1 && s.stride_w == 1)))
-    choice.method = *forced_method_;
+    choice.method = choice.weight_gradient = choice.data_gradient = *forced_method_;
   return choice;
 }
 

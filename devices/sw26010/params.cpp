@@ -61,7 +61,9 @@ Params Params::from(const config::Section& s) {
   num("gemm_loop_epilogue_cycles", p.gemm_loop_epilogue_cycles);
   num("gemm_o3_cycles_per_16_vmad", p.gemm_o3_cycles_per_16_vmad);
   num("gemm_naive_cycles_per_16_vmad", p.gemm_naive_cycles_per_16_vmad);
+  num("gemm_single_cycles_per_16_vmad", p.gemm_single_cycles_per_16_vmad);
   num("widen_p1_per_vector", p.widen_p1_per_vector);
+  num("gemm_lockstep_dma_overlap", p.gemm_lockstep_dma_overlap);
   num("vector_op_cycles", p.vector_op_cycles);
   num("ldm_access_cycles", p.ldm_access_cycles);
   num("fp_latency_cycles", p.fp_latency_cycles);
@@ -72,6 +74,8 @@ Params Params::from(const config::Section& s) {
   num("cg_sync_cycles", p.cg_sync_cycles);
   if (p.ldm_bytes <= 0 || p.ldm_budget_bytes > p.ldm_bytes) throw s.error("ldm_budget_bytes", "must be <= ldm_bytes");
   if (p.rlc_fifo_entries < 1) throw s.error("rlc_fifo_entries", "must be >= 1");
+  if (p.gemm_lockstep_dma_overlap < 0 || p.gemm_lockstep_dma_overlap > 1)
+    throw s.error("gemm_lockstep_dma_overlap", "must be in [0, 1]");
   if (p.dma_queue_depth < 1) throw s.error("dma_queue_depth", "must be >= 1");
   if (p.dma_transaction_bytes < 1) throw s.error("dma_transaction_bytes", "must be >= 1");
   s.reject_unused();

@@ -43,7 +43,12 @@ struct Params {
   double gemm_loop_epilogue_cycles = 16;
   double gemm_o3_cycles_per_16_vmad = 25;
   double gemm_naive_cycles_per_16_vmad = 26;
+  double gemm_single_cycles_per_16_vmad = 25;  // straightforward single precision: 8 more P1 per loop
   double widen_p1_per_vector = 3;  // load + convert + store per 4 elements (float<->double)
+  // Share of a memory-level GEMM's next-step DMA that proceeds while the 64
+  // CPEs run the register-communication steps in lock-step (1: perfect
+  // double-buffered overlap, 0: none; TH Fig. 3.6).
+  double gemm_lockstep_dma_overlap = 0;
   double vector_op_cycles = 1;     // one P0 vector op issued per cycle
   double ldm_access_cycles = 1;    // one P1 load/store issued per cycle
   double fp_latency_cycles = 7;

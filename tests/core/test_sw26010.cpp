@@ -448,8 +448,11 @@ TEST_SUITE("sw26010") {
     CHECK(s3.cycles == s1.cycles);
     const Params p;
     const double gflops = 2.0 * m * n * k / s1.seconds(p) / 1e9;
-    CHECK(gflops > 500);  // 742.4 peak; swGEMM-class efficiency
-    CHECK(gflops < 742.4);
+    // a memory-level GEMM: well above swGEMM's worst blocking (66.83 GF/s at 1024^3) and, with the
+    // lock-step loss of overlap, below the 56% of the 742.4 GF/s peak that no published memory-level
+    // kernel exceeds (sw26010-kernels.md §1, §3)
+    CHECK(gflops > 200);
+    CHECK(gflops < 0.56 * 742.4);
   }
 }
 

@@ -1,0 +1,33 @@
+#pragma once
+// The time of one pass of a convolution on one core group with the method
+// forced, timing only: the unit swCaffe publishes its per-layer measurements
+// in (P Table II: forward, weight gradient and data gradient, implicit and
+// explicit, at B = 128 on one CG). The kernel-level calibration
+// (bench_sw26010_calibration --level=kernel) compares these with the table.
+
+#include <cstdint>
+
+#include "devices/sw26010/conv.hpp"
+#include "devices/sw26010/params.hpp"
+
+namespace taihu::sw26010 {
+
+enum class ConvPass { forward, weight_gradient, data_gradient };
+const char* to_string(ConvPass p);
+
+struct ConvPassTime {
+  bool modelled = false;         // false: the model has no kernel for this pass and method
+  std::int64_t cycles = 0;       // the convolution kernels (bias and its gradient included)
+  std::int64_t transforms = 0;   // implicit: the layout transforms in and out, not in `cycles`
+  std::int64_t total() const { return cycles + transforms; }
+};
+
+// One pass with `method` forced, whatever swCaffe's dispatch rule says (the
+// published table times implicit where the rule would not pick it). The
+// implicit kernels need stride 1.
+// `precision`: how the GEMMs treat their data (core_group.hpp; T Fig. 9); the
+// other kernels (im2col, transforms) move floats either way.
+ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64_t batch, ConvPass pass,
+                            ConvMethod method, GemmPrecision precision = GemmPrecision::float2double);
+
+}  // namespace taihu::sw26010

@@ -1,0 +1,206 @@
+// The SW26010 model at the kernel level: the passes of a convolution timed
+// apart (as P Table II publishes them), and the mechanisms that make whole
+// kernels pay what the real ones pay (issue 16).
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "devices/sw26010/conv.hpp"
+#include "devices/sw26010/conv_passes.hpp"
+#include "devices/sw26010/core_group.hpp"
+#include "devices/sw26010/gemm.hpp"
+#include "devices/sw26010/kernels.hpp"
+#include "devices/sw26010/swgemm_plan.hpp"
+
+using namespace taihu;
+using namespace taihu::sw26010;
+
+namespace {
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(gen);
+  return v;
+}
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(1e-4).scale(1.0));
+  }
+}
+}  // namespace
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("a convolution's weight- and data-gradient passes timed apart add up to its backward pass") {
+    const Params p;
+    const ConvShape s{16, 12, 12, 32, 3, 3, 1, 1, 1, 1};
+    const std::int64_t batch = 3;
+    const auto wgrad = time_conv_pass(p, s, batch, ConvPass::weight_gradient, ConvMethod::explicit_gemm);
+    const auto dgrad = time_conv_pass(p, s, batch, ConvPass::data_gradient, ConvMethod::explicit_gemm);
+    REQUIRE(wgrad.modelled);
+    REQUIRE(dgrad.modelled);
+    CHECK(wgrad.cycles > 0);
+    CHECK(dgrad.cycles > 0);
+    CoreGroup cg(0, p);
+    cg.set_numerics(false);
+    alignas(128) static float dummy[32];
+    float* d = dummy;
+    CHECK(conv_backward_explicit(cg, s, batch, d, d, d, d, d, d, d).cycles == wgrad.cycles + dgrad.cycles);
+    // the implicit kernels need stride 1; their layout transforms are counted apart
+    ConvShape strided = s;
+    strided.stride_h = strided.stride_w = 2;
+    CHECK_FALSE(time_conv_pass(p, strided, batch, ConvPass::data_gradient, ConvMethod::implicit).modelled);
+    const auto fwd = time_conv_pass(p, s, batch, ConvPass::forward, ConvMethod::implicit);
+    CHECK(fwd.modelled);
+    CHECK(fwd.transforms > 0);
+    CHECK(fwd.total() == fwd.cycles + fwd.transforms);
+  }
+}
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("lock-step register communication: a memory-level GEMM is slower than perfect overlap, not slower than none") {
+    // TH Fig. 3.6: the 64 CPEs broadcasting in lock-step let the next step's DMA
+    // proceed only in part during the compute
+    const auto time_with = [](double overlap) {
+      Params p;
+      p.gemm_lockstep_dma_overlap = overlap;
+      CoreGroup cg(0, p);
+      cg.set_numerics(false);
+      alignas(128) static float dummy[32];
+      return gemm(cg, Transpose::no, Transpose::no, 512, 512, 512, 1, dummy, 512, dummy, 512, 0, dummy, 512);
+    };
+    const auto perfect = time_with(1), half = time_with(0.5), none = time_with(0);
+    CHECK(perfect.cycles < half.cycles);
+    CHECK(half.cycles < none.cycles);
+    // no overlap at all costs at most every transfer in series after the compute
+    const Params p;
+    const double serial = double(none.dma_charged_bytes) / p.dma_strided_bytes_per_cycle() +
+                          double(none.dma_requests) * p.dma_put_latency_cycles;
+    CHECK(double(none.cycles - perfect.cycles) <= serial);
+    CHECK(none.dma_charged_bytes == perfect.dma_charged_bytes);  // the same transfers, only their overlap differs
+  }
+}
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("implicit weight and data gradients (H x C x W x N) equal the explicit ones") {
+    CoreGroup cg(0, Params{});
+    for (const ConvShape& s : {ConvShape{5, 9, 8, 6, 3, 3, 1, 1, 1, 1}, ConvShape{4, 7, 6, 3, 3, 3, 1, 1, 0, 0},
+                               ConvShape{6, 5, 5, 8, 1, 1, 1, 1, 0, 0}}) {
+      CAPTURE(s.channels);
+      CAPTURE(s.kernel_h);
+      CAPTURE(s.pad_h);
+      const std::int64_t batch = 3, ho = s.out_height(), wo = s.out_width();
+      const std::int64_t in = batch * s.channels * s.height * s.width, out = batch * s.num_output * ho * wo;
+      const std::int64_t wsize = s.num_output * s.col_rows();
+      const auto x = random_values(std::size_t(in), 1), dy = random_values(std::size_t(out), 2),
+                 w = random_values(std::size_t(wsize), 3);
+      // explicit, N x C x H x W: dw and db accumulate onto 0.5
+      std::vector<float> dw(std::size_t(wsize), 0.5f), db(std::size_t(s.num_output), 0.5f);
+      std::vector<float> dx(static_cast<std::size_t>(in));
+      std::vector<float> col(static_cast<std::size_t>(s.col_rows() * ho * wo));
+      conv_backward_explicit(cg, s, batch, x.data(), w.data(), dy.data(), dw.data(), db.data(), dx.data(), col.data());
+
+      std::vector<float> xi(static_cast<std::size_t>(in)), dyi(static_cast<std::size_t>(out)), dxi(static_cast<std::size_t>(in)), dx_back(static_cast<std::size_t>(in));
+      to_hcwn(cg, x.data(), xi.data(), batch, s.channels, s.height, s.width);
+      to_hcwn(cg, dy.data(), dyi.data(), batch, s.num_output, ho, wo);
+      std::vector<float> wa(static_cast<std::size_t>(wsize));
+      filters_to_implicit_data_gradient(s, w.data(), wa.data());
+      conv_data_gradient_implicit(cg, s, batch, dyi.data(), wa.data(), dxi.data());
+      to_nchw(cg, dxi.data(), dx_back.data(), batch, s.channels, s.height, s.width);
+      check_close(dx_back, dx);
+
+      std::vector<float> dwi(std::size_t(wsize), 0.5f), dbi(std::size_t(s.num_output), 0.5f);
+      std::vector<float> want(static_cast<std::size_t>(wsize));
+      conv_weight_gradient_implicit(cg, s, batch, xi.data(), dyi.data(), dwi.data(), dbi.data());
+      filters_to_implicit(s, dw.data(), want.data());  // 0.5 + dW, in the implicit layout
+      check_close(dwi, want);
+      check_close(dbi, db);
+    }
+  }
+
+  TEST_CASE("swCaffe's implicit rule for the backward passes") {
+    // C-swcaffe conv_layer.cpp (sw26010.md §6.2): batch >= 64 in multiples of 32, input channels >= 128
+    // in multiples of 128, output channels >= 64 in multiples of 32; VGG-16 from conv2_2 on
+    const ConvShape conv2_2{128, 112, 112, 128, 3, 3, 1, 1, 1, 1};
+    CHECK(implicit_backward_eligible(conv2_2, 128));
+    CHECK(implicit_backward_eligible(conv2_2, 64));
+    CHECK_FALSE(implicit_backward_eligible(conv2_2, 96 + 16));
+    CHECK_FALSE(implicit_backward_eligible(conv2_2, 32));
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{64, 112, 112, 128, 3, 3, 1, 1, 1, 1}, 128));  // conv2_1
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{192, 28, 28, 128, 3, 3, 1, 1, 1, 1}, 128));
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{128, 28, 28, 48, 3, 3, 1, 1, 1, 1}, 128));
+    CHECK_FALSE(implicit_backward_eligible(conv2_2, 128, 2));
+    CHECK_FALSE(implicit_backward_eligible(ConvShape{128, 28, 28, 128, 3, 3, 2, 2, 1, 1}, 128));
+    // and the time of both implicit backward passes is modelled
+    const Params p;
+    const ConvShape small{128, 6, 6, 64, 3, 3, 1, 1, 1, 1};
+    for (const auto pass : {ConvPass::weight_gradient, ConvPass::data_gradient}) {
+      const auto t = time_conv_pass(p, small, 64, pass, ConvMethod::implicit);
+      CHECK(t.modelled);
+      CHECK(t.cycles > 0);
+      CHECK(t.transforms > 0);
+    }
+  }
+}
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("swGEMM's call: its model picks the block, blocks divide the padded shape, padding costs passes") {
+    const Params p;
+    // 1024^3: no padding; the block minimises swGEMM's own estimate over its legal blockings
+    const auto cube = plan_swgemm(1024, 1024, 1024, p);
+    CHECK_FALSE(cube.padded());
+    const int blk_m = 8 * cube.blocking.tile_n, blk_n = 8 * cube.blocking.tile_m, blk_k = 8 * cube.blocking.tile_k;
+    CHECK(1024 % blk_m == 0);
+    CHECK(1024 % blk_n == 0);
+    CHECK(blk_n % 128 == 0);
+    CHECK(1024 % blk_k == 0);
+    CHECK(cube.estimated_seconds == doctest::Approx(swgemm_estimate(1024, 1024, 1024, blk_m, blk_n, blk_k)));
+    for (const auto& [m, n, k] : {std::tuple{128, 128, 128}, std::tuple{256, 256, 256}, std::tuple{512, 128, 64}})
+      CHECK(cube.estimated_seconds <= swgemm_estimate(1024, 1024, 1024, m, n, k));
+    // VGG-16 conv1_1's forward GEMM per image (No = 64, K = 27): swGEMM's N (the model's m) pads to 128 and
+    // K to 32; the border passes are paid on top of a GEMM of whole blocks
+    const auto conv1_1 = plan_swgemm(64, 50176, 27, p);
+    CHECK(conv1_1.padded_m == 128);
+    CHECK(conv1_1.padded_k == 32);
+    CHECK(conv1_1.padded_n == 0);
+    CoreGroup cg(0, p);
+    cg.set_numerics(false);
+    alignas(128) static float dummy[32];
+    const auto call = gemm(cg, Transpose::no, Transpose::no, 64, 50176, 27, 1, dummy, 27, dummy, 50176, 0, dummy, 50176);
+    const auto gemm_only = gemm_batch(cg, "gemm", Transpose::no, Transpose::no, 64, 50176, 1, 0,
+                                      {GemmProblem{dummy, 50176, {{dummy, 27, dummy, 50176, 27}}}}, &conv1_1.blocking);
+    CHECK(call.cycles > gemm_only.cycles);
+    CHECK(call.dma_charged_bytes > gemm_only.dma_charged_bytes);
+  }
+}
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("GEMM data handling: float2double widens in LDM, single runs the slower loop, double moves twice the bytes") {
+    // T §3.7, Fig. 9
+    const auto run = [](GemmPrecision precision) {
+      CoreGroup cg(0, Params{});
+      cg.set_numerics(false);
+      cg.set_gemm_precision(precision);
+      alignas(128) static float dummy[32];
+      return gemm(cg, Transpose::no, Transpose::no, 512, 512, 512, 1, dummy, 512, dummy, 512, 0, dummy, 512);
+    };
+    const auto f2d = run(GemmPrecision::float2double), single = run(GemmPrecision::single),
+               dbl = run(GemmPrecision::double_data);
+    CHECK(single.cycles > f2d.cycles);  // 25 cycles per 16 vmad against 17 plus the widening
+    CHECK(single.dma_bytes == f2d.dma_bytes);
+    CHECK(dbl.dma_bytes == 2 * f2d.dma_bytes);
+    CHECK(dbl.ldm_peak_bytes <= f2d.ldm_peak_bytes);  // no float staging beside the double tiles
+    // only float2double computes
+    CoreGroup cg(0, Params{});
+    cg.set_gemm_precision(GemmPrecision::double_data);
+    std::vector<float> a(64 * 64), c(64 * 64);
+    CHECK_THROWS_AS(gemm(cg, Transpose::no, Transpose::no, 64, 64, 64, 1, a.data(), 64, a.data(), 64, 0, c.data(), 64),
+                    SimulationError);
+  }
+}
