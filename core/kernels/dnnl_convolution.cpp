@@ -141,10 +141,16 @@ struct DnnlConvolution::Impl {
     return 2.0 * double(num_output) * double(g.out_size()) * double(g.col_rows() / group);
   }
 
+  // Images per forward or data-gradient piece: enough work to pay for a
+  // call, and a divisor of the batch, so that every piece has the same size
+  // and one primitive (with one weights layout) serves them all.
   int64_t images_per_piece(int64_t batch) const {
     const auto wanted = static_cast<int64_t>(std::ceil(min_piece_flops / std::max(image_flops(), 1.0)));
-    return std::clamp<int64_t>(wanted, 1, std::max<int64_t>(batch, 1));
+    for (int64_t n = std::clamp<int64_t>(wanted, 1, std::max<int64_t>(batch, 1)); n > 1; --n)
+      if (batch % n == 0) return n;
+    return 1;
   }
+
 
   // Output channels per weight-gradient piece: a multiple of 16 dividing a
   // group's outputs, giving about target_slices pieces in all.
@@ -220,14 +226,8 @@ struct DnnlConvolution::Impl {
   template <class Piece>
   void for_image_pieces(int64_t batch, Piece&& piece) {
     const int64_t per_piece = images_per_piece(batch);
-    const int64_t pieces = (batch + per_piece - 1) / per_piece;
-    ImagePrimitives& full = images(per_piece);
-    ImagePrimitives* rest = batch % per_piece ? &images(batch % per_piece) : &full;
-    parallel_for(pieces, [&](int64_t i) {
-      const int64_t first = i * per_piece;
-      const int64_t count = std::min(per_piece, batch - first);
-      piece(first, count, count == per_piece ? full : *rest);
-    });
+    ImagePrimitives& primitives = images(per_piece);
+    parallel_for(batch / per_piece, [&](int64_t i) { piece(i * per_piece, per_piece, primitives); });
   }
 };
 
