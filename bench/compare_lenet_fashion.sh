@@ -44,8 +44,10 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 for fw in ("taihu", "pytorch"):
     rs = [r for r in rows if r["framework"] == fw]
-    print(f"{fw:8} images/s median {statistics.median(r['images_per_second'] for r in rs):8.1f}  "
-          f"accuracy {', '.join(f'{r[\"test_accuracy\"]:.4f}' for r in rs)}")
+    accuracies = ", ".join("%.4f" % r["test_accuracy"] for r in rs)
+    rate = statistics.median(r["images_per_second"] for r in rs)
+    whole = statistics.median(r["seconds"] for r in rs)
+    print(f"{fw:8} training images/s median {rate:8.1f}  whole run {whole:6.1f} s  accuracy {accuracies}")
 t = statistics.median(r["images_per_second"] for r in rows if r["framework"] == "taihu")
 p = statistics.median(r["images_per_second"] for r in rows if r["framework"] == "pytorch")
 print(f"taihu / PyTorch: {t / p:.2f}x")
