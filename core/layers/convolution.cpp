@@ -284,9 +284,10 @@ void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   const float* bias = bias_term_ ? params()[1].blob->data().ptr() : nullptr;
   dnnl_->forward(x, weight, bias, y, batch);
   if (dnnl_checked_[static_cast<int>(Pass::forward)]) return;
-  check_.reshape(top[0]->shape());
-  im2col_forward(x, check_.ptr(), batch);
-  if (!confirm_dnnl(Pass::forward, y, check_.ptr(), check_.count())) top[0]->data().copy_from(check_);
+  // The reference lives only for the check: a run keeps no copy of a top.
+  Tensor reference(top[0]->shape());
+  im2col_forward(x, reference.ptr(), batch);
+  if (!confirm_dnnl(Pass::forward, y, reference.ptr(), reference.count())) top[0]->data().copy_from(reference);
 }
 
 void ConvolutionLayer::im2col_forward(const float* x, float* y, int64_t batch) {
@@ -355,9 +356,10 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
   if (dnnl_data) {
     dnnl_->backward_data(dy, weight, dx, batch);
     if (!dnnl_checked_[static_cast<int>(Pass::data_gradient)]) {
-      check_.reshape(bottom[0]->shape());
-      im2col_backward(x, dy, check_.ptr(), nullptr, nullptr, batch);
-      if (!confirm_dnnl(Pass::data_gradient, dx, check_.ptr(), check_.count())) bottom[0]->diff().copy_from(check_);
+      Tensor reference(bottom[0]->shape());
+      im2col_backward(x, dy, reference.ptr(), nullptr, nullptr, batch);
+      if (!confirm_dnnl(Pass::data_gradient, dx, reference.ptr(), reference.count()))
+        bottom[0]->diff().copy_from(reference);
     }
   }
   if (dnnl_weights) {

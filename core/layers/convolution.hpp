@@ -134,7 +134,6 @@ class ConvolutionLayer final : public Layer {
   ConvGeometry dnnl_geometry_;         // what dnnl_ was made for
   bool dnnl_passes_[3] = {true, true, true};   // false: a self-check failed
   bool dnnl_checked_[3] = {false, false, false};
-  Tensor check_;  // im2col's result of a pass, for a self-check
 };
 
 }  // namespace taihu
