@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
       // loss_scale 1: gradients of the summed loss, as the PyTorch baseline's reduction="sum".
       const cavs::GraphMetrics m = runner->train(batch_span(b), 1.0f);
       if (static_cast<int>(losses.size()) < loss_trace) losses.push_back(m.loss);
-      solver->step();
+      solver->step(runner->sparse_gradients());
       runner->zero_gradients();
     };
     f.zero_diffs();

@@ -27,11 +27,19 @@ if [[ ! -f $wl/sst-like.txt ]]; then
   "$build/bench/make_tree_workload" --out="$wl"
 fi
 echo "# $(date -u +%FT%TZ) $(uptime)" | tee -a "$out/load.log"
-grep -q avx512f /proc/cpuinfo && echo "CPU has AVX-512: PyTorch runs with OPENBLAS_CORETYPE=SkylakeX" \
-  || echo "CPU has no AVX-512: OpenBLAS keeps its own kernel choice (SkylakeX would die with SIGILL)"
+# PyTorch's best OpenBLAS kernel here, probed on the Tree-LSTM at batch 25
+# (bench/pytorch_best_coretype.sh; the baseline script itself defaults to
+# SkylakeX on AVX-512 CPUs where no kernel is forced). taihu runs under
+# OpenBLAS's own detection, as a user's process would, never under a kernel
+# the environment forces.
+source bench/pytorch_best_coretype.sh
+pick_best_coretype $py bench/pytorch/treelstm_baseline.py --workload "$wl/sst-like.txt" --impl p1 --batch 25 \
+  --threads "$(nproc)" --warmup 2 --batches 10 --repeats 1
 
-tree_lstm() {  # extra arguments go to treelstm_baseline.py
-  $py bench/pytorch/treelstm_baseline.py --json "$out/pytorch_treelstm.jsonl" --csv "$out/pytorch_treelstm.csv" "$@"
+tree_lstm() {  # extra arguments go to treelstm_baseline.py; --untuned runs in the caller's environment
+  local tuning=("${torch_env[@]}")
+  [[ " $* " == *" --untuned "* ]] && tuning=()
+  env "${tuning[@]}" $py bench/pytorch/treelstm_baseline.py --json "$out/pytorch_treelstm.jsonl" --csv "$out/pytorch_treelstm.csv" "$@"
 }
 
 taihu_tree_lstm() {  # workload batch threads mode(train|infer) serial|batched
@@ -39,12 +47,12 @@ taihu_tree_lstm() {  # workload batch threads mode(train|infer) serial|batched
   # executors with one BLAS thread each (taihu-train's default).
   local bin=$build/bench/bench_graph_train_actors
   [[ -x $bin ]] || return 0
-  "$bin" --model=tree_lstm --workload="$1" --batch="$2" --executors="$3" --threads=1 --phase="$4" --mode="$5" \
+  env -u OPENBLAS_CORETYPE "$bin" --model=tree_lstm --workload="$1" --batch="$2" --executors="$3" --threads=1 --phase="$4" --mode="$5" \
     --embed=300 --hidden=150 --system="taihu-$5" --json="$out/taihu_treelstm.jsonl" --csv="$out/taihu_treelstm.csv"
 }
 
 lm() {
-  $py bench/pytorch/lstm_lm_baseline.py --json "$out/pytorch_lm.jsonl" --csv "$out/pytorch_lm.csv" "$@"
+  env "${torch_env[@]}" $py bench/pytorch/lstm_lm_baseline.py --json "$out/pytorch_lm.jsonl" --csv "$out/pytorch_lm.csv" "$@"
 }
 
 taihu_lm() {  # workload-or-fixedN threads cell
@@ -53,7 +61,7 @@ taihu_lm() {  # workload-or-fixedN threads cell
   [[ -x $bin ]] || return 0
   local source=$1 chunk=0
   if [[ $source == fixed* ]]; then chunk=${source#fixed}; source=$wl/ptb-valid.txt; fi
-  "$bin" --model="$3" --workload="$source" --chunk="$chunk" --batch=64 --embed=512 --hidden=512 --executors="$2" \
+  env -u OPENBLAS_CORETYPE "$bin" --model="$3" --workload="$source" --chunk="$chunk" --batch=64 --embed=512 --hidden=512 --executors="$2" \
     --threads=1 --warmup=2 --batches=4 --lr=1.0 --system="taihu-$3" --json="$out/taihu_lm.jsonl" --csv="$out/taihu_lm.csv"
 }
 

@@ -19,10 +19,12 @@ data=/usr/share/datasets/fashion-mnist
 out=bench/results/lenet_fashion.jsonl
 mkdir -p bench/results
 : >"$out"
-# PyTorch's best OpenBLAS kernel, as compare_pytorch.sh chooses it (CORETYPE= to force one).
-coretype=${CORETYPE-}
-torch_env=(-u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 ${coretype:+OPENBLAS_CORETYPE=$coretype})
-echo "PyTorch: OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=${coretype:-unset} torch.set_num_threads($cores)"
+# PyTorch's best OpenBLAS kernel, probed on LeNet as compare_pytorch.sh does
+# (CORETYPE=NAME or CORETYPE=unset skips the probe).
+source bench/pytorch_best_coretype.sh
+pick_best_coretype /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
+  --repeats 3 --threads "$cores"
+echo "PyTorch's threads: torch.set_num_threads($cores)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for ((r = 1; r <= rounds; r++)); do

@@ -20,40 +20,12 @@ mkdir -p bench/results
 : >"$out.tuned"  # (stale rows of an earlier run would enter the medians)
 : >"$out.default"
 
-# Some machines set OPENBLAS_CORETYPE for every process (this VM: Haswell, on
-# an AVX-512 CPU); neither side runs under it unless it is the fastest.
-# PyTorch's best OpenBLAS kernel here: its own detection, or one forced by
-# OPENBLAS_CORETYPE among those the CPU can run, whichever trains LeNet fastest.
-# Forcing a kernel the CPU lacks would die with SIGILL.
-candidates=("")
-grep -qw avx2 /proc/cpuinfo && candidates+=(Haswell)
-grep -qw avx512f /proc/cpuinfo && candidates+=(SkylakeX)
-grep -qw avx512_bf16 /proc/cpuinfo && candidates+=(Cooperlake)
-grep -q AuthenticAMD /proc/cpuinfo && grep -qw avx2 /proc/cpuinfo && candidates+=(Zen)
-# Each candidate's best of 2 alternating rounds: one short run is at the mercy of this VM's noise.
-declare -A rate_of=()
-for round in 1 2; do
-  for coretype in "${candidates[@]}"; do
-    rate=$(env -u OPENBLAS_CORETYPE ${coretype:+OPENBLAS_CORETYPE=$coretype} OPENBLAS_NUM_THREADS=1 /usr/bin/python3 \
-      bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 --repeats 3 --threads "$cores" |
-      grep -o '[0-9.]* images/s' | head -1 | cut -d' ' -f1)
-    key=${coretype:-unset}
-    if [[ -n $rate ]] && python3 -c "import sys; sys.exit(0 if $rate > ${rate_of[$key]:-0} else 1)"; then
-      rate_of[$key]=$rate
-    fi
-  done
-done
-best_coretype="" best_rate=0
-for coretype in "${candidates[@]}"; do
-  key=${coretype:-unset}
-  echo "PyTorch, OPENBLAS_CORETYPE=$key: ${rate_of[$key]:-failed} images/s (LeNet, batch 64, best of 2)"
-  if [[ -n ${rate_of[$key]:-} ]] && python3 -c "import sys; sys.exit(0 if ${rate_of[$key]} > $best_rate else 1)"; then
-    best_coretype=$coretype best_rate=${rate_of[$key]}
-  fi
-done
-tuned_env=(-u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 ${best_coretype:+OPENBLAS_CORETYPE=$best_coretype})
-echo "PyTorch at its best here: OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=${best_coretype:-unset}," \
-  "torch.set_num_threads($cores)"
+# PyTorch's best OpenBLAS kernel here, on LeNet (bench/pytorch_best_coretype.sh).
+source bench/pytorch_best_coretype.sh
+pick_best_coretype /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
+  --repeats 3 --threads "$cores"
+tuned_env=("${torch_env[@]}")
+echo "PyTorch's threads: torch.set_num_threads($cores)"
 
 run_case() {  # model batch net classes iters warmup
   local model=$1 batch=$2 net=$3 classes=$4 iters=$5 warmup=$6

@@ -58,6 +58,12 @@ class ActorGraphRunner final : public GraphRunner {
     for (auto& p : parts_) p->executor.zero_gradients();
   }
 
+  std::vector<RowSparseGradient> sparse_gradients() const override {
+    std::vector<RowSparseGradient> all;
+    for (const auto& p : parts_) merge_sparse_gradients(all, p->executor.sparse_gradients());
+    return all;
+  }
+
   cavs::ExecutorStats stats() const override {
     cavs::ExecutorStats total;
     for (const auto& p : parts_) total += p->executor.stats();

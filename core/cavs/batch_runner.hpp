@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "core/cavs/executor.hpp"
 #include "core/cavs/graph_metrics.hpp"
@@ -28,6 +29,10 @@ class BatchRunner {
   // solver step; the diffs must have been zero before (zero_diffs() once at
   // the start).
   virtual void zero_gradients() = 0;
+  // The embedding rows zero_gradients() would clear, per table, over every
+  // executor: the only rows of those tables with a gradient, for
+  // Solver::step. Call it before zero_gradients().
+  virtual std::vector<RowSparseGradient> sparse_gradients() const = 0;
   // Executor counters summed over every executor since the last reset.
   virtual ExecutorStats stats() const = 0;
   virtual void reset_stats() = 0;
@@ -40,6 +45,7 @@ class InlineRunner final : public BatchRunner {
   GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) override;
   GraphMetrics evaluate(std::span<const InputGraph> graphs) override;
   void zero_gradients() override { executor_.zero_gradients(); }
+  std::vector<RowSparseGradient> sparse_gradients() const override { return executor_.sparse_gradients(); }
   ExecutorStats stats() const override { return executor_.stats(); }
   void reset_stats() override { executor_.stats().reset(); }
 

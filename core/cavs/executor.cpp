@@ -249,6 +249,22 @@ void Executor::zero_gradients() {
   gradient_tokens_.clear();
 }
 
+std::vector<RowSparseGradient> Executor::sparse_gradients() const {
+  std::vector<int32_t> rows;
+  for (const int32_t t : gradient_tokens_)
+    if (t >= 0) rows.push_back(t);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  std::vector<RowSparseGradient> sparse;
+  for (const Op& op : f_.definition().ops) {
+    if (op.kind != OpKind::embedding) continue;
+    const Blob* blob = f_.params()[static_cast<size_t>(op.param)].blob.get();
+    const bool listed = std::any_of(sparse.begin(), sparse.end(), [&](const auto& g) { return g.blob == blob; });
+    if (!listed) sparse.push_back({blob, rows});
+  }
+  return sparse;
+}
+
 void Executor::run_forward() {
   forward_eager();
   for (int32_t r = 0; r < num_rounds(); ++r) forward_round(r);

@@ -33,6 +33,7 @@
 #include "core/cavs/function.hpp"
 #include "core/cavs/program.hpp"
 #include "core/cavs/batch_layout.hpp"
+#include "core/solver/row_sparse_gradient.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace taihu::cavs {
@@ -140,6 +141,10 @@ class Executor {
   // batches in between do not matter). Valid when the diffs were zero before
   // those batches, e.g. called right after the solver step.
   void zero_gradients();
+  // What zero_gradients() would clear of each embedding table: the rows
+  // whose diff backward may have written since its last call (sorted,
+  // unique). A solver updates only those (Solver::step).
+  std::vector<RowSparseGradient> sparse_gradients() const;
 
   // Gradients are loss_scale * d(sum of per-vertex losses); default 1. Read
   // by backward_lazy, so it may be set after forward (e.g. 1 / loss_vertices()).

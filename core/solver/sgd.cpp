@@ -1,5 +1,6 @@
 #include "core/solver/sgd.hpp"
 
+#include "core/common/check.hpp"
 #include "core/solver/option_check.hpp"
 
 namespace taihu {
@@ -15,6 +16,15 @@ SgdSolver::SgdSolver(const config::Section& options, std::vector<Param*> params,
   if (nesterov_ && momentum_ == 0.0f) throw options.error("momentum", "must be > 0 for Nesterov momentum");
   allocate_history({"momentum"});
 }
+
+namespace {
+
+// One expression for the whole param and for its rows: the same bits.
+void plain_step(float* w, const float* d, int64_t n, float lr, float weight_decay, float grad_scale) {
+  for (int64_t i = 0; i < n; ++i) w[i] -= lr * (grad_scale * d[i] + weight_decay * w[i]);
+}
+
+}  // namespace
 
 void SgdSolver::update(Slot& slot, float lr, float weight_decay, float grad_scale) {
   Blob& blob = *slot.param->blob;
@@ -32,7 +42,7 @@ void SgdSolver::update(Slot& slot, float lr, float weight_decay, float grad_scal
   } else if (mu == 0.0f) {
     // Plain SGD: the history stays zero, so it is neither read nor written
     // (a third less memory traffic on a large embedding table).
-    for (int64_t i = 0; i < n; ++i) w[i] -= lr * (grad_scale * d[i] + weight_decay * w[i]);
+    plain_step(w, d, n, lr, weight_decay, grad_scale);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const float g = grad_scale * d[i] + weight_decay * w[i];
@@ -40,6 +50,22 @@ void SgdSolver::update(Slot& slot, float lr, float weight_decay, float grad_scal
       w[i] -= lr * v[i];
     }
   }
+}
+
+bool SgdSolver::update_rows(Slot& slot, float lr, float weight_decay, float grad_scale,
+                            std::span<const int32_t> rows) {
+  // With momentum the history of an untouched row still decays, and decay
+  // moves an untouched weight: only plain SGD may skip zero gradients.
+  if (nesterov_ || momentum_ != 0.0f || weight_decay != 0.0f) return false;
+  Blob& blob = *slot.param->blob;
+  const int64_t height = blob.shape()[0], width = blob.shape()[1];
+  float* w = blob.data().ptr();
+  const float* d = blob.diff().ptr();
+  for (const int32_t row : rows) {
+    require(row >= 0 && row < height, "sparse gradient of '{}': row {} outside [0, {})", slot.param->name, row, height);
+    plain_step(w + row * width, d + row * width, width, lr, weight_decay, grad_scale);
+  }
+  return true;
 }
 
 }  // namespace taihu

@@ -21,6 +21,8 @@ class SgdSolver final : public Solver {
 
  protected:
   void update(Slot& slot, float lr, float weight_decay, float grad_scale) override;
+  // Plain SGD without decay only: there a zero gradient changes nothing.
+  bool update_rows(Slot& slot, float lr, float weight_decay, float grad_scale, std::span<const int32_t> rows) override;
 
  private:
   float momentum_;

@@ -1,5 +1,6 @@
 #include "core/solver/solver.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -69,7 +70,7 @@ double Solver::global_gradient_norm() const {
   return std::sqrt(total);
 }
 
-void Solver::step() {
+void Solver::step(std::span<const RowSparseGradient> sparse) {
   const float lr = learning_rate();
   float grad_scale = 1.0f;
   if (clip_gradients_ > 0.0f) {
@@ -80,6 +81,11 @@ void Solver::step() {
   for (Slot& slot : slots_) {
     const Param& p = *slot.param;
     if (p.lr_mult == 0.0f) continue;
+    const auto hint = std::find_if(sparse.begin(), sparse.end(),
+                                   [&](const RowSparseGradient& g) { return g.blob == p.blob.get(); });
+    if (hint != sparse.end() && p.blob->shape().rank() == 2 &&
+        update_rows(slot, lr * p.lr_mult, weight_decay_ * p.decay_mult, grad_scale, hint->rows))
+      continue;
     update(slot, lr * p.lr_mult, weight_decay_ * p.decay_mult, grad_scale);
   }
   ++iteration_;

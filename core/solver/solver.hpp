@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "core/config/config.hpp"
 #include "core/layers/layer.hpp"
 #include "core/solver/lr_policy.hpp"
+#include "core/solver/row_sparse_gradient.hpp"
 
 namespace taihu {
 
@@ -50,7 +52,11 @@ class Solver {
   virtual const char* type() const = 0;
 
   // One update from the params' diffs; advances the iteration counter.
-  void step();
+  // `sparse` names params whose diff is zero outside some rows; a solver
+  // that leaves zero-gradient elements unchanged updates only those rows
+  // (same result), the others ignore it. The caller vouches for the rows:
+  // after an allreduce every row may hold a gradient, so pass nothing.
+  void step(std::span<const RowSparseGradient> sparse = {});
   // Learning rate the next step() will use (before lr_mult).
   float learning_rate() const { return policy_.at(iteration_); }
   const LrPolicy& lr_policy() const { return policy_; }
@@ -83,6 +89,13 @@ class Solver {
   // Updates one param. The gradient is grad_scale * diff (grad_scale < 1
   // when clipping); lr and weight_decay already include the multipliers.
   virtual void update(Slot& slot, float lr, float weight_decay, float grad_scale) = 0;
+  // The same update on the given rows of a 2-D param only, where it equals
+  // update() on the whole param because every other row's gradient is zero.
+  // Returns false (doing nothing) where it would not: then update() runs.
+  virtual bool update_rows(Slot&, float /*lr*/, float /*weight_decay*/, float /*grad_scale*/,
+                           std::span<const int32_t> /*rows*/) {
+    return false;
+  }
 
   float weight_decay() const { return weight_decay_; }
   int64_t iteration_ = 0;

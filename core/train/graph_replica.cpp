@@ -122,7 +122,12 @@ ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(s
 }
 
 void GraphReplica::update() {
-  solver_->step();
+  // One replica's embedding gradient is in the rows its batch touched; an
+  // averaged one may be in any row.
+  if (ranks_ > 1)
+    solver_->step();
+  else
+    solver_->step(runner_->sparse_gradients());
   runner_->zero_gradients();
   // The averaged gradient covers every row of an embedding table, not only
   // the rows this rank touched: clear it all. One replica's gradient is its

@@ -111,6 +111,11 @@ class PartsInOrder final : public cavs::BatchRunner {
   void zero_gradients() override {
     for (auto& e : executors_) e->zero_gradients();
   }
+  std::vector<RowSparseGradient> sparse_gradients() const override {
+    std::vector<RowSparseGradient> all;
+    for (const auto& e : executors_) merge_sparse_gradients(all, e->sparse_gradients());
+    return all;
+  }
   cavs::ExecutorStats stats() const override { return {}; }
   void reset_stats() override {}
 

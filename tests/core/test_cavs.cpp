@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -454,8 +455,28 @@ TEST_SUITE("cavs") {
     // zero_gradients clears exactly what backward added
     ex.set_inputs(small);
     f.zero_diffs();
+    ex.zero_gradients();  // forgets the rows of the batches above
     ex.run_forward_backward();
+    // sparse_gradients names the embedding table and, sorted and once each,
+    // the batch's tokens: every row with a gradient, and no other.
+    const auto sparse = ex.sparse_gradients();
+    REQUIRE(sparse.size() == 1);
+    std::set<int32_t> tokens;
+    for (const auto& g : small)
+      for (int32_t t : g.tokens())
+        if (t >= 0) tokens.insert(t);
+    CHECK(sparse[0].rows == std::vector<int32_t>(tokens.begin(), tokens.end()));
+    for (const auto& p : f.params()) {
+      if (p.blob.get() != sparse[0].blob) continue;
+      const int64_t width = p.blob->shape()[1];
+      for (int64_t row = 0; row < p.blob->shape()[0]; ++row) {
+        const float* d = p.blob->diff().ptr() + row * width;
+        const bool touched = std::any_of(d, d + width, [](float v) { return v != 0.0f; });
+        if (touched) CHECK(tokens.count(static_cast<int32_t>(row)) == 1);
+      }
+    }
     ex.zero_gradients();
+    CHECK(ex.sparse_gradients()[0].rows.empty());
     for (const auto& p : f.params())
       CHECK(std::all_of(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count(), [](float v) { return v == 0.0f; }));
     // push output: h of every vertex, readable by row

@@ -95,6 +95,62 @@ struct Quadratic {
 }  // namespace
 
 TEST_SUITE("solver") {
+  TEST_CASE("a row-sparse gradient: plain SGD updates its rows only, with the whole table's bits") {
+    // An 8 x 5 table whose gradient is in rows 1, 4 and 6; rows 2 and 4 are
+    // listed but 2 has no gradient (a listed row may be zero).
+    const auto run = [](const std::string& text, bool hinted, float clip = 0.0f) {
+      ParamSet ps;
+      std::vector<float> init(40), bias_init{0.5f, -0.25f};
+      for (int i = 0; i < 40; ++i) init[static_cast<size_t>(i)] = 0.01f * static_cast<float>(i * 7 % 13) - 0.05f;
+      Param& table = ps.add("table", Shape{8, 5}, init);
+      Param& bias = ps.add("bias", Shape{2}, bias_init);
+      auto doc = solver_doc(text + (clip > 0 ? "\nclip_gradients = " + std::to_string(clip) : std::string()));
+      auto solver = make_solver(doc, ps);
+      for (int step = 0; step < 3; ++step) {
+        table.blob->diff().zero();
+        for (int row : {1, 4, 6})
+          for (int c = 0; c < 5; ++c) table.blob->diff()[row * 5 + c] = 0.3f * static_cast<float>(row - c) + 0.1f * step;
+        set_diff(bias, {0.2f, -0.1f});
+        const std::vector<RowSparseGradient> sparse{{table.blob.get(), {1, 2, 4, 6}}};
+        if (hinted)
+          solver->step(sparse);
+        else
+          solver->step();
+      }
+      std::vector<float> out(table.blob->data().ptr(), table.blob->data().ptr() + 40);
+      out.push_back(w(bias, 0));
+      out.push_back(w(bias, 1));
+      for (auto& [name, t] : solver->state()) out.insert(out.end(), t->ptr(), t->ptr() + t->count());
+      return out;
+    };
+    const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    // Plain SGD, with and without clipping: the hint changes nothing.
+    for (const float clip : {0.0f, 0.5f}) {
+      const auto dense = run("base_lr = 0.1\nmomentum = 0", false, clip);
+      CHECK(same_bits(run("base_lr = 0.1\nmomentum = 0", true, clip), dense));
+      CHECK(dense[0] == doctest::Approx(-0.05));  // row 0 never moved
+    }
+    // Momentum and weight decay move untouched rows: they ignore the hint.
+    for (const char* text : {"base_lr = 0.1\nmomentum = 0.9", "base_lr = 0.1\nmomentum = 0\nweight_decay = 0.01",
+                             "type = nesterov\nbase_lr = 0.1", "type = adam\nbase_lr = 0.1"}) {
+      CAPTURE(text);
+      CHECK(same_bits(run(text, true), run(text, false)));
+    }
+    // What the hint does: a gradient outside its rows is not applied.
+    ParamSet ps;
+    Param& table = ps.add("table", Shape{3, 2}, {1, 1, 1, 1, 1, 1});
+    auto doc = solver_doc("base_lr = 1\nmomentum = 0");
+    auto solver = make_solver(doc, ps);
+    set_diff(table, {1, 1, 1, 1, 1, 1});
+    solver->step(std::vector<RowSparseGradient>{{table.blob.get(), {1}}});
+    CHECK(std::vector<float>(table.blob->data().ptr(), table.blob->data().ptr() + 6) ==
+          std::vector<float>{1, 1, 0, 0, 1, 1});
+    CHECK(error_of([&] { solver->step(std::vector<RowSparseGradient>{{table.blob.get(), {3}}}); })
+              .find("row 3 outside [0, 3)") != std::string::npos);
+  }
+
   TEST_CASE("sgd with momentum: hand-computed steps") {
     ParamSet ps;
     Param& p = ps.add("w", Shape{2}, {1.0f, -2.0f});
