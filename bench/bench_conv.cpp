@@ -15,7 +15,7 @@
 //              [--budget-mb=32] [--batch-below=512] [--target-columns=4096] [--gemm-mb=256] [--clock=wall|cpu]
 //              [--transposed=yes|no] (stride-1 bottom gradient as a convolution of the top gradient)
 //              [--gemm=no] (skip the reference GEMMs, for profiling)
-//              [--conv=auto|im2col|dnnl] (the convolutions' algorithm, as [conv] algorithm)
+//              [--conv=auto|measured|im2col|dnnl] (the convolutions' algorithm, as [conv] algorithm)
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

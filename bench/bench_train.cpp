@@ -5,7 +5,7 @@
 //   bench_train --net=config/nets/lenet.ini --batch=64 [--classes=10 --iters=100 --warmup=10
 //               --repeats=5 --threads=0 --kernel=auto --conv=auto --json=FILE --profile]
 //
-// --conv: the convolutions' algorithm, as [conv] algorithm (auto, im2col, dnnl).
+// --conv: the convolutions' algorithm, as [conv] algorithm (auto, measured, im2col, dnnl).
 //
 // --profile times each layer's forward and backward pass instead (median over
 // `iters` iterations after the warm-up), with the solver step, and prints
@@ -23,6 +23,7 @@
 
 #include "bench/bench_args.hpp"
 #include "core/layers/convolution.hpp"
+#include "core/layers/convolution_choices.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/flush_to_zero.hpp"
@@ -185,6 +186,10 @@ int main(int argc, char** argv) {
   std::printf("taihu %s batch %lld: %.1f images/s (median of %d; min %.1f max %.1f) kernel %s threads %d\n",
               net.name().c_str(), static_cast<long long>(batch), median, repeats, sorted.front(),
               sorted.back(), blas::kernel_name().c_str(), blas::threads());
+  // What --conv=measured chose, pass by pass (the layers log it at info).
+  for (const auto& d : ConvolutionChoices::process().decisions())
+    std::printf("  measured %s: %s (oneDNN %.3f ms, im2col+GEMM %.3f ms)\n", d.key.c_str(),
+                d.dnnl ? "oneDNN" : "im2col+GEMM", 1e3 * d.dnnl_seconds, 1e3 * d.im2col_seconds);
   if (!json.empty()) {
     std::ofstream out(json, std::ios::app);
     out << fmt::format(

@@ -4,12 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "core/blas/blas.hpp"
 #include "core/kernels/parallel.hpp"
+#include "core/layers/convolution_choices.hpp"
 #include "core/layers/registry.hpp"
 #include "core/layers/window_options.hpp"
 
@@ -61,7 +63,8 @@ ConvolutionLayer::ConvolutionLayer(const LayerSpec& spec) : Layer(spec) {
   bias_term_ = o.get_or<bool>("bias_term", true);
   weight_filler_ = Filler::from_options(o, "weight_filler", "xavier");
   if (bias_term_) bias_filler_ = Filler::from_options(o, "bias_filler", "constant 0");
-  if (o.has("algorithm")) algorithm_ = parse_algorithm(o.get_choice("algorithm", {"auto", "im2col", "dnnl"}, "auto"));
+  if (o.has("algorithm"))
+    algorithm_ = parse_algorithm(o.get_choice("algorithm", {"auto", "measured", "im2col", "dnnl"}, "auto"));
 }
 
 ConvolutionLayer::Algorithm& ConvolutionLayer::default_algorithm() {
@@ -71,13 +74,15 @@ ConvolutionLayer::Algorithm& ConvolutionLayer::default_algorithm() {
 
 ConvolutionLayer::Algorithm ConvolutionLayer::parse_algorithm(const std::string& name) {
   if (name == "auto") return Algorithm::automatic;
+  if (name == "measured") return Algorithm::measured;
   if (name == "im2col") return Algorithm::im2col;
   if (name == "dnnl") return Algorithm::dnnl;
-  throw std::invalid_argument(fmt::format("'{}' is not a convolution algorithm (auto, im2col, dnnl)", name));
+  throw std::invalid_argument(fmt::format("'{}' is not a convolution algorithm (auto, measured, im2col, dnnl)", name));
 }
 
 void ConvolutionLayer::configure(const config::Section& conv) {
-  default_algorithm() = parse_algorithm(conv.get_choice("algorithm", {"auto", "im2col", "dnnl"}, "auto"));
+  default_algorithm() =
+      parse_algorithm(conv.get_choice("algorithm", {"auto", "measured", "im2col", "dnnl"}, "auto"));
 }
 
 std::string ConvolutionLayer::pass_kernel(DnnlConvolution::Pass pass) const {
@@ -104,13 +109,25 @@ void ConvolutionLayer::plan_dnnl() {
     for (const Pass pass : {Pass::forward, Pass::data_gradient, Pass::weight_gradient}) {
       dnnl_passes_[static_cast<int>(pass)] = dnnl_->has_kernel(pass);
       dnnl_checked_[static_cast<int>(pass)] = false;
+      dnnl_timed_[static_cast<int>(pass)] = algorithm != Algorithm::measured || !dnnl_->has_kernel(pass);
     }
-    // A 1x1 kernel's weight gradient reads the whole input once per slice of
-    // output channels (DnnlConvolution's pieces): measured 40-100 GF/s on
-    // ResNet-50's 1x1 layers, where im2col (for stride 1, the input itself)
-    // and one GEMM do better. auto leaves them to im2col.
-    if (algorithm == Algorithm::automatic && g.kernel_h == 1 && g.kernel_w == 1)
-      dnnl_passes_[static_cast<int>(Pass::weight_gradient)] = false;
+    if (algorithm == Algorithm::automatic) {
+      // Where oneDNN's direct kernels lag for a reason of their structure,
+      // not of one CPU, auto leaves the pass to im2col + GEMM:
+      // - a 1x1 kernel's weight gradient reads the whole input once per
+      //   slice of output channels (DnnlConvolution's pieces): 40-100 GF/s
+      //   on ResNet-50's 1x1 layers, where im2col (for stride 1, the input
+      //   itself) and one GEMM do better;
+      // - the kernels vectorise over input channels, so with one per group
+      //   most lanes idle: LeNet's 1-channel conv1 took 0.87 ms forward and
+      //   0.81 ms for its weight gradient, against im2col's 0.45 and 0.55
+      //   (AVX-512, batch 64). With 3 channels (AlexNet's and ResNet-50's
+      //   conv1) oneDNN's first-layer kernels win both by 1.4-2.1x.
+      const int64_t channels_per_group = g.channels / group_;
+      if ((g.kernel_h == 1 && g.kernel_w == 1) || channels_per_group == 1)
+        dnnl_passes_[static_cast<int>(Pass::weight_gradient)] = false;
+      if (channels_per_group == 1) dnnl_passes_[static_cast<int>(Pass::forward)] = false;
+    }
   }
   if (!dnnl_ && algorithm == Algorithm::dnnl)
     shape_error(fmt::format("algorithm = dnnl, but oneDNN has no JIT kernel for this convolution on this CPU "
@@ -140,6 +157,43 @@ bool ConvolutionLayer::confirm_dnnl(DnnlConvolution::Pass pass, const float* res
                name(), names[p], dnnl_->kernel(pass), error, largest);
   dnnl_passes_[p] = false;
   return false;
+}
+
+template <class RunDnnl, class RunIm2col>
+bool ConvolutionLayer::keep_dnnl_by_time(DnnlConvolution::Pass pass, int64_t batch, RunDnnl&& run_dnnl,
+                                         RunIm2col&& run_im2col) {
+  const int p = static_cast<int>(pass);
+  if (dnnl_timed_[p]) return true;
+  dnnl_timed_[p] = true;
+  static const char* names[] = {"forward", "data gradient", "weight gradient"};
+  const ConvGeometry& g = geometry_;
+  const std::string key =
+      fmt::format("{} {}x{}x{} -> {}/{} k{}x{} s{}x{} p{}x{} d{}x{} batch {}", names[p], g.channels, g.height, g.width,
+                  num_output_, group_, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w,
+                  g.dilation_h, g.dilation_w, batch);
+  ConvolutionChoices& choices = ConvolutionChoices::process();
+  std::optional<ConvolutionChoices::Decision> decision = choices.find(key);
+  if (!decision) {
+    // Both have run once (caches, oneDNN's weight reorders, buffers): one
+    // more call each, the better of two rounds, alternating.
+    const auto seconds = [](auto&& run) {
+      const auto start = std::chrono::steady_clock::now();
+      run();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    double dnnl_seconds = 1e300, im2col_seconds = 1e300;
+    for (int round = 0; round < 2; ++round) {
+      dnnl_seconds = std::min(dnnl_seconds, seconds(run_dnnl));
+      im2col_seconds = std::min(im2col_seconds, seconds(run_im2col));
+    }
+    decision = choices.decide(key, dnnl_seconds, im2col_seconds);
+    spdlog::info("layer '{}' (Convolution): {} by {} ({:.3f} ms; oneDNN {} {:.3f} ms, im2col+GEMM {:.3f} ms)", name(),
+                 names[p], decision->dnnl ? "oneDNN" : "im2col+GEMM",
+                 1e3 * std::min(decision->dnnl_seconds, decision->im2col_seconds), dnnl_->kernel(pass),
+                 1e3 * decision->dnnl_seconds, 1e3 * decision->im2col_seconds);
+  }
+  dnnl_passes_[p] = decision->dnnl;
+  return decision->dnnl;
 }
 
 ConvolutionLayer::Tuning& ConvolutionLayer::tuning() {
@@ -287,7 +341,11 @@ void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   // The reference lives only for the check: a run keeps no copy of a top.
   Tensor reference(top[0]->shape());
   im2col_forward(x, reference.ptr(), batch);
-  if (!confirm_dnnl(Pass::forward, y, reference.ptr(), reference.count())) top[0]->data().copy_from(reference);
+  if (!confirm_dnnl(Pass::forward, y, reference.ptr(), reference.count()) ||
+      !keep_dnnl_by_time(
+          Pass::forward, batch, [&] { dnnl_->forward(x, weight, bias, y, batch); },
+          [&] { im2col_forward(x, reference.ptr(), batch); }))
+    top[0]->data().copy_from(reference);
 }
 
 void ConvolutionLayer::im2col_forward(const float* x, float* y, int64_t batch) {
@@ -358,7 +416,10 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
     if (!dnnl_checked_[static_cast<int>(Pass::data_gradient)]) {
       Tensor reference(bottom[0]->shape());
       im2col_backward(x, dy, reference.ptr(), nullptr, nullptr, batch);
-      if (!confirm_dnnl(Pass::data_gradient, dx, reference.ptr(), reference.count()))
+      if (!confirm_dnnl(Pass::data_gradient, dx, reference.ptr(), reference.count()) ||
+          !keep_dnnl_by_time(
+              Pass::data_gradient, batch, [&] { dnnl_->backward_data(dy, weight, dx, batch); },
+              [&] { im2col_backward(x, dy, reference.ptr(), nullptr, nullptr, batch); }))
         bottom[0]->diff().copy_from(reference);
     }
   }
@@ -374,7 +435,19 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
     reference.zero();
     dnnl_->backward_weights(x, dy, mine.ptr(), nb ? mine.ptr() + nw : nullptr, batch);
     im2col_backward(x, dy, nullptr, reference.ptr(), nb ? reference.ptr() + nw : nullptr, batch);
-    const Tensor& chosen = confirm_dnnl(Pass::weight_gradient, mine.ptr(), reference.ptr(), nw + nb) ? mine : reference;
+    const bool keep =
+        confirm_dnnl(Pass::weight_gradient, mine.ptr(), reference.ptr(), nw + nb) &&
+        keep_dnnl_by_time(
+            Pass::weight_gradient, batch,
+            [&] {
+              mine.zero();
+              dnnl_->backward_weights(x, dy, mine.ptr(), nb ? mine.ptr() + nw : nullptr, batch);
+            },
+            [&] {
+              reference.zero();
+              im2col_backward(x, dy, nullptr, reference.ptr(), nb ? reference.ptr() + nw : nullptr, batch);
+            });
+    const Tensor& chosen = keep ? mine : reference;
     for (int64_t i = 0; i < nw; ++i) weight_diff[i] += chosen[i];
     for (int64_t i = 0; i < nb; ++i) dbias[i] += chosen[nw + i];
   }

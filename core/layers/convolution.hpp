@@ -24,13 +24,15 @@
 // (core/kernels/dnnl_convolution.hpp):
 //
 //   algorithm = auto         # [conv] algorithm for every layer, or per layer:
-//                            # auto | im2col | dnnl
+//                            # auto | measured | im2col | dnnl
 //
 // auto takes oneDNN wherever it has a JIT kernel for the layer on this CPU,
-// im2col elsewhere (CPUs without AVX2, say), and for the weight gradient of
-// 1x1 kernels (see plan_dnnl). The choice
-// depends on the shape and the CPU alone, never on a timing, so two runs of
-// one config compute the same bits. A oneDNN pass checks itself against
+// im2col elsewhere (CPUs without AVX2, say) and for the passes where
+// oneDNN's kernels are known to lag (1x1 weight gradients, one input
+// channel per group; see plan_dnnl). The choice depends on the shape and the
+// CPU alone, never on a timing, so two runs of one config compute the same
+// bits. measured times both on each pass's first call and keeps the faster
+// (convolution_choices.hpp), at the price of that reproducibility. A oneDNN pass checks itself against
 // im2col on its first call; if it disagrees, it is logged and never used.
 // algorithm = dnnl where oneDNN has no kernel is an error naming the layer.
 //
@@ -84,7 +86,7 @@ class ConvolutionLayer final : public Layer {
   };
   static Tuning& tuning();
 
-  enum class Algorithm { automatic, im2col, dnnl };
+  enum class Algorithm { automatic, measured, im2col, dnnl };
   // [conv] algorithm: the default of every layer without its own `algorithm`.
   static Algorithm& default_algorithm();
   static Algorithm parse_algorithm(const std::string& name);  // throws std::invalid_argument
@@ -114,6 +116,12 @@ class ConvolutionLayer final : public Layer {
   // After a oneDNN pass's first call: whether it agrees with im2col's
   // `reference`; if not, it is logged and not used again.
   bool confirm_dnnl(DnnlConvolution::Pass pass, const float* result, const float* reference, int64_t count);
+  // Under `measured`, on a pass's first call (after its self-check): whether
+  // oneDNN stays, by the process's decision for this shape, made here from
+  // one more timed call of each (`run_dnnl` and `run_im2col` recompute the
+  // pass into the buffers that already hold each kernel's result).
+  template <class RunDnnl, class RunIm2col>
+  bool keep_dnnl_by_time(DnnlConvolution::Pass pass, int64_t batch, RunDnnl&& run_dnnl, RunIm2col&& run_im2col);
 
   int64_t num_output_ = 0;
   int64_t group_ = 1;
@@ -134,6 +142,7 @@ class ConvolutionLayer final : public Layer {
   ConvGeometry dnnl_geometry_;         // what dnnl_ was made for
   bool dnnl_passes_[3] = {true, true, true};   // false: a self-check failed
   bool dnnl_checked_[3] = {false, false, false};
+  bool dnnl_timed_[3] = {true, true, true};  // false: `measured` still has to time the pass
 };
 
 }  // namespace taihu

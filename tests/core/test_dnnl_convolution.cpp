@@ -4,12 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/common/error.hpp"
 #include "core/layers/convolution.hpp"
+#include "core/layers/convolution_choices.hpp"
 #include "support/error_message.hpp"
 #include "support/gradient_check.hpp"
 #include "support/layer_fixture.hpp"
@@ -192,6 +194,59 @@ TEST_SUITE("dnnl convolution") {
     if (!found) MESSAGE("oneDNN has kernels for every rare geometry tried on this CPU: the error is not exercised");
   }
 
+  TEST_CASE("auto leaves one-channel forward and weight gradient to im2col") {
+    const Shape one{2, 1, 12, 12}, three{2, 3, 12, 12};
+    const std::string options = "num_output = 16\nkernel_size = 3";
+    if (!dnnl_applies(options, one)) return;
+    CHECK(run(options, one).kernels.find("im2col+GEMM | oneDNN") == 0);
+    CHECK(run(options, one).kernels.find("| im2col+GEMM", 20) != std::string::npos);
+    CHECK(run(options, three).kernels.find("im2col") == std::string::npos);
+    // Grouped: one channel per group.
+    const std::string grouped = "num_output = 15\nkernel_size = 3\ngroup = 3";
+    if (dnnl_applies(grouped, three)) CHECK(run(grouped, three).kernels.find("im2col+GEMM | oneDNN") == 0);
+  }
+
+  TEST_CASE("measured: each pass by the faster kernel, timed once per shape and process, results as im2col's") {
+    const Shape shape{4, 16, 10, 10};
+    const std::string options = "num_output = 24\nkernel_size = 3\npad = 1";
+    if (!dnnl_applies(options, shape)) return;
+    ConvolutionChoices& choices = ConvolutionChoices::process();
+    choices.clear();
+    const Result ref = run(options + "\nalgorithm = im2col", shape);
+    CHECK(choices.decisions().empty());  // im2col times nothing
+    const Result measured = run(options + "\nalgorithm = measured", shape);
+    const auto decided = choices.decisions();
+    REQUIRE(decided.size() == 3);  // forward, data and weight gradient
+    std::string expected;
+    for (const char* pass : {"forward", "data gradient", "weight gradient"}) {
+      const auto d = std::find_if(decided.begin(), decided.end(), [&](const auto& x) { return x.key.find(pass) == 0; });
+      REQUIRE(d != decided.end());
+      CHECK(d->dnnl == (d->dnnl_seconds <= d->im2col_seconds));
+      CHECK(d->key.find("16x10x10 -> 24/1 k3x3") != std::string::npos);
+      if (!expected.empty()) expected += " | ";
+      expected += d->dnnl ? "oneDNN" : "im2col+GEMM";
+    }
+    // The kernels reported are the decisions, and the results are the
+    // chosen kernel's, equal to im2col's up to rounding.
+    std::string kinds = measured.kernels;
+    for (size_t at; (at = kinds.find(" jit")) != std::string::npos;) kinds.erase(at, kinds.find(" |", at) - at);
+    CHECK(kinds.substr(0, expected.size()) == expected);
+    CHECK(relative_error(measured.top, ref.top) < 1e-5);
+    CHECK(relative_error(measured.bottom_diff, ref.bottom_diff) < 1e-5);
+    CHECK(relative_error(measured.weight_diff, ref.weight_diff) < 1e-5);
+    CHECK(relative_error(measured.bias_diff, ref.bias_diff) < 1e-5);
+    // A second layer of the shape follows the decisions without timing: a
+    // decision forced into the table is what it uses.
+    choices.clear();
+    for (const auto& d : decided) choices.decide(d.key, d.key.find("forward") == 0 ? 1.0 : 0.0, 0.5);
+    const Result forced = run(options + "\nalgorithm = measured", shape);
+    CHECK(forced.kernels.find("im2col+GEMM | oneDNN") == 0);
+    CHECK(forced.kernels.find("| oneDNN", 20) != std::string::npos);
+    CHECK(choices.decisions().size() == 3);
+    CHECK(relative_error(forced.top, ref.top) < 1e-5);
+    choices.clear();
+  }
+
   TEST_CASE("[conv] algorithm sets the default; a layer's own key wins") {
     const Shape shape{2, 32, 12, 12};
     if (!dnnl_applies("num_output = 32\nkernel_size = 3", shape)) return;
@@ -201,6 +256,7 @@ TEST_SUITE("dnnl convolution") {
     CHECK(run("num_output = 32\nkernel_size = 3", shape).kernels.find("im2col") == 0);
     CHECK(run("num_output = 32\nkernel_size = 3\nalgorithm = dnnl", shape).kernels.find("oneDNN") == 0);
     algorithm = saved;
+    CHECK(ConvolutionLayer::parse_algorithm("measured") == ConvolutionLayer::Algorithm::measured);
     CHECK_THROWS_AS(ConvolutionLayer::parse_algorithm("winograd"), std::invalid_argument);
   }
 }
