@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
@@ -21,6 +22,40 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
   int64_t out = (span + stride - 1) / stride + 1;
   if ((out - 1) * stride >= in + pad) --out;
   return out;
+}
+
+// Max pooling over the windows [oh0, oh1) x [ow0, ow1) of one plane, all
+// inside it (no padding, no clipping): fixed bounds, no window arithmetic,
+// and for KH x KW known at compile time fully unrolled. Rows then columns
+// with a strict '>', as the general path scans: the first maximum wins and a
+// NaN never does, so both give the same values and indices.
+template <int KH, int KW>
+void max_pool_inside(const float* in, int64_t in_w, float* out, int32_t* arg, int64_t out_w, int64_t oh0, int64_t oh1,
+                     int64_t ow0, int64_t ow1, int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                     int64_t kernel_h, int64_t kernel_w) {
+  const int64_t kh = KH > 0 ? KH : kernel_h, kw = KW > 0 ? KW : kernel_w;
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
+    const int64_t row = (oh * stride_h - pad_h) * in_w;
+    for (int64_t ow = ow0; ow < ow1; ++ow) {
+      const int64_t first = row + ow * stride_w - pad_w;
+      float best = -std::numeric_limits<float>::infinity();
+      int64_t best_index = first;
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t at = first + i * in_w + j;
+          if (in[at] > best) best = in[at], best_index = at;
+        }
+      out[oh * out_w + ow] = best;
+      arg[oh * out_w + ow] = static_cast<int32_t>(best_index);
+    }
+  }
+}
+
+// The outputs [begin, end) along one axis whose windows lie inside the input.
+std::pair<int64_t, int64_t> inside_range(int64_t out, int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+  const int64_t begin = std::min(out, (pad + stride - 1) / stride);
+  const int64_t end = in + pad >= kernel ? std::min(out, (in + pad - kernel) / stride + 1) : 0;
+  return {begin, std::max(begin, end)};
 }
 
 }  // namespace
@@ -74,14 +109,28 @@ void PoolingLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   const int64_t out_plane = out_h_ * out_w_;
   const float* x = bottom[0]->data().ptr();
   float* y = top[0]->data().ptr();
+  // Max pooling's windows inside the plane go the fast path, unrolled for
+  // the common 2x2 and 3x3; the border (and average pooling) the general one.
+  const bool fast = method_ == Method::max;
+  const auto rows_inside = inside_range(out_h_, in_h_, eff_kernel_h_, stride_h_, pad_h_);
+  const auto columns_inside = inside_range(out_w_, in_w_, eff_kernel_w_, stride_w_, pad_w_);
+  const auto inside = eff_kernel_h_ == 2 && eff_kernel_w_ == 2   ? &max_pool_inside<2, 2>
+                      : eff_kernel_h_ == 3 && eff_kernel_w_ == 3 ? &max_pool_inside<3, 3>
+                                                                 : &max_pool_inside<0, 0>;
   parallel_ranges(planes, parallel_grain / std::max<int64_t>(in_plane, 1), [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p) {
       const float* in = x + p * in_plane;
       float* out = y + p * out_plane;
       int32_t* arg = method_ == Method::max ? argmax_.data() + p * out_plane : nullptr;
+      if (fast)
+        inside(in, in_w_, out, arg, out_w_, rows_inside.first, rows_inside.second, columns_inside.first,
+               columns_inside.second, stride_h_, stride_w_, pad_h_, pad_w_, eff_kernel_h_, eff_kernel_w_);
       for (int64_t oh = 0; oh < out_h_; ++oh) {
         const Window wh = window(oh, stride_h_, pad_h_, eff_kernel_h_, in_h_);
+        const bool row_inside = fast && oh >= rows_inside.first && oh < rows_inside.second;
         for (int64_t ow = 0; ow < out_w_; ++ow) {
+          if (row_inside && ow == columns_inside.first) ow = columns_inside.second;  // done above
+          if (ow >= out_w_) break;
           const Window ww = window(ow, stride_w_, pad_w_, eff_kernel_w_, in_w_);
           if (method_ == Method::max) {
             float best = -std::numeric_limits<float>::infinity();

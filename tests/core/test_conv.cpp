@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -459,6 +460,61 @@ TEST_SUITE("conv") {
       for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
       for (int64_t i = 0; i < in.count(); ++i) in.data()[i] = 0.1f * static_cast<float>(order[static_cast<size_t>(i)]);
       check_gradients(*l, {&in}, {&out}, tolerance(1e-2f, 1e-3f));
+    }
+  }
+
+  TEST_CASE("max pooling: windows inside the plane (fast path) and at its border equal a plain scan, ties and NaN too") {
+    // Each output: the first maximum of its window clipped to the input, in
+    // row-then-column order with a strict '>' (a NaN never wins; a window of
+    // NaN and -inf gives -inf at its first element). The backward pass shows
+    // which element was chosen.
+    struct Case {
+      const char* options;
+      Shape shape;
+      int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+    };
+    const std::vector<Case> cases = {
+        {"kernel_size = 2\nstride = 2", Shape{2, 3, 8, 10}, 2, 2, 2, 2, 0, 0},
+        {"kernel_size = 2\nstride = 2", Shape{1, 2, 7, 9}, 2, 2, 2, 2, 0, 0},    // ceil: partial last windows
+        {"kernel_size = 3\nstride = 2", Shape{2, 2, 13, 11}, 3, 3, 2, 2, 0, 0},   // AlexNet-style, partial
+        {"kernel_size = 3\nstride = 2\npad = 1", Shape{1, 2, 12, 12}, 3, 3, 2, 2, 1, 1},
+        {"kernel_size = 3\nstride = 1\npad = 1", Shape{1, 1, 6, 7}, 3, 3, 1, 1, 1, 1},
+        {"kernel_h = 3\nkernel_w = 2\nstride_h = 1\nstride_w = 2", Shape{2, 1, 6, 9}, 3, 2, 1, 2, 0, 0},
+        {"kernel_size = 4\nstride = 3\npad = 2", Shape{1, 2, 11, 10}, 4, 4, 3, 3, 2, 2},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.options);
+      auto layer = make_layer("Pooling", std::string("pool = max\n") + c.options);
+      Blob x(c.shape), y;
+      Rng rng(5);
+      // Few distinct values (many ties), some NaN and -inf.
+      for (int64_t i = 0; i < x.count(); ++i) {
+        const uint64_t r = rng.below(20);
+        x.data()[i] = r == 0   ? std::numeric_limits<float>::quiet_NaN()
+                      : r == 1 ? -std::numeric_limits<float>::infinity()
+                               : static_cast<float>(r % 5);
+      }
+      layer->reshape({&x}, {&y});
+      layer->forward({&x}, {&y});
+      const int64_t H = c.shape[2], W = c.shape[3], OH = y.shape()[2], OW = y.shape()[3];
+      for (int64_t i = 0; i < y.count(); ++i) y.diff()[i] = static_cast<float>(i + 1);
+      layer->backward({&y}, {true}, {&x});
+      std::vector<float> dx(static_cast<size_t>(x.count()), 0.0f);
+      for (int64_t p = 0; p < c.shape[0] * c.shape[1]; ++p)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t h0 = oh * c.stride_h - c.pad_h, w0 = ow * c.stride_w - c.pad_w;
+            const int64_t h1 = std::min(h0 + c.kernel_h, H), w1 = std::min(w0 + c.kernel_w, W);
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t at = std::max<int64_t>(h0, 0) * W + std::max<int64_t>(w0, 0);
+            for (int64_t ih = std::max<int64_t>(h0, 0); ih < h1; ++ih)
+              for (int64_t iw = std::max<int64_t>(w0, 0); iw < w1; ++iw)
+                if (x.data()[p * H * W + ih * W + iw] > best) best = x.data()[p * H * W + ih * W + iw], at = ih * W + iw;
+            const int64_t o = p * OH * OW + oh * OW + ow;
+            CHECK(std::memcmp(&y.data()[o], &best, sizeof(float)) == 0);
+            dx[static_cast<size_t>(p * H * W + at)] += y.diff()[o];
+          }
+      CHECK(std::memcmp(dx.data(), x.diff().ptr(), dx.size() * sizeof(float)) == 0);
     }
   }
 
