@@ -32,8 +32,9 @@
 // channel per group; see plan_dnnl). The choice depends on the shape and the
 // CPU alone, never on a timing, so two runs of one config compute the same
 // bits. measured times both on each pass's first call and keeps the faster
-// (convolution_choices.hpp), at the price of that reproducibility. A oneDNN pass checks itself against
-// im2col on its first call; if it disagrees, it is logged and never used.
+// (convolution_choices.hpp), at the price of that reproducibility. A oneDNN
+// pass checks itself against im2col on its first call; if it disagrees, it
+// is logged and never used.
 // algorithm = dnnl where oneDNN has no kernel is an error naming the layer.
 //
 // The bottom gradient of a stride-1 convolution is itself a convolution: of
