@@ -23,8 +23,14 @@ using Dims = memory::dims;
 constexpr auto f32 = memory::data_type::f32;
 
 // Work per piece of images below which a oneDNN call's own cost (a few
-// microseconds, and a reorder in and out) is not paid back.
-constexpr double min_piece_flops = 8e6;
+// microseconds, a reorder in and out, and its channels padded to the vector
+// width) is not paid back: LeNet's conv2 (3.2 MFLOP an image) took 9.8 ms a
+// step in pieces of 2 images, 9.2 in pieces of 8.
+constexpr double min_piece_flops = 3.2e7;
+// But at least this many pieces per batch, for the pool's threads to share
+// (a count independent of the thread count: the pieces fix the primitives,
+// and the results must not depend on the threads).
+constexpr int64_t min_pieces = 8;
 // Weight-gradient pieces: output-channel slices, about this many per layer.
 constexpr int64_t target_slices = 16;
 
@@ -146,7 +152,7 @@ struct DnnlConvolution::Impl {
   // and one primitive (with one weights layout) serves them all.
   int64_t images_per_piece(int64_t batch) const {
     const auto wanted = static_cast<int64_t>(std::ceil(min_piece_flops / std::max(image_flops(), 1.0)));
-    for (int64_t n = std::clamp<int64_t>(wanted, 1, std::max<int64_t>(batch, 1)); n > 1; --n)
+    for (int64_t n = std::clamp<int64_t>(wanted, 1, std::max<int64_t>(batch / min_pieces, 1)); n > 1; --n)
       if (batch % n == 0) return n;
     return 1;
   }
