@@ -285,6 +285,8 @@ class CoreGroup {
   KernelStats stats_;
   KernelStats totals_;
   double dma_free_ = 0;  // when the DMA server is next idle (cycles)
+  // when the GETs / PUTs issued so far have all completed (cycles)
+  double dma_get_busy_until_ = 0, dma_put_busy_until_ = 0;
   std::int64_t dma_seq_ = 0;
   std::deque<Pending> pending_;
   Cpe* current_ = nullptr;
