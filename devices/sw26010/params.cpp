@@ -69,6 +69,7 @@ Params Params::from(const config::Section& s) {
   num("vector_op_cycles", p.vector_op_cycles);
   num("ldm_access_cycles", p.ldm_access_cycles);
   num("fp_latency_cycles", p.fp_latency_cycles);
+  num("gld_latency_cycles", p.gld_latency_cycles);
   num("spawn_cycles", p.spawn_cycles);
   num("join_cycles", p.join_cycles);
   num("mpe_gflops", p.mpe_gflops);

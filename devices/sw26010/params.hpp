@@ -57,6 +57,7 @@ struct Params {
   double vector_op_cycles = 1;     // one P0 vector op issued per cycle
   double ldm_access_cycles = 1;    // one P1 load/store issued per cycle
   double fp_latency_cycles = 7;
+  double gld_latency_cycles = 177;  // a direct load from main memory
 
   // launch and MPE
   double spawn_cycles = 7250;  // athread_spawn, 5 us

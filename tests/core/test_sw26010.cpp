@@ -942,14 +942,20 @@ TEST_SUITE("sw26010") {
     CoreGroup cg(0, Params{});
     cg.set_numerics(false);
     Scratch scratch(false);
-    // A BatchNorm of 5000 channels: channel_affine holds a scale and a shift per channel beside its 4 chunk
+    // A Scale of 5000 channels: channel_affine holds a scale and a shift per channel beside its 4 chunk
     // buffers, 2 x 20000 + 4 x 8192 bytes.
-    LayerShape bn{"BatchNorm", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_bn"};
-    const auto msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, bn, scratch); });
-    CHECK(contains(msg, "layer 'fc_bn' (BatchNorm), 2 samples on the core group: LDM overflow"));
+    LayerShape scale{"Scale", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_scale"};
+    const auto msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, scale, scratch); });
+    CHECK(contains(msg, "layer 'fc_scale' (Scale), 2 samples on the core group: LDM overflow"));
     CHECK(contains(msg, "kernel 'channel_affine'"));
     CHECK(contains(msg, "'scale (a float per channel)' (20000 bytes), 'shift (a float per channel)' (20000 bytes)"));
     CHECK(contains(msg, "65536-byte local store"));
+    // A BatchNorm of 5000 channels: swCaffe's kernel holds four floats per channel (80000 bytes).
+    LayerShape bn{"BatchNorm", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_bn"};
+    const auto bn_msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, bn, scratch); });
+    CHECK(contains(bn_msg, "layer 'fc_bn' (BatchNorm), 2 samples on the core group: LDM overflow"));
+    CHECK(contains(bn_msg, "kernel 'batch_norm_statistics'"));
+    CHECK(contains(bn_msg, "'mean' (20000 bytes), 'variance' (20000 bytes)"));
     // A pooling window over rows too wide for the kernel's row buffers: found before the spawn.
     auto doc = config::Document::parse("[layer p]\nkernel_size = 3\nstride = 2\n", "t.ini");
     LayerShape pool{"Pooling", doc.find("layer", "p"), {Shape{2, 1, 9, 20000}}, {Shape{2, 1, 4, 10000}}, true, "p"};
