@@ -68,6 +68,7 @@ Params Params::from(const config::Section& s) {
   num("gemm_lockstep_dma_overlap", p.gemm_lockstep_dma_overlap);
   num("vector_op_cycles", p.vector_op_cycles);
   num("ldm_access_cycles", p.ldm_access_cycles);
+  num("ldm_load_latency_cycles", p.ldm_load_latency_cycles);
   num("fp_latency_cycles", p.fp_latency_cycles);
   num("gld_latency_cycles", p.gld_latency_cycles);
   num("spawn_cycles", p.spawn_cycles);

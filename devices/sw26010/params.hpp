@@ -56,6 +56,7 @@ struct Params {
   double gemm_lockstep_dma_overlap = 0;
   double vector_op_cycles = 1;     // one P0 vector op issued per cycle
   double ldm_access_cycles = 1;    // one P1 load/store issued per cycle
+  double ldm_load_latency_cycles = 4;  // an LDM load's result is ready after
   double fp_latency_cycles = 7;
   double gld_latency_cycles = 177;  // a direct load from main memory
 

@@ -723,6 +723,29 @@ TEST_SUITE("sw26010") {
     }
   }
 
+  TEST_CASE("im2col and col2im move data as swCaffe's kernels: a GET per input row, a PUT per segment, scalar adds") {
+    CoreGroup cg(0, Params{});
+    cg.set_numerics(false);
+    alignas(128) static float x[32];
+    const ConvShape s{3, 9, 10, 4, 3, 3, 1, 1, 1, 1};
+    // 27 input rows GET once; each of the 9 + 2 padded rows of a channel PUTs one 10-float segment for every
+    // (kernel row, kernel column) that reaches an output row: 27 x 3 per channel
+    const auto im = im2col(cg, s, x, x);
+    CHECK(im.dma_requests == 27 + 3 * 27 * 3);
+    CHECK(im.dma_bytes == 4 * (27 * 10 + 3 * 27 * 3 * 10));
+    // col2im adds in a scalar loop at the LDM-load and FP latencies; im2col (stride 1) has no such loop
+    Params slow;
+    slow.fp_latency_cycles = 70;
+    CoreGroup cg_slow(0, slow);
+    cg_slow.set_numerics(false);
+    const ConvShape big{64, 28, 28, 64, 3, 3, 1, 1, 1, 1};
+    CHECK(im2col(cg_slow, big, x, x).cycles == im2col(cg, big, x, x).cycles);
+    const auto fast_col2im = col2im(cg, big, x, x).cycles, slow_col2im = col2im(cg_slow, big, x, x).cycles;
+    // every CPE adds 64 x 28 / 64 rows x 9 taps x 28 columns (a few fewer at the borders), 63 cycles more each
+    CHECK(double(slow_col2im - fast_col2im) > 0.8 * 28 * 9 * 28 * 63);
+    CHECK(double(slow_col2im - fast_col2im) < 1.0 * 28 * 9 * 28 * 63);
+  }
+
   TEST_CASE("convolution, explicit and implicit, matches the CPU Convolution layer") {
     CoreGroup cg(0, Params{});
     struct Case {
