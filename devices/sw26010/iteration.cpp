@@ -9,6 +9,15 @@ namespace {
 std::int64_t mpe_axpby(CoreGroup& cg, std::int64_t n) { return cg.mpe_copy(12.0 * double(n)); }
 }  // namespace
 
+KernelStats axpy_mpe(CoreGroup& cg, const float* x, float* y, std::int64_t n) {
+  if (cg.numerics())
+    for (std::int64_t i = 0; i < n; ++i) y[i] += x[i];
+  KernelStats stats;
+  stats.kernel = "axpy_mpe";
+  stats.cycles = mpe_axpby(cg, n);
+  return stats;
+}
+
 std::int64_t gradient_sum_mpe(CoreGroup& cg, std::int64_t parameters, int groups) {
   std::int64_t cycles = 0;
   for (int g = 1; g < groups; ++g) cycles += mpe_axpby(cg, parameters);

@@ -21,6 +21,10 @@ namespace taihu::sw26010 {
 // CG 0's MPE adds `groups - 1` gradient buffers of `parameters` floats into its own.
 std::int64_t gradient_sum_mpe(CoreGroup& cg, std::int64_t parameters, int groups = 4);
 
+// y += x on the MPE (caffe_axpy as swCaffe builds it): computes when the group
+// has numerics, charges the MPE's streaming time to the group's clock.
+KernelStats axpy_mpe(CoreGroup& cg, const float* x, float* y, std::int64_t n);
+
 // One SGD step with momentum and weight decay over `parameters` floats:
 // three MPE passes (decay axpy, momentum axpby, update axpy) and a CPE copy.
 std::int64_t sgd_update(CoreGroup& cg, std::int64_t parameters);
