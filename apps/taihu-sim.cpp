@@ -32,6 +32,7 @@
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
 #include "core/net/net.hpp"
+#include "devices/sw26010/iteration.hpp"
 #include "devices/sw26010/kernels.hpp"
 #include "devices/sw26010/layer_timing.hpp"
 #include "devices/sw26010/params.hpp"
@@ -102,8 +103,9 @@ struct Settings {
 
 // One training iteration of `net_path` on one SW26010 node (the model of
 // devices/sw26010/, as bench_sw26010_nets runs it): each core group runs a
-// quarter of the batch, layer by layer, then core group 0 sums the other
-// three groups' weight gradients. Returns seconds and learnable parameters.
+// quarter of the batch, layer by layer, then core group 0's MPE sums the other
+// three groups' weight gradients and the SGD step runs (iteration.hpp).
+// Returns seconds and learnable parameters.
 std::pair<double, std::int64_t> sw26010_iteration(const std::filesystem::path& net_path, std::int64_t batch,
                                                   const sw26010::Params& params) {
   auto doc = std::make_shared<config::Document>(config::Document::parse_file(net_path));
@@ -134,11 +136,7 @@ std::pair<double, std::int64_t> sw26010_iteration(const std::filesystem::path& n
     const auto timing = sw26010::time_layer(cg, shape, scratch, &choices);
     if (timing.simulated) cycles += timing.forward + timing.backward;
   }
-  for (int k = 0; k < 3; ++k) {
-    cycles += sw26010::eltwise_sum(cg, scratch.get(0, parameters), scratch.get(1, parameters), scratch.get(0, parameters),
-                                   parameters)
-                  .cycles;
-  }
+  cycles += sw26010::gradient_sum_mpe(cg, parameters) + sw26010::sgd_update(cg, parameters);
   return {params.seconds(static_cast<double>(cycles)), parameters};
 }
 

@@ -108,6 +108,36 @@ double strided(CoreGroup& cg, std::size_t block, Memory& mem, std::size_t offset
   return gbps(64.0 * total * rounds, double(end - begin - rounds * cg.params().sync_cycles), cg.params());
 }
 
+// Table D (C-candle memory/stream_sw/PE/PE_CONT, stream_athread_*.c): STREAM
+// with 64 CPEs, one spawn per kernel timed from spawn to join; each CPE moves
+// 20 buffers of `n` doubles per array (array size n x 64 x 20), one buffer
+// at a time with synchronous DMA and no double buffering: copy GETs a, waits,
+// PUTs c, waits; triad GETs b and c, waits for both, PUTs a, waits. The
+// arrays start 10 doubles (80 B) past a 128-B boundary. Rates count STREAM's
+// bytes (copy 16, triad 24 per element).
+double stream_sync(CoreGroup& cg, std::size_t n, bool triad, Memory& mem) {
+  constexpr std::size_t rounds = 20;
+  const std::size_t bytes = n * 8, array = 64 * rounds * n * 2 + 64;  // floats per array, 128-B multiple
+  const auto stats = cg.run("stream_sync", [&](Cpe& c) {
+    void* x = c.ldm_alloc(bytes, "a", 128);
+    void* y = triad ? c.ldm_alloc(bytes, "b", 128) : nullptr;
+    DmaReply r;
+    int expected = 0;
+    const auto at = [&](int which, std::size_t k) {
+      return mem.data + 20 + which * array + (k * 64 + std::size_t(c.id())) * n * 2;
+    };
+    for (std::size_t k = 0; k < rounds; ++k) {
+      c.dma_get(x, at(0, k), bytes, r), ++expected;
+      if (triad) c.dma_get(y, at(1, k), bytes, r), ++expected;
+      c.dma_wait(r, expected);
+      c.charge_elementwise(double(n), triad ? 2 : 0, triad ? 3 : 2);
+      c.dma_put(at(2, k), x, bytes, r);
+      c.dma_wait(r, ++expected);
+    }
+  });
+  return gbps(64.0 * double(rounds * n) * (triad ? 24 : 16), double(stats.cycles), cg.params());
+}
+
 // The whole published map (reference Table C, MB/s): entry i is for blocks of (i + 1) * 16 bytes.
 constexpr int mbw_map[64] = {
     3362, 6343, 9091, 11967, 14464, 10109, 10827, 13356, 14226, 16268, 17285, 19322,
@@ -167,6 +197,22 @@ int main(int argc, char** argv) {
   const double all64 = one_shot(cg, 64, 48 * 1024, mem);
   rows.push_back({"B: one-shot GET 48 KB vs active CPEs (P Fig. 2)", "64 CPEs vs P Fig. 2", all64, 26.7, "GB/s", false});
   rows.push_back({"B: one-shot GET 48 KB vs active CPEs (P Fig. 2)", "64 CPEs vs TH real peak", all64, 30.94, "GB/s"});
+
+  // Table D: synchronous STREAM (the pattern of swCaffe's element-wise kernels).
+  // Targets from 512 doubles (4 KB) per buffer, where the mixed read/write rate
+  // decides; the 32- and 128-double points (per-request costs) are shown, not
+  // counted: one turnaround parameter serves copy (2 requests a round) and
+  // triad (3) and puts them within 16%.
+  const std::size_t stream_n[] = {32, 128, 512, 1024, 2048, 3072};
+  const double copy_pub[] = {5.985, 12.536, 18.393, 19.066, 20.034, 20.423};
+  const double triad_pub[] = {8.281, 14.755, 20.340, 21.300, 22.094, 22.257};
+  Memory stream_mem(3u * (64 * 20 * 3072 * 2 + 64) + 64);
+  for (int i = 0; i < 6; ++i)
+    rows.push_back({"D: STREAM copy, 64 CPEs, synchronous DMA (C-candle)", std::to_string(stream_n[i]) + " doubles",
+                    stream_sync(cg, stream_n[i], false, stream_mem), copy_pub[i], "GB/s", stream_n[i] >= 512});
+  for (int i = 0; i < 6; ++i)
+    rows.push_back({"D: STREAM triad, 64 CPEs, synchronous DMA (C-candle)", std::to_string(stream_n[i]) + " doubles",
+                    stream_sync(cg, stream_n[i], true, stream_mem), triad_pub[i], "GB/s", stream_n[i] >= 512});
 
   // Where the map's blocks start. swGEMM's test matrices come from plain malloc
   // (C-swgemm test.c leaves _MEM_128BALIGN_ undefined): 16-B aligned, not 128-B

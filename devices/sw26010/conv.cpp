@@ -14,6 +14,22 @@ void add(KernelStats& total, const KernelStats& s) {
   if (total.kernel.empty()) total.kernel = s.kernel;
   total += s;
 }
+
+// The implicit kernels' GEMM steps run at the core group's implicit precision
+// (swCaffe's: gemmfloat, CoreGroup::implicit_precision), the rest as before.
+class ImplicitPrecision {
+ public:
+  explicit ImplicitPrecision(CoreGroup& cg) : cg_(cg), saved_(cg.gemm_precision()) {
+    cg.set_gemm_precision(cg.implicit_precision());
+  }
+  ~ImplicitPrecision() { cg_.set_gemm_precision(saved_); }
+  ImplicitPrecision(const ImplicitPrecision&) = delete;
+  ImplicitPrecision& operator=(const ImplicitPrecision&) = delete;
+
+ private:
+  CoreGroup& cg_;
+  GemmPrecision saved_;
+};
 }  // namespace
 
 const char* to_string(ConvMethod m) { return m == ConvMethod::implicit ? "implicit" : "explicit"; }
@@ -134,8 +150,12 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
   // GEMM step per output pixel column, its n the batch: the filter slice of a tap is fetched
   // (and widened) again for every pixel column, not reused across several.
   const GemmBlocking per_pixel = GemmBlocking::choose(s.num_output, n, s.channels, cg.params());
-  KernelStats total = gemm_batch(cg, "conv_forward_implicit", Transpose::no, Transpose::no, s.num_output, wo * n,
+  KernelStats total;
+  {
+    const ImplicitPrecision precision(cg);
+    total = gemm_batch(cg, "conv_forward_implicit", Transpose::no, Transpose::no, s.num_output, wo * n,
                                  1.0f, 0.0f, problems, &per_pixel);
+  }
   if (bias) {
     // y is Ho x No x (Wo*N): planes of Wo*N per (row, channel)
     require<SimulationError>(row_out == s.num_output * wo * n, "implicit convolution: a bias needs contiguous rows");
@@ -202,9 +222,12 @@ KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std
       }
       problems.push_back(std::move(p));
     }
-  KernelStats total =
-      gemm_batch(cg, "conv_weight_gradient_implicit", Transpose::no, Transpose::yes, s.num_output, s.channels, 1.0f,
-                 1.0f, problems);
+  KernelStats total;
+  {
+    const ImplicitPrecision precision(cg);
+    total = gemm_batch(cg, "conv_weight_gradient_implicit", Transpose::no, Transpose::yes, s.num_output, s.channels,
+                       1.0f, 1.0f, problems);
+  }
   if (db) {
     // dY is Ho x No x (Wo N): planes of Wo N per (row, channel)
     std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));

@@ -18,7 +18,7 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
   // Timing only: the kernels move no data, so one aligned address serves for every tensor.
   CoreGroup cg(0, params);
   cg.set_numerics(false);
-  cg.set_gemm_precision(precision);
+  cg.set_implicit_precision(precision);  // the explicit GEMMs keep float2double (swGEMM's)
   alignas(128) static float dummy[32];
   float* p = dummy;
   ConvPassTime t;

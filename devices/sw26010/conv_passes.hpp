@@ -25,9 +25,11 @@ struct ConvPassTime {
 // One pass with `method` forced, whatever swCaffe's dispatch rule says (the
 // published table times implicit where the rule would not pick it). The
 // implicit kernels need stride 1.
-// `precision`: how the GEMMs treat their data (core_group.hpp; T Fig. 9); the
-// other kernels (im2col, transforms) move floats either way.
+// `precision`: how the implicit kernels' GEMMs treat their data (core_group.hpp;
+// T Fig. 9), by default as swCaffe's do (single: gemmfloat); the explicit
+// GEMMs widen in LDM (float2double, swGEMM's) and the other kernels (im2col,
+// transforms) move floats either way.
 ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64_t batch, ConvPass pass,
-                            ConvMethod method, GemmPrecision precision = GemmPrecision::float2double);
+                            ConvMethod method, GemmPrecision precision = GemmPrecision::single);
 
 }  // namespace taihu::sw26010

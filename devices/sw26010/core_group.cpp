@@ -324,11 +324,20 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
   double rate = desc.op == DmaOp::get ? p.dma_get_bytes_per_cycle() : p.dma_put_bytes_per_cycle();
   if (strided) rate = std::min(rate, p.dma_strided_bytes_per_cycle());
   rate = std::min(rate, p.dma_cap_bytes_per_cycle(g.active_cpes()));
-  const double service = double(charged) / rate + (strided ? double(blocks) * p.dma_block_overhead_cycles : 0.0);
+  // Reads and writes mixed (Table D): a request issued while requests of the
+  // other direction are still in flight shares the memory with them, at the
+  // mixed read/write rate, and pays one bus turnaround (the memory interleaves
+  // the concurrent streams' transactions).
   const double start = std::max(double(clock_), g.dma_free_);
+  const bool mixed = (desc.op == DmaOp::get ? g.dma_put_busy_until_ : g.dma_get_busy_until_) > double(clock_);
+  if (mixed) rate = std::min(rate, p.dma_mixed_bytes_per_cycle());
+  const double service = double(charged) / rate + (strided ? double(blocks) * p.dma_block_overhead_cycles : 0.0) +
+                         (mixed ? p.dma_turnaround_cycles : 0.0);
   g.dma_free_ = start + service;
   const double completion =
       g.dma_free_ + (desc.op == DmaOp::get ? p.dma_get_latency_cycles : p.dma_put_latency_cycles);
+  double& busy_until = desc.op == DmaOp::get ? g.dma_get_busy_until_ : g.dma_put_busy_until_;
+  busy_until = std::max(busy_until, completion);
   dma_starts_.push_back(start);
 
   CoreGroup::Pending pending{completion,          g.dma_seq_++, id_, desc, static_cast<std::byte*>(mem),

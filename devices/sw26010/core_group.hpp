@@ -90,8 +90,7 @@ struct KernelStats {
 // precision register-communication kernel, narrowed on the way out (what
 // swGEMM, swDNN and swCaffe do); single: float throughout, the straightforward
 // single-precision inner loop (no load-and-broadcast for floats: 8 more P1
-// instructions per loop); double_data: double in memory and LDM. Only
-// float2double computes numerics; the others are for timing.
+// instructions per loop); double_data: double in memory and LDM (timing only).
 enum class GemmPrecision { float2double, single, double_data };
 
 class CoreGroup;
@@ -240,9 +239,16 @@ class CoreGroup {
   // Whether numerics run (false: timing only, kernels skip host arithmetic).
   bool numerics() const { return numerics_; }
   void set_numerics(bool on) { numerics_ = on; }
-  // The GEMM kernels' data handling (timing only unless float2double).
+  // The GEMM kernels' data handling (double_data is timing only).
   GemmPrecision gemm_precision() const { return gemm_precision_; }
   void set_gemm_precision(GemmPrecision p) { gemm_precision_ = p; }
+  // The implicit convolution kernels' (swDNN's, as swCaffe calls them for
+  // float nets): single, their GEMM is gemmfloat (C-swcaffe
+  // sw_slave_conv_pad_float.c and sw_slave_conv_full_pad_float_v2.c call
+  // gemm_float.S, which loads floats with vlds/ldse and broadcasts them with
+  // putr/putc: T §3.7's straightforward single precision).
+  GemmPrecision implicit_precision() const { return implicit_precision_; }
+  void set_implicit_precision(GemmPrecision p) { implicit_precision_ = p; }
 
  private:
   friend class Cpe;
@@ -285,12 +291,15 @@ class CoreGroup {
   KernelStats stats_;
   KernelStats totals_;
   double dma_free_ = 0;  // when the DMA server is next idle (cycles)
+  // when the GETs / PUTs issued so far have all completed (cycles)
+  double dma_get_busy_until_ = 0, dma_put_busy_until_ = 0;
   std::int64_t dma_seq_ = 0;
   std::deque<Pending> pending_;
   Cpe* current_ = nullptr;
   std::exception_ptr failure_;
   bool numerics_ = true;
   GemmPrecision gemm_precision_ = GemmPrecision::float2double;
+  GemmPrecision implicit_precision_ = GemmPrecision::single;
   bool warned_budget_ = false;
   struct SchedulerContext;
   std::unique_ptr<SchedulerContext> scheduler_;

@@ -118,13 +118,17 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
 
   // The data handling (T Fig. 9): float2double widens in LDM; single and
   // double_data do not, single runs the slower single-precision inner loop,
-  // double_data moves 8 bytes per element. Those two are timing only (the
-  // operands are float), and their LDM layouts are no larger than
-  // float2double's, for which the blocking was chosen.
+  // double_data moves 8 bytes per element (timing only: the operands are
+  // float). Their LDM layouts are no larger than float2double's, for which the
+  // blocking was chosen. Single computes its numerics on host-side copies of
+  // the tiles (what its registers would hold), so its LDM stays float only.
   const GemmPrecision precision = cg.gemm_precision();
   const bool widens = precision == GemmPrecision::float2double;
-  require<SimulationError>(widens || !numerics, "{}: {} data is timing only (set_numerics(false))", kernel,
-                           precision == GemmPrecision::single ? "single-precision" : "double");
+  require<SimulationError>(precision != GemmPrecision::double_data || !numerics,
+                           "{}: double data is timing only (set_numerics(false))", kernel);
+  const bool host_tiles = numerics && !widens;
+  std::vector<std::vector<double>> host_a(host_tiles ? cpes_per_group : 0), host_b(host_a.size()),
+      host_c(host_a.size());
   const std::size_t esize = precision == GemmPrecision::double_data ? 8 : 4;  // bytes per element in memory
   const double inner_cycles =
       precision == GemmPrecision::single ? cg.params().gemm_single_cycles_per_16_vmad : 0;  // 0: the DP kernel's
@@ -140,6 +144,11 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
     double* wa = widens ? cpe.ldm_array<double>(a_elems, "A tile (double)") : nullptr;
     double* wb = widens ? cpe.ldm_array<double>(b_elems, "B tile (double)") : nullptr;
     double* wc = widens ? cpe.ldm_array<double>(std::size_t(tm) * tn, "C tile (double)") : nullptr;
+    if (host_tiles) {
+      const auto id = std::size_t(cpe.id());
+      host_a[id].resize(a_elems), host_b[id].resize(b_elems), host_c[id].resize(std::size_t(tm) * tn);
+      wa = host_a[id].data(), wb = host_b[id].data(), wc = host_c[id].data();
+    }
     float* fc = staging(std::size_t(tm) * tn, "C tile");
     DmaReply reply;
     int expected = 0;
@@ -240,13 +249,16 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         const double compute_from = double(cpe.rpcc());
         if (numerics) {
           if (computed_step != std::int64_t(step)) {
-            const std::size_t wa_off = reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
-            const std::size_t wb_off = reinterpret_cast<std::byte*>(wb) - cpe.ldm_base();
+            const std::size_t wa_off = host_tiles ? 0 : reinterpret_cast<std::byte*>(wa) - cpe.ldm_base();
+            const std::size_t wb_off = host_tiles ? 0 : reinterpret_cast<std::byte*>(wb) - cpe.ldm_base();
             for (int r = 0; r < 8; ++r)
               for (int q = 0; q < 8; ++q) {
                 // A tile of CPE (r, q): rows r*tm.., K q*tk..; B tile of CPE (r, q): K r*tk.., cols q*tn..
-                const auto* ta = reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wa_off);
-                const auto* tb = reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wb_off);
+                const auto peer = std::size_t(r * 8 + q);
+                const auto* ta = host_tiles ? host_a[peer].data()
+                                            : reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wa_off);
+                const auto* tb = host_tiles ? host_b[peer].data()
+                                            : reinterpret_cast<const double*>(cpe.peer(r, q).ldm_base() + wb_off);
                 for (int x = 0; x < tm; ++x)
                   std::memcpy(block_a.data() + std::size_t(r * tm + x) * bk + q * tk, ta + x * tk, std::size_t(tk) * 8);
                 for (int x = 0; x < tk; ++x)

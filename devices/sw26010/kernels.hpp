@@ -58,10 +58,13 @@ struct ConvShape {
     return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
   }
 };
-// One image (C x H x W) to its column matrix (C*kh*kw x Ho*Wo), on the CPEs:
-// each task reads the input rows of one output row and writes kh*kw segments.
+// One image (C x H x W) to its column matrix (C*kh*kw x Ho*Wo), on the CPEs as
+// swCaffe's kernel runs (im2col.cpp): a block of input rows per CPE, each row
+// GET once (a pad row zeroed) and its kh*kw output segments PUT one by one,
+// synchronously.
 KernelStats im2col(CoreGroup& cg, const ConvShape& s, const float* image, float* col);
-// The adjoint: image (overwritten) from the column matrix; one input row per task.
+// The adjoint: image (overwritten) from the column matrix; per input row (runs
+// of interior rows with stride 1) a GET per tap, a scalar add loop, one PUT.
 KernelStats col2im(CoreGroup& cg, const ConvShape& s, const float* col, float* image);
 
 // ---- layout transform between N x C x H x W and the implicit convolution's

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "devices/sw26010/batch_norm.hpp"
 #include "devices/sw26010/gemm.hpp"
 #include "devices/sw26010/kernels.hpp"
 
@@ -119,16 +120,23 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
         const std::int64_t planes = q * bs[1];
         timing.forward += pool_forward(cg, g, scratch.get(0, in_n), scratch.get(1, out_n), planes).cycles;
         timing.backward += pool_backward(cg, g, scratch.get(0, in_n), scratch.get(1, out_n), scratch.get(2, in_n), planes).cycles;
-      } else if (type == "BatchNorm" || type == "Scale") {
+      } else if (type == "BatchNorm") {
+        const Shape& bs = bottoms[0];
+        const std::int64_t c = bs[1], spatial = per_sample(bottoms[0]) / c;
+        const bool in_place = opt && opt->has("bottom") && opt->has("top") &&
+                              opt->get<std::string>("bottom") == opt->get<std::string>("top");
+        const BatchNormTiming bn = time_batch_norm(cg, q, c, spatial, in_place);
+        timing.forward += bn.forward;
+        timing.backward += bn.backward;
+        if (bn.multi_pass) timing.method = "multi-pass";
+      } else if (type == "Scale") {
         const Shape& bs = bottoms[0];
         const std::int64_t c = bs[1], spatial = per_sample(bottoms[0]) / c;
         std::vector<double> s1(static_cast<std::size_t>(c)), s2(static_cast<std::size_t>(c));
         float *x = scratch.get(0, in_n), *y = scratch.get(1, in_n), *a = scratch.get(3, c), *b = scratch.get(4, c);
-        if (type == "BatchNorm") timing.forward += channel_sums(cg, x, nullptr, q, c, spatial, s1.data(), s2.data()).cycles;
         timing.forward += channel_affine(cg, x, y, q, c, spatial, a, b).cycles;
         timing.backward += channel_sums(cg, y, x, q, c, spatial, s1.data(), s2.data()).cycles;
-        if (type == "BatchNorm") timing.backward += eltwise_sum(cg, y, x, scratch.get(2, in_n), in_n).cycles;
-        else timing.backward += channel_affine(cg, y, scratch.get(2, in_n), q, c, spatial, a, nullptr).cycles;
+        timing.backward += channel_affine(cg, y, scratch.get(2, in_n), q, c, spatial, a, nullptr).cycles;
       } else if (type == "Eltwise") {
         for (std::size_t k = 1; k < bottoms.size(); ++k)
           timing.forward += eltwise_sum(cg, scratch.get(0, in_n), scratch.get(1, in_n), scratch.get(2, in_n), in_n).cycles;

@@ -12,6 +12,7 @@
 #include "core/layers/window_options.hpp"
 #include "devices/sw26010/conv.hpp"
 #include "devices/sw26010/gemm.hpp"
+#include "devices/sw26010/iteration.hpp"
 #include "devices/sw26010/kernels.hpp"
 
 namespace taihu::sw26010 {
@@ -98,7 +99,8 @@ struct GradientPartials {
     std::fill(p, p + n, 0.0f);
     return p;
   }
-  // On CG 0: diff += the other groups' partials.
+  // On CG 0: diff += the other groups' partials, on its MPE (caffe_axpy is the
+  // host BLAS in swCaffe's build, iteration.hpp).
   static KernelStats sum(const LayerWork& w, Blob* weight, Blob* bias) {
     KernelStats total;
     for (int g = 1; g < groups; ++g) {
@@ -106,12 +108,12 @@ struct GradientPartials {
       if (weight) {
         const std::int64_t n = weight->count();
         float* d = weight->diff().ptr();
-        add_to(total, eltwise_sum(w.cg(0), d, w.scratch(g).get(weight_partial_slot, n), d, n));
+        add_to(total, axpy_mpe(w.cg(0), w.scratch(g).get(weight_partial_slot, n), d, n));
       }
       if (bias) {
         const std::int64_t n = bias->count();
         float* d = bias->diff().ptr();
-        add_to(total, eltwise_sum(w.cg(0), d, w.scratch(g).get(bias_partial_slot, n), d, n));
+        add_to(total, axpy_mpe(w.cg(0), w.scratch(g).get(bias_partial_slot, n), d, n));
       }
     }
     return total;

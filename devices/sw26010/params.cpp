@@ -51,6 +51,8 @@ Params Params::from(const config::Section& s) {
     if (p.dma_cap_by_active_cpes.empty()) throw s.error("dma_cap_by_active_cpes", "empty list");
   }
   num("dma_block_overhead_cycles", p.dma_block_overhead_cycles);
+  num("dma_turnaround_cycles", p.dma_turnaround_cycles);
+  num("dma_mixed_gbps", p.dma_mixed_gbps);
   integer("dma_queue_depth", p.dma_queue_depth);
   integer("dma_issue_cycles", p.dma_issue_cycles);
   integer("rlc_latency_cycles", p.rlc_latency_cycles);
@@ -66,7 +68,9 @@ Params Params::from(const config::Section& s) {
   num("gemm_lockstep_dma_overlap", p.gemm_lockstep_dma_overlap);
   num("vector_op_cycles", p.vector_op_cycles);
   num("ldm_access_cycles", p.ldm_access_cycles);
+  num("ldm_load_latency_cycles", p.ldm_load_latency_cycles);
   num("fp_latency_cycles", p.fp_latency_cycles);
+  num("gld_latency_cycles", p.gld_latency_cycles);
   num("spawn_cycles", p.spawn_cycles);
   num("join_cycles", p.join_cycles);
   num("mpe_gflops", p.mpe_gflops);
@@ -77,6 +81,8 @@ Params Params::from(const config::Section& s) {
   if (p.gemm_lockstep_dma_overlap < 0 || p.gemm_lockstep_dma_overlap > 1)
     throw s.error("gemm_lockstep_dma_overlap", "must be in [0, 1]");
   if (p.dma_queue_depth < 1) throw s.error("dma_queue_depth", "must be >= 1");
+  if (p.dma_turnaround_cycles < 0) throw s.error("dma_turnaround_cycles", "must be >= 0");
+  if (p.dma_mixed_gbps <= 0) throw s.error("dma_mixed_gbps", "must be > 0");
   if (p.dma_transaction_bytes < 1) throw s.error("dma_transaction_bytes", "must be >= 1");
   s.reject_unused();
   return p;

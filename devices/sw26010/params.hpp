@@ -29,6 +29,11 @@ struct Params {
   std::vector<std::pair<int, double>> dma_cap_by_active_cpes = {{1, 10.0}, {8, 14.0}, {16, 14.0},
                                                                  {32, 16.0}, {64, 1000.0}};
   double dma_block_overhead_cycles = 0.375;  // per strided block, serialised in the server
+  // Reads and writes mixed: a request served right behind one of the other
+  // direction (the memory still busy with it) pays a bus turnaround and moves
+  // at the mixed read/write rate (STREAM with synchronous DMA, Table D).
+  double dma_turnaround_cycles = 27;
+  double dma_mixed_gbps = 21.75;
   int dma_queue_depth = 3;               // requests a CPE may have waiting before issue stalls
   int dma_issue_cycles = 1;
 
@@ -51,7 +56,9 @@ struct Params {
   double gemm_lockstep_dma_overlap = 0;
   double vector_op_cycles = 1;     // one P0 vector op issued per cycle
   double ldm_access_cycles = 1;    // one P1 load/store issued per cycle
+  double ldm_load_latency_cycles = 4;  // an LDM load's result is ready after
   double fp_latency_cycles = 7;
+  double gld_latency_cycles = 177;  // a direct load from main memory
 
   // launch and MPE
   double spawn_cycles = 7250;  // athread_spawn, 5 us
@@ -63,6 +70,7 @@ struct Params {
   double dma_get_bytes_per_cycle() const { return dma_get_gbps * 1e9 / clock_hz; }
   double dma_put_bytes_per_cycle() const { return dma_put_gbps * 1e9 / clock_hz; }
   double dma_strided_bytes_per_cycle() const { return dma_strided_gbps * 1e9 / clock_hz; }
+  double dma_mixed_bytes_per_cycle() const { return dma_mixed_gbps * 1e9 / clock_hz; }
   // The cap (bytes per cycle) with `active` CPEs running.
   double dma_cap_bytes_per_cycle(int active) const;
   double seconds(double cycles) const { return cycles / clock_hz; }

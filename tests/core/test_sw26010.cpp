@@ -77,6 +77,41 @@ TEST_SUITE("sw26010") {
     CHECK(contains(msg, "kernel 'forgetful'"));
   }
 
+  TEST_CASE("reads and writes mixed: a request issued while the other direction is in flight is slower") {
+    // 32 CPEs GET and 32 PUT 16 KB each at once: every request after the first
+    // of each direction finds the other direction in flight.
+    Params p;
+    p.dma_turnaround_cycles = 27;
+    p.dma_mixed_gbps = 21.75;
+    alignas(128) static float memory[64 * 4096];
+    const auto run = [&](const Params& params, bool mixed) {
+      CoreGroup cg(0, params);
+      cg.set_numerics(false);
+      return cg.run("mix", [&](Cpe& c) {
+        void* buf = c.ldm_alloc(16384, "buffer", 128);
+        DmaReply r;
+        float* at = memory + c.id() * 4096;
+        if (mixed && c.id() % 2 == 1) c.dma_put(at, buf, 16384, r);
+        else c.dma_get(buf, at, 16384, r);
+        c.dma_wait(r, 1);
+      }).cycles;
+    };
+    const auto pure = run(p, false), mixed = run(p, true);
+    // The server's busy time: the pure stream 64 x 16 KB at the GET rate; the
+    // mixed one the first GET at its rate, the other 63 requests (each issued
+    // with the other direction in flight) at the mixed rate plus a turnaround.
+    const double launch = p.spawn_cycles + p.join_cycles + p.dma_get_latency_cycles;
+    const double get = 16384 / (p.dma_get_gbps * 1e9 / p.clock_hz), mix = 16384 / (p.dma_mixed_gbps * 1e9 / p.clock_hz);
+    CHECK(double(pure) == doctest::Approx(launch + 64 * get).epsilon(0.01));
+    CHECK(double(mixed) == doctest::Approx(launch + get + 63 * (mix + 27)).epsilon(0.01));
+    // without the mechanism (no turnaround, no lower rate) mixing costs only the PUT/GET rate difference
+    Params off = p;
+    off.dma_turnaround_cycles = 0;
+    off.dma_mixed_gbps = 1000;
+    CHECK(run(off, true) < pure);
+    CHECK(run(off, false) == pure);  // a pure stream never pays it
+  }
+
   TEST_CASE("strided and broadcast descriptors; misaligned descriptors are rejected") {
     CoreGroup cg(0, Params{});
     std::vector<float> m(16 * 16);
@@ -688,6 +723,29 @@ TEST_SUITE("sw26010") {
     }
   }
 
+  TEST_CASE("im2col and col2im move data as swCaffe's kernels: a GET per input row, a PUT per segment, scalar adds") {
+    CoreGroup cg(0, Params{});
+    cg.set_numerics(false);
+    alignas(128) static float x[32];
+    const ConvShape s{3, 9, 10, 4, 3, 3, 1, 1, 1, 1};
+    // 27 input rows GET once; each of the 9 + 2 padded rows of a channel PUTs one 10-float segment for every
+    // (kernel row, kernel column) that reaches an output row: 27 x 3 per channel
+    const auto im = im2col(cg, s, x, x);
+    CHECK(im.dma_requests == 27 + 3 * 27 * 3);
+    CHECK(im.dma_bytes == 4 * (27 * 10 + 3 * 27 * 3 * 10));
+    // col2im adds in a scalar loop at the LDM-load and FP latencies; im2col (stride 1) has no such loop
+    Params slow;
+    slow.fp_latency_cycles = 70;
+    CoreGroup cg_slow(0, slow);
+    cg_slow.set_numerics(false);
+    const ConvShape big{64, 28, 28, 64, 3, 3, 1, 1, 1, 1};
+    CHECK(im2col(cg_slow, big, x, x).cycles == im2col(cg, big, x, x).cycles);
+    const auto fast_col2im = col2im(cg, big, x, x).cycles, slow_col2im = col2im(cg_slow, big, x, x).cycles;
+    // every CPE adds 64 x 28 / 64 rows x 9 taps x 28 columns (a few fewer at the borders), 63 cycles more each
+    CHECK(double(slow_col2im - fast_col2im) > 0.8 * 28 * 9 * 28 * 63);
+    CHECK(double(slow_col2im - fast_col2im) < 1.0 * 28 * 9 * 28 * 63);
+  }
+
   TEST_CASE("convolution, explicit and implicit, matches the CPU Convolution layer") {
     CoreGroup cg(0, Params{});
     struct Case {
@@ -907,14 +965,20 @@ TEST_SUITE("sw26010") {
     CoreGroup cg(0, Params{});
     cg.set_numerics(false);
     Scratch scratch(false);
-    // A BatchNorm of 5000 channels: channel_affine holds a scale and a shift per channel beside its 4 chunk
+    // A Scale of 5000 channels: channel_affine holds a scale and a shift per channel beside its 4 chunk
     // buffers, 2 x 20000 + 4 x 8192 bytes.
-    LayerShape bn{"BatchNorm", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_bn"};
-    const auto msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, bn, scratch); });
-    CHECK(contains(msg, "layer 'fc_bn' (BatchNorm), 2 samples on the core group: LDM overflow"));
+    LayerShape scale{"Scale", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_scale"};
+    const auto msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, scale, scratch); });
+    CHECK(contains(msg, "layer 'fc_scale' (Scale), 2 samples on the core group: LDM overflow"));
     CHECK(contains(msg, "kernel 'channel_affine'"));
     CHECK(contains(msg, "'scale (a float per channel)' (20000 bytes), 'shift (a float per channel)' (20000 bytes)"));
     CHECK(contains(msg, "65536-byte local store"));
+    // A BatchNorm of 5000 channels: swCaffe's kernel holds four floats per channel (80000 bytes).
+    LayerShape bn{"BatchNorm", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_bn"};
+    const auto bn_msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, bn, scratch); });
+    CHECK(contains(bn_msg, "layer 'fc_bn' (BatchNorm), 2 samples on the core group: LDM overflow"));
+    CHECK(contains(bn_msg, "kernel 'batch_norm_statistics'"));
+    CHECK(contains(bn_msg, "'mean' (20000 bytes), 'variance' (20000 bytes)"));
     // A pooling window over rows too wide for the kernel's row buffers: found before the spawn.
     auto doc = config::Document::parse("[layer p]\nkernel_size = 3\nstride = 2\n", "t.ini");
     LayerShape pool{"Pooling", doc.find("layer", "p"), {Shape{2, 1, 9, 20000}}, {Shape{2, 1, 4, 10000}}, true, "p"};
