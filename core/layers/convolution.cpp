@@ -122,11 +122,15 @@ void ConvolutionLayer::plan_dnnl() {
       //   most lanes idle: LeNet's 1-channel conv1 took 0.87 ms forward and
       //   0.81 ms for its weight gradient, against im2col's 0.45 and 0.55
       //   (AVX-512, batch 64). With 3 channels (AlexNet's and ResNet-50's
-      //   conv1) oneDNN's first-layer kernels win both by 1.4-2.1x.
+      //   conv1) oneDNN's first-layer kernels win both by 1.4-2.1x, but its
+      //   data gradient, which writes those 3 channels, does not: the
+      //   backward of ResNet-50's conv1 ran at 29 GF/s with it and 138
+      //   with im2col's (AlexNet's conv1: 70 and 154; batch 8).
       const int64_t channels_per_group = g.channels / group_;
       if ((g.kernel_h == 1 && g.kernel_w == 1) || channels_per_group == 1)
         dnnl_passes_[static_cast<int>(Pass::weight_gradient)] = false;
       if (channels_per_group == 1) dnnl_passes_[static_cast<int>(Pass::forward)] = false;
+      if (channels_per_group <= 4) dnnl_passes_[static_cast<int>(Pass::data_gradient)] = false;
     }
   }
   if (!dnnl_ && algorithm == Algorithm::dnnl)

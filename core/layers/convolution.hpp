@@ -29,7 +29,7 @@
 // auto takes oneDNN wherever it has a JIT kernel for the layer on this CPU,
 // im2col elsewhere (CPUs without AVX2, say) and for the passes where
 // oneDNN's kernels are known to lag (1x1 weight gradients, one input
-// channel per group; see plan_dnnl). The choice depends on the shape and the
+// channel per group, data gradients of up to 4; see plan_dnnl). The choice depends on the shape and the
 // CPU alone, never on a timing, so two runs of one config compute the same
 // bits. measured times both on each pass's first call and keeps the faster
 // (convolution_choices.hpp), at the price of that reproducibility. A oneDNN
