@@ -27,14 +27,15 @@ pick_best_coretype /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model le
 echo "PyTorch's threads: torch.set_num_threads($cores)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-: >"$out.wall"  # each process's wall time, start to exit, as this script measures it
+walls=$PWD/$out.wall  # each process's wall time, start to exit, as this script measures it
+: >"$walls"
 wall() {  # framework command...: runs the command and appends its wall seconds
   local framework=$1 start end
   shift
   start=$(date +%s.%N)
   "$@"
   end=$(date +%s.%N)
-  echo "{\"framework\": \"$framework\", \"wall_seconds\": $(python3 -c "print(round($end - $start, 3))")}" >>"$out.wall"
+  echo "{\"framework\": \"$framework\", \"wall_seconds\": $(python3 -c "print(round($end - $start, 3))")}" >>"$walls"
 }
 for ((r = 1; r <= rounds; r++)); do
   wall taihu env -u OPENBLAS_CORETYPE "$build/apps/taihu-train" --config-file=config/lenet-fashion.ini epochs="$epochs" \
