@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <cstdint>
 #include <random>
 #include <tuple>
@@ -223,11 +225,14 @@ TEST_SUITE("sw26010") {
     CHECK(cg.gemm_precision() == GemmPrecision::float2double);
     // 25 cycles per 16 vmad against 17 plus the widening: the single-precision kernel is slower
     CHECK(fwd(GemmPrecision::single, ConvMethod::implicit) > fwd(GemmPrecision::float2double, ConvMethod::implicit));
-    CHECK(time_conv_pass(Params{}, s, 32, ConvPass::forward, ConvMethod::implicit).cycles ==
-          fwd(GemmPrecision::single, ConvMethod::implicit));
+    // Two runs allocate their buffers anew, and DMA costs depend on the addresses modulo 128
+    // (an allocator with red zones, ASan's, moves them): equal within 0.1%.
+    const auto close = [](auto a, auto b) { return std::abs(double(a) - double(b)) <= 1e-3 * double(b); };
+    CHECK(close(time_conv_pass(Params{}, s, 32, ConvPass::forward, ConvMethod::implicit).cycles,
+                fwd(GemmPrecision::single, ConvMethod::implicit)));
     // the implicit precision leaves the explicit path alone
-    CHECK(fwd(GemmPrecision::single, ConvMethod::explicit_gemm) ==
-          fwd(GemmPrecision::float2double, ConvMethod::explicit_gemm));
+    CHECK(close(fwd(GemmPrecision::single, ConvMethod::explicit_gemm),
+                fwd(GemmPrecision::float2double, ConvMethod::explicit_gemm)));
     // and the core group's GEMM precision is what it was after an implicit kernel
     std::vector<float> x(std::size_t(s.channels * s.height * s.width * 32)), w(std::size_t(9 * 64 * 64)),
         y(std::size_t(64 * 10 * 10 * 32));
