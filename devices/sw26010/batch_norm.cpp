@@ -17,11 +17,10 @@ namespace {
 // 128-B boundary (what the cost depends on), so one address serves for all.
 KernelStats plane_pass(CoreGroup& cg, const char* name, std::int64_t batch, std::int64_t channels,
                        std::int64_t spatial, int gets, int glds, double chain_cycles, double vector_ops, int puts) {
-  alignas(128) static float origin[32];
+  float* origin = timing_address();
   const std::int64_t plane_floats = (spatial + 31) / 32 * 32;
-  const bool numerics = cg.numerics();
-  cg.set_numerics(false);
-  const auto stats = cg.run(name, [&](Cpe& cpe) {
+  TimingOnly timing(cg);
+  return cg.run(name, [&](Cpe& cpe) {
     // the kernel's buffers: planes (two forward, three backward) and four floats per channel
     // (forward mean, variance, divisor, reciprocal; backward mean, variance, alpha, beta)
     std::vector<float*> in(std::size_t(gets == 2 ? 3 : 2));
@@ -44,24 +43,20 @@ KernelStats plane_pass(CoreGroup& cg, const char* name, std::int64_t batch, std:
         }
       }
   });
-  cg.set_numerics(numerics);
-  return stats;
 }
 
 // Caffe's element-wise passes on the CPEs (swCaffe's sw_* kernels), timing only.
 struct Streams {
   CoreGroup& cg;
   std::int64_t n;
-  std::int64_t copy() { return run([&](float* p) { return sw26010::copy(cg, p, p, n).cycles; }); }
-  std::int64_t binary() { return run([&](float* p) { return eltwise_sum(cg, p, p, p, n).cycles; }); }
-  template <class F>
-  std::int64_t run(F&& f) {
-    alignas(128) static float placeholder[32];
-    const bool numerics = cg.numerics();
-    cg.set_numerics(false);
-    const std::int64_t cycles = f(placeholder);
-    cg.set_numerics(numerics);
-    return cycles;
+  std::int64_t copy() {
+    TimingOnly timing(cg);
+    return sw26010::copy(cg, timing_address(), timing_address(), n).cycles;
+  }
+  std::int64_t binary() {
+    TimingOnly timing(cg);
+    float* p = timing_address();
+    return eltwise_sum(cg, p, p, p, n).cycles;
   }
 };
 

@@ -254,8 +254,7 @@ ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int
   // Timing only: kernels move no data, so any 128-aligned address serves.
   CoreGroup scratch(0, params);
   scratch.set_numerics(false);
-  alignas(128) static float dummy[32];
-  float* p = dummy;
+  float* p = timing_address();
   ConvChoice choice;
   choice.explicit_cycles = conv_forward_explicit(scratch, s, batch, p, p, p, p, p).cycles;
   if (implicit_forward_eligible(s, batch, groups)) {

@@ -19,8 +19,7 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
   CoreGroup cg(0, params);
   cg.set_numerics(false);
   cg.set_implicit_precision(precision);  // the explicit GEMMs keep float2double (swGEMM's)
-  alignas(128) static float dummy[32];
-  float* p = dummy;
+  float* p = timing_address();
   ConvPassTime t;
   if (method == ConvMethod::implicit) {
     if (s.stride_h != 1 || s.stride_w != 1) return t;

@@ -681,4 +681,9 @@ std::int64_t CoreGroup::mpe_copy(double bytes) {
   return cycles;
 }
 
+float* timing_address() {
+  alignas(128) static float address[32];
+  return address;
+}
+
 }  // namespace taihu::sw26010

@@ -305,4 +305,22 @@ class CoreGroup {
   std::unique_ptr<SchedulerContext> scheduler_;
 };
 
+// For kernels run timing only: their cost depends on the addresses modulo 128,
+// never on the values, so one 128-B-aligned address stands for every tensor.
+float* timing_address();
+
+// Runs a core group timing only while in scope, then restores its numerics
+// (a kernel whose cost does not depend on the data, inside a run that has them).
+class TimingOnly {
+ public:
+  explicit TimingOnly(CoreGroup& cg) : cg_(cg), numerics_(cg.numerics()) { cg.set_numerics(false); }
+  ~TimingOnly() { cg_.set_numerics(numerics_); }
+  TimingOnly(const TimingOnly&) = delete;
+  TimingOnly& operator=(const TimingOnly&) = delete;
+
+ private:
+  CoreGroup& cg_;
+  bool numerics_;
+};
+
 }  // namespace taihu::sw26010

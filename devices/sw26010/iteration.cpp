@@ -27,11 +27,11 @@ std::int64_t gradient_sum_mpe(CoreGroup& cg, std::int64_t parameters, int groups
 std::int64_t sgd_update(CoreGroup& cg, std::int64_t parameters) {
   // history <- rate * diff + momentum * history, then diff <- history: the
   // copy runs on the CPEs (timing only: its cost does not depend on the values)
-  alignas(128) static float placeholder[32];
-  const bool numerics = cg.numerics();
-  cg.set_numerics(false);
-  const std::int64_t copy_cycles = copy(cg, placeholder, placeholder, parameters).cycles;
-  cg.set_numerics(numerics);
+  std::int64_t copy_cycles = 0;
+  {
+    TimingOnly timing(cg);
+    copy_cycles = copy(cg, timing_address(), timing_address(), parameters).cycles;
+  }
   return mpe_axpby(cg, parameters)  // Regularize: diff += decay * data
          + mpe_axpby(cg, parameters)  // ComputeUpdateValue: history = rate * diff + momentum * history
          + copy_cycles                // diff = history
