@@ -231,11 +231,17 @@ void Executor::accumulate_weight_gradients() {
   stats_.weight_gradient_seconds += seconds_since(start);
 }
 
-void Executor::zero_gradients() {
+std::vector<uint8_t> Executor::embedding_tables() const {
   const Definition& d = f_.definition();
   std::vector<uint8_t> table(d.params.size(), 0);
   for (const Op& op : d.ops)
     if (op.kind == OpKind::embedding) table[static_cast<size_t>(op.param)] = 1;
+  return table;
+}
+
+void Executor::zero_gradients() {
+  const Definition& d = f_.definition();
+  const std::vector<uint8_t> table = embedding_tables();
   for (size_t p = 0; p < d.params.size(); ++p) {
     Tensor& diff = f_.params()[p].blob->diff();
     if (!table[p]) {
@@ -256,12 +262,9 @@ std::vector<RowSparseGradient> Executor::sparse_gradients() const {
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   std::vector<RowSparseGradient> sparse;
-  for (const Op& op : f_.definition().ops) {
-    if (op.kind != OpKind::embedding) continue;
-    const Blob* blob = f_.params()[static_cast<size_t>(op.param)].blob.get();
-    const bool listed = std::any_of(sparse.begin(), sparse.end(), [&](const auto& g) { return g.blob == blob; });
-    if (!listed) sparse.push_back({blob, rows});
-  }
+  const std::vector<uint8_t> table = embedding_tables();
+  for (size_t p = 0; p < table.size(); ++p)
+    if (table[p]) sparse.push_back({f_.params()[p].blob.get(), rows});
   return sparse;
 }
 

@@ -178,6 +178,9 @@ class Executor {
   };
   Range round_range(int32_t round) const;
   Range all_range() const;
+  // Per param of F: 1 for an embedding table (its gradient is in the rows of
+  // the tokens looked up), 0 for a dense param.
+  std::vector<uint8_t> embedding_tables() const;
 
   void run_steps_forward(const std::vector<Instruction>& steps, const Range& r);
   void run_steps_backward(const std::vector<Instruction>& steps, const Range& r);
