@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/common/check.hpp"
+#include "devices/sw26010/conv_bias.hpp"
 #include "devices/sw26010/conv_passes.hpp"
 #include "devices/sw26010/gemm.hpp"
 
@@ -48,10 +49,8 @@ KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_
     add(total, gemm(cg, Transpose::no, Transpose::no, s.num_output, out, s.col_rows(), 1.0f, w, s.col_rows(), cols,
                     out, 0.0f, y + i * s.num_output * out, out));
   }
-  if (bias) {
-    std::vector<float> ones(std::size_t(s.num_output), 1.0f);
-    add(total, channel_affine(cg, y, y, batch, s.num_output, out, ones.data(), bias));
-  }
+  // swCaffe adds the bias after all images' GEMMs, one K = 1 GEMM per image (conv_bias.hpp)
+  if (bias) add(total, conv_bias_forward(cg, batch, s.num_output, out, bias, y));
   total.kernel = "conv_forward_explicit";
   return total;
 }
@@ -71,12 +70,8 @@ KernelStats conv_weight_gradient_explicit(CoreGroup& cg, const ConvShape& s, std
     add(total, gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dy + i * s.num_output * out, out,
                     cols, out, 1.0f, dw, rows));
   }
-  if (db) {
-    std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
-    add(total, channel_sums(cg, dy, nullptr, batch, s.num_output, out, sum.data(), sum2.data()));
-    if (cg.numerics())
-      for (std::int64_t c = 0; c < s.num_output; ++c) db[c] += float(sum[c]);
-  }
+  // the bias gradient: one MPE gemv per image (conv_bias.hpp)
+  if (db) add(total, conv_bias_gradient(cg, batch, s.num_output, out, dy, db));
   total.kernel = "conv_weight_gradient_explicit";
   return total;
 }
@@ -259,8 +254,9 @@ ConvChoice choose_conv_method(const Params& params, const ConvShape& s, std::int
   choice.explicit_cycles = conv_forward_explicit(scratch, s, batch, p, p, p, p, p).cycles;
   if (implicit_forward_eligible(s, batch, groups)) {
     choice.implicit_cycles = to_hcwn(scratch, p, p, batch, s.channels, s.height, s.width).cycles +
-                             conv_forward_implicit(scratch, s, batch, p, p, p, p).cycles +
-                             to_nchw(scratch, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
+                             conv_forward_implicit(scratch, s, batch, p, p, nullptr, p).cycles +
+                             to_nchw(scratch, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles +
+                             conv_bias_forward(scratch, batch, s.num_output, s.out_height() * s.out_width(), p, p).cycles;
     if (choice.implicit_cycles < choice.explicit_cycles) choice.method = ConvMethod::implicit;
   }
   if (implicit_backward_eligible(s, batch, groups)) {

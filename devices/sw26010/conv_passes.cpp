@@ -1,5 +1,6 @@
 #include "devices/sw26010/conv_passes.hpp"
 
+#include "devices/sw26010/conv_bias.hpp"
 #include "devices/sw26010/kernels.hpp"
 
 namespace taihu::sw26010 {
@@ -20,6 +21,7 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
   cg.set_numerics(false);
   cg.set_implicit_precision(precision);  // the explicit GEMMs keep float2double (swGEMM's)
   float* p = timing_address();
+  const std::int64_t plane = s.out_height() * s.out_width();
   ConvPassTime t;
   if (method == ConvMethod::implicit) {
     if (s.stride_h != 1 || s.stride_w != 1) return t;
@@ -29,11 +31,14 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
     const std::int64_t dy_in = to_hcwn(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
     switch (pass) {
       case ConvPass::forward:
-        t.cycles = conv_forward_implicit(cg, s, batch, p, p, p, p).cycles;
+        // the bias as swCaffe adds it, on the N x C x H x W output (conv_bias.hpp)
+        t.bias = conv_bias_forward(cg, batch, s.num_output, plane, p, p).cycles;
+        t.cycles = conv_forward_implicit(cg, s, batch, p, p, nullptr, p).cycles + t.bias;
         t.transforms = x_in + to_nchw(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
         break;
       case ConvPass::weight_gradient:
-        t.cycles = conv_weight_gradient_implicit(cg, s, batch, p, p, p, p).cycles;
+        t.bias = conv_bias_gradient(cg, batch, s.num_output, plane, p, p).cycles;
+        t.cycles = conv_weight_gradient_implicit(cg, s, batch, p, p, p, nullptr).cycles + t.bias;
         t.transforms = x_in + dy_in;
         break;
       case ConvPass::data_gradient:
@@ -45,8 +50,14 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
   }
   t.modelled = true;
   switch (pass) {
-    case ConvPass::forward: t.cycles = conv_forward_explicit(cg, s, batch, p, p, p, p, p).cycles; break;
-    case ConvPass::weight_gradient: t.cycles = conv_weight_gradient_explicit(cg, s, batch, p, p, p, p, p).cycles; break;
+    case ConvPass::forward:
+      t.cycles = conv_forward_explicit(cg, s, batch, p, p, p, p, p).cycles;
+      t.bias = conv_bias_forward(cg, batch, s.num_output, plane, p, p).cycles;  // its share, timed again
+      break;
+    case ConvPass::weight_gradient:
+      t.cycles = conv_weight_gradient_explicit(cg, s, batch, p, p, p, p, p).cycles;
+      t.bias = conv_bias_gradient(cg, batch, s.num_output, plane, p, p).cycles;
+      break;
     case ConvPass::data_gradient: t.cycles = conv_data_gradient_explicit(cg, s, batch, p, p, p, p).cycles; break;
   }
   return t;

@@ -18,6 +18,7 @@ const char* to_string(ConvPass p);
 struct ConvPassTime {
   bool modelled = false;         // false: the model has no kernel for this pass and method
   std::int64_t cycles = 0;       // the convolution kernels (bias and its gradient included)
+  std::int64_t bias = 0;         // of `cycles`, the bias (forward) or its gradient (weight gradient)
   std::int64_t transforms = 0;   // implicit: the layout transforms in and out, not in `cycles`
   std::int64_t total() const { return cycles + transforms; }
 };

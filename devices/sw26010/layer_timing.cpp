@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "devices/sw26010/batch_norm.hpp"
+#include "devices/sw26010/conv_bias.hpp"
 #include "devices/sw26010/gemm.hpp"
 #include "devices/sw26010/kernels.hpp"
 
@@ -43,6 +44,8 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
       if (type == "Convolution") {
         const Shape& bs = bottoms[0];
         const std::int64_t group = opt ? opt->get_or<std::int64_t>("group", 1) : 1;
+        // swCaffe's layer adds a bias and its gradient only with bias_term (ResNet-50's convolutions have none)
+        const bool bias_term = opt ? opt->get_or<bool>("bias_term", true) : true;
         ConvShape s;
         s.channels = bs[1] / group, s.height = bs[2], s.width = bs[3];
         s.num_output = tops[0][1] / group;
@@ -63,24 +66,28 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
         const std::int64_t in = q * s.channels * s.height * s.width, out = q * s.num_output * s.out_height() * s.out_width();
         const std::int64_t wsize = s.num_output * s.col_rows();
         for (std::int64_t g = 0; g < group; ++g) {
-          float *x = scratch.get(0, in), *y = scratch.get(1, out), *w = scratch.get(2, wsize), *bias = scratch.get(3, s.num_output);
+          float *x = scratch.get(0, in), *y = scratch.get(1, out), *w = scratch.get(2, wsize);
+          float* bias = bias_term ? scratch.get(3, s.num_output) : nullptr;
           float* col = scratch.get(4, s.col_rows() * s.out_height() * s.out_width());
           if (choice.method == ConvMethod::implicit) {
             float *xi = scratch.get(5, in), *yi = scratch.get(6, out);
             timing.forward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
-            timing.forward += conv_forward_implicit(cg, s, q, xi, w, bias, yi).cycles;
+            timing.forward += conv_forward_implicit(cg, s, q, xi, w, nullptr, yi).cycles;
             timing.forward += to_nchw(cg, yi, y, q, s.num_output, s.out_height(), s.out_width()).cycles;
+            if (bias) timing.forward += conv_bias_forward(cg, q, s.num_output, s.out_height() * s.out_width(), bias, y).cycles;
           } else {
             timing.forward += conv_forward_explicit(cg, s, q, x, w, bias, y, col).cycles;
           }
-          float *dw = scratch.get(7, wsize), *db = scratch.get(8, s.num_output), *dx = dx_needed ? scratch.get(9, in) : nullptr;
+          float *dw = scratch.get(7, wsize), *db = bias_term ? scratch.get(8, s.num_output) : nullptr;
+          float* dx = dx_needed ? scratch.get(9, in) : nullptr;
           // each backward pass by its own method; implicit ones transform what they read and write
           float *xi = scratch.get(5, in), *dyi = scratch.get(6, out);
           const std::int64_t ho = s.out_height(), wo = s.out_width();
           if (choice.weight_gradient == ConvMethod::implicit) {
             timing.backward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
             timing.backward += to_hcwn(cg, y, dyi, q, s.num_output, ho, wo).cycles;
-            timing.backward += conv_weight_gradient_implicit(cg, s, q, xi, dyi, dw, db).cycles;
+            timing.backward += conv_weight_gradient_implicit(cg, s, q, xi, dyi, dw, nullptr).cycles;
+            if (db) timing.backward += conv_bias_gradient(cg, q, s.num_output, ho * wo, y, db).cycles;
           } else {
             timing.backward += conv_weight_gradient_explicit(cg, s, q, x, y, dw, db, col).cycles;
           }

@@ -11,6 +11,7 @@
 #include "core/layers/convolution.hpp"
 #include "core/layers/window_options.hpp"
 #include "devices/sw26010/conv.hpp"
+#include "devices/sw26010/conv_bias.hpp"
 #include "devices/sw26010/gemm.hpp"
 #include "devices/sw26010/iteration.hpp"
 #include "devices/sw26010/kernels.hpp"
@@ -140,7 +141,7 @@ struct ConvWork final : WeightedWork {
   bool has_bias = false;
   ConvMethod conv_method = ConvMethod::explicit_gemm;
   ConvMethod weight_gradient_method = ConvMethod::explicit_gemm, data_gradient_method = ConvMethod::explicit_gemm;
-  std::vector<float> implicit_filters, adjoint_filters, ones;
+  std::vector<float> implicit_filters, adjoint_filters;
   std::array<std::vector<float>, groups> implicit_weight_gradients;  // per core group (run concurrently)
 
   void setup(const ConvGeometry& geo, const Blob& weight) {
@@ -154,7 +155,6 @@ struct ConvWork final : WeightedWork {
     out_size = s.num_output * conv_groups * out_plane;
     weights_per_group = s.num_output * s.col_rows();
     has_bias = layer().params().size() > 1;
-    ones.assign(std::size_t(s.num_output * conv_groups), 1.0f);
   }
   Blob& weight() const { return *layer().params()[0].blob; }
   Blob* bias() const { return has_bias ? layer().params()[1].blob.get() : nullptr; }
@@ -198,18 +198,18 @@ struct ConvWork final : WeightedWork {
         const std::int64_t channels = s.channels * conv_groups, outputs = s.num_output * conv_groups;
         add_to(total, to_hcwn(c, x, xi, count, channels, s.height, s.width));
         if (conv_groups == 1) {
-          add_to(total, conv_forward_implicit(c, s, count, xi, implicit_filters.data(), b, yi));
+          add_to(total, conv_forward_implicit(c, s, count, xi, implicit_filters.data(), nullptr, yi));
         } else {
-          // each group on its channel slice of the H x C x W x N tensors, then one bias pass
+          // each group on its channel slice of the H x C x W x N tensors
           const std::int64_t x_pitch = channels * s.width * count, y_pitch = outputs * s.out_width() * count;
           for (std::int64_t k = 0; k < conv_groups; ++k)
             add_to(total, conv_forward_implicit(c, s, count, xi + k * s.channels * s.width * count,
                                                 implicit_filters.data() + k * weights_per_group, nullptr,
                                                 yi + k * s.num_output * s.out_width() * count, x_pitch, y_pitch));
-          if (b)
-            add_to(total, channel_affine(c, yi, yi, s.out_height(), outputs, s.out_width() * count, ones.data(), b));
         }
         add_to(total, to_nchw(c, yi, y, count, outputs, s.out_height(), s.out_width()));
+        // the bias on the N x C x H x W output, as swCaffe adds it after either method (conv_bias.hpp)
+        if (b) add_to(total, conv_bias_forward(c, count, outputs, out_plane, b, y));
         return total;
       }
       float* col = scratch(g).get(col_slot, s.col_rows() * out_plane);
@@ -218,7 +218,7 @@ struct ConvWork final : WeightedWork {
         for (std::int64_t k = 0; k < conv_groups; ++k)
           add_to(total, conv_forward_explicit(c, s, 1, x + i * in_size + k * group_in, w + k * weights_per_group,
                                               nullptr, y + i * out_size + k * group_out, col));
-      if (b) add_to(total, channel_affine(c, y, y, count, s.num_output * conv_groups, out_plane, ones.data(), b));
+      if (b) add_to(total, conv_bias_forward(c, count, s.num_output * conv_groups, out_plane, b, y));
       return total;
     }
     if (is_sum_phase(pass, phase)) return GradientPartials::sum(*this, &weight(), bias());
@@ -281,9 +281,7 @@ struct ConvWork final : WeightedWork {
     if (has_bias) {
       const std::int64_t channels = s.num_output * conv_groups;
       float* db = partials.bias(*this, g, channels, *bias());
-      std::vector<double> sums(static_cast<std::size_t>(channels)), squares(static_cast<std::size_t>(channels));
-      add_to(total, channel_sums(c, dy, nullptr, count, channels, out_plane, sums.data(), squares.data()));
-      for (std::int64_t ch = 0; ch < channels; ++ch) db[ch] += float(sums[std::size_t(ch)]);
+      add_to(total, conv_bias_gradient(c, count, channels, out_plane, dy, db));
     }
     return total;
   }

@@ -75,6 +75,7 @@ Params Params::from(const config::Section& s) {
   num("join_cycles", p.join_cycles);
   num("mpe_gflops", p.mpe_gflops);
   num("mpe_copy_gbps", p.mpe_copy_gbps);
+  integer("mpe_l2_bytes", p.mpe_l2_bytes);
   num("cg_sync_cycles", p.cg_sync_cycles);
   if (p.ldm_bytes <= 0 || p.ldm_budget_bytes > p.ldm_bytes) throw s.error("ldm_budget_bytes", "must be <= ldm_bytes");
   if (p.rlc_fifo_entries < 1) throw s.error("rlc_fifo_entries", "must be >= 1");

@@ -65,6 +65,7 @@ struct Params {
   double join_cycles = 1450;   // athread_join, 1 us
   double mpe_gflops = 11.6;
   double mpe_copy_gbps = 9.9;
+  int mpe_l2_bytes = 256 * 1024;  // what an MPE pass can keep cached between uses
   double cg_sync_cycles = 2900;  // Simple_Sync between the 4 core groups, 2 us
 
   double dma_get_bytes_per_cycle() const { return dma_get_gbps * 1e9 / clock_hz; }
