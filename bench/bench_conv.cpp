@@ -10,9 +10,9 @@
 // GEMM GFLOP/s are measured with N capped so that no matrix exceeds
 // --gemm-mb; GEMM throughput no longer depends on N at that size.
 //
-//   bench_conv [--batch=32] [--runs=3] [--nets=alexnet,vgg16,resnet50]
+//   bench_conv [--batch=32] [--runs=3] [--nets=alexnet,vgg16,resnet50,lenet]
 //              [--filter=SUBSTRING] [--json=FILE] [--kernel=auto] [--threads=N]
-//              [--budget-mb=32] [--batch-below=512] [--target-columns=4096] [--gemm-mb=256] [--clock=wall|cpu]
+//              [--budget-mb=32] [--batch-below=512] [--target-columns=4096] [--chunk-kb=512] [--min-chunk-columns=256] [--gemm-mb=256] [--clock=wall|cpu]
 //              [--transposed=yes|no] (stride-1 bottom gradient as a convolution of the top gradient)
 //              [--gemm=no] (skip the reference GEMMs, for profiling)
 //              [--conv=auto|measured|im2col|dnnl] (the convolutions' algorithm, as [conv] algorithm)
@@ -49,6 +49,9 @@ struct ConvShape {
 
 std::vector<ConvShape> all_shapes() {
   std::vector<ConvShape> s = {
+      // LeNet (Caffe's MNIST example, 28x28 input).
+      {"lenet", "conv1", 1, 28, 20, 5, 1, 0, 1},
+      {"lenet", "conv2", 20, 12, 50, 5, 1, 0, 1},
       // AlexNet (Caffe's bvlc_alexnet, 227x227 input).
       {"alexnet", "conv1", 3, 227, 96, 11, 4, 0, 1},
       {"alexnet", "conv2", 96, 27, 256, 5, 1, 2, 2},
@@ -164,6 +167,10 @@ int main(int argc, char** argv) {
       std::stoll(arg_value(argc, argv, "batch-below", std::to_string(tuning.batch_below_columns)));
   tuning.target_columns = std::stoll(arg_value(argc, argv, "target-columns", std::to_string(tuning.target_columns)));
   tuning.transposed_data_grad = arg_value(argc, argv, "transposed", "yes") != "no";
+  tuning.min_chunk_columns =
+      std::stoll(arg_value(argc, argv, "min-chunk-columns", std::to_string(tuning.min_chunk_columns)));
+  tuning.chunk_cache_bytes =
+      std::stoll(arg_value(argc, argv, "chunk-kb", std::to_string(tuning.chunk_cache_bytes >> 10))) << 10;
   ConvolutionLayer::default_algorithm() = ConvolutionLayer::parse_algorithm(arg_value(argc, argv, "conv", "auto"));
 
   std::printf(

@@ -14,6 +14,7 @@
 #include "actors/exception_reason.hpp"
 #include "collectives/buckets.hpp"
 #include "core/common/check.hpp"
+#include "core/layers/convolution_choices.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/compressor_checkpoint.hpp"
 #include "core/train/loss_check.hpp"
@@ -140,6 +141,11 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
   return {
       [=](caf::get_atom) {
         auto& m = *self->state.model;
+        // Rank 0's weights go to every replica, and with them its kernel
+        // choices, made now if they are to be timed.
+        m.replica->decide_kernels();
+        std::vector<msg::KernelChoice> choices;
+        for (auto& [key, dnnl] : ConvolutionChoices::process().choices()) choices.push_back({std::move(key), dnnl});
         const auto params = m.replica->params();
         std::size_t n = 0;
         for (const Param* p : params) n += static_cast<std::size_t>(p->blob->count());
@@ -150,10 +156,14 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
           std::copy_n(p->blob->data().ptr(), c, out);
           out += c;
         }
-        return msg::Parameters{static_cast<std::uint64_t>(m.replica->iteration()), m.rank, std::move(values)};
+        return msg::Parameters{static_cast<std::uint64_t>(m.replica->iteration()), m.rank, std::move(values),
+                               std::move(choices)};
       },
       [=](msg::Parameters& p) {
         auto& m = *self->state.model;
+        std::vector<std::pair<std::string, bool>> choices;
+        for (auto& c : p.kernel_choices) choices.emplace_back(std::move(c.key), c.dnnl);
+        ConvolutionChoices::process().adopt(choices);
         const auto params = m.replica->params();
         std::size_t n = 0;
         for (const Param* q : params) n += static_cast<std::size_t>(q->blob->count());

@@ -53,7 +53,15 @@ TAIHU_MULTIVERSION void im2col_channels(const float* image, const ConvGeometry& 
           // Input column of output column ow: ow * stride + col_offset.
           const float* src = src_plane + ih * g.width;
           if (g.stride_w == 1) {
-            if (last > first) std::memcpy(dst + first, src + first + col_offset, (last - first) * sizeof(float));
+            // Short rows (small images) by an inline loop: a call to memcpy
+            // per row of 8 floats cost more than the copy.
+            const int64_t n = last - first;
+            if (n > 64) {
+              std::memcpy(dst + first, src + first + col_offset, n * sizeof(float));
+            } else {
+              const float* from = src + first + col_offset;
+              for (int64_t i = 0; i < n; ++i) dst[first + i] = from[i];
+            }
           } else if (g.stride_w == 2) {  // a constant stride vectorises with shuffles
             for (int64_t ow = first; ow < last; ++ow) dst[ow] = src[ow * 2 + col_offset];
           } else {

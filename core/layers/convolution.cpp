@@ -126,7 +126,21 @@ void ConvolutionLayer::plan_dnnl() {
       //   data gradient, which writes those 3 channels, does not: the
       //   backward of ResNet-50's conv1 ran at 29 GF/s with it and 138
       //   with im2col's (AlexNet's conv1: 70 and 154; batch 8).
+      // - they work on blocks of 16 channels (8 on AVX2), padding both
+      //   channel counts up: LeNet's conv2 (20 -> 50) fills 49% of the
+      //   lanes, and took 1.78 ms forward and 4.2 ms backward (batch 64,
+      //   AVX-512) against 1.4 and 3.0 by im2col in per-thread chunks; on
+      //   AVX2 (DNNL_MAX_CPU_ISA) forward was even and its backward ran at
+      //   47 GF/s against 113. Below 3/4 of the lanes filled (blocks of 16,
+      //   and from 5 input channels on, where the first-layer kernels above
+      //   do not apply), every pass goes to im2col.
       const int64_t channels_per_group = g.channels / group_;
+      const int64_t outputs_per_group = num_output_ / group_;
+      const auto lanes_used = [](int64_t channels) {
+        return static_cast<double>(channels) / static_cast<double>((channels + 15) / 16 * 16);
+      };
+      if (channels_per_group > 4 && lanes_used(channels_per_group) * lanes_used(outputs_per_group) < 0.75)
+        for (bool& use : dnnl_passes_) use = false;
       if ((g.kernel_h == 1 && g.kernel_w == 1) || channels_per_group == 1)
         dnnl_passes_[static_cast<int>(Pass::weight_gradient)] = false;
       if (channels_per_group == 1) dnnl_passes_[static_cast<int>(Pass::forward)] = false;
@@ -163,18 +177,24 @@ bool ConvolutionLayer::confirm_dnnl(DnnlConvolution::Pass pass, const float* res
   return false;
 }
 
+namespace {
+const char* const pass_names[] = {"forward", "data gradient", "weight gradient"};
+}  // namespace
+
+std::string ConvolutionLayer::decision_key(DnnlConvolution::Pass pass, int64_t batch) const {
+  const ConvGeometry& g = geometry_;
+  return fmt::format("{} {}x{}x{} -> {}/{} k{}x{} s{}x{} p{}x{} d{}x{} batch {}", pass_names[static_cast<int>(pass)],
+                     g.channels, g.height, g.width, num_output_, group_, g.kernel_h, g.kernel_w, g.stride_h,
+                     g.stride_w, g.pad_h, g.pad_w, g.dilation_h, g.dilation_w, batch);
+}
+
 template <class RunDnnl, class RunIm2col>
 bool ConvolutionLayer::keep_dnnl_by_time(DnnlConvolution::Pass pass, int64_t batch, RunDnnl&& run_dnnl,
                                          RunIm2col&& run_im2col) {
   const int p = static_cast<int>(pass);
   if (dnnl_timed_[p]) return true;
   dnnl_timed_[p] = true;
-  static const char* names[] = {"forward", "data gradient", "weight gradient"};
-  const ConvGeometry& g = geometry_;
-  const std::string key =
-      fmt::format("{} {}x{}x{} -> {}/{} k{}x{} s{}x{} p{}x{} d{}x{} batch {}", names[p], g.channels, g.height, g.width,
-                  num_output_, group_, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w,
-                  g.dilation_h, g.dilation_w, batch);
+  const std::string key = decision_key(pass, batch);
   ConvolutionChoices& choices = ConvolutionChoices::process();
   std::optional<ConvolutionChoices::Decision> decision = choices.find(key);
   if (!decision) {
@@ -192,7 +212,7 @@ bool ConvolutionLayer::keep_dnnl_by_time(DnnlConvolution::Pass pass, int64_t bat
     }
     decision = choices.decide(key, dnnl_seconds, im2col_seconds);
     spdlog::info("layer '{}' (Convolution): {} by {} ({:.3f} ms; oneDNN {} {:.3f} ms, im2col+GEMM {:.3f} ms)", name(),
-                 names[p], decision->dnnl ? "oneDNN" : "im2col+GEMM",
+                 pass_names[p], decision->dnnl ? "oneDNN" : "im2col+GEMM",
                  1e3 * std::min(decision->dnnl_seconds, decision->im2col_seconds), dnnl_->kernel(pass),
                  1e3 * decision->dnnl_seconds, 1e3 * decision->im2col_seconds);
   }
@@ -236,6 +256,7 @@ void ConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
                     g.kernel_h, g.kernel_w, g.dilation_h, g.dilation_w, g.extent_h(), g.extent_w(),
                     g.height + 2 * g.pad_h, g.width + 2 * g.pad_w, s.str(), g.pad_h, g.pad_w));
   top[0]->reshape(Shape{s[0], num_output_, g.out_height(), g.out_width()});
+  batch_ = s[0];
   plan_chunks(s[0]);
   plan_dnnl();
 }
@@ -245,11 +266,24 @@ void ConvolutionLayer::plan_chunks(int64_t batch) {
   const int64_t out_size = g.out_size();
   const int64_t rows = g.col_rows();
   const int64_t budget = std::max<int64_t>(tuning().column_budget_bytes / int64_t{sizeof(float)}, rows);
-  // Images side by side until the GEMM is wide enough, within the budget.
+  // Images side by side until the GEMM is wide enough, within the budget and
+  // within a core's cache, unless that leaves too few columns.
   int64_t images = out_size >= tuning().batch_below_columns ? 1 : (tuning().target_columns + out_size - 1) / out_size;
+  // Cache-sized chunks pay where im2col multiplies the data (a kernel of more
+  // than one tap); a 1x1 kernel's columns are its input, and its weights,
+  // summed once per share, are large beside them (ResNet-50's res5 1x1
+  // weight gradients: 304 GF/s in one chunk of 32 images, 268 in chunks of 6).
+  if (g.kernel_h * g.kernel_w > 1) {
+    const int64_t cached = tuning().chunk_cache_bytes / int64_t{sizeof(float)} / (rows * out_size);
+    images = std::min(images, std::max({cached, (tuning().min_chunk_columns + out_size - 1) / out_size, int64_t{2}}));
+  }
   images = std::clamp<int64_t>(images, 1, std::max<int64_t>(batch, 1));
   images = std::max<int64_t>(1, std::min(images, budget / (rows * out_size)));
   plan_.images_per_chunk = images;
+  // Gradient slots: enough shares to keep 16 threads busy, within 16 MB.
+  const int64_t chunks = (std::max<int64_t>(batch, 1) + images - 1) / images;
+  const int64_t slot_bytes = (num_output_ * rows / group_ + num_output_) * int64_t{sizeof(float)};
+  plan_.gradient_shares = std::clamp<int64_t>((int64_t{16} << 20) / slot_bytes, 1, std::min<int64_t>(chunks, 16));
   // One image at a time: bands of output rows whose columns fit the budget
   // (a pointwise convolution reads the bottom directly: no bands needed).
   if (g.is_pointwise())
@@ -258,7 +292,8 @@ void ConvolutionLayer::plan_chunks(int64_t batch) {
     plan_.rows_per_band = std::clamp<int64_t>(budget / (rows * g.out_width()), 1, g.out_height());
 
   const int64_t columns = images > 1 ? images * out_size : plan_.rows_per_band * g.out_width();
-  int64_t col_count = !g.is_pointwise() || images > 1 ? rows * columns : 0;
+  // Batched chunks keep their columns per thread (convolution_batched.cpp).
+  int64_t col_count = images == 1 && !g.is_pointwise() ? rows * columns : 0;
   if (images == 1 && transposed_data_grad()) {
     // Bands of bottom rows for the top gradient's column matrix.
     const ConvGeometry t = transposed_geometry();
@@ -267,7 +302,6 @@ void ConvolutionLayer::plan_chunks(int64_t batch) {
     flipped_.reshape(Shape{g.channels * num_output_ / group_ * g.kernel_h * g.kernel_w});
   }
   if (col_count > 0) col_.reshape(Shape{col_count});
-  if (images > 1) batch_.reshape(Shape{num_output_, columns});
   const int64_t ones = std::max(columns, out_size);
   if (bias_term_ && ones_.count() < ones) {
     ones_.reshape(Shape{ones});
@@ -312,26 +346,6 @@ void ConvolutionLayer::transposed_backward(const float* dout, float* dimage) {
   }
 }
 
-void ConvolutionLayer::gather_columns(const float* bottom, int64_t first, int64_t count) {
-  const ConvGeometry& g = geometry_;
-  const int64_t out_size = g.out_size();
-  const int64_t ld = count * out_size;
-  const int64_t image_size = g.channels * g.height * g.width;
-  float* col = col_.ptr();
-  // One unit: one channel of one image.
-  const int64_t unit = g.kernel_h * g.kernel_w * out_size;
-  parallel_ranges(count * g.channels, min_parallel_work / unit, [&](int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      const int64_t j = u / g.channels, c = u % g.channels;
-      const float* image = bottom + (first + j) * image_size;
-      if (g.is_pointwise())
-        std::memcpy(col + c * ld + j * out_size, image + c * out_size, out_size * sizeof(float));
-      else
-        im2col_channels(image, g, c, c + 1, 0, g.out_height(), col + j * out_size, ld);
-    }
-  });
-}
-
 void ConvolutionLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   using Pass = DnnlConvolution::Pass;
   const int64_t batch = bottom[0]->shape()[0];
@@ -362,27 +376,8 @@ void ConvolutionLayer::im2col_forward(const float* x, float* y, int64_t batch) {
   const float* weight = params()[0].blob->data().ptr();
   const float* bias = bias_term_ ? params()[1].blob->data().ptr() : nullptr;
 
-  for (int64_t first = 0; first < batch; first += plan_.images_per_chunk) {
-    const int64_t count = std::min(plan_.images_per_chunk, batch - first);
-    if (count > 1) {
-      // Batched: one GEMM over all images' columns, then scatter each image's
-      // block of columns to its place in the top blob, adding the bias.
-      const int64_t ld = count * out_size;
-      gather_columns(x, first, count);
-      for (int64_t grp = 0; grp < group_; ++grp)
-        blas::gemm(Trans::no, Trans::no, m, ld, k, 1.0f, weight + grp * m * k, k, col_.ptr() + grp * k * ld, ld, 0.0f,
-                   batch_.ptr() + grp * m * ld, ld);
-      parallel_ranges(count * num_output_, min_parallel_work / out_size, [&](int64_t begin, int64_t end) {
-        for (int64_t u = begin; u < end; ++u) {
-          const int64_t j = u / num_output_, o = u % num_output_;
-          const float* src = batch_.ptr() + o * ld + j * out_size;
-          float* dst = y + ((first + j) * num_output_ + o) * out_size;
-          const float b = bias ? bias[o] : 0.0f;
-          for (int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + b;
-        }
-      });
-      continue;
-    }
+  if (plan_.images_per_chunk > 1) return batched_forward(x, y, batch);
+  for (int64_t first = 0; first < batch; ++first) {
     // One image, band by band, straight into the top blob.
     const float* image = x + first * image_size;
     float* out = y + first * num_output_ * out_size;
@@ -457,6 +452,51 @@ void ConvolutionLayer::backward(const BlobVec& top, const std::vector<bool>& pro
   }
 }
 
+void ConvolutionLayer::decide_kernels() {
+  using Pass = DnnlConvolution::Pass;
+  if (!dnnl_ || batch_ < 1) return;
+  // Passes decided already (by another replica, rank 0, a checkpoint) take
+  // that decision without running anything.
+  bool undecided = false;
+  for (const Pass pass : {Pass::forward, Pass::data_gradient, Pass::weight_gradient}) {
+    if (dnnl_timed_[static_cast<int>(pass)]) continue;
+    if (ConvolutionChoices::process().find(decision_key(pass, batch_)))
+      keep_dnnl_by_time(pass, batch_, [] {}, [] {});
+    else
+      undecided = true;
+  }
+  if (!undecided) return;
+  const ConvGeometry& g = geometry_;
+  const int64_t batch = batch_;
+  const Shape bottom_shape{batch, g.channels, g.height, g.width};
+  const Shape top_shape{batch, num_output_, g.out_height(), g.out_width()};
+  Tensor x(bottom_shape), dx(bottom_shape), y(top_shape), dy(top_shape);
+  Rng rng(batch);
+  for (Tensor* t : {&x, &dy})
+    for (int64_t i = 0; i < t->count(); ++i) (*t)[i] = rng.uniform() - 0.5f;
+  const float* weight = params()[0].blob->data().ptr();
+  const float* bias = bias_term_ ? params()[1].blob->data().ptr() : nullptr;
+  const int64_t nw = params()[0].blob->count(), nb = bias_term_ ? num_output_ : 0;
+  Tensor gradients(Shape{nw + nb});  // the weight gradients' sink
+  float* dbias = nb ? gradients.ptr() + nw : nullptr;
+  // Each kernel runs once before it is timed (caches, oneDNN's reorders, buffers).
+  const auto decide = [&](Pass pass, auto&& run_dnnl, auto&& run_im2col) {
+    if (dnnl_timed_[static_cast<int>(pass)]) return;
+    run_dnnl();
+    run_im2col();
+    keep_dnnl_by_time(pass, batch, run_dnnl, run_im2col);
+  };
+  decide(
+      Pass::forward, [&] { dnnl_->forward(x.ptr(), weight, bias, y.ptr(), batch); },
+      [&] { im2col_forward(x.ptr(), y.ptr(), batch); });
+  decide(
+      Pass::data_gradient, [&] { dnnl_->backward_data(dy.ptr(), weight, dx.ptr(), batch); },
+      [&] { im2col_backward(x.ptr(), dy.ptr(), dx.ptr(), nullptr, nullptr, batch); });
+  decide(
+      Pass::weight_gradient, [&] { dnnl_->backward_weights(x.ptr(), dy.ptr(), gradients.ptr(), dbias, batch); },
+      [&] { im2col_backward(x.ptr(), dy.ptr(), nullptr, gradients.ptr(), dbias, batch); });
+}
+
 void ConvolutionLayer::im2col_backward(const float* x, const float* dy, float* dx, float* dweight, float* dbias,
                                        int64_t batch) {
   const ConvGeometry& g = geometry_;
@@ -479,47 +519,8 @@ void ConvolutionLayer::im2col_backward(const float* x, const float* dy, float* d
             flipped[((grp * cg + c) * m + o) * kk + (kk - 1 - q)] = weight[((grp * m + o) * cg + c) * kk + q];
   }
 
-  for (int64_t first = 0; first < batch; first += plan_.images_per_chunk) {
-    const int64_t count = std::min(plan_.images_per_chunk, batch - first);
-    if (count > 1) {
-      const int64_t ld = count * out_size;
-      // Gather the images' top diffs side by side: num_output x ld.
-      parallel_ranges(count * num_output_, min_parallel_work / out_size, [&](int64_t begin, int64_t end) {
-        for (int64_t u = begin; u < end; ++u) {
-          const int64_t j = u / num_output_, o = u % num_output_;
-          std::memcpy(batch_.ptr() + o * ld + j * out_size, dy + ((first + j) * num_output_ + o) * out_size,
-                      out_size * sizeof(float));
-        }
-      });
-      if (dbias) blas::gemv(Trans::no, num_output_, ld, 1.0f, batch_.ptr(), ones_.ptr(), 1.0f, dbias);
-      if (dweight) {
-        gather_columns(x, first, count);
-        for (int64_t grp = 0; grp < group_; ++grp)
-          blas::gemm(Trans::no, Trans::yes, m, k, ld, 1.0f, batch_.ptr() + grp * m * ld, ld,
-                     col_.ptr() + grp * k * ld, ld, 1.0f, dweight + grp * m * k, k);
-      }
-      if (!dx) continue;
-      // The column gradient replaces the columns, then goes back to images.
-      for (int64_t grp = 0; grp < group_; ++grp)
-        blas::gemm(Trans::yes, Trans::no, k, ld, m, 1.0f, weight + grp * m * k, k, batch_.ptr() + grp * m * ld, ld,
-                   0.0f, col_.ptr() + grp * k * ld, ld);
-      const int64_t plane = g.height * g.width;
-      const int64_t unit = g.kernel_h * g.kernel_w * out_size + plane;
-      parallel_ranges(count * g.channels, min_parallel_work / unit, [&](int64_t begin, int64_t end) {
-        for (int64_t u = begin; u < end; ++u) {
-          const int64_t j = u / g.channels, c = u % g.channels;
-          float* image = dx + (first + j) * image_size;
-          const float* col = col_.ptr() + j * out_size;
-          if (g.is_pointwise()) {
-            std::memcpy(image + c * out_size, col + c * ld, out_size * sizeof(float));
-          } else {
-            std::fill_n(image + c * plane, plane, 0.0f);
-            col2im_add_channels(col, ld, g, c, c + 1, 0, g.out_height(), image);
-          }
-        }
-      });
-      continue;
-    }
+  if (plan_.images_per_chunk > 1) return batched_backward(x, dy, dx, dweight, dbias, batch);
+  for (int64_t first = 0; first < batch; ++first) {
     const float* image = x + first * image_size;
     const float* dout = dy + first * num_output_ * out_size;
     float* dimage = dx ? dx + first * image_size : nullptr;

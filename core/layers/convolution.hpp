@@ -15,8 +15,9 @@
 //
 // Work is cut into chunks whose column matrix stays within a bounded buffer:
 // small images are batched side by side so each GEMM has enough columns to run
-// at full speed; large images are cut into bands of output rows, whose GEMM
-// output goes straight into the top blob. 1x1 stride-1 unpadded convolutions
+// at full speed, a chunk per thread, sized to stay in its core's cache
+// (convolution_batched.cpp); large images are cut into bands of output rows,
+// whose GEMM output goes straight into the top blob. 1x1 stride-1 unpadded convolutions
 // use the input itself as the column matrix.
 //
 // Each pass (forward, data gradient, weight gradient) runs either by
@@ -29,8 +30,9 @@
 // auto takes oneDNN wherever it has a JIT kernel for the layer on this CPU,
 // im2col elsewhere (CPUs without AVX2, say) and for the passes where
 // oneDNN's kernels are known to lag (1x1 weight gradients, one input
-// channel per group, data gradients of up to 4; see plan_dnnl). The choice depends on the shape and the
-// CPU alone, never on a timing, so two runs of one config compute the same
+// channel per group, data gradients of up to 4, channel counts that fill
+// under 3/4 of its 16-channel blocks; see plan_dnnl). The choice depends on
+// the shape and the CPU alone, never on a timing, so two runs of one config compute the same
 // bits. measured times both on each pass's first call and keeps the faster
 // (convolution_choices.hpp), at the price of that reproducibility. A oneDNN
 // pass checks itself against im2col on its first call; if it disagrees, it
@@ -70,6 +72,9 @@ class ConvolutionLayer final : public Layer {
   struct Plan {
     int64_t images_per_chunk = 1;  // > 1: images batched side by side
     int64_t rows_per_band = 0;     // output rows per GEMM when images_per_chunk == 1
+    // Batched backward: slots the weight and bias gradients are summed in
+    // (consecutive chunks each), then added in slot order. Fixed by the shape.
+    int64_t gradient_shares = 1;
   };
   const Plan& plan() const { return plan_; }
   const ConvGeometry& geometry() const { return geometry_; }
@@ -78,12 +83,17 @@ class ConvolutionLayer final : public Layer {
   struct Tuning {
     int64_t column_budget_bytes = int64_t{32} << 20;  // im2col buffer
     // Images with fewer output positions than this are batched, up to
-    // target_columns GEMM columns; wider images run one GEMM each (no copies).
+    // target_columns GEMM columns per chunk (and within chunk_cache_bytes of
+    // columns); wider images run one GEMM each (no copies).
     int64_t batch_below_columns = 512;
     int64_t target_columns = 4096;
     // One image at a time, stride 1: bottom gradient by im2col of the top
     // gradient and a GEMM (false: GEMM then col2im, as when batched).
     bool transposed_data_grad = true;
+    int64_t chunk_cache_bytes = int64_t{512} << 10;
+    // ... but with at least this many columns (the weight gradient's inner
+    // dimension), or as many as target_columns, if fewer.
+    int64_t min_chunk_columns = 256;
   };
   static Tuning& tuning();
 
@@ -95,11 +105,18 @@ class ConvolutionLayer final : public Layer {
   static void configure(const config::Section& conv);
   // What computes a pass: "im2col+GEMM" or "oneDNN <kernel>".
   std::string pass_kernel(DnnlConvolution::Pass pass) const;
+  // Under `measured`: decides every pass not yet decided for the current
+  // shape now, timing both kernels on made-up data of that shape, instead of
+  // on the pass's first call. A run's rank 0 does this at start-up, so that
+  // its decisions can go to every replica before any computes
+  // (convolution_choices.hpp). Parameters and their gradients are untouched.
+  void decide_kernels();
 
  private:
   void plan_chunks(int64_t batch);
-  // The column matrix of images [first, first + count) (count > 1), in col_.
-  void gather_columns(const float* bottom, int64_t first, int64_t count);
+  // The passes of batched small images, a chunk per thread (convolution_batched.cpp).
+  void batched_forward(const float* x, float* y, int64_t batch);
+  void batched_backward(const float* x, const float* dy, float* dx, float* dweight, float* dbias, int64_t batch);
   // Whether backward computes one image's bottom gradient as a convolution
   // of its top gradient (see above), and that convolution's geometry.
   bool transposed_data_grad() const;
@@ -121,6 +138,7 @@ class ConvolutionLayer final : public Layer {
   // oneDNN stays, by the process's decision for this shape, made here from
   // one more timed call of each (`run_dnnl` and `run_im2col` recompute the
   // pass into the buffers that already hold each kernel's result).
+  std::string decision_key(DnnlConvolution::Pass pass, int64_t batch) const;
   template <class RunDnnl, class RunIm2col>
   bool keep_dnnl_by_time(DnnlConvolution::Pass pass, int64_t batch, RunDnnl&& run_dnnl, RunIm2col&& run_im2col);
 
@@ -130,10 +148,11 @@ class ConvolutionLayer final : public Layer {
   Filler weight_filler_;
   Filler bias_filler_;
   ConvGeometry geometry_;  // channels/height/width set from the bottom
+  int64_t batch_ = 0;      // the bottom's, at the last reshape
   Plan plan_;
 
-  Tensor col_;    // column matrix (and its gradient in backward)
-  Tensor batch_;  // GEMM output of batched images, or their gathered top diff
+  Tensor col_;       // column matrix (and its gradient in backward), one image at a time
+  Tensor partials_;  // batched backward: the shares' weight and bias gradients
   Tensor ones_;   // for bias gradients
   Tensor flipped_;  // per group: (C/group) x (num_output/group * kh * kw) flipped weights
   int64_t transposed_rows_per_band_ = 0;

@@ -29,6 +29,18 @@ std::vector<ConvolutionChoices::Decision> ConvolutionChoices::decisions() const 
   return all;
 }
 
+void ConvolutionChoices::adopt(const std::vector<std::pair<std::string, bool>>& decisions) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, dnnl] : decisions) decisions_[key] = Decision{key, dnnl, 0.0, 0.0};
+}
+
+std::vector<std::pair<std::string, bool>> ConvolutionChoices::choices() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, bool>> all;
+  for (const auto& [key, d] : decisions_) all.emplace_back(key, d.dnnl);
+  return all;
+}
+
 void ConvolutionChoices::clear() {
   std::lock_guard lock(mutex_);
   decisions_.clear();

@@ -22,7 +22,15 @@ namespace taihu {
 
 namespace {
 
-constexpr char magic[8] = {'T', 'A', 'I', 'H', 'U', 'C', 'K', '1'};
+// The last byte is the format (Checkpoint::format); files of format 1 still load.
+constexpr char magic[8] = {'T', 'A', 'I', 'H', 'U', 'C', 'K', '2'};
+constexpr char magic_format_1[8] = {'T', 'A', 'I', 'H', 'U', 'C', 'K', '1'};
+
+bool starts_with(const std::filesystem::path& path, std::string_view prefix) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(prefix.size(), '\0');
+  return in.read(head.data(), static_cast<std::streamsize>(head.size())) && head == prefix;
+}
 
 // Header words are little-endian on every host, like Cereal's portable payload.
 void put_u64(std::string& out, uint64_t v) {
@@ -171,13 +179,17 @@ std::string encode_checkpoint(const Checkpoint& checkpoint) {
   return std::move(payload).str();
 }
 
-Checkpoint decode_checkpoint(const std::string& payload, const std::string& source) {
+Checkpoint decode_checkpoint(const std::string& payload, const std::string& source, int format) {
+  require(format == 1 || format == Checkpoint::format, "checkpoint {}: unknown format {}", source, format);
   std::istringstream in{payload};
   Checkpoint checkpoint;
   try {
     const DecodeBudget budget(payload.size());
     cereal::PortableBinaryInputArchive archive(in);
-    archive(checkpoint);
+    if (format == 1)
+      checkpoint.serialize_format_1(archive);
+    else
+      archive(checkpoint);
   } catch (const std::exception& e) {
     raise("checkpoint {} cannot be decoded: {}", source, e.what());
   }
@@ -211,7 +223,10 @@ void keep_checkpoint_as(const std::filesystem::path& from, const std::filesystem
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& path) {
-  return decode_checkpoint(load_framed(path, std::string_view(magic, sizeof magic)), fmt::format("'{}'", path.string()));
+  const std::string_view format_1(magic_format_1, sizeof magic_format_1);
+  const bool old = starts_with(path, format_1);
+  return decode_checkpoint(load_framed(path, old ? format_1 : std::string_view(magic, sizeof magic)),
+                           fmt::format("'{}'", path.string()), old ? 1 : Checkpoint::format);
 }
 
 }  // namespace taihu

@@ -49,9 +49,20 @@ struct Checkpoint {
   std::vector<NamedTensor> params;        // learnable and state, by name
   std::vector<NamedTensor> solver_state;  // momentum, moments, ...
   std::vector<std::pair<std::string, std::array<uint64_t, 4>>> rngs;  // per layer
+  // The convolution kernels `[conv] algorithm = measured` chose (shape and
+  // pass -> oneDNN or not; core/layers/convolution_choices.hpp): a resumed
+  // run computes with the same ones. Since format 2.
+  std::vector<std::pair<std::string, bool>> kernel_choices;
 
+  // Format 2 (current) appends kernel_choices to format 1.
+  static constexpr int format = 2;
   template <class Archive>
   void serialize(Archive& archive) {
+    serialize_format_1(archive);
+    archive(bounded(kernel_choices));
+  }
+  template <class Archive>
+  void serialize_format_1(Archive& archive) {
     archive(bounded(net_name), iteration, epoch, batch, seed, elapsed_seconds, epoch_loss_sum, bounded(params),
             bounded(solver_state), bounded(rngs));
   }
@@ -76,6 +87,6 @@ void keep_checkpoint_as(const std::filesystem::path& from, const std::filesystem
 // replicas on nodes that cannot read the file; decoding checks it as loading
 // does, naming `source` in errors.
 std::string encode_checkpoint(const Checkpoint& checkpoint);
-Checkpoint decode_checkpoint(const std::string& payload, const std::string& source);
+Checkpoint decode_checkpoint(const std::string& payload, const std::string& source, int format = Checkpoint::format);
 
 }  // namespace taihu

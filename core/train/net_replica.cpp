@@ -163,6 +163,12 @@ ReplicaEvaluation NetReplica::evaluate() {
   return out;
 }
 
+void NetReplica::decide_kernels() {
+  if (executor_) return;  // a simulated device computes with its own kernels
+  for (size_t i = 0; i < net_->num_layers(); ++i)
+    if (auto* conv = dynamic_cast<ConvolutionLayer*>(&net_->layer(i))) conv->decide_kernels();
+}
+
 Checkpoint NetReplica::checkpoint(const TrainPosition& position) {
   return capture_checkpoint(*net_, *solver_, settings_.seed, position);
 }

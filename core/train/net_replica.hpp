@@ -38,6 +38,7 @@ class NetReplica final : public Replica {
   ReplicaStep compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) override;
   void update() override;
   ReplicaEvaluation evaluate() override;
+  void decide_kernels() override;
   Checkpoint checkpoint(const TrainPosition& position) override;
   TrainPosition restore(const Checkpoint& checkpoint, bool rngs) override;
   ReplicaFigures figures() const override;

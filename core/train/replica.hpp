@@ -116,6 +116,11 @@ class Replica {
   // On the held-out data (rank 0 holds it).
   virtual ReplicaEvaluation evaluate() = 0;
 
+  // Makes every kernel choice its layers would make by timing on their first
+  // calls (`[conv] algorithm = measured`) now, before any computes, so that
+  // rank 0's choices can go to every replica (core/layers/convolution_choices.hpp).
+  virtual void decide_kernels() {}
+
   virtual Checkpoint checkpoint(const TrainPosition& position) = 0;
   // Restores after checking that the checkpoint fits; with `rngs` also the
   // random generators (one rank's). Returns the checkpoint's position.

@@ -6,6 +6,7 @@
 #include "core/common/check.hpp"
 #include "core/data/batch_feed.hpp"
 #include "core/data/dataset.hpp"
+#include "core/layers/convolution_choices.hpp"
 #include "core/net/net.hpp"
 #include "core/solver/solver.hpp"
 #include "core/train/loss_check.hpp"
@@ -130,6 +131,7 @@ TrainPosition restore_checkpoint(const Checkpoint& c, const std::string& name, c
 Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position) {
   Checkpoint c = capture_checkpoint(net.name(), net.params(), solver, seed, position);
   for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+  c.kernel_choices = ConvolutionChoices::process().choices();
   return c;
 }
 
@@ -140,6 +142,7 @@ TrainPosition restore_checkpoint(const Checkpoint& c, Net& net, Solver& solver, 
             c.rngs[i].first, net.layer(i).name());
     net.layer(i).rng().set_state(c.rngs[i].second);
   }
+  ConvolutionChoices::process().adopt(c.kernel_choices);
   return position;
 }
 

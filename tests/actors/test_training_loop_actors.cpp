@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/common/error.hpp"
+#include "core/layers/convolution_choices.hpp"
 #include "core/train/checkpoint.hpp"
 #include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
@@ -108,6 +109,77 @@ TEST_SUITE("training loop") {
     // A finished run says so instead of reporting an empty one.
     CHECK_THROWS_WITH_AS(run_training(load(dir2, app_config(dir2, "", 1)), Training{dir2 / "out/run-iter20.ckpt", {}}),
                          doctest::Contains("already complete"), ConfigError);
+  }
+
+  TEST_CASE("a measured run resumes with the kernels its checkpoint names, not those this process would choose") {
+    // conv1 under `algorithm = measured`: its three passes are timed at
+    // start-up on rank 0, and the decisions go into every checkpoint.
+    const std::string conv_net = R"(
+[net]
+name = convnet
+[input data]
+shape = 8 6 6
+[input label]
+shape =
+[layer conv1]
+type = Convolution
+bottom = data
+top = conv1
+num_output = 16
+kernel_size = 3
+pad = 1
+algorithm = measured
+[layer relu1]
+type = ReLU
+bottom = conv1
+top = conv1
+[layer ip1]
+type = InnerProduct
+bottom = conv1
+top = ip1
+num_output = 4
+[layer loss]
+type = SoftmaxWithLoss
+bottom = ip1 label
+top = loss
+)";
+    const auto config = [&](const TempDir& dir, int epochs, const std::string& extra) {
+      dir.write("convnet.ini", conv_net);
+      std::string text = app_config(dir, "", epochs) + extra;
+      text.replace(text.find("net = mlp.ini"), 13, "net = convnet.ini");
+      text.replace(text.find("shape = 1 6 6"), 13, "shape = 8 6 6");
+      return config::Document::parse_file(dir.write("app.ini", text));
+    };
+    ConvolutionChoices& choices = ConvolutionChoices::process();
+    choices.clear();
+    TempDir dir;
+    run_training(config(dir, 1, "checkpoint_every = 7\nkeep_all = true\n"));
+    const Checkpoint saved = load_checkpoint(dir / "out/run-iter7.ckpt");
+    if (saved.kernel_choices.empty()) {
+      MESSAGE("oneDNN has no kernel for conv1 on this CPU: nothing is timed");
+      return;
+    }
+    CHECK(saved.kernel_choices.size() >= 3);  // the three passes at the training batch
+    auto opposite = saved.kernel_choices;
+    for (auto& [key, dnnl] : opposite) dnnl = !dnnl;
+
+    // Uninterrupted, with the checkpoint's kernels.
+    choices.clear();
+    choices.adopt(saved.kernel_choices);
+    TempDir whole;
+    const auto expected = run_training(config(whole, 2, "")).final_parameters;
+    // Resumed in a process that had chosen the other kernel for every pass:
+    // the checkpoint's choices replace them, and the bits are the same.
+    choices.clear();
+    choices.adopt(opposite);
+    const auto resumed = run_training(config(dir, 2, ""), Training{dir / "out/run-iter7.ckpt", {}}).final_parameters;
+    CHECK(resumed == expected);
+    // The other kernels compute other bits: the check above can fail.
+    choices.clear();
+    choices.adopt(opposite);
+    TempDir other;
+    CHECK(run_training(config(other, 2, "")).final_parameters != expected);
+    choices.clear();
   }
 
   TEST_CASE("`iterations` stops one replica or several mid-epoch, with a checkpoint to resume") {

@@ -194,19 +194,68 @@ TEST_SUITE("dnnl convolution") {
     if (!found) MESSAGE("oneDNN has kernels for every rare geometry tried on this CPU: the error is not exercised");
   }
 
-  TEST_CASE("auto leaves few-channel passes to im2col: all of one channel, the data gradient of up to 4") {
-    const Shape one{2, 1, 12, 12}, three{2, 3, 12, 12}, eight{2, 8, 12, 12};
+  TEST_CASE("auto leaves few-channel passes to im2col: all of one channel, the data gradient of up to 4, "
+            "all where oneDNN's 16-channel blocks are under 3/4 full") {
+    const Shape one{2, 1, 12, 12}, three{2, 3, 12, 12}, sixteen{2, 16, 12, 12};
     const std::string options = "num_output = 16\nkernel_size = 3";
     if (!dnnl_applies(options, one)) return;
     CHECK(run(options, one).kernels == "im2col+GEMM | im2col+GEMM | im2col+GEMM");
     const std::string few = run(options, three).kernels;
     CHECK(few.find("oneDNN") == 0);
     CHECK(few.find("| im2col+GEMM | oneDNN") != std::string::npos);
-    CHECK(run(options, eight).kernels.find("im2col") == std::string::npos);
+    CHECK(run(options, sixteen).kernels.find("im2col") == std::string::npos);
+    // LeNet's conv2: 20 -> 50 channels fill 20/32 x 50/64 = 49% of the lanes;
+    // 24 -> 64 fill 75%.
+    const Shape twenty{2, 20, 12, 12}, twenty_four{2, 24, 12, 12};
+    CHECK(run("num_output = 50\nkernel_size = 5", twenty).kernels == "im2col+GEMM | im2col+GEMM | im2col+GEMM");
+    if (dnnl_applies("num_output = 64\nkernel_size = 5", twenty_four))
+      CHECK(run("num_output = 64\nkernel_size = 5", twenty_four).kernels.find("im2col") == std::string::npos);
     // Grouped: one channel per group.
     const std::string grouped = "num_output = 15\nkernel_size = 3\ngroup = 3";
     if (dnnl_applies(grouped, three))
       CHECK(run(grouped, three).kernels == "im2col+GEMM | im2col+GEMM | im2col+GEMM");
+  }
+
+  TEST_CASE("measured: decide_kernels decides every pass up front, touching no parameter; adopted decisions win") {
+    const Shape shape{3, 16, 9, 9};
+    const std::string plain = "num_output = 32\nkernel_size = 3";
+    if (!dnnl_applies(plain, shape)) return;
+    const std::string options = plain + "\nalgorithm = measured";
+    ConvolutionChoices& choices = ConvolutionChoices::process();
+    choices.clear();
+    auto layer = make_layer("Convolution", options);
+    Blob x(shape), y;
+    layer->setup({&x}, {&y});
+    layer->reshape({&x}, {&y});
+    for (auto& p : layer->params()) {
+      fill_uniform(*p.blob, 3, -0.5f, 0.5f);
+      p.blob->diff().fill(0.25f);
+    }
+    std::vector<std::vector<float>> before;
+    for (auto& p : layer->params()) {
+      before.emplace_back(p.blob->data().ptr(), p.blob->data().ptr() + p.blob->count());
+      before.emplace_back(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count());
+    }
+    auto& conv = static_cast<ConvolutionLayer&>(*layer);
+    conv.decide_kernels();
+    CHECK(choices.choices().size() == 3);  // all three passes, before any call
+    size_t i = 0;
+    for (auto& p : layer->params()) {
+      CHECK(std::vector<float>(p.blob->data().ptr(), p.blob->data().ptr() + p.blob->count()) == before[i++]);
+      CHECK(std::vector<float>(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count()) == before[i++]);
+    }
+    // Rank 0's decisions (here: im2col for every pass) replace this process's
+    // own; a layer built after them computes with them and times nothing.
+    auto adopted = choices.choices();
+    for (auto& [key, dnnl] : adopted) dnnl = false;
+    choices.adopt(adopted);
+    CHECK(run(options, shape).kernels == "im2col+GEMM | im2col+GEMM | im2col+GEMM");
+    for (const auto& d : choices.decisions()) CHECK(d.dnnl_seconds == 0.0);
+    // And they come back as they went.
+    for (auto& [key, dnnl] : adopted) dnnl = true;
+    choices.adopt(adopted);
+    CHECK(run(options, shape).kernels.find("im2col") == std::string::npos);
+    choices.clear();
   }
 
   TEST_CASE("measured: each pass by the faster kernel, timed once per shape and process, results as im2col's") {

@@ -1,3 +1,8 @@
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/vector.hpp>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -36,12 +41,14 @@ TEST_SUITE("train") {
     c.seed = 9;
     c.params.push_back({"w", {2, 2}, {1, 2, 3, 4}});
     c.rngs.push_back({"l", {1, 2, 3, 4}});
+    c.kernel_choices = {{"forward 20x12x12 -> 50/1 k5x5 s1x1 p0x0 d1x1 batch 64", false}, {"weight gradient x", true}};
     const auto path = dir / "c.ckpt";
     save_checkpoint(c, path);
     const Checkpoint back = load_checkpoint(path);
     CHECK(back.iteration == 7);
     CHECK(back.params[0].values == std::vector<float>{1, 2, 3, 4});
     CHECK(back.rngs[0].second[3] == 4);
+    CHECK(back.kernel_choices == c.kernel_choices);
     for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
       CHECK_MESSAGE(entry.path().filename() == "c.ckpt", "stray file " << entry.path());
 
@@ -53,6 +60,29 @@ TEST_SUITE("train") {
     CHECK_THROWS_WITH_AS(load_checkpoint(dir / "bad.ckpt"), doctest::Contains("corrupted"), Error);
     dir.write("junk.ckpt", "hello");
     CHECK_THROWS_WITH_AS(load_checkpoint(dir / "junk.ckpt"), doctest::Contains("not a taihu checkpoint"), Error);
+  }
+
+  TEST_CASE("a checkpoint of format 1 (before kernel choices) still loads") {
+    TempDir dir;
+    Checkpoint c;
+    c.net_name = "n";
+    c.iteration = 5;
+    c.params.push_back({"w", {2}, {1, 2}});
+    c.rngs.push_back({"l", {1, 2, 3, 4}});
+    std::ostringstream payload;
+    {
+      cereal::PortableBinaryOutputArchive archive(payload);
+      c.serialize_format_1(archive);
+    }
+    save_framed(dir / "old.ckpt", "TAIHUCK1", payload.str());
+    const Checkpoint back = load_checkpoint(dir / "old.ckpt");
+    CHECK(back.iteration == 5);
+    CHECK(back.params[0].values == std::vector<float>{1, 2});
+    CHECK(back.rngs[0].second[2] == 3);
+    CHECK(back.kernel_choices.empty());
+    // A current file is format 2, and its payload is no format-1 payload.
+    save_checkpoint(c, dir / "new.ckpt");
+    CHECK(read_file(dir / "new.ckpt").substr(0, 8) == "TAIHUCK2");
   }
 
   TEST_CASE("a checkpoint whose checksum holds but whose tensors do not fit their shapes is refused") {
@@ -100,6 +130,7 @@ TEST_SUITE("train") {
     c.params.push_back({"conv1/w", {2, 2}, {1, 2, 3, 4}});
     c.solver_state.push_back({"conv1/w/momentum", {1}, {5}});
     c.rngs.push_back({"drop1", {1, 2, 3, 4}});
+    c.kernel_choices.push_back({"forward 20x12x12 -> 50/1", true});
     compress::CompressorState state;
     state.residual = {1, 2, 3};
     state.velocity = {4, 5, 6};
@@ -115,7 +146,7 @@ TEST_SUITE("train") {
       int containers;  // strings and vectors in the payload: each count must be caught
     };
     const std::vector<Decoder> decoders = {
-        {"checkpoint", encode_checkpoint(c), [](const std::string& p) { (void)decode_checkpoint(p, "made-up"); }, 11},
+        {"checkpoint", encode_checkpoint(c), [](const std::string& p) { (void)decode_checkpoint(p, "made-up"); }, 13},
         {"compressor checkpoint", load_framed(dir / "c.compress-0", "TAIHUCS1"),
          [](const std::string& p) { (void)decode_compressor_checkpoint(p, "made-up"); }, 3},
         {"compressor state", states, [](const std::string& p) { (void)decode_states(p); }, 5},

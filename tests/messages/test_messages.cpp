@@ -217,10 +217,15 @@ TEST_SUITE("messages") {
     CHECK(join.name == "n1");
     CHECK(join.build == "0.1.0 (git 1a2b3c4d5e)");
 
-    const auto p = round_trip(system, Parameters{7, 0, iota_payload(100003)});
+    const auto p = round_trip(system, Parameters{7, 0, iota_payload(100003), {{"forward a", false}, {"data b", true}}});
     CHECK(p.version == 7);
     CHECK(p.source == 0);
     CHECK(p.values == iota_payload(100003));
+    REQUIRE(p.kernel_choices.size() == 2);
+    CHECK(p.kernel_choices[0].key == "forward a");
+    CHECK(!p.kernel_choices[0].dnnl);
+    CHECK(p.kernel_choices[1].key == "data b");
+    CHECK(p.kernel_choices[1].dnnl);
 
     // Local actor handles come back as the same actors.
     auto a = system.spawn([] { return caf::behavior{[](int) {}}; });

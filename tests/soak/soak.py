@@ -78,7 +78,7 @@ def fnv1a(data):
 def checkpoint_iteration(path):
     """Checks a checkpoint's framing (magic, size, checksum) and returns its iteration."""
     data = open(path, "rb").read()
-    if data[:8] != b"TAIHUCK1":
+    if data[:8] not in (b"TAIHUCK1", b"TAIHUCK2"):  # formats 1 and 2 begin alike
         raise ValueError("bad magic")
     (size,) = struct.unpack_from("<Q", data, 8)
     payload = data[16 : 16 + size]
