@@ -4,7 +4,8 @@
 //                             [--full-map=1] [--strided-offset=48]
 //   bench_sw26010_calibration --level=kernel [--json=FILE] [--jobs=2]
 // Sources: shared/reference/sw26010.md (tables A-C, §8.3); the kernel level
-// (whole layers against sw26010-kernels.md): bench/sw26010_kernel_level.hpp.
+// (whole layers against sw26010-kernels.md): bench/sw26010_kernel_level.hpp, and
+// its explicit passes split into layout step and GEMM: bench/sw26010_explicit_split.hpp.
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bench/bench_args.hpp"
+#include "bench/sw26010_explicit_split.hpp"
 #include "bench/sw26010_kernel_level.hpp"
 #include "devices/sw26010/core_group.hpp"
 #include "devices/sw26010/gemm.hpp"
@@ -172,6 +174,7 @@ int main(int argc, char** argv) {
     std::FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
     kl::print(params, kl::measure(params, jobs), json);
     if (json) std::fclose(json);
+    kl::print_explicit_split(kl::measure_explicit_split(params, jobs));
     return 0;
   }
   CoreGroup cg(0, params);

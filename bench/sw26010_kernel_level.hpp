@@ -2,7 +2,8 @@
 // The kernel-level calibration of the SW26010 model (bench_sw26010_calibration
 // --level=kernel): the published whole-kernel measurements of
 // shared/reference/sw26010-kernels.md beside the model's times, to show the gaps,
-// not to fit them. Four parts:
+// not to fit them. Four parts here (a fifth, the explicit passes split into
+// layout step and GEMM, in sw26010_explicit_split.hpp):
 //  1. every pass of every VGG-16 convolution at B = 128 on one core group,
 //     each method forced and the method the model chooses (P Table II);
 //  2. swDNN's four implicit-convolution configurations (D Table III);
