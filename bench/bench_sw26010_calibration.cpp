@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
     const std::string json_path = bench::arg_value(argc, argv, "json", "");
     std::FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
     kl::print(params, kl::measure(params, jobs), json);
+    kl::print_explicit_split(kl::measure_explicit_split(params, jobs), json);
     if (json) std::fclose(json);
-    kl::print_explicit_split(kl::measure_explicit_split(params, jobs));
     return 0;
   }
   CoreGroup cg(0, params);

@@ -53,7 +53,9 @@ inline ExplicitSplit measure_explicit_split(const Params& params, int jobs) {
   return split;
 }
 
-inline void print_explicit_split(const ExplicitSplit& split) {
+// Markdown on stdout; with json, the same rows as "explicit_split" and the
+// object print() left open closed.
+inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
   const auto& layers = vgg16_layers();
   const char* pass_names[3] = {"fwd", "wgrad", "dgrad"};
   std::printf("\n## 5. The explicit passes split: layout step and GEMM (P Table II's explicit column)\n\n"
@@ -64,6 +66,8 @@ inline void print_explicit_split(const ExplicitSplit& split) {
               "step is right; its rate beside the model's GEMM rate. The bias is left out of both.\n\n"
               "| layer | pass | GEMM m x n x k | layout model | GEMM model | GEMM model GF/s | published total | "
               "left for the GEMM | its GF/s | model / left |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  if (json) std::fprintf(json, ",\n  \"explicit_split\": [");
+  bool first_json = true;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
     const std::int64_t m = l.no, n = l.size * l.size, k = 9 * l.ni;
@@ -74,14 +78,25 @@ inline void print_explicit_split(const ExplicitSplit& split) {
       const auto& t = split.parts[i];
       const double layout = pass == 2 ? t[1] : t[0], gemm_s = t[2 + pass];
       const double left = published - layout;
-      const std::string dims = pass == 0   ? fmt::format("{} x {} x {}", m, n, k)
-                               : pass == 1 ? fmt::format("{} x {} x {}", m, k, n)
-                                           : fmt::format("{} x {} x {}", k, n, m);
+      // the GEMM's m x n x k for this pass
+      const std::array<std::int64_t, 3> g = pass == 0 ? std::array<std::int64_t, 3>{m, n, k}
+                                            : pass == 1 ? std::array<std::int64_t, 3>{m, k, n}
+                                                        : std::array<std::int64_t, 3>{k, n, m};
+      const std::string dims = fmt::format("{} x {} x {}", g[0], g[1], g[2]);
       std::printf("| %s | %s | %s | %.3f | %.3f | %.0f | %.2f | %.3f | %.0f | %.2f |\n", l.name, pass_names[pass],
                   dims.c_str(), layout, gemm_s, flops / gemm_s / 1e9, published, left, flops / left / 1e9,
                   gemm_s / left);
+      if (json) {
+        std::fprintf(json,
+                     "%s\n    {\"layer\": \"%s\", \"pass\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
+                     "\"layout_s\": %.6f, \"gemm_s\": %.6f, \"published_s\": %.2f, \"left_for_gemm_s\": %.6f}",
+                     first_json ? "" : ",", l.name, pass_names[pass], (long long)g[0], (long long)g[1], (long long)g[2],
+                     layout, gemm_s, published, left);
+        first_json = false;
+      }
     }
   }
+  if (json) std::fprintf(json, "\n  ]\n}\n");
 }
 
 }  // namespace taihu::bench::sw26010_kernel_level

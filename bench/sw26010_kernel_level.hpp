@@ -210,7 +210,8 @@ inline bool within(double model, double published, double tolerance) {
 }
 
 // Prints the report as markdown (the body of bench/results/sw26010/kernel.md)
-// and, if json is not null, writes the same numbers there.
+// and, if json is not null, writes the same numbers there (an object left open
+// for part 5, print_explicit_split, to add to and close).
 inline void print(const Params& params, const Report& rep, std::FILE* json) {
   const auto& layers = vgg16_layers();
   const char* pass_names[3] = {"fwd", "wgrad", "dgrad"};
@@ -414,7 +415,7 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
   if (json)
     std::fprintf(json,
                  "  \"transforms\": {\"all_passes_s\": %.4f, \"every_forward_layer_s\": %.4f, \"borders_s\": %.4f},\n"
-                 "  \"vgg16_implicit_forward_tflops_4cg\": {\"float2double\": %.4f, \"single\": %.4f, \"double\": %.4f}\n}\n",
+                 "  \"vgg16_implicit_forward_tflops_4cg\": {\"float2double\": %.4f, \"single\": %.4f, \"double\": %.4f}",
                  all_passes, every, borders, tfs[0], tfs[1], tfs[2]);
 }
 
