@@ -23,15 +23,31 @@
 
 namespace taihu::bench::sw26010_kernel_level {
 
+// The GEMM of an explicit pass as swCaffe calls it per image (conv.cpp does the
+// same): forward No x HW x 9Ni, weight gradient No x 9Ni x HW (B transposed),
+// data gradient 9Ni x HW x No (A transposed).
+struct PassGemm {
+  std::int64_t m, n, k;
+  Transpose trans_a, trans_b;
+};
+inline PassGemm pass_gemm(const VggLayer& l, int pass) {
+  const std::int64_t no = l.no, hw = l.size * l.size, rows = 9 * l.ni;
+  if (pass == 0) return {no, hw, rows, Transpose::no, Transpose::no};
+  if (pass == 1) return {no, rows, hw, Transpose::no, Transpose::yes};
+  return {rows, hw, no, Transpose::yes, Transpose::no};
+}
+
+struct PassSplit {
+  double layout_s = 0, gemm_s = 0;  // for B = 128
+};
 struct ExplicitSplit {
-  // per layer: seconds for B = 128 of [im2col, col2im, GEMM fwd, GEMM wgrad, GEMM dgrad]
-  std::vector<std::array<double, 5>> parts;
+  std::vector<std::array<PassSplit, 3>> passes;  // per layer, per pass
 };
 
 inline ExplicitSplit measure_explicit_split(const Params& params, int jobs) {
   const auto& layers = vgg16_layers();
   ExplicitSplit split;
-  split.parts.assign(layers.size(), {});
+  split.passes.assign(layers.size(), {});
   std::vector<std::function<void()>> tasks;
   for (std::size_t i = 0; i < layers.size(); ++i)
     tasks.push_back([&, i] {
@@ -39,15 +55,19 @@ inline ExplicitSplit measure_explicit_split(const Params& params, int jobs) {
       cg.set_numerics(false);
       float* p = timing_address();
       const ConvShape s = vgg_shape(layers[i]);
-      const std::int64_t m = s.num_output, n = s.out_height() * s.out_width(), k = s.col_rows();
       const double scale = 128.0 / params.clock_hz;
-      auto& t = split.parts[i];
-      t[0] = double(im2col(cg, s, p, p).cycles) * scale;
-      t[1] = double(col2im(cg, s, p, p).cycles) * scale;
-      // the three GEMMs as conv.cpp calls them per image
-      t[2] = double(gemm(cg, Transpose::no, Transpose::no, m, n, k, 1, p, k, p, n, 0, p, n).cycles) * scale;
-      t[3] = double(gemm(cg, Transpose::no, Transpose::yes, m, k, n, 1, p, n, p, n, 1, p, k).cycles) * scale;
-      t[4] = double(gemm(cg, Transpose::yes, Transpose::no, k, n, m, 1, p, k, p, n, 0, p, n).cycles) * scale;
+      const double im2col_s = double(im2col(cg, s, p, p).cycles) * scale;
+      const double col2im_s = double(col2im(cg, s, p, p).cycles) * scale;
+      for (int pass = 0; pass < 3; ++pass) {
+        const PassGemm g = pass_gemm(layers[i], pass);
+        // row-major: op(A) is m x k, op(B) k x n, C m x n; lda/ldb are the stored rows' lengths
+        const std::int64_t lda = g.trans_a == Transpose::no ? g.k : g.m;
+        const std::int64_t ldb = g.trans_b == Transpose::no ? g.n : g.k;
+        const float beta = pass == 1 ? 1.0f : 0.0f;  // the weight gradient accumulates over the images
+        split.passes[i][std::size_t(pass)] = {
+            pass == 2 ? col2im_s : im2col_s,
+            double(gemm(cg, g.trans_a, g.trans_b, g.m, g.n, g.k, 1, p, lda, p, ldb, beta, p, g.n).cycles) * scale};
+      }
     });
   run_parallel(tasks, jobs);
   return split;
@@ -70,19 +90,14 @@ inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
   bool first_json = true;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
-    const std::int64_t m = l.no, n = l.size * l.size, k = 9 * l.ni;
-    const double flops = 2.0 * 128 * double(m) * double(n) * double(k);
+    const double flops = 2.0 * 128 * double(l.no) * double(l.size * l.size) * double(9 * l.ni);
     for (int pass = 0; pass < 3; ++pass) {
       const double published = l.published[pass][1];
       if (published < 0) continue;
-      const auto& t = split.parts[i];
-      const double layout = pass == 2 ? t[1] : t[0], gemm_s = t[2 + pass];
+      const auto [layout, gemm_s] = split.passes[i][std::size_t(pass)];
       const double left = published - layout;
-      // the GEMM's m x n x k for this pass
-      const std::array<std::int64_t, 3> g = pass == 0 ? std::array<std::int64_t, 3>{m, n, k}
-                                            : pass == 1 ? std::array<std::int64_t, 3>{m, k, n}
-                                                        : std::array<std::int64_t, 3>{k, n, m};
-      const std::string dims = fmt::format("{} x {} x {}", g[0], g[1], g[2]);
+      const PassGemm g = pass_gemm(l, pass);
+      const std::string dims = fmt::format("{} x {} x {}", g.m, g.n, g.k);
       std::printf("| %s | %s | %s | %.3f | %.3f | %.0f | %.2f | %.3f | %.0f | %.2f |\n", l.name, pass_names[pass],
                   dims.c_str(), layout, gemm_s, flops / gemm_s / 1e9, published, left, flops / left / 1e9,
                   gemm_s / left);
@@ -90,7 +105,7 @@ inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
         std::fprintf(json,
                      "%s\n    {\"layer\": \"%s\", \"pass\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
                      "\"layout_s\": %.6f, \"gemm_s\": %.6f, \"published_s\": %.2f, \"left_for_gemm_s\": %.6f}",
-                     first_json ? "" : ",", l.name, pass_names[pass], (long long)g[0], (long long)g[1], (long long)g[2],
+                     first_json ? "" : ",", l.name, pass_names[pass], (long long)g.m, (long long)g.n, (long long)g.k,
                      layout, gemm_s, published, left);
         first_json = false;
       }
