@@ -116,24 +116,12 @@ std::pair<double, std::int64_t> sw26010_iteration(const std::filesystem::path& n
   cg.set_numerics(false);  // timing only: the kernels touch no data
   sw26010::Scratch scratch(false);
   std::map<std::string, sw26010::ConvChoice> choices;
-  auto with_batch = [&](const Shape& shape) {
-    if (shape.rank() == 0) return shape;
-    auto dims = shape.dims();
-    dims[0] = q;
-    return Shape(dims);
-  };
+  // the layers with the layouts swCaffe's transform layer leaves between them
+  const auto shapes = sw26010::net_layer_shapes(net, q, params, &choices);
   std::int64_t cycles = 0, parameters = 0;
   for (std::size_t i = 0; i < net.num_layers(); ++i) {
-    Layer& layer = net.layer(i);
-    for (const auto& p : layer.params()) parameters += p.blob->count();
-    sw26010::LayerShape shape;
-    shape.name = layer.name();  // errors (a layer the kernels cannot lay out in LDM) name it
-    shape.type = layer.type();
-    shape.options = doc->find("layer", layer.name());
-    for (const Blob* b : net.layer_bottoms(i)) shape.bottoms.push_back(with_batch(b->shape()));
-    for (const Blob* b : net.layer_tops(i)) shape.tops.push_back(with_batch(b->shape()));
-    shape.propagate_down = !net.layer_propagate_down(i).empty() && net.layer_propagate_down(i)[0];
-    const auto timing = sw26010::time_layer(cg, shape, scratch, &choices);
+    for (const auto& p : net.layer(i).params()) parameters += p.blob->count();
+    const auto timing = sw26010::time_layer(cg, shapes[i], scratch, &choices);
     if (timing.simulated) cycles += timing.forward + timing.backward;
   }
   cycles += sw26010::gradient_sum_mpe(cg, parameters) + sw26010::sgd_update(cg, parameters);

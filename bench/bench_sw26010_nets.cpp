@@ -37,13 +37,6 @@ struct LayerTime {
   std::int64_t forward = 0, backward = 0;
 };
 
-Shape with_batch(const Shape& s, std::int64_t batch) {
-  if (s.rank() == 0) return s;
-  auto dims = s.dims();
-  dims[0] = batch;
-  return Shape(dims);
-}
-
 int run(int argc, char** argv) {
   const std::string config_path = bench::arg_value(argc, argv, "config", "");
   const Params params = config_path.empty() ? Params::defaults() : Params::load(config_path);
@@ -73,24 +66,13 @@ int run(int argc, char** argv) {
     std::int64_t params_total = 0;
     const auto host_start = std::chrono::steady_clock::now();
 
+    // the layers with the layouts swCaffe's transform layer leaves between them
+    const std::vector<LayerShape> shapes = net_layer_shapes(net, q, params, &choices);
     for (std::size_t i = 0; i < net.num_layers(); ++i) {
       Layer& layer = net.layer(i);
-      const auto& bottoms = net.layer_bottoms(i);
-      const auto& tops = net.layer_tops(i);
       for (const auto& p : layer.params()) params_total += p.blob->count();
-      const std::string type = layer.type();
-      const config::Section* opt = doc->find("layer", layer.name());
-      LayerTime t{layer.name(), type, "", 0, 0};
-      const bool dx_needed = !net.layer_propagate_down(i).empty() && net.layer_propagate_down(i)[0];
-
-      LayerShape shape;
-      shape.name = layer.name();
-      shape.type = type;
-      shape.options = opt;
-      for (const Blob* b : bottoms) shape.bottoms.push_back(with_batch(b->shape(), q));
-      for (const Blob* b : tops) shape.tops.push_back(with_batch(b->shape(), q));
-      shape.propagate_down = dx_needed;
-      const LayerTiming timing = time_layer(cg, shape, buf, &choices);
+      LayerTime t{layer.name(), layer.type(), "", 0, 0};
+      const LayerTiming timing = time_layer(cg, shapes[i], buf, &choices);
       if (!timing.simulated) continue;
       t.method = timing.method;
       t.forward = timing.forward;

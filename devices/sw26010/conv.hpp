@@ -72,6 +72,13 @@ struct ConvChoice {
   // "implicit" or, when a backward pass differs from the forward,
   // "implicit (wgrad explicit, dgrad implicit)"
   std::string describe() const;
+  // Every pass the layer runs is implicit (the data gradient counts only when
+  // it is computed): the layer can sit inside a run of implicit layers
+  // (layout_runs.hpp).
+  bool implicit_throughout(bool data_gradient_needed) const {
+    return method == ConvMethod::implicit && weight_gradient == ConvMethod::implicit &&
+           (!data_gradient_needed || data_gradient == ConvMethod::implicit);
+  }
 };
 // swCaffe's dispatch rule for its implicit forward kernel (C-swcaffe
 // conv_layer.cpp; shared/reference/sw26010.md §6.2): batch >= 128, input and

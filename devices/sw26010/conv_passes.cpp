@@ -34,16 +34,18 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
         // the bias as swCaffe adds it, on the N x C x H x W output (conv_bias.hpp)
         t.bias = conv_bias_forward(cg, batch, s.num_output, plane, p, p).cycles;
         t.cycles = conv_forward_implicit(cg, s, batch, p, p, nullptr, p).cycles + t.bias;
-        t.transforms = x_in + to_nchw(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
+        t.input_transforms = x_in;
+        t.output_transforms = to_nchw(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
         break;
       case ConvPass::weight_gradient:
         t.bias = conv_bias_gradient(cg, batch, s.num_output, plane, p, p).cycles;
         t.cycles = conv_weight_gradient_implicit(cg, s, batch, p, p, p, nullptr).cycles + t.bias;
-        t.transforms = x_in + dy_in;
+        t.input_transforms = x_in, t.output_transforms = dy_in;
         break;
       case ConvPass::data_gradient:
         t.cycles = conv_data_gradient_implicit(cg, s, batch, p, p, p).cycles;
-        t.transforms = dy_in + to_nchw(cg, p, p, batch, s.channels, s.height, s.width).cycles;
+        t.input_transforms = to_nchw(cg, p, p, batch, s.channels, s.height, s.width).cycles;
+        t.output_transforms = dy_in;
         break;
     }
     return t;

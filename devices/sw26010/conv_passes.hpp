@@ -19,8 +19,11 @@ struct ConvPassTime {
   bool modelled = false;         // false: the model has no kernel for this pass and method
   std::int64_t cycles = 0;       // the convolution kernels (bias and its gradient included)
   std::int64_t bias = 0;         // of `cycles`, the bias (forward) or its gradient (weight gradient)
-  std::int64_t transforms = 0;   // implicit: the layout transforms in and out, not in `cycles`
-  std::int64_t total() const { return cycles + transforms; }
+  // implicit: the layout transforms, not in `cycles`, of the tensors on the
+  // input side (x, dx) and the output side (y, dy)
+  std::int64_t input_transforms = 0, output_transforms = 0;
+  std::int64_t transforms() const { return input_transforms + output_transforms; }
+  std::int64_t total() const { return cycles + transforms(); }
 };
 
 // One pass with `method` forced, whatever swCaffe's dispatch rule says (the

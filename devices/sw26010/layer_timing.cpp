@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "devices/sw26010/batch_norm.hpp"
 #include "devices/sw26010/conv_bias.hpp"
@@ -30,6 +29,20 @@ std::int64_t option_hw(const config::Section* s, const char* key, const char* ke
 }
 std::int64_t per_sample(const Shape& s) { return s.rank() == 0 ? s.count() : s.count() / std::max<std::int64_t>(s[0], 1); }
 
+// One convolution group's shape; `group` gets the layer's group count.
+ConvShape conv_shape(const LayerShape& layer, std::int64_t* group) {
+  const config::Section* opt = layer.options;
+  const Shape& bs = layer.bottoms[0];
+  *group = opt ? opt->get_or<std::int64_t>("group", 1) : 1;
+  ConvShape s;
+  s.channels = bs[1] / *group, s.height = bs[2], s.width = bs[3];
+  s.num_output = layer.tops[0][1] / *group;
+  s.kernel_h = s.kernel_w = option_hw(opt, "kernel_size", "kernel_h", 1);
+  s.stride_h = s.stride_w = option_hw(opt, "stride", "stride_h", 1);
+  s.pad_h = s.pad_w = option_hw(opt, "pad", "pad_h", 0);
+  return s;
+}
+
 LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, std::map<std::string, ConvChoice>* cache) {
   const Params& params = cg.params();
   const std::string& type = layer.type;
@@ -42,26 +55,14 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
   const bool dx_needed = layer.propagate_down;
   LayerTiming timing;
       if (type == "Convolution") {
-        const Shape& bs = bottoms[0];
-        const std::int64_t group = opt ? opt->get_or<std::int64_t>("group", 1) : 1;
+        std::int64_t group = 1;
+        const ConvShape s = conv_shape(layer, &group);
         // swCaffe's layer adds a bias and its gradient only with bias_term (ResNet-50's convolutions have none)
         const bool bias_term = opt ? opt->get_or<bool>("bias_term", true) : true;
-        ConvShape s;
-        s.channels = bs[1] / group, s.height = bs[2], s.width = bs[3];
-        s.num_output = tops[0][1] / group;
-        s.kernel_h = s.kernel_w = option_hw(opt, "kernel_size", "kernel_h", 1);
-        s.stride_h = s.stride_w = option_hw(opt, "stride", "stride_h", 1);
-        s.pad_h = s.pad_w = option_hw(opt, "pad", "pad_h", 0);
-        std::ostringstream key;
-        key << s.channels << ',' << s.height << ',' << s.width << ',' << s.num_output << ',' << s.kernel_h << ','
-            << s.stride_h << ',' << s.pad_h << ',' << group << ',' << q;
-        ConvChoice choice;
-        if (cache && cache->count(key.str())) {
-          choice = cache->at(key.str());
-        } else {
-          choice = choose_conv_method(params, s, q, group);
-          if (cache) (*cache)[key.str()] = choice;
-        }
+        const ConvChoice choice = conv_layer_choice(params, layer, cache);
+        // swCaffe's transform layer keeps a run's inner blobs in the implicit layout
+        const bool x_implicit = group == 1 && layer.layouts.bottom_implicit;
+        const bool y_implicit = group == 1 && layer.layouts.top_implicit;
         timing.method = choice.describe();
         const std::int64_t in = q * s.channels * s.height * s.width, out = q * s.num_output * s.out_height() * s.out_width();
         const std::int64_t wsize = s.num_output * s.col_rows();
@@ -71,9 +72,9 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
           float* col = scratch.get(4, s.col_rows() * s.out_height() * s.out_width());
           if (choice.method == ConvMethod::implicit) {
             float *xi = scratch.get(5, in), *yi = scratch.get(6, out);
-            timing.forward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
+            if (!x_implicit) timing.forward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
             timing.forward += conv_forward_implicit(cg, s, q, xi, w, nullptr, yi).cycles;
-            timing.forward += to_nchw(cg, yi, y, q, s.num_output, s.out_height(), s.out_width()).cycles;
+            if (!y_implicit) timing.forward += to_nchw(cg, yi, y, q, s.num_output, s.out_height(), s.out_width()).cycles;
             if (bias) timing.forward += conv_bias_forward(cg, q, s.num_output, s.out_height() * s.out_width(), bias, y).cycles;
           } else {
             timing.forward += conv_forward_explicit(cg, s, q, x, w, bias, y, col).cycles;
@@ -84,17 +85,17 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
           float *xi = scratch.get(5, in), *dyi = scratch.get(6, out);
           const std::int64_t ho = s.out_height(), wo = s.out_width();
           if (choice.weight_gradient == ConvMethod::implicit) {
-            timing.backward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
-            timing.backward += to_hcwn(cg, y, dyi, q, s.num_output, ho, wo).cycles;
+            if (!x_implicit) timing.backward += to_hcwn(cg, x, xi, q, s.channels, s.height, s.width).cycles;
+            if (!y_implicit) timing.backward += to_hcwn(cg, y, dyi, q, s.num_output, ho, wo).cycles;
             timing.backward += conv_weight_gradient_implicit(cg, s, q, xi, dyi, dw, nullptr).cycles;
             if (db) timing.backward += conv_bias_gradient(cg, q, s.num_output, ho * wo, y, db).cycles;
           } else {
             timing.backward += conv_weight_gradient_explicit(cg, s, q, x, y, dw, db, col).cycles;
           }
           if (dx && choice.data_gradient == ConvMethod::implicit) {
-            timing.backward += to_hcwn(cg, y, dyi, q, s.num_output, ho, wo).cycles;
+            if (!y_implicit) timing.backward += to_hcwn(cg, y, dyi, q, s.num_output, ho, wo).cycles;
             timing.backward += conv_data_gradient_implicit(cg, s, q, dyi, w, xi).cycles;
-            timing.backward += to_nchw(cg, xi, dx, q, s.channels, s.height, s.width).cycles;
+            if (!x_implicit) timing.backward += to_nchw(cg, xi, dx, q, s.channels, s.height, s.width).cycles;
           } else if (dx) {
             timing.backward += conv_data_gradient_explicit(cg, s, q, w, y, dx, col).cycles;
           }
@@ -177,6 +178,45 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
 }
 
 }  // namespace
+
+ConvChoice conv_layer_choice(const Params& params, const LayerShape& layer, std::map<std::string, ConvChoice>* cache) {
+  std::int64_t group = 1;
+  const ConvShape s = conv_shape(layer, &group);
+  const std::int64_t q = layer.bottoms[0][0];
+  const std::string key = fmt::format("{},{},{},{},{},{},{},{},{}", s.channels, s.height, s.width, s.num_output,
+                                      s.kernel_h, s.stride_h, s.pad_h, group, q);
+  if (cache && cache->count(key)) return cache->at(key);
+  const ConvChoice choice = choose_conv_method(params, s, q, group);
+  if (cache) (*cache)[key] = choice;
+  return choice;
+}
+
+std::vector<LayerShape> net_layer_shapes(const Net& net, std::int64_t samples, const Params& params,
+                                         std::map<std::string, ConvChoice>* cache) {
+  auto with_samples = [&](const Shape& shape) {
+    if (shape.rank() == 0) return shape;
+    auto dims = shape.dims();
+    dims[0] = samples;
+    return Shape(dims);
+  };
+  std::vector<LayerShape> layers(net.num_layers());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    LayerShape& l = layers[i];
+    l.type = net.layer(i).type();
+    l.name = net.layer(i).name();
+    l.options = net.description().find("layer", l.name);
+    for (const Blob* b : net.layer_bottoms(i)) l.bottoms.push_back(with_samples(b->shape()));
+    for (const Blob* b : net.layer_tops(i)) l.tops.push_back(with_samples(b->shape()));
+    l.propagate_down = !net.layer_propagate_down(i).empty() && net.layer_propagate_down(i)[0];
+  }
+  const auto layouts = implicit_runs(net, [&](std::size_t i) {
+    const LayerShape& l = layers[i];
+    // (a grouped convolution is never eligible for the implicit kernels: conv.hpp)
+    return l.type == "Convolution" && conv_layer_choice(params, l, cache).implicit_throughout(l.propagate_down);
+  });
+  for (std::size_t i = 0; i < layers.size(); ++i) layers[i].layouts = layouts[i];
+  return layers;
+}
 
 LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, std::map<std::string, ConvChoice>* cache) {
   try {

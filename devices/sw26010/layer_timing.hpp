@@ -15,6 +15,7 @@
 #include "core/tensor/shape.hpp"
 #include "devices/sw26010/conv.hpp"
 #include "devices/sw26010/core_group.hpp"
+#include "devices/sw26010/layout_runs.hpp"
 
 namespace taihu::sw26010 {
 
@@ -36,6 +37,9 @@ struct LayerShape {
   std::vector<Shape> bottoms, tops;          // batch axis = the samples on this core group
   bool propagate_down = true;                // whether bottom 0 needs a gradient
   std::string name;                          // the layer's, for errors (may be empty)
+  // Where bottom 0 and top 0 live: an implicit convolution converts only what
+  // is not already in its layout (swCaffe's transform layer, layout_runs.hpp).
+  LayerLayouts layouts;
 };
 
 struct LayerTiming {
@@ -50,5 +54,15 @@ struct LayerTiming {
 // layer, the images on the core group, the kernel, its buffers and their sizes.
 LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
                        std::map<std::string, ConvChoice>* cache = nullptr);
+
+// The methods time_layer runs a Convolution layer with (cached by geometry).
+ConvChoice conv_layer_choice(const Params& params, const LayerShape& layer,
+                             std::map<std::string, ConvChoice>* cache = nullptr);
+
+// The layers of `net` as time_layer takes them, with `samples` per core group,
+// and the layouts swCaffe's transform layer leaves between them (the methods
+// as conv_layer_choice picks them, through `cache`).
+std::vector<LayerShape> net_layer_shapes(const Net& net, std::int64_t samples, const Params& params,
+                                         std::map<std::string, ConvChoice>* cache = nullptr);
 
 }  // namespace taihu::sw26010

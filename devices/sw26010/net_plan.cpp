@@ -63,6 +63,8 @@ struct NetPlan::LayerWork {
   virtual void before(Pass, int) {}
   virtual KernelStats run(int g, std::int64_t begin, std::int64_t count, Pass pass, int phase) { return {}; }
   virtual void finish(Pass) {}
+  // Every pass on the device in the implicit layout (layout_runs.hpp).
+  virtual bool implicit_throughout() const { return false; }
 
   Net& net() const { return plan->net(); }
   Layer& layer() const { return net().layer(index); }
@@ -143,6 +145,8 @@ struct ConvWork final : WeightedWork {
   ConvMethod weight_gradient_method = ConvMethod::explicit_gemm, data_gradient_method = ConvMethod::explicit_gemm;
   std::vector<float> implicit_filters, adjoint_filters;
   std::array<std::vector<float>, groups> implicit_weight_gradients;  // per core group (run concurrently)
+  // Inside a run of implicit convolutions: x or y already in the implicit layout
+  bool x_implicit = false, y_implicit = false;
 
   void setup(const ConvGeometry& geo, const Blob& weight) {
     conv_groups = geo.channels / weight.shape()[1];
@@ -159,6 +163,16 @@ struct ConvWork final : WeightedWork {
   Blob& weight() const { return *layer().params()[0].blob; }
   Blob* bias() const { return has_bias ? layer().params()[1].blob.get() : nullptr; }
 
+  bool implicit_throughout() const override {
+    // the implicit backward kernels work on whole tensors: one convolution group
+    return conv_groups == 1 && plan->conv_choice(s, largest_share(), conv_groups).implicit_throughout(needs_data());
+  }
+  // A layout conversion: computed (the blobs hold Caffe's layout), charged
+  // unless the tensor is inside a run (swCaffe's transform layer, layout_runs.hpp).
+  static void add_transform(KernelStats& total, const KernelStats& t, bool inside_run) {
+    if (!inside_run) add_to(total, t);
+  }
+
   void before(Pass pass, int phase) override {
     if (pass != Pass::forward) return;
     // swCaffe times both methods in its first iterations and keeps the faster
@@ -169,6 +183,8 @@ struct ConvWork final : WeightedWork {
     weight_gradient_method = conv_groups == 1 ? choice.weight_gradient : ConvMethod::explicit_gemm;
     data_gradient_method = conv_groups == 1 ? choice.data_gradient : ConvMethod::explicit_gemm;
     method = ConvChoice{conv_method, 0, 0, weight_gradient_method, data_gradient_method}.describe();
+    const LayerLayouts& layouts = plan->layouts(index);
+    x_implicit = layouts.bottom_implicit, y_implicit = layouts.top_implicit;
     if (data_gradient_method == ConvMethod::implicit) {
       // the weights do not change between this forward pass and its backward pass
       adjoint_filters.resize(std::size_t(weight().count()));
@@ -196,7 +212,7 @@ struct ConvWork final : WeightedWork {
         float* xi = scratch(g).get(hcwn_in_slot, count * in_size);
         float* yi = scratch(g).get(hcwn_out_slot, count * out_size);
         const std::int64_t channels = s.channels * conv_groups, outputs = s.num_output * conv_groups;
-        add_to(total, to_hcwn(c, x, xi, count, channels, s.height, s.width));
+        add_transform(total, to_hcwn(c, x, xi, count, channels, s.height, s.width), x_implicit);
         if (conv_groups == 1) {
           add_to(total, conv_forward_implicit(c, s, count, xi, implicit_filters.data(), nullptr, yi));
         } else {
@@ -207,7 +223,7 @@ struct ConvWork final : WeightedWork {
                                                 implicit_filters.data() + k * weights_per_group, nullptr,
                                                 yi + k * s.num_output * s.out_width() * count, x_pitch, y_pitch));
         }
-        add_to(total, to_nchw(c, yi, y, count, outputs, s.out_height(), s.out_width()));
+        add_transform(total, to_nchw(c, yi, y, count, outputs, s.out_height(), s.out_width()), y_implicit);
         // the bias on the N x C x H x W output, as swCaffe adds it after either method (conv_bias.hpp)
         if (b) add_to(total, conv_bias_forward(c, count, outputs, out_plane, b, y));
         return total;
@@ -230,9 +246,9 @@ struct ConvWork final : WeightedWork {
       if (data_gradient_method == ConvMethod::implicit) {
         float* dyi = scratch(g).get(hcwn_out_slot, count * out_size);
         float* dxi = scratch(g).get(hcwn_in_slot, count * in_size);
-        add_to(total, to_hcwn(c, dy, dyi, count, s.num_output, s.out_height(), s.out_width()));
+        add_transform(total, to_hcwn(c, dy, dyi, count, s.num_output, s.out_height(), s.out_width()), y_implicit);
         add_to(total, conv_data_gradient_implicit(c, s, count, dyi, adjoint_filters.data(), dxi));
-        add_to(total, to_nchw(c, dxi, dx, count, s.channels, s.height, s.width));
+        add_transform(total, to_nchw(c, dxi, dx, count, s.channels, s.height, s.width), x_implicit);
         return total;
       }
       for (std::int64_t i = 0; i < count; ++i)
@@ -254,8 +270,8 @@ struct ConvWork final : WeightedWork {
       // partial in Caffe's layout on the host (the weight transform, not charged: T Table 5)
       float* xi = scratch(g).get(hcwn_in_slot, count * in_size);
       float* dyi = scratch(g).get(hcwn_out_slot, count * out_size);
-      add_to(total, to_hcwn(c, x, xi, count, s.channels, s.height, s.width));
-      add_to(total, to_hcwn(c, dy, dyi, count, s.num_output, s.out_height(), s.out_width()));
+      add_transform(total, to_hcwn(c, x, xi, count, s.channels, s.height, s.width), x_implicit);
+      add_transform(total, to_hcwn(c, dy, dyi, count, s.num_output, s.out_height(), s.out_width()), y_implicit);
       auto& dwi = implicit_weight_gradients[std::size_t(g)];
       dwi.assign(std::size_t(weight().count()), 0.0f);
       add_to(total, conv_weight_gradient_implicit(c, s, count, xi, dyi, dwi.data(), nullptr));
@@ -729,6 +745,15 @@ ConvChoice NetPlan::conv_choice(const ConvShape& s, std::int64_t batch, std::int
   if (forced_method_ && (*forced_method_ == ConvMethod::explicit_gemm || (s.stride_h == 1 && s.stride_w == 1)))
     choice.method = choice.weight_gradient = choice.data_gradient = *forced_method_;
   return choice;
+}
+
+const LayerLayouts& NetPlan::layouts(std::size_t i) {
+  const std::int64_t share = (net_.batch() + groups - 1) / groups;
+  if (layouts_share_ != share) {
+    layouts_ = implicit_runs(net_, [&](std::size_t j) { return layers_[j] && layers_[j]->implicit_throughout(); });
+    layouts_share_ = share;
+  }
+  return layouts_[i];
 }
 
 LayerTiming NetPlan::modelled_timing(std::size_t i) {

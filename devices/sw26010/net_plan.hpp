@@ -85,7 +85,16 @@ class NetPlan {
   // as swCaffe does in its first iterations).
   ConvChoice conv_choice(const ConvShape& s, std::int64_t batch, std::int64_t groups);
   // Tests: every convolution that can use `method` does (nullopt: the faster).
-  void force_conv_method(std::optional<ConvMethod> method) { forced_method_ = method; }
+  void force_conv_method(std::optional<ConvMethod> method) {
+    forced_method_ = method;
+    layouts_share_ = -1;
+  }
+  // Where layer i's bottom 0 and top 0 live at the current batch: inside a run
+  // of implicit convolutions, swCaffe's transform layer leaves them in the
+  // implicit layout (layout_runs.hpp). The blobs here always hold Caffe's
+  // layout (the numerics need it); the kernels still convert, but a
+  // conversion the transform layer makes unnecessary is not charged.
+  const LayerLayouts& layouts(std::size_t i);
 
   // Per-layer device state; defined in net_plan.cpp.
   struct LayerWork;
@@ -97,6 +106,8 @@ class NetPlan {
   std::array<std::unique_ptr<Scratch>, Chip::groups> scratch_;  // per group, reused layer by layer
   std::map<std::string, ConvChoice> device_choices_;
   std::optional<ConvMethod> forced_method_;
+  std::vector<LayerLayouts> layouts_;
+  std::int64_t layouts_share_ = -1;  // the per-group batch `layouts_` is for
   std::vector<std::unique_ptr<LayerWork>> layers_;
   // Timing-only model for host_modelled layers.
   std::unique_ptr<CoreGroup> timing_group_;

@@ -947,17 +947,17 @@ TEST_SUITE("sw26010") {
     Scratch scratch(false);
     std::map<std::string, ConvChoice> cache;
     auto doc = config::Document::parse("[layer c]\nnum_output = 8\nkernel_size = 3\npad = 1\n", "t.ini");
-    LayerShape conv{"Convolution", doc.find("layer", "c"), {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true, "c"};
+    LayerShape conv{"Convolution", doc.find("layer", "c"), {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true, "c", {}};
     const auto t = time_layer(cg, conv, scratch, &cache);
     CHECK(t.simulated);
     CHECK(t.forward > std::int64_t(Params{}.cg_sync_cycles));
     CHECK(t.backward > t.forward / 2);
     CHECK(cache.size() == 1);
     CHECK((t.method == "explicit" || t.method == "implicit"));
-    LayerShape relu{"ReLU", nullptr, {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true, "relu"};
+    LayerShape relu{"ReLU", nullptr, {Shape{4, 8, 12, 12}}, {Shape{4, 8, 12, 12}}, true, "relu", {}};
     const auto r = time_layer(cg, relu, scratch);
     CHECK(r.forward < t.forward);
-    LayerShape acc{"Accuracy", nullptr, {Shape{4, 10}, Shape{4}}, {Shape{}}, false, "accuracy"};
+    LayerShape acc{"Accuracy", nullptr, {Shape{4, 10}, Shape{4}}, {Shape{}}, false, "accuracy", {}};
     CHECK_FALSE(time_layer(cg, acc, scratch).simulated);
   }
 
@@ -967,21 +967,21 @@ TEST_SUITE("sw26010") {
     Scratch scratch(false);
     // A Scale of 5000 channels: channel_affine holds a scale and a shift per channel beside its 4 chunk
     // buffers, 2 x 20000 + 4 x 8192 bytes.
-    LayerShape scale{"Scale", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_scale"};
+    LayerShape scale{"Scale", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_scale", {}};
     const auto msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, scale, scratch); });
     CHECK(contains(msg, "layer 'fc_scale' (Scale), 2 samples on the core group: LDM overflow"));
     CHECK(contains(msg, "kernel 'channel_affine'"));
     CHECK(contains(msg, "'scale (a float per channel)' (20000 bytes), 'shift (a float per channel)' (20000 bytes)"));
     CHECK(contains(msg, "65536-byte local store"));
     // A BatchNorm of 5000 channels: swCaffe's kernel holds four floats per channel (80000 bytes).
-    LayerShape bn{"BatchNorm", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_bn"};
+    LayerShape bn{"BatchNorm", nullptr, {Shape{2, 5000, 1, 1}}, {Shape{2, 5000, 1, 1}}, true, "fc_bn", {}};
     const auto bn_msg = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, bn, scratch); });
     CHECK(contains(bn_msg, "layer 'fc_bn' (BatchNorm), 2 samples on the core group: LDM overflow"));
     CHECK(contains(bn_msg, "kernel 'batch_norm_statistics'"));
     CHECK(contains(bn_msg, "'mean' (20000 bytes), 'variance' (20000 bytes)"));
     // A pooling window over rows too wide for the kernel's row buffers: found before the spawn.
     auto doc = config::Document::parse("[layer p]\nkernel_size = 3\nstride = 2\n", "t.ini");
-    LayerShape pool{"Pooling", doc.find("layer", "p"), {Shape{2, 1, 9, 20000}}, {Shape{2, 1, 4, 10000}}, true, "p"};
+    LayerShape pool{"Pooling", doc.find("layer", "p"), {Shape{2, 1, 9, 20000}}, {Shape{2, 1, 4, 10000}}, true, "p", {}};
     const auto wide = taihu::testing::error_message<ShapeError>([&] { time_layer(cg, pool, scratch); });
     CHECK(contains(wide, "layer 'p' (Pooling), 2 samples on the core group: pool_forward: one output row does not "
                          "fit the LDM: its buffers 'input rows' (3 rows of 20000 floats) and 'output rows' (10000 "

@@ -93,8 +93,8 @@ TEST_SUITE("sw26010") {
         "[layer n]\nnum_output = 16\nkernel_size = 3\npad = 1\nbias_term = false\n",
         "t.ini");
     const std::vector<Shape> in{Shape{4, 8, 12, 12}}, out{Shape{4, 16, 12, 12}};
-    const auto with = time_layer(cg, LayerShape{"Convolution", doc.find("layer", "b"), in, out, true, "b"}, scratch);
-    const auto without = time_layer(cg, LayerShape{"Convolution", doc.find("layer", "n"), in, out, true, "n"}, scratch);
+    const auto with = time_layer(cg, LayerShape{"Convolution", doc.find("layer", "b"), in, out, true, "b", {}}, scratch);
+    const auto without = time_layer(cg, LayerShape{"Convolution", doc.find("layer", "n"), in, out, true, "n", {}}, scratch);
     CHECK(with.method == without.method);
     // the bias's share: 4 K = 1 GEMMs forward, 4 MPE gemvs backward (timed on their own)
     CoreGroup alone(0, Params{});
