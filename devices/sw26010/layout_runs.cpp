@@ -1,7 +1,6 @@
 #include "devices/sw26010/layout_runs.hpp"
 
 #include <map>
-#include <numeric>
 #include <string>
 
 namespace taihu::sw26010 {

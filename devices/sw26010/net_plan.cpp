@@ -163,10 +163,15 @@ struct ConvWork final : WeightedWork {
   Blob& weight() const { return *layer().params()[0].blob; }
   Blob* bias() const { return has_bias ? layer().params()[1].blob.get() : nullptr; }
 
-  bool implicit_throughout() const override {
-    // the implicit backward kernels work on whole tensors: one convolution group
-    return conv_groups == 1 && plan->conv_choice(s, largest_share(), conv_groups).implicit_throughout(needs_data());
+  // swCaffe times both methods in its first iterations and keeps the faster
+  // (timed once per geometry and batch share); the implicit backward kernels
+  // work on whole tensors: one convolution group
+  ConvChoice choice() const {
+    ConvChoice c = plan->conv_choice(s, largest_share(), conv_groups);
+    if (conv_groups != 1) c.weight_gradient = c.data_gradient = ConvMethod::explicit_gemm;
+    return c;
   }
+  bool implicit_throughout() const override { return choice().implicit_throughout(needs_data()); }
   // A layout conversion: computed (the blobs hold Caffe's layout), charged
   // unless the tensor is inside a run (swCaffe's transform layer, layout_runs.hpp).
   static void add_transform(KernelStats& total, const KernelStats& t, bool inside_run) {
@@ -175,14 +180,10 @@ struct ConvWork final : WeightedWork {
 
   void before(Pass pass, int phase) override {
     if (pass != Pass::forward) return;
-    // swCaffe times both methods in its first iterations and keeps the faster
-    // (timed once per geometry and batch share)
-    const ConvChoice choice = plan->conv_choice(s, largest_share(), conv_groups);
-    conv_method = choice.method;
-    // the implicit backward kernels work on whole tensors: one convolution group
-    weight_gradient_method = conv_groups == 1 ? choice.weight_gradient : ConvMethod::explicit_gemm;
-    data_gradient_method = conv_groups == 1 ? choice.data_gradient : ConvMethod::explicit_gemm;
-    method = ConvChoice{conv_method, 0, 0, weight_gradient_method, data_gradient_method}.describe();
+    const ConvChoice chosen = choice();
+    conv_method = chosen.method;
+    weight_gradient_method = chosen.weight_gradient, data_gradient_method = chosen.data_gradient;
+    method = chosen.describe();
     const LayerLayouts& layouts = plan->layouts(index);
     x_implicit = layouts.bottom_implicit, y_implicit = layouts.top_implicit;
     if (data_gradient_method == ConvMethod::implicit) {
@@ -748,7 +749,7 @@ ConvChoice NetPlan::conv_choice(const ConvShape& s, std::int64_t batch, std::int
 }
 
 const LayerLayouts& NetPlan::layouts(std::size_t i) {
-  const std::int64_t share = (net_.batch() + groups - 1) / groups;
+  const std::int64_t share = layers_[i]->largest_share();
   if (layouts_share_ != share) {
     layouts_ = implicit_runs(net_, [&](std::size_t j) { return layers_[j] && layers_[j]->implicit_throughout(); });
     layouts_share_ = share;
