@@ -31,14 +31,20 @@ std::size_t GemmBlocking::ldm_bytes() const {
 }
 
 GemmBlocking GemmBlocking::choose(std::int64_t m, std::int64_t n, std::int64_t k, const Params& params) {
+  // As few blocks as fit in each dimension, evenly sized: a dimension the largest
+  // tile does not divide is split into equal blocks rather than full ones and a
+  // padded tail, whose tiles would be computed whole (the implicit kernels hold
+  // exactly No / 8 output channels per CPE; C-swdnn1, sw26010.md §6.2).
+  const auto even_tile = [](std::int64_t extent, std::int64_t largest) {
+    const std::int64_t per_cpe = ceil_div(extent, 8), blocks = std::max<std::int64_t>(1, ceil_div(per_cpe, largest));
+    return int(std::max<std::int64_t>(round_up(ceil_div(per_cpe, blocks), 4), 4));
+  };
   GemmBlocking g;
-  g.tile_m = int(std::clamp<std::int64_t>(round_up(ceil_div(m, 8), 4), 4, 32));
-  g.tile_n = int(std::clamp<std::int64_t>(round_up(ceil_div(n, 8), 4), 4, 32));
+  g.tile_m = even_tile(m, 32);
+  g.tile_n = even_tile(n, 32);
   g.tile_k = int(std::clamp<std::int64_t>(round_up(ceil_div(k, 8), 4), 4, 256));
   while (g.tile_k > 4 && g.ldm_bytes() > std::size_t(params.ldm_budget_bytes)) g.tile_k -= 4;
-  // as few K blocks as fit, evenly sized (no padded tail block)
-  const std::int64_t k8 = ceil_div(k, 8), blocks = ceil_div(k8, g.tile_k);
-  g.tile_k = int(round_up(ceil_div(k8, blocks), 4));
+  g.tile_k = even_tile(k, g.tile_k);
   return g;
 }
 

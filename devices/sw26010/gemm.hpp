@@ -25,7 +25,7 @@ struct GemmBlocking {
   int tile_m = 32, tile_n = 32, tile_k = 48;  // per-CPE tile; the block is 8x these
   // The per-CPE LDM bytes this blocking needs.
   std::size_t ldm_bytes() const;
-  // The largest tiles fitting the LDM budget for this problem.
+  // The largest tiles fitting the LDM budget for this problem, evenly sized (no padded tail block).
   static GemmBlocking choose(std::int64_t m, std::int64_t n, std::int64_t k, const Params& params);
 };
 

@@ -183,6 +183,31 @@ TEST_SUITE("sw26010") {
 }
 
 TEST_SUITE("sw26010") {
+  TEST_CASE("the kernels' own GEMM blocks split a dimension evenly: no padded tail block computed whole") {
+    const Params p;
+    // 384 output channels are 48 per CPE: two blocks of 24, not one of 32 and a half-empty one (D Table III's 128 -> 384)
+    const auto split = GemmBlocking::choose(384, 128, 128, p);
+    CHECK(split.tile_m == 24);
+    CHECK(split.tile_n == 16);
+    CHECK(GemmBlocking::choose(256, 128, 128, p).tile_m == 32);
+    for (const std::int64_t m : {1, 13, 100, 260, 832, 2048}) {
+      CAPTURE(m);
+      const auto g = GemmBlocking::choose(m, 50, 27, p);
+      CHECK(g.tile_m % 4 == 0);
+      CHECK(g.tile_m <= 32);
+      const std::int64_t per_cpe = (m + 7) / 8, blocks = (per_cpe + g.tile_m - 1) / g.tile_m;
+      CHECK(blocks == (per_cpe + 31) / 32);      // as few blocks as the largest tile allows
+      CHECK(blocks * g.tile_m - per_cpe < 4 * blocks);  // the padding is at most the rounding to 4 per block
+    }
+    // so the implicit forward of 128 -> 384 channels costs about 1.5x that of 128 -> 256 (2x with a padded tail)
+    const ConvShape narrow{128, 34, 34, 256, 3, 3, 1, 1, 0, 0}, wide{128, 34, 34, 384, 3, 3, 1, 1, 0, 0};
+    const auto t256 = time_conv_pass(p, narrow, 128, ConvPass::forward, ConvMethod::implicit);
+    const auto t384 = time_conv_pass(p, wide, 128, ConvPass::forward, ConvMethod::implicit);
+    CHECK(double(t384.cycles) / double(t256.cycles) == doctest::Approx(1.5).epsilon(0.1));
+  }
+}
+
+TEST_SUITE("sw26010") {
   TEST_CASE("GEMM data handling: float2double widens in LDM, single runs the slower loop, double moves twice the bytes") {
     // T §3.7, Fig. 9
     const auto run = [](GemmPrecision precision) {
