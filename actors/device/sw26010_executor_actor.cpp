@@ -20,6 +20,7 @@
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
 #include "core/net/net.hpp"
+#include "devices/sw26010/iteration.hpp"
 #include "devices/sw26010/net_plan.hpp"
 #include "messages/type_ids.hpp"
 
@@ -67,6 +68,8 @@ struct Sw26010Executor::Impl {
   std::shared_ptr<NetPlan> plan;
   std::array<core_group_actor, sw26010::Chip::groups> groups;
   std::vector<LayerCycles> cycles;  // summed over timed iterations
+  std::int64_t update_cycles = 0;   // the solver step of one iteration
+  std::int64_t update_total = 0;    // summed over timed iterations
   bool timing = false;
   int64_t iterations = 0, images = 0, batch = 0;
   double host_seconds = 0.0, host_cpu_seconds = 0.0;
@@ -76,6 +79,12 @@ struct Sw26010Executor::Impl {
   Impl(caf::actor_system& s, Net& n, const sw26010::Params& params)
       : system(s), net(n), plan(std::make_shared<NetPlan>(n, params)), cycles(n.num_layers()) {
     for (int g = 0; g < sw26010::Chip::groups; ++g) groups[std::size_t(g)] = system.spawn(core_group, plan, g);
+    // The solver step follows every backward pass. It is charged as swCaffe's SGD step
+    // (decay, momentum and update on the MPE, a CPE copy; iteration.hpp), whichever solver
+    // the host runs: swCaffe has no other. Its time depends only on the parameter count.
+    sw26010::CoreGroup scratch(0, params);
+    scratch.set_numerics(false);
+    update_cycles = sw26010::sgd_update(scratch, n.num_learnable_parameters());
   }
   ~Impl() {
     for (auto& g : groups) caf::anon_send_exit(g, caf::exit_reason::user_shutdown);
@@ -158,6 +167,7 @@ void Sw26010Executor::end_iteration() {
   m.timing = false;
   ++m.iterations;
   m.images += m.batch;
+  m.update_total += m.update_cycles;
   m.host_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - m.started).count();
   m.host_cpu_seconds += double(std::clock() - m.cpu_started) / CLOCKS_PER_SEC;
 }
@@ -185,6 +195,8 @@ DeviceReport Sw26010Executor::report() const {
     r.simulated_seconds += p.seconds(double(c.forward + c.data + c.weight));
     r.layers.push_back(std::move(t));
   }
+  r.update_seconds = p.seconds(double(m.update_total));
+  r.simulated_seconds += r.update_seconds;
   return r;
 }
 

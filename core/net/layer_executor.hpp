@@ -37,6 +37,7 @@ struct DeviceReport {
   std::string device = "cpu";
   int64_t iterations = 0;           // training iterations timed
   double simulated_seconds = 0.0;   // all of them
+  double update_seconds = 0.0;      // of simulated_seconds: the solver steps after their backward passes
   int64_t images = 0;               // samples trained in them
   double host_seconds = 0.0;        // host (wall) time spent simulating them
   double host_cpu_seconds = 0.0;    // process CPU time spent on them (all threads)
