@@ -1,5 +1,6 @@
 #pragma once
-// A dense float32 tensor on 64-byte aligned host memory.
+// A dense float32 tensor on host memory aligned to `host_alignment` (256 bytes;
+// aligned_allocator.hpp says why).
 //
 // Storage is reference counted so that layers such as Reshape or Split can
 // share it (Tensor::share); reshape() reuses the allocation when it is large
@@ -9,13 +10,14 @@
 #include <memory>
 #include <span>
 
+#include "core/common/aligned_allocator.hpp"
 #include "core/tensor/shape.hpp"
 
 namespace taihu {
 
 class Tensor {
  public:
-  static constexpr size_t alignment = 64;
+  static constexpr size_t alignment = host_alignment;
 
   Tensor() = default;
   explicit Tensor(Shape shape);

@@ -154,7 +154,7 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
   if (bias) {
     // y is Ho x No x (Wo*N): planes of Wo*N per (row, channel)
     require<SimulationError>(row_out == s.num_output * wo * n, "implicit convolution: a bias needs contiguous rows");
-    std::vector<float> ones(std::size_t(s.num_output), 1.0f);
+    AlignedVector<float> ones(std::size_t(s.num_output), 1.0f);
     total += channel_affine(cg, y, y, ho, s.num_output, wo * n, ones.data(), bias);
   }
   total.kernel = "conv_forward_implicit";
@@ -225,7 +225,7 @@ KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std
   }
   if (db) {
     // dY is Ho x No x (Wo N): planes of Wo N per (row, channel)
-    std::vector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
+    AlignedVector<double> sum(std::size_t(s.num_output)), sum2(std::size_t(s.num_output));
     total += channel_sums(cg, dy, nullptr, ho, s.num_output, wo * n, sum.data(), sum2.data());
     if (cg.numerics())
       for (std::int64_t c = 0; c < s.num_output; ++c) db[c] += float(sum[c]);

@@ -9,7 +9,7 @@ namespace taihu::sw26010 {
 KernelStats conv_bias_forward(CoreGroup& cg, std::int64_t batch, std::int64_t channels, std::int64_t plane,
                               const float* bias, float* y) {
   // bias_multiplier_: Ho*Wo ones, set once at Reshape (base_conv_layer.cpp)
-  const std::vector<float> ones(cg.numerics() ? std::size_t(plane) : 0, 1.0f);
+  const AlignedVector<float> ones(cg.numerics() ? std::size_t(plane) : 0, 1.0f);
   const float* b = cg.numerics() ? ones.data() : timing_address();
   KernelStats total;
   for (std::int64_t i = 0; i < batch; ++i)

@@ -682,7 +682,7 @@ std::int64_t CoreGroup::mpe_copy(double bytes) {
 }
 
 float* timing_address() {
-  alignas(128) static float address[32];
+  alignas(host_alignment) static float address[64];
   return address;
 }
 

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/common/aligned_allocator.hpp"
 #include "core/common/error.hpp"
 #include "devices/sw26010/params.hpp"
 

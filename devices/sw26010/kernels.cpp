@@ -139,7 +139,7 @@ KernelStats channel_sums(CoreGroup& cg, const float* x, const float* y, std::int
                          std::int64_t spatial, double* sum, double* sum2) {
   const Chunking ch(batch * channels, spatial);
   // per-chunk partial sums, written by the CPEs, added by the MPE
-  std::vector<double> partial(std::size_t(ch.count) * 2, 0.0);
+  AlignedVector<double> partial(std::size_t(ch.count) * 2, 0.0);
   auto stats = cg.run("channel_sums", [&](Cpe& cpe) {
     // A CPE's chunks k, k+64, ... land in partial[] at stride 64 (strided PUTs
     // of 16-B blocks), a block of results at a time from two LDM buffers: one

@@ -12,12 +12,10 @@
 namespace taihu::sw26010 {
 
 float* Scratch::get(int slot, std::int64_t floats) {
-  alignas(128) static float dummy[64] = {};
-  if (!real_) return dummy;
+  if (!real_) return timing_address();
   auto& v = slots_[slot];
-  if (std::int64_t(v.size()) < floats + 32) v.assign(std::size_t(floats + 32), 0.0f);
-  const auto p = reinterpret_cast<std::uintptr_t>(v.data());
-  return reinterpret_cast<float*>((p + 127) / 128 * 128);
+  if (std::int64_t(v.size()) < floats) v.assign(std::size_t(floats), 0.0f);
+  return v.data();
 }
 
 namespace {
@@ -140,7 +138,7 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
       } else if (type == "Scale") {
         const Shape& bs = bottoms[0];
         const std::int64_t c = bs[1], spatial = per_sample(bottoms[0]) / c;
-        std::vector<double> s1(static_cast<std::size_t>(c)), s2(static_cast<std::size_t>(c));
+        AlignedVector<double> s1(static_cast<std::size_t>(c)), s2(static_cast<std::size_t>(c));
         float *x = scratch.get(0, in_n), *y = scratch.get(1, in_n), *a = scratch.get(3, c), *b = scratch.get(4, c);
         timing.forward += channel_affine(cg, x, y, q, c, spatial, a, b).cycles;
         timing.backward += channel_sums(cg, y, x, q, c, spatial, s1.data(), s2.data()).cycles;

@@ -28,7 +28,7 @@ class Scratch {
 
  private:
   bool real_;
-  std::map<int, std::vector<float>> slots_;
+  std::map<int, AlignedVector<float>> slots_;
 };
 
 struct LayerShape {

@@ -143,8 +143,8 @@ struct ConvWork final : WeightedWork {
   bool has_bias = false;
   ConvMethod conv_method = ConvMethod::explicit_gemm;
   ConvMethod weight_gradient_method = ConvMethod::explicit_gemm, data_gradient_method = ConvMethod::explicit_gemm;
-  std::vector<float> implicit_filters, adjoint_filters;
-  std::array<std::vector<float>, groups> implicit_weight_gradients;  // per core group (run concurrently)
+  AlignedVector<float> implicit_filters, adjoint_filters;
+  std::array<AlignedVector<float>, groups> implicit_weight_gradients;  // per core group (run concurrently)
   // Inside a run of implicit convolutions: x or y already in the implicit layout
   bool x_implicit = false, y_implicit = false;
 
@@ -308,7 +308,7 @@ struct ConvWork final : WeightedWork {
 struct InnerProductWork final : WeightedWork {
   std::int64_t inputs = 0, outputs = 0;
   bool has_bias = false;
-  std::vector<float> bias_rows, ones;  // the bias replicated per sample; ones for its gradient
+  AlignedVector<float> bias_rows, ones;  // the bias replicated per sample; ones for its gradient
 
   Blob& weight() const { return *layer().params()[0].blob; }
   Blob* bias() const { return has_bias ? layer().params()[1].blob.get() : nullptr; }
@@ -398,8 +398,8 @@ struct ChannelView {
 struct BatchNormWork final : LayerWork {
   float momentum = 0.9f, eps = 1e-5f;
   bool global = false;  // the last forward used the running statistics
-  std::array<std::vector<double>, groups> sum, sum2;
-  std::vector<float> mean, inv_std, scale, shift;
+  std::array<AlignedVector<double>, groups> sum, sum2;
+  AlignedVector<float> mean, inv_std, scale, shift;
 
   int phases(Pass pass) const override {
     if (pass == Pass::forward) return static_cast<const BatchNormLayer&>(layer()).uses_global_stats() ? 1 : 2;
@@ -491,7 +491,7 @@ struct BatchNormWork final : LayerWork {
 // ---- Scale with one bottom and a per-channel gamma (axis 1, num_axes 1).
 struct ScaleWork final : LayerWork {
   bool has_bias = false;
-  std::array<std::vector<double>, groups> sum, sum2;
+  std::array<AlignedVector<double>, groups> sum, sum2;
   int phases(Pass pass) const override { return pass == Pass::forward ? 1 : (down(0) ? 2 : 1); }
   Stage stage(Pass pass, int phase) const override {
     return pass == Pass::forward ? Stage::forward : phase == 0 ? Stage::weight_gradient : Stage::data_gradient;

@@ -1,7 +1,11 @@
 #include "devices/sw26010/params.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
+
+#include "core/common/aligned_allocator.hpp"
 
 namespace taihu::sw26010 {
 
@@ -84,7 +88,10 @@ Params Params::from(const config::Section& s) {
   if (p.dma_queue_depth < 1) throw s.error("dma_queue_depth", "must be >= 1");
   if (p.dma_turnaround_cycles < 0) throw s.error("dma_turnaround_cycles", "must be >= 0");
   if (p.dma_mixed_gbps <= 0) throw s.error("dma_mixed_gbps", "must be > 0");
-  if (p.dma_transaction_bytes < 1) throw s.error("dma_transaction_bytes", "must be >= 1");
+  // Host buffers start on host_alignment, so a DMA's transactions, and with them
+  // every simulated time, do not depend on where the allocator put a buffer.
+  if (p.dma_transaction_bytes < 1 || host_alignment % std::size_t(p.dma_transaction_bytes) != 0)
+    throw s.error("dma_transaction_bytes", fmt::format("must divide {} (the host buffers' alignment)", host_alignment));
   s.reject_unused();
   return p;
 }

@@ -32,6 +32,11 @@ TEST_SUITE("sw26010") {
     CHECK(p.dma_cap_bytes_per_cycle(24) == doctest::Approx(15e9 / 1.45e9));
     auto doc = config::Document::parse("[sw26010]\nrlc_latency_cycles = 12\ntypo = 1\n", "x.ini");
     CHECK_THROWS_WITH_AS(Params::from(doc.section("sw26010")), doctest::Contains("typo"), ConfigError);
+    // a transaction the host buffers' alignment is not a multiple of would make times depend on malloc
+    auto odd = config::Document::parse("[sw26010]\ndma_transaction_bytes = 96\n", "x.ini");
+    CHECK_THROWS_WITH_AS(Params::from(odd.section("sw26010")), doctest::Contains("must divide 256"), ConfigError);
+    auto wide = config::Document::parse("[sw26010]\ndma_transaction_bytes = 256\n", "x.ini");
+    CHECK(Params::from(wide.section("sw26010")).dma_transaction_bytes == 256);
   }
 
   TEST_CASE("spawn runs 64 CPEs; ids, rows and columns; the clock includes spawn and join") {

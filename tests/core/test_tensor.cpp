@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <vector>
 
+#include "core/common/aligned_allocator.hpp"
 #include "core/common/error.hpp"
 #include "core/common/random.hpp"
 #include "core/tensor/blob.hpp"
@@ -24,9 +26,9 @@ TEST_CASE("shape counts and NCHW accessors") {
   CHECK_THROWS_AS(Shape({2, -1}), ShapeError);
 }
 
-TEST_CASE("tensor storage is 64-byte aligned and reused on shrinking reshape") {
+TEST_CASE("tensor storage is 256-byte aligned and reused on shrinking reshape") {
   Tensor t(Shape{3, 5});
-  CHECK(reinterpret_cast<uintptr_t>(t.ptr()) % 64 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(t.ptr()) % 256 == 0);
   CHECK(t.count() == 15);
   for (int64_t i = 0; i < t.count(); ++i) CHECK(t[i] == 0.0f);
   t.fill(2.5f);
@@ -36,7 +38,15 @@ TEST_CASE("tensor storage is 64-byte aligned and reused on shrinking reshape") {
   CHECK(t[9] == 2.5f);
   t.reshape(Shape{100, 100});
   CHECK(t.count() == 10000);
-  CHECK(reinterpret_cast<uintptr_t>(t.ptr()) % 64 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(t.ptr()) % 256 == 0);
+  // small, odd and large (mmap'd) sizes: every one on the boundary, whatever malloc has handed out
+  std::vector<Tensor> many;
+  for (int64_t n : {1, 7, 33, 1000, 4097, 1 << 20, 3 << 20}) {
+    many.emplace_back(Shape{n});
+    CHECK(reinterpret_cast<uintptr_t>(many.back().ptr()) % 256 == 0);
+  }
+  AlignedVector<double> v(5);
+  CHECK(reinterpret_cast<uintptr_t>(v.data()) % 256 == 0);
 }
 
 TEST_CASE("tensor copy checks the element count; share aliases storage") {
