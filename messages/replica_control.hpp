@@ -108,8 +108,8 @@ typename Inspector::result_type inspect(Inspector& f, DeviceLayerTime& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, DeviceReport& x) {
-  return f(caf::meta::type_name("taihu::DeviceReport"), x.device, x.iterations, x.simulated_seconds, x.update_seconds, x.images,
-           x.host_seconds, x.host_cpu_seconds, x.layers);
+  return f(caf::meta::type_name("taihu::DeviceReport"), x.device, x.iterations, x.simulated_seconds, x.update_seconds,
+           x.images, x.host_seconds, x.host_cpu_seconds, x.layers);
 }
 
 template <class Inspector>

@@ -78,9 +78,8 @@ std::string TrainReport::to_json() const {
         "\n  \"simulated_images_per_second\": {:.6g},\n  \"host_seconds_per_simulated_iteration\": {:.6g},"
         "\n  \"host_cpu_seconds_per_simulated_iteration\": {:.6g},\n  \"layers\": [{}\n  ],",
         json_quote(device), d.iterations, d.simulated_iteration_seconds(),
-        d.iterations ? d.update_seconds / double(d.iterations) : 0.0, d.simulated_images_per_second(),
-        d.iterations ? d.host_seconds / double(d.iterations) : 0.0,
-        d.iterations ? d.host_cpu_seconds / double(d.iterations) : 0.0, layers_json);
+        d.per_iteration(d.update_seconds), d.simulated_images_per_second(), d.per_iteration(d.host_seconds),
+        d.per_iteration(d.host_cpu_seconds), layers_json);
   }
   return fmt::format(
       "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n  \"stopped\": {},\n"
@@ -133,13 +132,11 @@ std::string device_report_table(const DeviceReport& r, int64_t batch) {
     forward += l.forward_seconds;
     backward += l.backward_seconds();
   }
-  const double update = r.iterations ? r.update_seconds / double(r.iterations) : 0.0;
   out += fmt::format(
       "  simulated: forward {:.1f} ms, backward {:.1f} ms (+ solver step {:.1f} ms), iteration {:.1f} ms, {:.1f} "
       "images/s; host {:.1f} s ({:.1f} s of CPU) per simulated iteration",
-      1e3 * forward, 1e3 * backward, 1e3 * update, 1e3 * r.simulated_iteration_seconds(), r.simulated_images_per_second(),
-      r.iterations ? r.host_seconds / double(r.iterations) : 0.0,
-      r.iterations ? r.host_cpu_seconds / double(r.iterations) : 0.0);
+      1e3 * forward, 1e3 * backward, 1e3 * r.per_iteration(r.update_seconds), 1e3 * r.simulated_iteration_seconds(),
+      r.simulated_images_per_second(), r.per_iteration(r.host_seconds), r.per_iteration(r.host_cpu_seconds));
   return out;
 }
 

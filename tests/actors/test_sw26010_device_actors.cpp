@@ -272,7 +272,8 @@ TEST_SUITE("sw26010_device") {
     // each iteration ends with swCaffe's SGD step over the learnable parameters, on top of the layers
     sw26010::CoreGroup scratch(0, sw26010::Params::defaults());
     scratch.set_numerics(false);
-    const double step = sw26010::Params::defaults().seconds(double(sw26010::sgd_update(scratch, dev.num_learnable_parameters())));
+    const double step =
+        sw26010::Params::defaults().seconds(double(sw26010::sgd_update(scratch, dev.num_learnable_parameters())));
     CHECK(step > 0);
     CHECK(r.update_seconds == doctest::Approx(2 * step));
     CHECK(layers * 2 + r.update_seconds == doctest::Approx(r.simulated_seconds));
