@@ -229,17 +229,23 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
               "published winner on >= 12 of 13 layers per pass, swDNN's rates within 10%%, swGEMM's best and\n"
               "worst within 15%% and the model's own block within 5%% of the model's best.\n\n");
   std::printf("## 1. VGG-16 convolutions, B = 128 on one core group (P Table II)\n\n");
-  std::printf("Seconds for the batch. Model `impl` is the implicit kernel alone, its GEMM steps single precision\n"
-              "as swCaffe's implicit kernels run them (gemmfloat; the explicit GEMMs widen to double); both methods\n"
+  std::printf("Seconds for the batch. Model `impl` is the implicit kernel alone, its GEMM steps as swCaffe's\n"
+              "implicit kernels run them: single precision forward and data gradient (gemmfloat), widened to\n"
+              "double with the batch as each step's reduction for the weight gradient (float2double, one step per\n"
+              "tap and output pixel); the explicit GEMMs widen to double. Both methods\n"
               "include the bias as swCaffe's layer adds it (a K = 1 GEMM per image forward, an MPE gemv per image\n"
               "for its gradient, `conv_bias.hpp`); `+tr` adds the layout\n"
-              "transforms in and out that the model charges when it runs a layer implicitly (P Table II does not\n"
-              "say whether its implicit times include them). `chosen`: the method the model chooses per pass\n"
+              "transforms in and out that the model charges when it runs a layer implicitly. The implicit `ratio`\n"
+              "is `+tr` over the published time: P Table II does not say whether its implicit times include the\n"
+              "transforms, but swCaffe's implicit layer (C-swcaffe `sw_conv_layer_impl.c`, built with `SW_TRANS`)\n"
+              "converts its input and filters and its output back inside every call, so a per-layer measurement of\n"
+              "it includes them (the summary also counts the kernels alone). `chosen`: the method the model chooses per pass\n"
               "(implicit where swCaffe's eligibility rule for the pass allows it and it is the faster including\n"
               "transforms) against the published winner. n/m: no model kernel.\n\n");
   std::printf("| layer | pass | impl published | impl model | +tr | ratio | expl published | expl model | ratio | "
               "chosen (published) |\n|---|---|---|---|---|---|---|---|---|---|\n");
   int entries = 0, entries_within = 0, modelled = 0, modelled_within = 0;
+  int kernel_alone_within = 0;  // the implicit entries scored without their transforms
   int matches[3] = {0, 0, 0}, compared[3] = {0, 0, 0};
   double sum_best_published = 0, sum_chosen_model = 0;
   if (json) std::fprintf(json, "{\n  \"clock_hz\": %.6g,\n  \"vgg16\": [\n", params.clock_hz);
@@ -266,11 +272,14 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
         if (pub > 0) {
           ++entries;
           if (run && t.modelled) {
-            const double ratio = seconds(params, t.cycles) / pub;
-            ratio_s = fmt_num(ratio) + (within(ratio, 1, 0.15) ? "" : " ✗");
+            // implicit: with the transforms, which swCaffe's implicit layer runs inside every call
+            const double ratio = seconds(params, m == 0 ? t.total() : t.cycles) / pub;
+            const bool ok = within(ratio, 1, 0.15);
+            ratio_s = fmt_num(ratio) + (ok ? "" : " ✗");
             ++modelled;
-            modelled_within += within(ratio, 1, 0.15);
-            entries_within += within(ratio, 1, 0.15);
+            modelled_within += ok;
+            entries_within += ok;
+            kernel_alone_within += m == 0 ? within(seconds(params, t.cycles) / pub, 1, 0.15) : ok;
           }
         }
         cells[m] = pub_s + " | " + model_s + (m == 0 ? " | " + tr_s : "") + " | " + ratio_s;
@@ -297,16 +306,19 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
   }
   if (json) std::fprintf(json, "\n  ],\n");
   std::printf("\n**Summary.** %d of %d published entries within 15%% (%d of them have a model kernel; %d of those "
-              "within 15%%). Chosen method equal to the published winner: forward %d of %d, weight gradient %d of %d, "
+              "within 15%%; %d with the implicit kernels scored alone, without their transforms). Chosen method "
+              "equal to the published winner: forward %d of %d, weight gradient %d of %d, "
               "data gradient %d of %d. Sum over all passes: published best %.2f s, model as chosen %.2f s.\n\n",
-              entries_within, entries, modelled, modelled_within, matches[0], compared[0], matches[1], compared[1],
-              matches[2], compared[2], sum_best_published, sum_chosen_model);
+              entries_within, entries, modelled, modelled_within, kernel_alone_within, matches[0], compared[0],
+              matches[1], compared[1], matches[2], compared[2], sum_best_published, sum_chosen_model);
   if (json)
     std::fprintf(json,
-                 "  \"vgg16_summary\": {\"entries\": %d, \"within_15\": %d, \"modelled\": %d, \"match_fwd\": %d, "
+                 "  \"vgg16_summary\": {\"entries\": %d, \"within_15\": %d, \"within_15_kernel_alone\": %d, "
+                 "\"modelled\": %d, \"match_fwd\": %d, "
                  "\"match_wgrad\": %d, \"match_dgrad\": %d, \"layers_fwd\": %d, \"layers_wgrad\": %d, "
                  "\"layers_dgrad\": %d, \"published_best_sum_s\": %.4f, \"model_chosen_sum_s\": %.4f},\n",
-                 entries, entries_within, modelled, matches[0], matches[1], matches[2], compared[0], compared[1],
+                 entries, entries_within, kernel_alone_within, modelled, matches[0], matches[1], matches[2],
+                 compared[0], compared[1],
                  compared[2], sum_best_published, sum_chosen_model);
 
   std::printf("## 2. swDNN's four configurations (D Table III)\n\n"

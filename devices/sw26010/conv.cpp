@@ -16,16 +16,16 @@ void add(KernelStats& total, const KernelStats& s) {
   total += s;
 }
 
-// The implicit kernels' GEMM steps run at the core group's implicit precision
-// (swCaffe's: gemmfloat, CoreGroup::implicit_precision), the rest as before.
-class ImplicitPrecision {
+// Runs a kernel's GEMM steps at a given precision and restores the core
+// group's own afterwards (the explicit GEMMs keep theirs: swGEMM's float2double).
+class ScopedGemmPrecision {
  public:
-  explicit ImplicitPrecision(CoreGroup& cg) : cg_(cg), saved_(cg.gemm_precision()) {
-    cg.set_gemm_precision(cg.implicit_precision());
+  ScopedGemmPrecision(CoreGroup& cg, GemmPrecision precision) : cg_(cg), saved_(cg.gemm_precision()) {
+    cg.set_gemm_precision(precision);
   }
-  ~ImplicitPrecision() { cg_.set_gemm_precision(saved_); }
-  ImplicitPrecision(const ImplicitPrecision&) = delete;
-  ImplicitPrecision& operator=(const ImplicitPrecision&) = delete;
+  ~ScopedGemmPrecision() { cg_.set_gemm_precision(saved_); }
+  ScopedGemmPrecision(const ScopedGemmPrecision&) = delete;
+  ScopedGemmPrecision& operator=(const ScopedGemmPrecision&) = delete;
 
  private:
   CoreGroup& cg_;
@@ -147,7 +147,7 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
   const GemmBlocking per_pixel = GemmBlocking::choose(s.num_output, n, s.channels, cg.params());
   KernelStats total;
   {
-    const ImplicitPrecision precision(cg);
+    const ScopedGemmPrecision precision(cg, cg.implicit_precision());
     total = gemm_batch(cg, "conv_forward_implicit", Transpose::no, Transpose::no, s.num_output, wo * n,
                                  1.0f, 0.0f, problems, &per_pixel);
   }
@@ -204,24 +204,32 @@ KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std
       // output columns whose input column is inside the image
       const std::int64_t lo = std::max<std::int64_t>(0, s.pad_w - kw);
       const std::int64_t hi = std::min(wo, s.width + s.pad_w - kw);
+      // swCaffe's weight gradient (C-swcaffe sw_conv_layer_impl.c's backward calls conv_pad_float__,
+      // sw_slave_conv_pad_float2double.c, with Ni and B swapped) reduces over the batch alone in each
+      // GEMM call, once per (tap, output pixel): a segment per pixel, not per row, so each pays its
+      // own step (tile DMAs, widening, syncs) as on the chip.
       for (std::int64_t o = 0; o < ho && hi > lo; ++o) {
         const std::int64_t ih = o - s.pad_h + kh;
         if (ih < 0 || ih >= s.height) continue;
-        GemmSegment seg;
-        seg.a = dy + o * row_out + lo * n;  // dY row: No x (Wo N), columns [lo N, hi N)
-        seg.lda = wo * n;
-        seg.b = x + ih * row_in + (lo - s.pad_w + kw) * n;  // x row: C x (W N), used transposed
-        seg.ldb = s.width * n;
-        seg.k = (hi - lo) * n;
-        p.segments.push_back(seg);
+        for (std::int64_t col = lo; col < hi; ++col) {
+          GemmSegment seg;
+          seg.a = dy + o * row_out + col * n;  // dY pixel: No x N
+          seg.lda = wo * n;
+          seg.b = x + ih * row_in + (col - s.pad_w + kw) * n;  // x pixel: C x N, used transposed
+          seg.ldb = s.width * n;
+          seg.k = n;
+          p.segments.push_back(seg);
+        }
       }
       problems.push_back(std::move(p));
     }
   KernelStats total;
   {
-    const ImplicitPrecision precision(cg);
+    // float2double whatever the forward's implicit precision: that kernel widens (its gemm is the double one)
+    const ScopedGemmPrecision precision(cg, GemmPrecision::float2double);
+    const GemmBlocking per_pixel = GemmBlocking::choose(s.num_output, s.channels, n, cg.params());
     total = gemm_batch(cg, "conv_weight_gradient_implicit", Transpose::no, Transpose::yes, s.num_output, s.channels,
-                       1.0f, 1.0f, problems);
+                       1.0f, 1.0f, problems, &per_pixel);
   }
   if (db) {
     // dY is Ho x No x (Wo N): planes of Wo N per (row, channel)

@@ -56,7 +56,10 @@ void filters_to_implicit_data_gradient(const ConvShape& s, const float* w, float
 // The adjoint shape the data gradient runs the forward kernel on.
 ConvShape data_gradient_shape(const ConvShape& s);
 // Weight gradient: per kernel tap one GEMM problem dW_tap (No x C) += sum over
-// output rows of dY_row (No x valid Wo*N) x_row^T, one K segment per row;
+// output pixels of dY_pixel (No x N) x_pixel^T, one GEMM step of K = N per
+// (tap, pixel) and its data widened to double, as swCaffe runs it (swDNN's
+// float2double kernel with the batch as the reduction: C-swcaffe
+// sw_slave_conv_pad_float2double.c);
 // dw in the implicit filter layout (kh x kw x No x C); db += sum dY (may be null).
 KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                           const float* dy, float* dw, float* db);

@@ -243,11 +243,12 @@ class CoreGroup {
   // The GEMM kernels' data handling (double_data is timing only).
   GemmPrecision gemm_precision() const { return gemm_precision_; }
   void set_gemm_precision(GemmPrecision p) { gemm_precision_ = p; }
-  // The implicit convolution kernels' (swDNN's, as swCaffe calls them for
-  // float nets): single, their GEMM is gemmfloat (C-swcaffe
+  // The implicit forward and data-gradient kernels' (swDNN's, as swCaffe
+  // calls them for float nets): single, their GEMM is gemmfloat (C-swcaffe
   // sw_slave_conv_pad_float.c and sw_slave_conv_full_pad_float_v2.c call
   // gemm_float.S, which loads floats with vlds/ldse and broadcasts them with
-  // putr/putc: T §3.7's straightforward single precision).
+  // putr/putc: T §3.7's straightforward single precision). The implicit
+  // weight gradient always widens (sw_slave_conv_pad_float2double.c).
   GemmPrecision implicit_precision() const { return implicit_precision_; }
   void set_implicit_precision(GemmPrecision p) { implicit_precision_ = p; }
 

@@ -264,4 +264,26 @@ TEST_SUITE("sw26010") {
     conv_forward_implicit(cg, s, 32, x.data(), w.data(), nullptr, y.data());
     CHECK(cg.gemm_precision() == GemmPrecision::float2double);
   }
+
+  TEST_CASE("swCaffe's implicit weight gradient widens and runs one GEMM step of K = batch per tap and pixel") {
+    // sw_slave_conv_pad_float2double.c with Ni and B swapped: the reduction of each call is the batch
+    const ConvShape s{128, 6, 6, 64, 3, 3, 1, 1, 1, 1};
+    const std::int64_t batch = 64;
+    const auto wgrad = [&](GemmPrecision implicit) {
+      return time_conv_pass(Params{}, s, batch, ConvPass::weight_gradient, ConvMethod::implicit, implicit).cycles;
+    };
+    // the forward's precision setting does not reach it: that kernel always widens
+    CHECK(wgrad(GemmPrecision::single) == wgrad(GemmPrecision::float2double));
+    CHECK(wgrad(GemmPrecision::single) == wgrad(GemmPrecision::double_data));
+
+    CoreGroup cg(0, Params{});
+    cg.set_numerics(false);
+    cg.set_gemm_precision(GemmPrecision::single);
+    float* p = timing_address();
+    const KernelStats stats = conv_weight_gradient_implicit(cg, s, batch, p, p, p, nullptr);
+    CHECK(cg.gemm_precision() == GemmPrecision::single);  // restored
+    // (tap, output pixel) pairs whose input pixel is inside the image: (5 + 6 + 5)^2 with padding 1,
+    // each a step with at least one array sync (a step per output row would be 3 * 16 = 48)
+    CHECK(stats.syncs >= 256);
+  }
 }
