@@ -83,14 +83,19 @@ inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
               "image (forward No x HW x 9Ni, weight gradient No x 9Ni x HW, data gradient 9Ni x HW x No).\n"
               "`layout`: the model's im2col (fwd, wgrad) or col2im (dgrad). `left for the GEMM`: the published\n"
               "explicit time minus the model's layout step, i.e. what the published GEMM took if the layout\n"
-              "step is right; its rate beside the model's GEMM rate. The bias is left out of both.\n\n"
+              "step is right; its rate beside the model's GEMM rate. The bias is left out of both.\n"
+              "`ns / col`: the published total over the column matrix's elements (9Ni x HW per image, x 128),\n"
+              "from the table alone. Each column element takes part in No multiply-adds in every pass, so a pass\n"
+              "whose cost follows its flops shows this column growing with No; where it stays flat while No\n"
+              "grows, the published pass pays per element of the column matrix (data handling), not per flop.\n\n"
               "| layer | pass | GEMM m x n x k | layout model | GEMM model | GEMM model GF/s | published total | "
-              "left for the GEMM | its GF/s | model / left |\n|---|---|---|---|---|---|---|---|---|---|\n");
+              "left for the GEMM | its GF/s | model / left | ns / col |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   if (json) std::fprintf(json, ",\n  \"explicit_split\": [");
   bool first_json = true;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
     const double flops = 2.0 * 128 * double(l.no) * double(l.size * l.size) * double(9 * l.ni);
+    const double column_elements = 128.0 * double(9 * l.ni) * double(l.size * l.size);
     for (int pass = 0; pass < 3; ++pass) {
       const double published = l.published[pass][1];
       if (published < 0) continue;
@@ -98,15 +103,17 @@ inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
       const double left = published - layout;
       const PassGemm g = pass_gemm(l, pass);
       const std::string dims = fmt::format("{} x {} x {}", g.m, g.n, g.k);
-      std::printf("| %s | %s | %s | %.3f | %.3f | %.0f | %.2f | %.3f | %.0f | %.2f |\n", l.name, pass_names[pass],
-                  dims.c_str(), layout, gemm_s, flops / gemm_s / 1e9, published, left, flops / left / 1e9,
-                  gemm_s / left);
+      const double ns_per_column_element = published / column_elements * 1e9;
+      std::printf("| %s | %s | %s | %.3f | %.3f | %.0f | %.2f | %.3f | %.0f | %.2f | %.2f |\n", l.name,
+                  pass_names[pass], dims.c_str(), layout, gemm_s, flops / gemm_s / 1e9, published, left,
+                  flops / left / 1e9, gemm_s / left, ns_per_column_element);
       if (json) {
         std::fprintf(json,
                      "%s\n    {\"layer\": \"%s\", \"pass\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
-                     "\"layout_s\": %.6f, \"gemm_s\": %.6f, \"published_s\": %.2f, \"left_for_gemm_s\": %.6f}",
+                     "\"layout_s\": %.6f, \"gemm_s\": %.6f, \"published_s\": %.2f, \"left_for_gemm_s\": %.6f, "
+                     "\"published_ns_per_column_element\": %.4f}",
                      first_json ? "" : ",", l.name, pass_names[pass], (long long)g.m, (long long)g.n, (long long)g.k,
-                     layout, gemm_s, published, left);
+                     layout, gemm_s, published, left, ns_per_column_element);
         first_json = false;
       }
     }
