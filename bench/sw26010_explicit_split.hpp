@@ -94,8 +94,9 @@ inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
   bool first_json = true;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
-    const double flops = 2.0 * 128 * double(l.no) * double(l.size * l.size) * double(9 * l.ni);
+    // every column element takes part in No multiply-adds, whichever the pass
     const double column_elements = 128.0 * double(9 * l.ni) * double(l.size * l.size);
+    const double flops = 2.0 * double(l.no) * column_elements;
     for (int pass = 0; pass < 3; ++pass) {
       const double published = l.published[pass][1];
       if (published < 0) continue;

@@ -226,8 +226,8 @@ KernelStats conv_weight_gradient_implicit(CoreGroup& cg, const ConvShape& s, std
   KernelStats total;
   {
     // float2double whatever the forward's implicit precision: that kernel widens (its gemm is the double one)
-    // (every segment's k is the batch, so gemm_batch's own blocking is the one for K = batch)
     const ScopedGemmPrecision precision(cg, GemmPrecision::float2double);
+    // every segment's k is the batch, so gemm_batch's own blocking is the one for K = batch
     total = gemm_batch(cg, "conv_weight_gradient_implicit", Transpose::no, Transpose::yes, s.num_output, s.channels,
                        1.0f, 1.0f, problems);
   }
