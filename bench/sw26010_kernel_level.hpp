@@ -285,10 +285,10 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
         cells[m] = pub_s + " | " + model_s + (m == 0 ? " | " + tr_s : "") + " | " + ratio_s;
         if (json && run && t.modelled) {
           std::fprintf(json, "%s    {\"layer\": \"%s\", \"pass\": \"%s\", \"method\": \"%s\", \"published_s\": %s, "
-                             "\"model_s\": %.6f, \"transforms_s\": %.6f}",
+                             "\"model_s\": %.6f, \"transforms_s\": %.6f, \"implicit_eligible\": %s}",
                        first_json ? "" : ",\n", l.name, pass_names[pass], m == 0 ? "implicit" : "explicit",
                        pub > 0 ? fmt_num(pub).c_str() : "null", seconds(params, t.cycles),
-                       seconds(params, t.transforms()));
+                       seconds(params, t.transforms()), implicit_eligible(l, pass) ? "true" : "false");
           first_json = false;
         }
       }

@@ -13,10 +13,9 @@ Prints, per variant: entries within 15% (implicit entries scored with their layo
 the report does), how many of those are explicit, the chosen method against the published winner
 per pass, and swGEMM's 1024^3 best, worst and the model's own block. The choice follows the report's
 chosen_method and published_winner (bench/sw26010_kernel_level.hpp): the model takes implicit where
-it ran it and it is the faster with its transforms; the published winner is implicit only where it
-is strictly faster; passes without a published explicit time are not compared. The report also
-requires swCaffe's implicit-eligibility rule, which its JSON does not carry; on the shipped report
-this script's choice equals the report's `chosen` column on all 38 passes.
+swCaffe's eligibility rule allows it (each entry's `implicit_eligible`) and it is the faster with
+its transforms; the published winner is implicit only where it is strictly faster; passes without a
+published explicit time are not compared.
 """
 import json
 import sys
@@ -34,14 +33,16 @@ def score(implicit_report, explicit_report):
             ok = abs(model / published - 1) <= 0.15
             within += ok
             within_explicit += ok and imp["method"] == "explicit"
-        times.setdefault((imp["layer"], imp["pass"]), {})[imp["method"]] = (model, published)
+        pass_times = times.setdefault((imp["layer"], imp["pass"]), {"eligible": imp["implicit_eligible"]})
+        pass_times[imp["method"]] = (model, published)
     matches = {"fwd": 0, "wgrad": 0, "dgrad": 0}
     for (_, pass_name), methods in times.items():
         explicit_model, explicit_published = methods["explicit"]
         if explicit_published is None:
             continue
         implicit_model, implicit_published = methods.get("implicit", (None, None))
-        chosen = "implicit" if implicit_model is not None and implicit_model < explicit_model else "explicit"
+        faster = implicit_model is not None and implicit_model < explicit_model
+        chosen = "implicit" if methods["eligible"] and faster else "explicit"
         winner = "implicit" if implicit_published is not None and implicit_published < explicit_published else "explicit"
         matches[pass_name] += chosen == winner
     return within, within_explicit, matches
