@@ -50,7 +50,7 @@ struct Shape {
 };
 
 // Seconds of swCaffe's weight-gradient kernel at `cycles_per_16` in the inner loop.
-double probe_seconds(const Params& params, const Shape& l, int batch, double cycles_per_16) {
+double probe_weight_gradient_seconds(const Params& params, const Shape& l, int batch, double cycles_per_16) {
   CoreGroup cg(0, params);
   cg.set_numerics(false);
   float* mem = timing_address();
@@ -152,8 +152,6 @@ double probe_forward_seconds(const Params& params, const Shape& l, int batch, do
   return k.seconds(params);
 }
 
-}  // namespace
-
 // One table: the probe against the published time and the model's own kernel.
 template <class Probe>
 void print_table(const char* title, const Params& params, const Shape* shapes, std::size_t count, ConvPass pass,
@@ -183,6 +181,8 @@ void print_table(const char* title, const Params& params, const Shape* shapes, s
   }
 }
 
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::string config_path = bench::arg_value(argc, argv, "config", "");
   const Params params = config_path.empty() ? Params::defaults() : Params::load(config_path);
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
                           {"conv4_2", 512, 512, 28, 1.68, 1.27},  {"conv5_1", 512, 512, 14, 0.40, 0.31}};
   const std::size_t count = sizeof shapes / sizeof shapes[0];
   print_table("Weight gradient (conv_pad_float__, float2double, gemm.S)", params, shapes, count,
-              ConvPass::weight_gradient, params.gemm_cycles_per_16_vmad, probe_seconds);
+              ConvPass::weight_gradient, params.gemm_cycles_per_16_vmad, probe_weight_gradient_seconds);
   print_table("Forward (conv_pad_float, float, gemmfloat)", params, shapes, count, ConvPass::forward,
               params.gemm_single_cycles_per_16_vmad, probe_forward_seconds);
   return 0;
