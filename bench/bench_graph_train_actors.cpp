@@ -9,7 +9,7 @@
 //   bench_graph_train_actors --workload=build/workloads/sst-like.txt [--model=tree_lstm]
 //       [--batch=25] [--embed=300] [--hidden=150] [--executors=2] [--threads=1 (BLAS)]
 //       [--runner=actors|inline] [--mode=batched|serial] [--phase=train|infer]
-//       [--warmup=5] [--batches=20] [--repeats=3] [--lr=0.001] [--system=NAME]
+//       [--warmup=5] [--batches=20] [--repeats=3] [--lr=0.001] [--system=NAME] [--kernel=auto|openblas|NAME]
 //       [--chunk=N (chains: re-cut the label stream into equal chains of N)]
 //       [--json=FILE] [--csv=FILE]
 //       [--dump-weights=DIR (tree_lstm: initial weights in the PyTorch baseline's --init-weights layout)]
@@ -139,6 +139,12 @@ int main(int argc, char** argv) {
     const int embed = std::stoi(arg("embed", "300"));
     const int hidden = std::stoi(arg("hidden", "150"));
     const int threads = std::stoi(arg("threads", "1"));
+    // The OpenBLAS kernel as taihu-train chooses it: OpenBLAS's own detection
+    // falls back to its generic kernel on some Xeons (Emerald Rapids: a fifth of the rate).
+    blas::KernelRequest kernel_request;
+    kernel_request.kernel = arg("kernel", "auto");
+    kernel_request.threads = threads;
+    blas::select_kernel(kernel_request, argc, argv);
     const int executors = std::stoi(arg("executors", std::to_string(std::max(1, blas::available_cores() / threads))));
     const std::string runner_kind = arg("runner", "actors");
     const std::string mode = arg("mode", "batched");
@@ -245,9 +251,10 @@ int main(int argc, char** argv) {
     const double gemm_calls_per_batch = s.batches > 0 ? double(s.gemm_calls) / double(s.batches) : 0;
     const std::string system = arg("system", fmt::format("taihu-{}-{}", runner_kind, mode));
 
-    fmt::print("{} {} on {} ({} trees, {} vertices): batch {}, E {}, H {}, {} executors x {} BLAS threads, {}\n",
+    fmt::print("{} {} on {} ({} trees, {} vertices): batch {}, E {}, H {}, {} executors x {} BLAS threads, {}, "
+               "kernel {}\n",
                system, model, workload.name, trees.size(), workload.num_vertices(), batch, embed, hidden,
-               runner_kind == "inline" ? 1 : executors, threads, phase);
+               runner_kind == "inline" ? 1 : executors, threads, phase, blas::kernel_name());
     fmt::print("  {:.1f} trees/s, {:.0f} vertices/s (median of {}); ms/batch p50 {:.2f} p90 {:.2f}\n", trees_per_s,
                vertices_per_s, repeats, percentile(batch_ms, 0.5), percentile(batch_ms, 0.9));
     fmt::print("  executor time: schedule {:.1f}%, GEMM at the SGEMM rate ({:.0f} GFLOP/s) {:.1f}%; "
@@ -258,10 +265,11 @@ int main(int argc, char** argv) {
         "{{\"system\": \"{}\", \"model\": \"{}\", \"workload\": \"{}\", \"bs\": {}, \"E\": {}, \"H\": {}, "
         "\"threads\": {}, \"executors\": {}, \"mode\": \"{}\", \"trees_per_s\": {:.2f}, \"vertices_per_s\": {:.1f}, "
         "\"ms_p50\": {:.3f}, \"ms_p90\": {:.3f}, \"rounds\": {:.2f}, \"gemm_calls\": {:.1f}, "
-        "\"schedule_share\": {:.4f}, \"gemm_share\": {:.4f}, \"sgemm_gflops\": {:.1f}, \"ftz\": true}}",
+        "\"schedule_share\": {:.4f}, \"gemm_share\": {:.4f}, \"sgemm_gflops\": {:.1f}, \"kernel\": \"{}\", \"ftz\": true}}",
         system, model, workload.name, batch, embed, hidden, threads * (runner_kind == "inline" ? 1 : executors),
         runner_kind == "inline" ? 1 : executors, phase, trees_per_s, vertices_per_s, percentile(batch_ms, 0.5),
-        percentile(batch_ms, 0.9), rounds_per_batch, gemm_calls_per_batch, schedule_share, gemm_share, peak);
+        percentile(batch_ms, 0.9), rounds_per_batch, gemm_calls_per_batch, schedule_share, gemm_share, peak,
+        blas::kernel_name());
     if (!losses.empty()) {
       std::string line = "losses:";
       for (double l : losses) line += fmt::format(" {:.6f}", l);
