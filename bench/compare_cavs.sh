@@ -29,9 +29,9 @@ fi
 echo "# $(date -u +%FT%TZ) $(uptime)" | tee -a "$out/load.log"
 # PyTorch's best OpenBLAS kernel here, probed on the Tree-LSTM at batch 25
 # (bench/pytorch_best_coretype.sh; the baseline script itself defaults to
-# SkylakeX on AVX-512 CPUs where no kernel is forced). taihu runs under
-# OpenBLAS's own detection, as a user's process would, never under a kernel
-# the environment forces.
+# SkylakeX on AVX-512 CPUs where no kernel is forced). taihu runs under its
+# own kernel choice, as taihu-train does (OpenBLAS's own detection misdetects
+# some Xeons), never under a kernel the environment forces.
 source bench/pytorch_best_coretype.sh
 pick_best_coretype $py bench/pytorch/treelstm_baseline.py --workload "$wl/sst-like.txt" --impl p1 --batch 25 \
   --threads "$(nproc)" --warmup 2 --batches 10 --repeats 1
