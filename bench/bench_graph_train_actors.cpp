@@ -139,8 +139,9 @@ int main(int argc, char** argv) {
     const int embed = std::stoi(arg("embed", "300"));
     const int hidden = std::stoi(arg("hidden", "150"));
     const int threads = std::stoi(arg("threads", "1"));
-    // The OpenBLAS kernel as taihu-train chooses it: OpenBLAS's own detection
-    // falls back to its generic kernel on some Xeons (Emerald Rapids: a fifth of the rate).
+    // The OpenBLAS kernel as taihu-train chooses it (OpenBLAS's own detection
+    // falls back to its generic kernel on some Xeons: Emerald Rapids, a fifth of
+    // the rate), and the BLAS threads per executor.
     blas::KernelRequest kernel_request;
     kernel_request.kernel = arg("kernel", "auto");
     kernel_request.threads = threads;
@@ -153,7 +154,6 @@ int main(int argc, char** argv) {
     const int batches = std::stoi(arg("batches", "20"));
     const int repeats = std::stoi(arg("repeats", "3"));
     const std::string lr = arg("lr", "0.001");
-    blas::set_threads(threads);
     enable_flush_to_zero();
 
     TreeWorkload workload = read_tree_workload(workload_path);

@@ -39,6 +39,9 @@ default_threads="" t=1
 while ((t < cores)); do default_threads+="$t " t=$((t * 2)); done
 threads_list=${THREADS_LIST:-"$default_threads$cores"}
 models=${MODELS:-resnet50 treelstm}
+for m in $models; do
+  [[ $m == resnet50 || $m == treelstm ]] || { echo "MODELS: unknown model '$m' (resnet50, treelstm)" >&2; exit 2; }
+done
 py=${PY:-/usr/bin/python3}
 out=${OUT_DIR:-bench/results/scaling}
 resnet_batch=${RESNET_BATCH:-32}
