@@ -644,7 +644,10 @@ TEST_SUITE("sw26010") {
   }
 
   // Timing only (the tensors would take gigabytes): swCaffe's batch 512 overflowed the LDM in channel_sums.
-  TEST_CASE("a BatchNorm of VGG-16's conv1_1 size at 128 images per core group fits the LDM") {
+  // Slow-labelled: whole layers or nets on the CPE fibers, seconds here and minutes
+  // instrumented (the sanitizer pass leaves the slow suite out; both other passes run it).
+  TEST_CASE("a BatchNorm of VGG-16's conv1_1 size at 128 images per core group fits the LDM" *
+            doctest::test_suite("slow")) {
     CoreGroup cg(0, Params{});
     cg.set_numerics(false);
     Scratch scratch(false);
@@ -859,7 +862,10 @@ TEST_SUITE("sw26010") {
     CHECK(chip.group(0).clock() == chip.group(3).clock());
   }
 
-  TEST_CASE("the faster convolution method is chosen by simulated time, where swCaffe allows implicit") {
+  // Slow-labelled: whole layers or nets on the CPE fibers, seconds here and minutes
+  // instrumented (the sanitizer pass leaves the slow suite out; both other passes run it).
+  TEST_CASE("the faster convolution method is chosen by simulated time, where swCaffe allows implicit" *
+            doctest::test_suite("slow")) {
     const Params p;
     // many channels, swCaffe's batch: both timed, the faster kept
     const auto big = choose_conv_method(p, ConvShape{128, 8, 8, 128, 3, 3, 1, 1, 1, 1}, 128);

@@ -66,7 +66,10 @@ TEST_SUITE("sw26010") {
     CHECK(db[0] == kept);
   }
 
-  TEST_CASE("both methods pay the same bias: time_conv_pass reports it, and it is part of each pass's cycles") {
+  // Slow-labelled: whole layers or nets on the CPE fibers, seconds here and minutes
+  // instrumented (the sanitizer pass leaves the slow suite out; both other passes run it).
+  TEST_CASE("both methods pay the same bias: time_conv_pass reports it, and it is part of each pass's cycles" *
+            doctest::test_suite("slow")) {
     const Params p;
     const ConvShape s{64, 28, 28, 64, 3, 3, 1, 1, 1, 1};
     for (const auto pass : {ConvPass::forward, ConvPass::weight_gradient})

@@ -111,7 +111,10 @@ TEST_SUITE("sw26010") {
     CHECK(y[0] == 3.0f);  // timing only: nothing computed
   }
 
-  TEST_CASE("a net's simulated time does not depend on where the host allocator put its buffers") {
+  // Slow-labelled: whole layers or nets on the CPE fibers, seconds here and minutes
+  // instrumented (the sanitizer pass leaves the slow suite out; both other passes run it).
+  TEST_CASE("a net's simulated time does not depend on where the host allocator put its buffers" *
+            doctest::test_suite("slow")) {
     // The model charges a DMA by the 128-byte transactions its blocks touch, so
     // a buffer off the boundary costs more. Live heap blocks of odd sizes move
     // where every later buffer lands; the times must not move with them.

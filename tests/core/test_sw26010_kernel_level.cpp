@@ -183,7 +183,10 @@ TEST_SUITE("sw26010") {
 }
 
 TEST_SUITE("sw26010") {
-  TEST_CASE("the kernels' own GEMM blocks split a dimension evenly: no padded tail block computed whole") {
+  // Slow-labelled: whole layers or nets on the CPE fibers, seconds here and minutes
+  // instrumented (the sanitizer pass leaves the slow suite out; both other passes run it).
+  TEST_CASE("the kernels' own GEMM blocks split a dimension evenly: no padded tail block computed whole" *
+            doctest::test_suite("slow")) {
     const Params p;
     // 384 output channels are 48 per CPE: two blocks of 24, not one of 32 and a half-empty one (D Table III's 128 -> 384)
     const auto split = GemmBlocking::choose(384, 128, 128, p);
