@@ -240,6 +240,9 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="FILE",
                    help="append the result as one JSON object per line")
+    p.add_argument("--channels-last", action="store_true",
+                   help="model and images in torch.channels_last (NHWC), the "
+                        "layout oneDNN's CPU convolutions often prefer")
     p.add_argument("--show-kernels", action="store_true",
                    help="profile one extra step and list the slowest ATen ops "
                         "(shows whether convolutions run in oneDNN or im2col+BLAS)")
@@ -273,6 +276,9 @@ def main():
     # One fixed synthetic batch, reused every step (as Caffe's `time` does),
     # so that data generation is not part of what is measured.
     images = gen(args.batch, *in_shape)
+    if args.channels_last and len(in_shape) == 3:
+        model = model.to(memory_format=torch.channels_last)
+        images = images.contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, classes, (args.batch,))
     # Caffe's LeNet solver: lr 0.01, momentum 0.9, weight decay 5e-4.
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
@@ -302,6 +308,7 @@ def main():
     result = {
         "model": args.model,
         "batch": args.batch,
+        "channels_last": args.channels_last,
         "images_per_second": median,
         "repeats": rates,
         "iters": args.iters,
@@ -330,6 +337,7 @@ def main():
           f"{median:.1f} images/s (median of {args.repeats} x {args.iters} iters, "
           f"range {spread}), threads {result['threads']}, "
           f"openblas core {(result['openblas'] or {}).get('corename', '-')}, "
+          f"layout {'NHWC' if args.channels_last else 'NCHW'}, "
           f"loss {final_loss:.3f}" + (f", env {env}" if env else ""))
     if not torch.isfinite(loss):
         print("warning: loss is not finite; try a smaller --lr", file=sys.stderr)

@@ -218,8 +218,10 @@ TEST_SUITE("conv") {
     blas::set_threads(saved);
   }
 
-  TEST_CASE("convolution on two threads matches one thread and the direct convolution") {
+  TEST_CASE("convolution on two and three threads matches one thread and the direct convolution") {
     // Large enough that im2col, col2im and the gathers are split across threads.
+    // Three threads with two chunks (or gradient shares) run the chunks in order
+    // with the threads inside each; one or two threads run them side by side.
     const int saved = blas::threads();
     TuningGuard guard;
     const std::vector<ConvolutionLayer::Tuning> tunings = {
@@ -235,8 +237,8 @@ TEST_SUITE("conv") {
         const ConvCase cc = pointwise ? make_case(3, 16, 24, 20, 8, 1, 1, 1, 1, 0, 0, 1, 1, 2, true)
                                       : make_case(3, 8, 30, 28, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2, true);
         CAPTURE(cc.options);
-        std::vector<std::vector<float>> results[2];
-        for (int threads : {1, 2}) {
+        std::vector<std::vector<float>> results[3];
+        for (int threads : {1, 2, 3}) {
           blas::set_threads(threads);
           auto layer = make_layer("Convolution", fmt::format("num_output = {}\n{}", cc.out, cc.options));
           Blob x(Shape{cc.n, cc.c, cc.h, cc.w}), y;
@@ -244,7 +246,7 @@ TEST_SUITE("conv") {
           layer->setup({&x}, {&y});
           layer->reshape({&x}, {&y});
           layer->forward({&x}, {&y});
-          if (threads == 2) {
+          if (threads > 1) {
             const auto expected = naive_conv(x, *layer->params()[0].blob, layer->params()[1].blob.get(), cc);
             for (size_t i = 0; i < expected.size(); ++i)
               REQUIRE(y.data()[static_cast<int64_t>(i)] == doctest::Approx(expected[i]).epsilon(1e-4).scale(1.0));
@@ -256,9 +258,10 @@ TEST_SUITE("conv") {
           r.emplace_back(x.diff().ptr(), x.diff().ptr() + x.count());
           for (auto& p : layer->params()) r.emplace_back(p.blob->diff().ptr(), p.blob->diff().ptr() + p.blob->count());
         }
-        for (size_t b = 0; b < results[0].size(); ++b)
-          for (size_t i = 0; i < results[0][b].size(); ++i)
-            REQUIRE(results[1][b][i] == results[0][b][i]);  // bits, by construction (tiling.hpp)
+        for (int threads : {2, 3})
+          for (size_t b = 0; b < results[0].size(); ++b)
+            for (size_t i = 0; i < results[0][b].size(); ++i)
+              REQUIRE(results[threads - 1][b][i] == results[0][b][i]);  // bits, by construction (tiling.hpp)
       }
     }
     blas::set_threads(saved);
