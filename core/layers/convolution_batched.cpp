@@ -64,13 +64,12 @@ void for_each_unit(int64_t count, Fn&& fn) {
   for (int64_t unit = 0; unit < count; ++unit) fn(unit);
 }
 
-// fn(c) for channels c in [0, channels), `floats_per_channel` copied each:
-// split over the threads when called outside a parallel_for (inline inside).
+// fn(begin, end) over ranges of channels in [0, channels), `floats_per_channel`
+// copied each: split over the threads when called outside a parallel_for, one
+// range of all channels inside one (a chunk per thread, as before).
 template <class Fn>
-void for_each_channel(int64_t channels, int64_t floats_per_channel, Fn&& fn) {
-  parallel_ranges(channels, parallel_grain / std::max<int64_t>(floats_per_channel, 1), [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) fn(c);
-  });
+void for_channel_ranges(int64_t channels, int64_t floats_per_channel, Fn&& fn) {
+  parallel_ranges(channels, parallel_grain / std::max<int64_t>(floats_per_channel, 1), fn);
 }
 
 // Column matrix of images [first, first + count): the images side by side,
@@ -79,13 +78,15 @@ void gather_columns(const ConvGeometry& g, const float* bottom, Chunk chunk, flo
   const int64_t out_size = g.out_size();
   const int64_t ld = chunk.count * out_size;
   const int64_t image_size = g.channels * g.height * g.width;
-  for_each_channel(g.channels, chunk.count * out_size * g.kernel_h * g.kernel_w, [&](int64_t c) {
+  for_channel_ranges(g.channels, ld * g.kernel_h * g.kernel_w, [&](int64_t begin, int64_t end) {
     for (int64_t j = 0; j < chunk.count; ++j) {
       const float* image = bottom + (chunk.first + j) * image_size;
-      if (g.is_pointwise())
+      if (!g.is_pointwise()) {
+        im2col_channels(image, g, begin, end, 0, g.out_height(), col + j * out_size, ld);
+        continue;
+      }
+      for (int64_t c = begin; c < end; ++c)
         std::memcpy(col + c * ld + j * out_size, image + c * out_size, out_size * sizeof(float));
-      else
-        im2col_channels(image, g, c, c + 1, 0, g.out_height(), col + j * out_size, ld);
     }
   });
 }
@@ -111,13 +112,14 @@ void ConvolutionLayer::batched_forward(const float* x, float* y, int64_t batch) 
       blas::gemm(Trans::no, Trans::no, m, ld, k, 1.0f, weight + grp * m * k, k, col + grp * k * ld, ld, 0.0f,
                  out + grp * m * ld, ld);
     // Each image's block of columns to its place in the top, plus the bias.
-    for_each_channel(num_output_, ld, [&](int64_t o) {
-      const float b = bias ? bias[o] : 0.0f;
-      for (int64_t j = 0; j < chunk.count; ++j) {
-        const float* src = out + o * ld + j * out_size;
-        float* dst = y + ((chunk.first + j) * num_output_ + o) * out_size;
-        for (int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + b;
-      }
+    for_channel_ranges(num_output_, ld, [&](int64_t begin, int64_t end) {
+      for (int64_t j = 0; j < chunk.count; ++j)
+        for (int64_t o = begin; o < end; ++o) {
+          const float* src = out + o * ld + j * out_size;
+          float* dst = y + ((chunk.first + j) * num_output_ + o) * out_size;
+          const float b = bias ? bias[o] : 0.0f;
+          for (int64_t p = 0; p < out_size; ++p) dst[p] = src[p] + b;
+        }
     });
   });
 }
@@ -152,10 +154,11 @@ void ConvolutionLayer::batched_backward(const float* x, const float* dy, float* 
       float* col = chunk_buffer(columns_buffer, g.col_rows() * ld);
       float* douts = chunk_buffer(outputs_buffer, num_output_ * ld);
       // The images' top gradients side by side: num_output x ld.
-      for_each_channel(num_output_, ld, [&](int64_t o) {
+      for_channel_ranges(num_output_, ld, [&](int64_t begin, int64_t end) {
         for (int64_t j = 0; j < chunk.count; ++j)
-          std::memcpy(douts + o * ld + j * out_size, dy + ((chunk.first + j) * num_output_ + o) * out_size,
-                      out_size * sizeof(float));
+          for (int64_t o = begin; o < end; ++o)
+            std::memcpy(douts + o * ld + j * out_size, dy + ((chunk.first + j) * num_output_ + o) * out_size,
+                        out_size * sizeof(float));
       });
       if (dbias) blas::gemv(Trans::no, num_output_, ld, 1.0f, douts, ones_.ptr(), beta, share_bias);
       if (dweight) {
@@ -169,15 +172,16 @@ void ConvolutionLayer::batched_backward(const float* x, const float* dy, float* 
       for (int64_t grp = 0; grp < group_; ++grp)
         blas::gemm(Trans::yes, Trans::no, k, ld, m, 1.0f, weight + grp * m * k, k, douts + grp * m * ld, ld, 0.0f,
                    col + grp * k * ld, ld);
-      for_each_channel(g.channels, ld * g.kernel_h * g.kernel_w, [&](int64_t c) {
+      for_channel_ranges(g.channels, ld * g.kernel_h * g.kernel_w, [&](int64_t begin, int64_t end) {
         for (int64_t j = 0; j < chunk.count; ++j) {
           float* image = dx + (chunk.first + j) * image_size;
           if (g.is_pointwise()) {
-            std::memcpy(image + c * out_size, col + c * ld + j * out_size, out_size * sizeof(float));
+            for (int64_t c = begin; c < end; ++c)
+              std::memcpy(image + c * out_size, col + c * ld + j * out_size, out_size * sizeof(float));
             continue;
           }
-          std::fill_n(image + c * plane, plane, 0.0f);
-          col2im_add_channels(col + j * out_size, ld, g, c, c + 1, 0, g.out_height(), image);
+          std::fill_n(image + begin * plane, (end - begin) * plane, 0.0f);
+          col2im_add_channels(col + j * out_size, ld, g, begin, end, 0, g.out_height(), image);
         }
       });
     }
