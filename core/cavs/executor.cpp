@@ -63,11 +63,12 @@ Executor::Executor(VertexFunction& f, ExecutorOptions options)
 }
 
 namespace {
-// Per-batch buffers grow to a quarter more than a batch needs: each growth
-// allocates and zeroes fresh pages (page faults), and while training starts
-// every few batches is the largest yet. Grown to fit exactly, that took 18-19%
-// of a Tree-LSTM executor's time over batches 4-39 (SST-like trees, batch 25,
-// one executor); with a quarter more, 0.2%.
+// Per-batch buffers (not the fixed-size transient tiles) grow to a quarter
+// more than a batch needs: each growth allocates and zeroes fresh pages (page
+// faults), and while training starts every few batches is the largest yet.
+// Grown to fit exactly, that took 18-19% of a Tree-LSTM executor's time over
+// batches 4-39 (SST-like trees, batch 25, one executor); with a quarter more,
+// 0.2%.
 int64_t with_headroom(int64_t count) { return count + count / 4; }
 }  // namespace
 
@@ -79,10 +80,11 @@ void Executor::set_inputs(std::span<const InputGraph> graphs, int32_t first_samp
     const BufferInfo& info = program_->buffers[b];
     const int64_t count =
         info.transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
-    if (data_[b].count() < count) data_[b].reshape(Shape{with_headroom(count)});
+    if (data_[b].count() < count) data_[b].reshape(Shape{info.transient ? count : with_headroom(count)});
     const int64_t grad_count =
         info.grad_transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
-    if (info.needs_grad && grad_[b].count() < grad_count) grad_[b].reshape(Shape{with_headroom(grad_count)});
+    if (info.needs_grad && grad_[b].count() < grad_count)
+      grad_[b].reshape(Shape{info.grad_transient ? grad_count : with_headroom(grad_count)});
   }
   int64_t losses = 0;
   for (const Op& op : f_.definition().ops) losses += op.kind == OpKind::softmax_cross_entropy;
