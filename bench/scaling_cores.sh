@@ -76,21 +76,21 @@ fi
 
 # PyTorch's ResNet-50 in the faster of its two layouts on this machine: channels_last ran
 # 1.4-1.5x faster than NCHW on a 16-core Emerald Rapids VM (oneDNN), which need not hold for a
-# PyTorch on another BLAS or CPU. One short run of each at the core count decides.
+# PyTorch on another BLAS or CPU. Short runs of each at the core count decide.
 resnet_layout=()
 if [[ " $models " == *" resnet50 "* ]]; then
-  probe=$(mktemp)
-  for layout in "" --channels-last; do
+  layout_rate() {  # [--channels-last]: images/s of one short run at the core count
     timeout "$case_timeout" env "${torch_env[@]}" "$py" bench/pytorch/pytorch_baseline.py --model resnet50 \
-      --batch "$resnet_batch" --threads "$cores" --iters 1 --warmup 1 --repeats 1 $layout --json "$probe" >/dev/null || true
-  done
-  if [[ $("$py" -c 'import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-print("nhwc" if len(rows) == 2 and rows[1]["images_per_second"] > rows[0]["images_per_second"] else "nchw")' "$probe") == nhwc ]]; then
-    resnet_layout=(--channels-last)
-  fi
-  rm -f "$probe"
-  echo "PyTorch ResNet-50 layout: ${resnet_layout[*]:-NCHW (default)}" | tee -a "$out/machine.txt"
+      --batch "$resnet_batch" --threads "$cores" --iters 1 --warmup 1 --repeats 1 "$@" 2>/dev/null |
+      grep -o '[0-9.]* images/s' | head -1 | cut -d' ' -f1 || true
+  }
+  # Two alternating rounds, the better of each layout (as pytorch_best_coretype.sh does).
+  nchw=$(layout_rate) nhwc=$(layout_rate --channels-last)
+  nchw="$nchw $(layout_rate)" nhwc="$nhwc $(layout_rate --channels-last)"
+  nchw=$(echo $nchw | tr ' ' '\n' | sort -g | tail -1) nhwc=$(echo $nhwc | tr ' ' '\n' | sort -g | tail -1)
+  if python3 -c "import sys; sys.exit(0 if ${nhwc:-0} > ${nchw:-0} else 1)"; then resnet_layout=(--channels-last); fi
+  echo "PyTorch ResNet-50 layout: ${resnet_layout[*]:-NCHW (default)} (probe: NCHW ${nchw:-failed}, channels_last ${nhwc:-failed} images/s)" |
+    tee -a "$out/machine.txt"
 fi
 
 run() {  # a run that fails or outlives CASE_TIMEOUT is reported and leaves its row out

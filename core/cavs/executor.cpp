@@ -76,15 +76,17 @@ void Executor::set_inputs(std::span<const InputGraph> graphs, int32_t first_samp
   const auto start = Clock::now();
   schedule_.build(f_.definition(), graphs, options_.schedule, first_sample);
   const int64_t rows = schedule_.num_rows(), edges = schedule_.num_edges();
+  // A buffer (data or gradient) holds a fixed tile when transient, else `ld`
+  // floats per row or edge of this batch.
+  const auto fit = [&](Tensor& buffer, const BufferInfo& info, bool transient) {
+    const int64_t count =
+        transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
+    if (buffer.count() < count) buffer.reshape(Shape{transient ? count : with_headroom(count)});
+  };
   for (size_t b = 0; b < program_->buffers.size(); ++b) {
     const BufferInfo& info = program_->buffers[b];
-    const int64_t count =
-        info.transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
-    if (data_[b].count() < count) data_[b].reshape(Shape{info.transient ? count : with_headroom(count)});
-    const int64_t grad_count =
-        info.grad_transient ? info.ld * fused_tile_rows : std::max<int64_t>(1, (info.domain == Domain::edge ? edges : rows) * info.ld);
-    if (info.needs_grad && grad_[b].count() < grad_count)
-      grad_[b].reshape(Shape{info.grad_transient ? grad_count : with_headroom(grad_count)});
+    fit(data_[b], info, info.transient);
+    if (info.needs_grad) fit(grad_[b], info, info.grad_transient);
   }
   int64_t losses = 0;
   for (const Op& op : f_.definition().ops) losses += op.kind == OpKind::softmax_cross_entropy;
