@@ -189,7 +189,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     std::unique_ptr<ShmChannel> channel;
     std::shared_ptr<ArenaView> arena;  // the client's shared arena, mapped read-only
     std::mutex consume_mutex, ack_mutex;
-    bool closed = false;  // under ack_mutex
+    bool closed = false;  // written under ack_mutex, on the I/O thread (which reads it without)
     bool broken = false;  // under consume_mutex: the channel broke the protocol
     std::array<char, 64> bells{};
   };
@@ -444,7 +444,11 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     read_bells(in);
   }
 
+  // Once per connection: a read still pending when another path closed it
+  // (a protocol error found by a poller, posted here) completes afterwards,
+  // aborted, and has nothing new to report.
   void lose_inbound(const std::shared_ptr<Inbound>& in, const std::string& why) {
+    if (in->closed) return;
     close(in);
     if (in->channel) forget(in);
     sink->peer_lost(in->node, why);
@@ -726,7 +730,12 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
 
   // --- client side ---------------------------------------------------------
 
-  // On the I/O thread (the only writer of `lost`).
+  // On the I/O thread (the only writer of `lost`). Every completion handler
+  // of an outbound connection returns first thing once it is lost: a write
+  // or read that completed before the loss still runs after it, possibly with
+  // success, and the queue and acknowledgements it would touch are gone
+  // (a write's handler took front() of the emptied queue, and its
+  // pop_front() released a sent message's memory a second time).
   void lose_outbound(const std::shared_ptr<Outbound>& out, const std::string& why) {
     {
       std::lock_guard lock(out->channel_mutex);
@@ -814,7 +823,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   // The server writes only doorbells: acknowledgements wait in the ring.
   void watch_bells(const std::shared_ptr<Outbound>& out) {
     out->stream.async_read_some(asio::buffer(out->bells), [this, out](const asio::error_code& ec, std::size_t n) {
-      if (ec == asio::error::operation_aborted && out->lost) return;
+      if (out->lost) return;
       if (ec) return lose_outbound(out, ec == asio::error::eof ? std::string("connection closed") : ec.message());
       if (std::any_of(out->bells.begin(), out->bells.begin() + static_cast<std::ptrdiff_t>(n),
                       [](char b) { return b != 1; }))
@@ -892,6 +901,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     const BufferList<asio::const_buffer> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
                                                  asio::buffer(m.data + m.sent, part)};
     out->stream.async_write(buffers, [this, out, part](const asio::error_code& ec, std::size_t) {
+      if (out->lost) return;
       if (ec) return lose_outbound(out, ec.message());
       Outgoing& m = out->queue.front();
       m.sent += part;
@@ -918,6 +928,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
     const BufferList<asio::const_buffer> buffers{asio::buffer(&out->header, sizeof(FrameHeader)),
                                                  asio::buffer(&out->span, sizeof(RemoteSpan))};
     out->stream.async_write(buffers, [this, out](const asio::error_code& ec, std::size_t) {
+      if (out->lost) return;
       if (ec) return lose_outbound(out, ec.message());
       out->queue.pop_front();
       write_next(out);
@@ -929,7 +940,7 @@ struct DataPlane::Impl : std::enable_shared_from_this<DataPlane::Impl> {
   // gone (or the server broke the protocol).
   void watch(const std::shared_ptr<Outbound>& out) {
     out->stream.async_read(asio::buffer(&out->ack, sizeof out->ack), [this, out](const asio::error_code& ec, std::size_t) {
-      if (ec == asio::error::operation_aborted && out->lost) return;
+      if (out->lost) return;
       if (is_tls_error(ec)) return outbound_protocol_error(out, "TLS: " + ec.message());
       if (ec) return lose_outbound(out, ec == asio::error::eof ? std::string("connection closed") : ec.message());
       auto it = out->awaiting_ack.find(out->ack);

@@ -3,8 +3,9 @@
 // in front of the port `target`. Each connection it accepts it joins to one
 // of its own to the target and copies bytes both ways (a thread each way),
 // recording them. It may flip the lowest bit of one byte of one direction's
-// stream (counted from that stream's first byte). Tests of what TLS hides
-// and what it catches.
+// stream (counted from that stream's first byte), or hang up on the client
+// once it has sent some bytes while still passing them on. Tests of what TLS
+// hides and what it catches, and of a peer lost in the middle of a stream.
 
 #include <doctest/doctest.h>
 
@@ -38,8 +39,17 @@ class PathTap {
     std::size_t at = std::numeric_limits<std::size_t>::max();  // none
   };
 
+  // Ends the server-to-client direction once the client has sent `after`
+  // bytes: the client reads the end of its stream while what it writes still
+  // reaches the server.
+  struct HangUp {
+    std::size_t after = std::numeric_limits<std::size_t>::max();  // never
+  };
+
   explicit PathTap(std::uint16_t target) : PathTap(target, Flip{}) {}
-  PathTap(std::uint16_t target, Flip flip) : target_(target), flip_(flip) {
+  PathTap(std::uint16_t target, Flip flip) : PathTap(target, flip, HangUp{}) {}
+  PathTap(std::uint16_t target, HangUp hang_up) : PathTap(target, Flip{}, hang_up) {}
+  PathTap(std::uint16_t target, Flip flip, HangUp hang_up) : target_(target), flip_(flip), hang_up_(hang_up) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -111,6 +121,10 @@ class PathTap {
           buffer[flip_.at - at] ^= 1;
           flipped_ = true;
         }
+        if (direction == Direction::from_client && !hung_up_ && seen.size() > hang_up_.after) {
+          ::shutdown(from, SHUT_WR);  // the client's end of the server-to-client direction
+          hung_up_ = true;
+        }
       }
       if (!send_all(to, buffer.data(), static_cast<std::size_t>(n))) break;
     }
@@ -119,6 +133,7 @@ class PathTap {
 
   std::uint16_t target_;
   Flip flip_;
+  HangUp hang_up_;
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::thread acceptor_;
@@ -127,6 +142,7 @@ class PathTap {
   std::vector<std::thread> pumps_;
   std::vector<char> seen_[2];
   bool flipped_ = false;
+  bool hung_up_ = false;
 };
 
 }  // namespace taihu::testing
