@@ -89,6 +89,15 @@ DataPlaneOptions options_for(int node, const std::string& secret, TlsMode tls) {
   return o;
 }
 
+// Node 0 as a sender whose messages all go through the socket, also with
+// tls = off or between_hosts (no reads of its memory by a peer on this
+// host), so that a path between the nodes carries every byte.
+DataPlaneOptions socket_sender(const std::string& secret, TlsMode tls) {
+  auto o = options_for(0, secret, tls);
+  o.remote_read_min_bytes = 0;
+  return o;
+}
+
 using taihu::testing::eventually;
 
 // n floats that no other message or protocol field contains: start + i.
@@ -168,9 +177,7 @@ TEST_SUITE("transport") {
       CAPTURE(tls_mode_name(mode));
       const std::string secret = random_secret();
       Sink sink_a, sink_b;
-      auto options_a = options_for(0, secret, mode);
-      options_a.remote_read_min_bytes = 0;
-      DataPlane a(options_a, &sink_a);
+      DataPlane a(socket_sender(secret, mode), &sink_a);
       DataPlane b(options_for(1, secret, mode), &sink_b);
       testing::PathTap relay(b.port());
       a.connect(1, "127.0.0.1", relay.port());
@@ -192,9 +199,7 @@ TEST_SUITE("transport") {
       CAPTURE(tls_mode_name(mode));
       const std::string secret = random_secret();
       Sink sink_a, sink_b;
-      auto options_a = options_for(0, secret, mode);
-      options_a.remote_read_min_bytes = 0;  // through the socket also with tls = off
-      DataPlane a(options_a, &sink_a);
+      DataPlane a(socket_sender(secret, mode), &sink_a);
       DataPlane b(options_for(1, secret, mode), &sink_b);
       testing::LogCapture log;
       testing::PathTap relay(b.port(), {testing::PathTap::Direction::from_client, 200'000});
@@ -227,9 +232,7 @@ TEST_SUITE("transport") {
       CAPTURE(tls_mode_name(mode));
       const std::string secret = random_secret();
       Sink sink_a, sink_b;
-      auto options_a = options_for(0, secret, mode);
-      options_a.remote_read_min_bytes = 0;  // through the socket also with tls = off
-      DataPlane a(options_a, &sink_a);
+      DataPlane a(socket_sender(secret, mode), &sink_a);
       DataPlane b(options_for(1, secret, mode), &sink_b);
       testing::PathTap relay(b.port(), testing::PathTap::HangUp{64 * 1024});
       a.connect(1, "127.0.0.1", relay.port());
