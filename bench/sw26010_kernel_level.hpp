@@ -187,14 +187,14 @@ inline Report measure(const Params& params, int jobs) {
     for (int bn = 128; bn <= 1024; bn *= 2)
       for (int bk = 32; bk <= 1024; bk *= 2)
         if (8.0 * (2.0 * bn * bk + 2.0 * bk * bm + double(bn) * bm) / 64 < 60 * 1024) rep.gemm.push_back({bm, bn, bk});
-  // the model's own choice: swGEMM's search (plan_swgemm); its M is the model's n, its N the model's m
+  // the model's own choice: swGEMM's search (plan_swgemm); its blkM runs along the model's m, blkN along n
   const GemmBlocking own = plan_swgemm(1024, 1024, 1024, params).blocking;
-  rep.gemm_chosen = {8 * own.tile_n, 8 * own.tile_m, 8 * own.tile_k};
+  rep.gemm_chosen = {8 * own.tile_m, 8 * own.tile_n, 8 * own.tile_k};
   auto run_gemm = [&params](Report::GemmPoint& g) {
     CoreGroup cg(0, params);
     cg.set_numerics(false);
     alignas(128) static float dummy[32];
-    const GemmBlocking b{g.bn / 8, g.bm / 8, g.bk / 8};
+    const GemmBlocking b{g.bm / 8, g.bn / 8, g.bk / 8};
     try {
       const auto s = gemm(cg, Transpose::no, Transpose::no, 1024, 1024, 1024, 1, dummy, 1024, dummy, 1024, 0, dummy,
                           1024, &b);

@@ -40,11 +40,13 @@ double swgemm_estimate(std::int64_t m, std::int64_t n, std::int64_t k, int blk_m
   const double blocks = double(m / blk_m) * double(n / blk_n) * double(k / blk_k);
   const double t_compute =
       (coef_a * blk_n + coef_b * blk_m * blk_n + coef_c * double(blk_m) * blk_k * blk_n + coef_d) / 10 * blocks;
-  // per block step: A (blkM x blkK) and B (blkK x blkN) tiles; C (blkM x blkN) out once per C block
-  const double a_step = 4.0 * blk_m * blk_k / map_rate(blk_m), b_step = 4.0 * blk_k * blk_n / map_rate(blk_k);
-  const double c_out = 4.0 * blk_m * blk_n / map_rate(blk_m) * double(m / blk_m) * double(n / blk_n);
-  const double t_dma = (a_step + b_step) * blocks + c_out;
-  return std::max(t_compute, t_dma) + a_step + b_step;
+  // As swGEMM computes it: every tile at the rate of blkN's per-CPE block (the contiguous
+  // width of its B and C tiles), except the first A tile's at blkM's.
+  const double rate_n = map_rate(blk_n), rate_m = map_rate(blk_m);
+  const double a_step = 4.0 * blk_m * blk_k, b_step = 4.0 * blk_n * blk_k;
+  const double c_out = 4.0 * blk_m * blk_n * double(m / blk_m) * double(n / blk_n);
+  const double t_dma = ((a_step + b_step) * blocks + c_out) / rate_n;
+  return std::max(t_compute, t_dma) + b_step / rate_n + a_step / rate_m;
 }
 
 SwgemmPlan plan_swgemm(std::int64_t m, std::int64_t n, std::int64_t k, const Params& params) {
@@ -55,8 +57,9 @@ SwgemmPlan plan_swgemm(std::int64_t m, std::int64_t n, std::int64_t k, const Par
     std::lock_guard lock(mutex);
     if (const auto it = memo.find(key); it != memo.end()) return it->second;
   }
-  // swGEMM's dimensions: M = the model's n, N = the model's m; padded to the smallest blocks
-  const std::int64_t sm = round_up(n, 32), sn = round_up(m, 128), sk = round_up(k, 32);
+  // swGEMM's row-major dimensions are the model's: blkN (multiples of 128) runs along n, the
+  // contiguous dimension of B and C, blkM (multiples of 32) along m; padded to the smallest blocks
+  const std::int64_t sm = round_up(m, 32), sn = round_up(n, 128), sk = round_up(k, 32);
   SwgemmPlan plan;
   double best = std::numeric_limits<double>::infinity();
   for (int bn = 128; bn <= 2048 && bn <= sn; bn += 128) {
@@ -65,8 +68,7 @@ SwgemmPlan plan_swgemm(std::int64_t m, std::int64_t n, std::int64_t k, const Par
       if (sm % bm) continue;
       for (int bk = 32; bk <= 2048 && bk <= sk; bk += 32) {
         if (sk % bk || !fits_swgemm_ldm(bm, bn, bk)) continue;
-        // the model's tiles: rows of its C (swGEMM's N) x columns (swGEMM's M) x K, per CPE
-        const GemmBlocking b{bn / 8, bm / 8, bk / 8};
+        const GemmBlocking b{bm / 8, bn / 8, bk / 8};  // the per-CPE tiles
         if (b.ldm_bytes() > std::size_t(params.ldm_budget_bytes)) continue;
         const double t = swgemm_estimate(sm, sn, sk, bm, bn, bk);
         if (t < best) best = t, plan.blocking = b, plan.estimated_seconds = t;
@@ -74,8 +76,8 @@ SwgemmPlan plan_swgemm(std::int64_t m, std::int64_t n, std::int64_t k, const Par
     }
   }
   if (!std::isfinite(best)) plan.blocking = GemmBlocking::choose(m, n, k, params);  // nothing legal fits
-  plan.padded_m = sn != m ? sn : 0;
-  plan.padded_n = sm != n ? sm : 0;
+  plan.padded_m = sm != m ? sm : 0;
+  plan.padded_n = sn != n ? sn : 0;
   plan.padded_k = sk != k ? sk : 0;
   std::lock_guard lock(mutex);
   memo.emplace(key, plan);

@@ -8,8 +8,10 @@
 //    coefficients (a, b, c, d), T_dma from the strided-DMA map MBW_map
 //    (reference Table C), among blockings whose tiles fit the LDM;
 //  - a padded call pads A and B and copies C back in CPE passes of their own.
-// swGEMM is column-major: a row-major C (m x n) = op(A) op(B) of the model is
-// its C^T = op(B)^T op(A)^T, so its M is the model's n and its N the model's m.
+// swGEMM's interface is row-major like the model's C (m x n) = op(A) op(B): its
+// blkM runs along m, its blkN along n. Its CPE kernel works on the column-major
+// transpose C^T, so blkN is the contiguous width of the B and C tiles, and the
+// strided-DMA rate T_dma charges every tile at (src/sw_sgemm_std.c).
 
 #include <cstdint>
 
@@ -25,7 +27,7 @@ struct SwgemmPlan {
   double estimated_seconds = 0;  // swGEMM's T_est for the chosen block
 };
 
-// swGEMM's T_est (seconds) for a column-major M x N x K call with blocks
+// swGEMM's T_est (seconds) for its row-major M x N x K call with blocks
 // blk_m x blk_n x blk_k (each dividing its dimension).
 double swgemm_estimate(std::int64_t m, std::int64_t n, std::int64_t k, int blk_m, int blk_n, int blk_k);
 

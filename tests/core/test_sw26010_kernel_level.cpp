@@ -157,20 +157,28 @@ TEST_SUITE("sw26010") {
     // 1024^3: no padding; the block minimises swGEMM's own estimate over its legal blockings
     const auto cube = plan_swgemm(1024, 1024, 1024, p);
     CHECK_FALSE(cube.padded());
-    const int blk_m = 8 * cube.blocking.tile_n, blk_n = 8 * cube.blocking.tile_m, blk_k = 8 * cube.blocking.tile_k;
+    // swGEMM's blkM runs along the model's m, blkN (multiples of 128) along n
+    const int blk_m = 8 * cube.blocking.tile_m, blk_n = 8 * cube.blocking.tile_n, blk_k = 8 * cube.blocking.tile_k;
     CHECK(1024 % blk_m == 0);
     CHECK(1024 % blk_n == 0);
     CHECK(blk_n % 128 == 0);
     CHECK(1024 % blk_k == 0);
     CHECK(cube.estimated_seconds == doctest::Approx(swgemm_estimate(1024, 1024, 1024, blk_m, blk_n, blk_k)));
-    for (const auto& [m, n, k] : {std::tuple{128, 128, 128}, std::tuple{256, 256, 256}, std::tuple{512, 128, 64}})
+    for (const auto& [m, n, k] : {std::tuple{128, 128, 128}, std::tuple{256, 256, 256}, std::tuple{64, 512, 128}})
       CHECK(cube.estimated_seconds <= swgemm_estimate(1024, 1024, 1024, m, n, k));
-    // VGG-16 conv1_1's forward GEMM per image (No = 64, K = 27): swGEMM's N (the model's m) pads to 128 and
-    // K to 32; the border passes are paid on top of a GEMM of whole blocks
+    // T_est as src/sw_sgemm_std.c computes it, here DMA-bound: every tile at the map rate of blkN's
+    // per-CPE width (64 B: 11967 MB/s), only T_init's A tile at blkM's (16 B: 3362 MB/s).
+    // T_dma = (2 x (128 + 512) KiB + 16 KiB) / 11967 MB/s = 110.9 us, above T_compute (35.7 us);
+    // T_init = 512 KiB / 11967 MB/s + 128 KiB / 3362 MB/s = 82.8 us
+    CHECK(swgemm_estimate(32, 128, 2048, 32, 128, 1024) == doctest::Approx(193.6944e-6).epsilon(1e-5).scale(0));
+    // VGG-16 conv1_1's forward GEMM per image (No = 64, K = 27): n = 50176 is a multiple of 128 and
+    // m = 64 of 32, so only K pads (to 32); the border passes are paid on top of a GEMM of whole blocks
     const auto conv1_1 = plan_swgemm(64, 50176, 27, p);
-    CHECK(conv1_1.padded_m == 128);
+    CHECK(conv1_1.padded_m == 0);
     CHECK(conv1_1.padded_k == 32);
     CHECK(conv1_1.padded_n == 0);
+    // conv3_2's (256 x 3136 x 2304): n pads to 3200, the next multiple of 128
+    CHECK(plan_swgemm(256, 3136, 2304, p).padded_n == 3200);
     CoreGroup cg(0, p);
     cg.set_numerics(false);
     alignas(128) static float dummy[32];
