@@ -98,6 +98,23 @@ DataPlaneOptions socket_sender(const std::string& secret, TlsMode tls) {
   return o;
 }
 
+// Node 0 (a socket_sender) connected to node 1 through a PathTap that may
+// flip a byte or hang up. Members in the order they must be built and torn
+// down: the sinks outlive the planes, the path goes first.
+struct TappedPair {
+  explicit TappedPair(TlsMode mode, testing::PathTap::Flip flip = {}, testing::PathTap::HangUp hang_up = {})
+      : secret(random_secret()),
+        a(socket_sender(secret, mode), &sink_a),
+        b(options_for(1, secret, mode), &sink_b),
+        relay(b.port(), flip, hang_up) {
+    a.connect(1, "127.0.0.1", relay.port());
+  }
+  std::string secret;
+  Sink sink_a, sink_b;
+  DataPlane a, b;
+  testing::PathTap relay;
+};
+
 using taihu::testing::eventually;
 
 // n floats that no other message or protocol field contains: start + i.
@@ -175,19 +192,14 @@ TEST_SUITE("transport") {
     // between_hosts: a node that offers no same-host reads (as between hosts) gets TLS too.
     for (const TlsMode mode : {TlsMode::always, TlsMode::between_hosts, TlsMode::off}) {
       CAPTURE(tls_mode_name(mode));
-      const std::string secret = random_secret();
-      Sink sink_a, sink_b;
-      DataPlane a(socket_sender(secret, mode), &sink_a);
-      DataPlane b(options_for(1, secret, mode), &sink_b);
-      testing::PathTap relay(b.port());
-      a.connect(1, "127.0.0.1", relay.port());
+      TappedPair pair(mode);
       auto values = pattern(100000, 1234567.0f);
-      a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
-      REQUIRE(sink_b.wait_messages(1));
-      CHECK(sink_b.received()[0].second == *values);
-      const bool seen = testing::contains(relay.from_client(), values->data() + 5000, 8 * sizeof(float));
+      pair.a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
+      REQUIRE(pair.sink_b.wait_messages(1));
+      CHECK(pair.sink_b.received()[0].second == *values);
+      const bool seen = testing::contains(pair.relay.from_client(), values->data() + 5000, 8 * sizeof(float));
       CHECK(seen == (mode == TlsMode::off));
-      CHECK(a.stats().tls_connections == (mode == TlsMode::off ? 0u : 1u));
+      CHECK(pair.a.stats().tls_connections == (mode == TlsMode::off ? 0u : 1u));
     }
   }
 
@@ -197,28 +209,23 @@ TEST_SUITE("transport") {
     // this test would see if TLS were not there.
     for (const TlsMode mode : {TlsMode::always, TlsMode::off}) {
       CAPTURE(tls_mode_name(mode));
-      const std::string secret = random_secret();
-      Sink sink_a, sink_b;
-      DataPlane a(socket_sender(secret, mode), &sink_a);
-      DataPlane b(options_for(1, secret, mode), &sink_b);
       testing::LogCapture log;
-      testing::PathTap relay(b.port(), {testing::PathTap::Direction::from_client, 200'000});
-      a.connect(1, "127.0.0.1", relay.port());
+      TappedPair pair(mode, {testing::PathTap::Direction::from_client, 200'000});
       auto values = pattern(262'144, 1.0f);  // 1 MB
-      a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
+      pair.a.send(1, ChunkHeader{1, 0, 1, 0, 0, 0}, values->data(), values->size() * sizeof(float), values);
       if (mode == TlsMode::off) {
-        REQUIRE(sink_b.wait_messages(1));
-        CHECK(relay.flipped());
-        CHECK(sink_b.received()[0].second != *values);  // altered, and nobody knows
+        REQUIRE(pair.sink_b.wait_messages(1));
+        CHECK(pair.relay.flipped());
+        CHECK(pair.sink_b.received()[0].second != *values);  // altered, and nobody knows
         continue;
       }
-      REQUIRE(sink_b.wait_lost(1));
-      CHECK(relay.flipped());
-      CHECK(sink_b.lost()[0].find("protocol error: TLS") != std::string::npos);
+      REQUIRE(pair.sink_b.wait_lost(1));
+      CHECK(pair.relay.flipped());
+      CHECK(pair.sink_b.lost()[0].find("protocol error: TLS") != std::string::npos);
       CHECK(log.lines_with("protocol error from node 0") == 1);
-      CHECK(sink_a.wait_lost(1));  // the sender hears of it too (TLS's alert, or the close)
+      CHECK(pair.sink_a.wait_lost(1));  // the sender hears of it too (TLS's alert, or the close)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      CHECK(sink_b.received().empty());
+      CHECK(pair.sink_b.received().empty());
     }
   }
 
@@ -230,27 +237,22 @@ TEST_SUITE("transport") {
     // the test still holds, which `released` counts.
     for (const TlsMode mode : {TlsMode::always, TlsMode::off}) {
       CAPTURE(tls_mode_name(mode));
-      const std::string secret = random_secret();
-      Sink sink_a, sink_b;
-      DataPlane a(socket_sender(secret, mode), &sink_a);
-      DataPlane b(options_for(1, secret, mode), &sink_b);
-      testing::PathTap relay(b.port(), testing::PathTap::HangUp{64 * 1024});
-      a.connect(1, "127.0.0.1", relay.port());
+      TappedPair pair(mode, {}, testing::PathTap::HangUp{64 * 1024});
       constexpr int messages = 4000;
       const auto values = pattern(256, 1.0f);  // 1 KB each
       std::atomic<int> released{0};
       std::vector<std::shared_ptr<const void>> held;
       for (int i = 0; i < messages; ++i) {
         held.emplace_back(values->data(), [values, &released](const void*) { ++released; });
-        a.send(1, ChunkHeader{1, 0, 1, static_cast<std::uint32_t>(i), 0, 0}, values->data(),
-               values->size() * sizeof(float), held.back());
+        pair.a.send(1, ChunkHeader{1, 0, 1, static_cast<std::uint32_t>(i), 0, 0}, values->data(),
+                    values->size() * sizeof(float), held.back());
       }
-      REQUIRE(sink_a.wait_lost(1));
-      CHECK(sink_b.wait_lost(1));  // the path passes the sender's close on
+      REQUIRE(pair.sink_a.wait_lost(1));
+      CHECK(pair.sink_b.wait_lost(1));  // the path passes the sender's close on
       std::this_thread::sleep_for(std::chrono::milliseconds(100));  // what was queued has run
       CHECK(released == 0);  // the test holds every message: none was released twice
-      CHECK(sink_a.lost().size() == 1);
-      CHECK(sink_b.lost().size() == 1);
+      CHECK(pair.sink_a.lost().size() == 1);
+      CHECK(pair.sink_b.lost().size() == 1);
       held.clear();
       CHECK(eventually([&] { return released == messages; }));  // and the plane keeps none
     }
