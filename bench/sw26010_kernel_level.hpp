@@ -98,6 +98,7 @@ struct Report {
     std::int64_t ni, no;
     double published_model, published_measured, model_gflops;
     double model_double_gflops = 0;  // double data, as D measured
+    std::int64_t b_co = 0, b_b = 0;  // image-size-aware blocking (D eq. 1's bCo, bB); 0: one pixel column per step
   };
   std::vector<Swdnn> swdnn;
   struct GemmPoint {
@@ -153,15 +154,18 @@ inline Report measure(const Params& params, int jobs) {
 
   // swDNN (D Table III): B = 128 (what its RBW column implies), 3x3; the image
   // size is not in the reference: 32 x 32 outputs, no padding.
-  rep.swdnn = {{"image-size-aware", "bB = 32, bCo = 16", 128, 128, 368, 350, 0},
-               {"image-size-aware", "bCo = 8", 128, 256, 397, 375, 0},
+  // The image-size-aware rows step bCo x bB outputs (ImplicitStep); the second row's bB is not
+  // printed, but its RBW (23.2 GB/s by D eq. 1 with No = 256 and bCo = 8) gives bB = 32.
+  rep.swdnn = {{"image-size-aware", "bB = 32, bCo = 16", 128, 128, 368, 350, 0, 0, 16, 32},
+               {"image-size-aware", "bCo = 8", 128, 256, 397, 375, 0, 0, 8, 32},
                {"batch-size-aware", "-", 256, 256, 422, 410, 0},
                {"batch-size-aware", "-", 128, 384, 407, 392, 0}};
   for (auto& d : rep.swdnn)
     for (const auto precision : {GemmPrecision::float2double, GemmPrecision::double_data})
       tasks.push_back([&params, &d, precision] {
         const ConvShape s{d.ni, 34, 34, d.no, 3, 3, 1, 1, 0, 0};
-        const auto t = time_conv_pass(params, s, 128, ConvPass::forward, ConvMethod::implicit, precision);
+        const ImplicitStep step = d.b_co ? ImplicitStep::image_size_aware(d.b_co, d.b_b, 128) : ImplicitStep{};
+        const auto t = time_conv_pass(params, s, 128, ConvPass::forward, ConvMethod::implicit, precision, step);
         // the convolution kernel alone: D's kernel adds no bias
         const double gflops = 2.0 * 128 * d.ni * d.no * 9 * 32 * 32 / seconds(params, t.cycles - t.bias) / 1e9;
         (precision == GemmPrecision::double_data ? d.model_double_gflops : d.model_gflops) = gflops;
@@ -322,18 +326,25 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
                  compared[2], sum_best_published, sum_chosen_model);
 
   std::printf("## 2. swDNN's four configurations (D Table III)\n\n"
-              "The model's implicit forward kernel (its own blocking, not swDNN's loop orders) at B = 128 (what the\n"
-              "RBW column implies), 3x3, 32 x 32 outputs, no padding (the image size is not in the reference). The\n"
-              "model runs it both with float data widened in LDM (float2double) and with double data\n"
-              "(D's runs are double data); the ratio is the double-data rate over the measured one.\n\n"
-              "| loop order | blocking | Ni → No | published model GF/s | measured GF/s | taihu float2double GF/s | "
-              "taihu double GF/s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+              "The model's implicit forward kernel at B = 128 (what the RBW column implies), 3x3, 32 x 32 outputs,\n"
+              "no padding (the image size is not in the reference). `step`: the outputs one GEMM step computes, so\n"
+              "one fetch of a tap's filter slice serves them (`ImplicitStep`, conv.hpp). The image-size-aware rows\n"
+              "step D's bCo x bB outputs, as whole-batch pixel columns (the model keeps the batch contiguous): D\n"
+              "eq. 1's traffic, in longer DMA runs than bB images. The batch-size-aware rows step one pixel column\n"
+              "of the batch, D eq. 2's filter traffic (1/B), but fetch the input again for every tap (1/No where D\n"
+              "has 1/(Kc No)): the model does not yet keep an input column across the taps that read it. The\n"
+              "model runs each with float data widened in LDM (float2double) and with double data (D's runs are\n"
+              "double data); the ratio is the double-data rate over the measured one.\n\n"
+              "| loop order | blocking | Ni → No | step | published model GF/s | measured GF/s | "
+              "taihu float2double GF/s | taihu double GF/s | ratio |\n|---|---|---|---|---|---|---|---|---|\n");
   if (json) std::fprintf(json, "  \"swdnn\": [");
   for (std::size_t i = 0; i < rep.swdnn.size(); ++i) {
     const auto& d = rep.swdnn[i];
     const double ratio = d.model_double_gflops / d.published_measured;
-    std::printf("| %s | %s | %lld → %lld | %.0f | %.0f | %.1f | %.1f | %.2f%s |\n", d.order, d.blocking,
-                (long long)d.ni, (long long)d.no, d.published_model, d.published_measured, d.model_gflops,
+    const std::int64_t columns = d.b_co ? d.b_co * d.b_b / 128 : 1;
+    std::printf("| %s | %s | %lld → %lld | %lld column%s x 128 | %.0f | %.0f | %.1f | %.1f | %.2f%s |\n", d.order,
+                d.blocking, (long long)d.ni, (long long)d.no, (long long)columns, columns > 1 ? "s" : "",
+                d.published_model, d.published_measured, d.model_gflops,
                 d.model_double_gflops, ratio, within(ratio, 1, 0.10) ? "" : " ✗");
     if (json)
       std::fprintf(json,

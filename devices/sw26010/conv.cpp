@@ -108,11 +108,18 @@ void filters_to_implicit(const ConvShape& s, const float* w, float* wi) {
               w[((o * s.channels + c) * s.kernel_h + kh) * s.kernel_w + kw];
 }
 
+ImplicitStep ImplicitStep::image_size_aware(std::int64_t b_co, std::int64_t b_b, std::int64_t batch) {
+  require<ConfigError>(b_co > 0 && b_b > 0 && batch > 0 && b_co * b_b % batch == 0,
+                       "image-size-aware step: bCo x bB = {} x {} is not a multiple of the batch {}", b_co, b_b, batch);
+  return {b_co * b_b / batch};
+}
+
 KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                   const float* w, const float* bias, float* y, std::int64_t x_row_pitch,
-                                  std::int64_t y_row_pitch) {
+                                  std::int64_t y_row_pitch, ImplicitStep step) {
   require<SimulationError>(s.stride_h == 1 && s.stride_w == 1, "implicit convolution needs stride 1, got {}x{}",
                            s.stride_h, s.stride_w);
+  require<ConfigError>(step.pixel_columns >= 1, "implicit convolution: {} pixel columns per step", step.pixel_columns);
   const std::int64_t ho = s.out_height(), wo = s.out_width(), n = batch;
   const std::int64_t row_in = x_row_pitch > 0 ? x_row_pitch : s.channels * s.width * n;  // one input row (C x W x N)
   const std::int64_t row_out = y_row_pitch > 0 ? y_row_pitch : s.num_output * wo * n;
@@ -141,15 +148,21 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
       }
     }
   }
-  // swDNN's loop order (D Alg. 1/2; C-swdnn1 sw_slave_conv_batch_pad_float.c; sw26010.md §6.2): one
-  // GEMM step per output pixel column, its n the batch: the filter slice of a tap is fetched
-  // (and widened) again for every pixel column, not reused across several.
-  const GemmBlocking per_pixel = GemmBlocking::choose(s.num_output, n, s.channels, cg.params());
+  // One GEMM step per `step.pixel_columns` output pixel columns (ImplicitStep): the C block spans
+  // them whole, so a tap's filter slice is fetched (and widened) once for all of them. The tiles
+  // of M and K are what one pixel column's GEMM would take; a wider step gives up K depth first
+  // where the C and B tiles need the room.
+  GemmBlocking per_step = GemmBlocking::choose(s.num_output, n, s.channels, cg.params());
+  if (step.pixel_columns > 1) {
+    per_step.tile_n = int((step.pixel_columns * n + 31) / 32 * 4);
+    while (per_step.tile_k > 4 && per_step.ldm_bytes() > std::size_t(cg.params().ldm_budget_bytes))
+      per_step.tile_k -= 4;
+  }
   KernelStats total;
   {
     const ScopedGemmPrecision precision(cg, cg.implicit_precision());
     total = gemm_batch(cg, "conv_forward_implicit", Transpose::no, Transpose::no, s.num_output, wo * n,
-                                 1.0f, 0.0f, problems, &per_pixel);
+                                 1.0f, 0.0f, problems, &per_step);
   }
   if (bias) {
     // y is Ho x No x (Wo*N): planes of Wo*N per (row, channel)

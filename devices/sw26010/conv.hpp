@@ -5,10 +5,10 @@
 //  - implicit (swDNN): no column matrix; tensors in H x C x W x N layout,
 //    filters as (kh, kw, No, C); per output row one GEMM problem whose K runs
 //    over the kernel taps that fall inside the image (padding never
-//    materialised), stepped as swDNN's loop order does: one output pixel
+//    materialised), stepped as swCaffe's kernel does: one output pixel
 //    column (the batch) per GEMM step, so a tap's filter slice is fetched
-//    again for every pixel column. Stride 1 only, as the layout needs
-//    contiguous input runs.
+//    again for every pixel column (ImplicitStep for swDNN's blocked order).
+//    Stride 1 only, as the layout needs contiguous input runs.
 // choose_conv_method times both (timing only, no numerics) and keeps the
 // faster, as swCaffe does in its first iterations.
 
@@ -34,13 +34,31 @@ KernelStats conv_data_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::
 // Both: dw += .., db += .. (db may be null), dx = .. (dx may be null).
 KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                    const float* w, const float* dy, float* dw, float* db, float* dx, float* col);
+// How many outputs one GEMM step of the implicit forward kernel computes.
+// Every step fetches one tap's filter slice (No x C) and the input it meets,
+// so the filter traffic per output falls with the outputs per step while the
+// input traffic (each input element meets No outputs per fetch) does not:
+// the required bandwidth is (1/(outputs per step) + 1/No) x bytes / 2 per
+// flop (D eq. 1).
+//  - swCaffe's kernel (C-swdnn1 sw_slave_conv_batch_pad_float.c): one output
+//    pixel column of the whole batch per step (the default);
+//  - swDNN's image-size-aware order (D Alg. 1): bCo output columns of bB
+//    images per step. The model keeps the batch contiguous (H x C x W x N),
+//    so it steps the same bCo x bB outputs as bCo x bB / batch whole-batch
+//    pixel columns: the same traffic per step, in longer DMA runs.
+struct ImplicitStep {
+  std::int64_t pixel_columns = 1;
+  // bCo x bB outputs per step; bCo x bB must be a multiple of the batch.
+  static ImplicitStep image_size_aware(std::int64_t b_co, std::int64_t b_b, std::int64_t batch);
+};
+
 // x: H x C x W x batch; w: kh x kw x No x C; y: Ho x No x Wo x batch.
 // Row pitches (floats between rows h of x and rows ho of y; 0: C*W*batch and
 // No*Wo*batch) let one group of a grouped convolution work on its channel
 // slice of the whole tensors.
 KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                   const float* w, const float* bias, float* y, std::int64_t x_row_pitch = 0,
-                                  std::int64_t y_row_pitch = 0);
+                                  std::int64_t y_row_pitch = 0, ImplicitStep step = {});
 // Filters (No x C x kh x kw) to the implicit layout (kh x kw x No x C); host side (done once per update).
 void filters_to_implicit(const ConvShape& s, const float* w, float* w_implicit);
 

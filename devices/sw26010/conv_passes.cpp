@@ -15,7 +15,7 @@ const char* to_string(ConvPass p) {
 }
 
 ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64_t batch, ConvPass pass,
-                            ConvMethod method, GemmPrecision precision) {
+                            ConvMethod method, GemmPrecision precision, ImplicitStep step) {
   // Timing only: the kernels move no data, so one aligned address serves for every tensor.
   CoreGroup cg(0, params);
   cg.set_numerics(false);
@@ -33,7 +33,7 @@ ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64
       case ConvPass::forward:
         // the bias as swCaffe adds it, on the N x C x H x W output (conv_bias.hpp)
         t.bias = conv_bias_forward(cg, batch, s.num_output, plane, p, p).cycles;
-        t.cycles = conv_forward_implicit(cg, s, batch, p, p, nullptr, p).cycles + t.bias;
+        t.cycles = conv_forward_implicit(cg, s, batch, p, p, nullptr, p, 0, 0, step).cycles + t.bias;
         t.input_transforms = x_in;
         t.output_transforms = to_nchw(cg, p, p, batch, s.num_output, s.out_height(), s.out_width()).cycles;
         break;

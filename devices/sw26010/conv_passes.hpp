@@ -32,8 +32,10 @@ struct ConvPassTime {
 // `precision`: how the implicit kernels' GEMMs treat their data (core_group.hpp;
 // T Fig. 9), by default as swCaffe's do (single: gemmfloat); the explicit
 // GEMMs widen in LDM (float2double, swGEMM's) and the other kernels (im2col,
-// transforms) move floats either way.
+// transforms) move floats either way. `step`: the implicit forward kernel's
+// outputs per GEMM step (swCaffe's by default; conv.hpp).
 ConvPassTime time_conv_pass(const Params& params, const ConvShape& s, std::int64_t batch, ConvPass pass,
-                            ConvMethod method, GemmPrecision precision = GemmPrecision::single);
+                            ConvMethod method, GemmPrecision precision = GemmPrecision::single,
+                            ImplicitStep step = {});
 
 }  // namespace taihu::sw26010

@@ -298,3 +298,39 @@ TEST_SUITE("sw26010") {
     CHECK(stats.syncs >= 256);
   }
 }
+
+TEST_SUITE("sw26010") {
+  TEST_CASE("swDNN's image-size-aware step: one filter fetch serves bCo x bB outputs, the same sums") {
+    // padding 1, so the border taps reach only some of a wide step's pixel columns
+    const ConvShape s{8, 8, 8, 16, 3, 3, 1, 1, 1, 1};
+    // a batch of 32 fills one 8 x 8 grid of the smallest tiles (4 columns a CPE): one pixel column a step
+    const std::int64_t batch = 32, in = batch * s.channels * s.height * s.width;
+    const std::int64_t out = batch * s.num_output * s.out_height() * s.out_width();
+    const auto x = random_values(std::size_t(in), 11), w = random_values(std::size_t(9 * 16 * 8), 12);
+    CoreGroup cg(0, Params{});
+    std::vector<float> one(static_cast<std::size_t>(out)), four(static_cast<std::size_t>(out));
+    const auto narrow = conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, one.data());
+    const auto wide = conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, four.data(), 0, 0,
+                                            ImplicitStep::image_size_aware(8, 16, batch));  // 8 x 16: 4 columns
+    check_close(four, one);
+    CHECK(wide.dma_bytes < narrow.dma_bytes);  // the wide steps did run
+
+    // The traffic, timing only, no padding: every step fetches a tap's filter slice (No x Ni floats)
+    // and the input its outputs meet; four pixel columns per step fetch the filters a quarter as often.
+    const ConvShape d{32, 10, 10, 32, 3, 3, 1, 1, 0, 0};
+    const std::int64_t b = 32, pixels = 8 * 8;
+    const auto bytes = [&](ImplicitStep step) {
+      CoreGroup timing(0, Params{});
+      timing.set_numerics(false);
+      float* p = timing_address();
+      return conv_forward_implicit(timing, d, b, p, p, nullptr, p, 0, 0, step).dma_bytes;
+    };
+    const std::int64_t filters_per_pixel = 9 * 32 * 32 * std::int64_t(sizeof(float));
+    const std::int64_t input_and_output = pixels * (9 * 32 * b + 32 * b) * std::int64_t(sizeof(float));
+    CHECK(bytes({}) == pixels * filters_per_pixel + input_and_output);
+    CHECK(bytes(ImplicitStep::image_size_aware(4, 32, b)) == pixels / 4 * filters_per_pixel + input_and_output);
+
+    CHECK(ImplicitStep::image_size_aware(16, 32, 128).pixel_columns == 4);  // D Table III's first row
+    CHECK_THROWS_AS(ImplicitStep::image_size_aware(16, 30, 128), ConfigError);
+  }
+}
