@@ -244,7 +244,6 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         widen_tile(wb, fb[cur], bt, t.eb, tk, tn);
       }
       // the next step's tiles (possibly of the next C block) arrive during this one
-      const double issued_at = double(cpe.rpcc());
       if (step + 1 < steps.size()) issue(step + 1, 1 - cur);
       if (t.seg) {
         // the 8 broadcast steps need every peer's widened tiles (row and column: one array sync)
@@ -280,13 +279,15 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         cpe.charge_gemm_inner(8 * inner_loops(tm, tn), tk, inner_cycles);
         // Lock-step (TH Fig. 3.6): while the 64 CPEs run the register-
         // communication steps together, the DMA in flight (the next step's
-        // tiles, a C tile going out) progresses only in part, so double
-        // buffering hides less than the whole transfer. The part of the
-        // transfer window that fell inside the compute and was not overlapped
-        // is paid after it.
-        const double in_flight_until = cpe.dma_completion(reply);
-        const double overlapped = std::min(double(cpe.rpcc()), in_flight_until) - std::max(compute_from, issued_at);
-        if (overlapped > 0) cpe.charge(std::int64_t((1 - cpe.params().gemm_lockstep_dma_overlap) * overlapped + 0.5));
+        // tiles, a C tile going out) moves at only `overlap` of its pace, so
+        // double buffering hides less than the whole transfer. What the
+        // transfers still had to do when the compute began, less what they
+        // did during it, is paid after it: with no overlap, the whole of it
+        // (the step is compute plus DMA), however long the transfer.
+        const double compute = double(cpe.rpcc()) - compute_from;
+        const double remaining = cpe.dma_completion(reply) - compute_from;
+        const double stalled = remaining - cpe.params().gemm_lockstep_dma_overlap * compute;
+        if (stalled > 0) cpe.charge(std::int64_t(stalled + 0.5));
         // nobody overwrites its widened tiles while a peer may still read them
         cpe.sync(Scope::array);
       }

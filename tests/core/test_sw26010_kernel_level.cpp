@@ -87,6 +87,35 @@ TEST_SUITE("sw26010") {
     CHECK(double(none.cycles - perfect.cycles) <= serial);
     CHECK(none.dma_charged_bytes == perfect.dma_charged_bytes);  // the same transfers, only their overlap differs
   }
+
+  TEST_CASE("lock-step with no overlap: a DMA-bound step pays its compute and its transfers, one after the other") {
+    // swGEMM's worst block at 1024^3 (32 x 128 x 32): each K step's transfers take several times its compute
+    const GemmBlocking worst{4, 16, 4};
+    // with the inner loop's iterations (almost) free, and at their calibrated cost
+    const auto params = [](bool free_loop) {
+      Params p;
+      p.gemm_lockstep_dma_overlap = 0;
+      if (free_loop) p.gemm_cycles_per_16_vmad = 1e-6;
+      return p;
+    };
+    const auto gemm_cycles = [&](bool free_loop) {
+      CoreGroup cg(0, params(free_loop));
+      cg.set_numerics(false);
+      float* x = timing_address();
+      return double(gemm_batch(cg, "gemm", Transpose::no, Transpose::no, 256, 256, 1, 0,
+                               {GemmProblem{x, 256, {{x, 256, x, 256, 256}}}}, &worst)
+                        .cycles);
+    };
+    // what the loop's iterations add to one step: the LDM-resident primitive (one step, no DMA) timed both ways
+    const auto step_cycles = [&](bool free_loop) {
+      CoreGroup cg(0, params(free_loop));
+      return double(ldm_gemm_primitive(cg, 4, 16, 4).cycles);
+    };
+    const double steps = (256 / 32) * (256 / 128) * (256 / 32);
+    const double added = steps * (step_cycles(false) - step_cycles(true));
+    // all of it, not hidden behind the transfers (up to rounding in the DMA server's timeline)
+    CHECK(gemm_cycles(false) - gemm_cycles(true) == doctest::Approx(added).epsilon(0.05));
+  }
 }
 
 TEST_SUITE("sw26010") {
