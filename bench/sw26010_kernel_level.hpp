@@ -341,7 +341,7 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
   for (std::size_t i = 0; i < rep.swdnn.size(); ++i) {
     const auto& d = rep.swdnn[i];
     const double ratio = d.model_double_gflops / d.published_measured;
-    const std::int64_t columns = d.b_co ? d.b_co * d.b_b / 128 : 1;
+    const std::int64_t columns = d.b_co ? ImplicitStep::image_size_aware(d.b_co, d.b_b, 128).pixel_columns : 1;
     std::printf("| %s | %s | %lld → %lld | %lld column%s x 128 | %.0f | %.0f | %.1f | %.1f | %.2f%s |\n", d.order,
                 d.blocking, (long long)d.ni, (long long)d.no, (long long)columns, columns > 1 ? "s" : "",
                 d.published_model, d.published_measured, d.model_gflops,
