@@ -98,7 +98,7 @@ struct Report {
     std::int64_t ni, no;
     double published_model, published_measured, model_gflops;
     double model_double_gflops = 0;  // double data, as D measured
-    std::int64_t b_co = 0, b_b = 0;  // image-size-aware blocking (D eq. 1's bCo, bB); 0: one pixel column per step
+    ImplicitStep step{};  // swCaffe's one column a step, or D eq. 1's bCo x bB outputs (image-size-aware)
   };
   std::vector<Swdnn> swdnn;
   struct GemmPoint {
@@ -156,16 +156,16 @@ inline Report measure(const Params& params, int jobs) {
   // size is not in the reference: 32 x 32 outputs, no padding.
   // The image-size-aware rows step bCo x bB outputs (ImplicitStep); the second row's bB is not
   // printed, but its RBW (23.2 GB/s by D eq. 1 with No = 256 and bCo = 8) gives bB = 32.
-  rep.swdnn = {{"image-size-aware", "bB = 32, bCo = 16", 128, 128, 368, 350, 0, 0, 16, 32},
-               {"image-size-aware", "bCo = 8", 128, 256, 397, 375, 0, 0, 8, 32},
+  rep.swdnn = {{"image-size-aware", "bB = 32, bCo = 16", 128, 128, 368, 350, 0, 0,
+                ImplicitStep::image_size_aware(16, 32, 128)},
+               {"image-size-aware", "bCo = 8", 128, 256, 397, 375, 0, 0, ImplicitStep::image_size_aware(8, 32, 128)},
                {"batch-size-aware", "-", 256, 256, 422, 410, 0},
                {"batch-size-aware", "-", 128, 384, 407, 392, 0}};
   for (auto& d : rep.swdnn)
     for (const auto precision : {GemmPrecision::float2double, GemmPrecision::double_data})
       tasks.push_back([&params, &d, precision] {
         const ConvShape s{d.ni, 34, 34, d.no, 3, 3, 1, 1, 0, 0};
-        const ImplicitStep step = d.b_co ? ImplicitStep::image_size_aware(d.b_co, d.b_b, 128) : ImplicitStep{};
-        const auto t = time_conv_pass(params, s, 128, ConvPass::forward, ConvMethod::implicit, precision, step);
+        const auto t = time_conv_pass(params, s, 128, ConvPass::forward, ConvMethod::implicit, precision, d.step);
         // the convolution kernel alone: D's kernel adds no bias
         const double gflops = 2.0 * 128 * d.ni * d.no * 9 * 32 * 32 / seconds(params, t.cycles - t.bias) / 1e9;
         (precision == GemmPrecision::double_data ? d.model_double_gflops : d.model_gflops) = gflops;
@@ -341,7 +341,7 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
   for (std::size_t i = 0; i < rep.swdnn.size(); ++i) {
     const auto& d = rep.swdnn[i];
     const double ratio = d.model_double_gflops / d.published_measured;
-    const std::int64_t columns = d.b_co ? ImplicitStep::image_size_aware(d.b_co, d.b_b, 128).pixel_columns : 1;
+    const std::int64_t columns = d.step.pixel_columns;
     std::printf("| %s | %s | %lld → %lld | %lld column%s x 128 | %.0f | %.0f | %.1f | %.1f | %.2f%s |\n", d.order,
                 d.blocking, (long long)d.ni, (long long)d.no, (long long)columns, columns > 1 ? "s" : "",
                 d.published_model, d.published_measured, d.model_gflops,
