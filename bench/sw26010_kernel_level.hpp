@@ -98,7 +98,7 @@ struct Report {
     std::int64_t ni, no;
     double published_model, published_measured, model_gflops;
     double model_double_gflops = 0;  // double data, as D measured
-    ImplicitStep step{};  // swCaffe's one column a step, or D eq. 1's bCo x bB outputs (image-size-aware)
+    ImplicitStep step{};  // swCaffe's order, or D's image-size-aware (eq. 1) or batch-size-aware (eq. 2) order
   };
   std::vector<Swdnn> swdnn;
   struct GemmPoint {
@@ -132,6 +132,9 @@ inline int published_winner(const VggLayer& l, int pass) {
   return impl > 0 && impl < expl ? 0 : 1;
 }
 
+// swDNN's table (D Table III): 3x3, 32 x 32 outputs, no padding (the image size is not in the reference).
+inline ConvShape swdnn_shape(const Report::Swdnn& d) { return {d.ni, 34, 34, d.no, 3, 3, 1, 1, 0, 0}; }
+
 inline Report measure(const Params& params, int jobs) {
   Report rep;
   const auto& layers = vgg16_layers();
@@ -152,20 +155,20 @@ inline Report measure(const Params& params, int jobs) {
         });
       }
 
-  // swDNN (D Table III): B = 128 (what its RBW column implies), 3x3; the image
-  // size is not in the reference: 32 x 32 outputs, no padding.
+  // swDNN (D Table III): B = 128 (what its RBW column implies), swdnn_shape.
   // The image-size-aware rows step bCo x bB outputs (ImplicitStep); the second row's bB is not
-  // printed, but its RBW (23.2 GB/s by D eq. 1 with No = 256 and bCo = 8) gives bB = 32.
+  // printed, but its RBW (23.2 GB/s by D eq. 1 with No = 256 and bCo = 8) gives bB = 32. The
+  // batch-size-aware rows keep output columns resident, so an input column serves its Kc taps (D eq. 2).
   rep.swdnn = {{"image-size-aware", "bB = 32, bCo = 16", 128, 128, 368, 350, 0, 0,
                 ImplicitStep::image_size_aware(16, 32, 128)},
                {"image-size-aware", "bCo = 8", 128, 256, 397, 375, 0, 0, ImplicitStep::image_size_aware(8, 32, 128)},
-               {"batch-size-aware", "-", 256, 256, 422, 410, 0},
-               {"batch-size-aware", "-", 128, 384, 407, 392, 0}};
+               {"batch-size-aware", "-", 256, 256, 422, 410, 0, 0, ImplicitStep::batch_size_aware()},
+               {"batch-size-aware", "-", 128, 384, 407, 392, 0, 0, ImplicitStep::batch_size_aware()}};
   for (auto& d : rep.swdnn)
     for (const auto precision : {GemmPrecision::float2double, GemmPrecision::double_data})
       tasks.push_back([&params, &d, precision] {
-        const ConvShape s{d.ni, 34, 34, d.no, 3, 3, 1, 1, 0, 0};
-        const auto t = time_conv_pass(params, s, 128, ConvPass::forward, ConvMethod::implicit, precision, d.step);
+        const auto t =
+            time_conv_pass(params, swdnn_shape(d), 128, ConvPass::forward, ConvMethod::implicit, precision, d.step);
         // the convolution kernel alone: D's kernel adds no bias
         const double gflops = 2.0 * 128 * d.ni * d.no * 9 * 32 * 32 / seconds(params, t.cycles - t.bias) / 1e9;
         (precision == GemmPrecision::double_data ? d.model_double_gflops : d.model_gflops) = gflops;
@@ -328,11 +331,12 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
   std::printf("## 2. swDNN's four configurations (D Table III)\n\n"
               "The model's implicit forward kernel at B = 128 (what the RBW column implies), 3x3, 32 x 32 outputs,\n"
               "no padding (the image size is not in the reference). `step`: the outputs one GEMM step computes, so\n"
-              "one fetch of a tap's filter slice serves them (`ImplicitStep`, conv.hpp). The image-size-aware rows\n"
-              "step D's bCo x bB outputs, as whole-batch pixel columns (the model keeps the batch contiguous): D\n"
-              "eq. 1's traffic, in longer DMA runs than bB images. The batch-size-aware rows step one pixel column\n"
-              "of the batch, D eq. 2's filter traffic (1/B), but fetch the input again for every tap (1/No where D\n"
-              "has 1/(Kc No)): the model does not yet keep an input column across the taps that read it. The\n"
+              "one fetch of a tap's filter slice serves them, and the output columns resident in LDM (`ImplicitStep`,\n"
+              "conv.hpp). The image-size-aware rows step D's bCo x bB outputs, as whole-batch pixel columns (the\n"
+              "model keeps the batch contiguous): D eq. 1's traffic, in longer DMA runs than bB images. The\n"
+              "batch-size-aware rows step one pixel column of the batch (filter traffic 1/B) and keep as many\n"
+              "output columns in LDM as fit beside the tiles (C-swdnn1's CStride), so an input column is fetched\n"
+              "once for the Kc taps that read it (1/(Kc No), D eq. 2) but for the columns at a window's edges. The\n"
               "model runs each with float data widened in LDM (float2double) and with double data (D's runs are\n"
               "double data); the ratio is the double-data rate over the measured one.\n\n"
               "| loop order | blocking | Ni → No | step | published model GF/s | measured GF/s | "
@@ -342,8 +346,10 @@ inline void print(const Params& params, const Report& rep, std::FILE* json) {
     const auto& d = rep.swdnn[i];
     const double ratio = d.model_double_gflops / d.published_measured;
     const std::int64_t columns = d.step.pixel_columns;
-    std::printf("| %s | %s | %lld → %lld | %lld column%s x 128 | %.0f | %.0f | %.1f | %.1f | %.2f%s |\n", d.order,
-                d.blocking, (long long)d.ni, (long long)d.no, (long long)columns, columns > 1 ? "s" : "",
+    const int resident = implicit_forward_blocking(params, swdnn_shape(d), 128, d.step).c_blocks;
+    std::printf("| %s | %s | %lld → %lld | %lld column%s x 128, %d resident | %.0f | %.0f | %.1f | %.1f | %.2f%s |\n",
+                d.order, d.blocking, (long long)d.ni, (long long)d.no, (long long)columns, columns > 1 ? "s" : "",
+                resident,
                 d.published_model, d.published_measured, d.model_gflops,
                 d.model_double_gflops, ratio, within(ratio, 1, 0.10) ? "" : " ✗");
     if (json)

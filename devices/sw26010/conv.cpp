@@ -114,6 +114,32 @@ ImplicitStep ImplicitStep::image_size_aware(std::int64_t b_co, std::int64_t b_b,
   return {b_co * b_b / batch};
 }
 
+GemmBlocking implicit_forward_blocking(const Params& params, const ConvShape& s, std::int64_t batch,
+                                       ImplicitStep step) {
+  // One GEMM step per `step.pixel_columns` output pixel columns: the C block spans them whole, so
+  // a tap's filter slice is fetched (and widened) once for all of them. The tiles of M and K are
+  // what one pixel column's GEMM would take; a wider step gives up K depth first where the C and
+  // B tiles need the room.
+  const auto budget = std::size_t(params.ldm_budget_bytes);
+  GemmBlocking b = GemmBlocking::choose(s.num_output, batch, s.channels, params);
+  if (step.pixel_columns > 1) {
+    b.tile_n = int((step.pixel_columns * batch + 31) / 32 * 4);
+    while (b.tile_k > 4 && b.ldm_bytes() > budget) b.tile_k -= 4;
+  }
+  if (step.input_stationary) {
+    // the batch-size-aware order: as many C blocks (output columns) resident as fit beside the
+    // tiles, at most a row's (C-swdnn1's CStride: the LDM left after the input and filter tiles)
+    const std::int64_t row_blocks = (s.out_width() * batch + 8 * b.tile_n - 1) / (8 * b.tile_n);
+    const auto with_one_more = [&b] {
+      GemmBlocking wider = b;
+      ++wider.c_blocks;
+      return wider.ldm_bytes();
+    };
+    while (b.c_blocks < row_blocks && with_one_more() <= budget) ++b.c_blocks;
+  }
+  return b;
+}
+
 KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                   const float* w, const float* bias, float* y, std::int64_t x_row_pitch,
                                   std::int64_t y_row_pitch, ImplicitStep step) {
@@ -148,16 +174,7 @@ KernelStats conv_forward_implicit(CoreGroup& cg, const ConvShape& s, std::int64_
       }
     }
   }
-  // One GEMM step per `step.pixel_columns` output pixel columns (ImplicitStep): the C block spans
-  // them whole, so a tap's filter slice is fetched (and widened) once for all of them. The tiles
-  // of M and K are what one pixel column's GEMM would take; a wider step gives up K depth first
-  // where the C and B tiles need the room.
-  GemmBlocking per_step = GemmBlocking::choose(s.num_output, n, s.channels, cg.params());
-  if (step.pixel_columns > 1) {
-    per_step.tile_n = int((step.pixel_columns * n + 31) / 32 * 4);
-    while (per_step.tile_k > 4 && per_step.ldm_bytes() > std::size_t(cg.params().ldm_budget_bytes))
-      per_step.tile_k -= 4;
-  }
+  const GemmBlocking per_step = implicit_forward_blocking(cg.params(), s, batch, step);
   KernelStats total;
   {
     const ScopedGemmPrecision precision(cg, cg.implicit_precision());

@@ -7,7 +7,7 @@
 //    over the kernel taps that fall inside the image (padding never
 //    materialised), stepped as swCaffe's kernel does: one output pixel
 //    column (the batch) per GEMM step, so a tap's filter slice is fetched
-//    again for every pixel column (ImplicitStep for swDNN's blocked order).
+//    again for every pixel column (ImplicitStep for swDNN's two orders).
 //    Stride 1 only, as the layout needs contiguous input runs.
 // choose_conv_method times both (timing only, no numerics) and keeps the
 // faster, as swCaffe does in its first iterations.
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "devices/sw26010/core_group.hpp"
+#include "devices/sw26010/gemm.hpp"
 #include "devices/sw26010/kernels.hpp"
 
 namespace taihu::sw26010 {
@@ -34,23 +35,33 @@ KernelStats conv_data_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::
 // Both: dw += .., db += .. (db may be null), dx = .. (dx may be null).
 KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_t batch, const float* x,
                                    const float* w, const float* dy, float* dw, float* db, float* dx, float* col);
-// How many outputs one GEMM step of the implicit forward kernel computes.
-// Every step fetches one tap's filter slice (No x C) and the input it meets,
-// so the filter traffic per output falls with the outputs per step while the
-// input traffic (each input element meets No outputs per fetch) does not:
-// the required bandwidth is (1/(outputs per step) + 1/No) x bytes / 2 per
-// flop (D eq. 1).
-//  - swCaffe's kernel (C-swdnn1 sw_slave_conv_batch_pad_float.c): one output
-//    pixel column of the whole batch per step (the default);
+// How the implicit forward kernel steps its GEMM. Every step fetches one
+// tap's filter slice (No x C) and the input it meets. The required bandwidth
+// is (1/(outputs a filter fetch serves) + 1/(outputs an input fetch serves))
+// x bytes / 2 per flop (D eq. 1, 2).
+//  - swCaffe's kernel (C-swdnn1 sw_slave_conv_batch_pad_float.c as P Table
+//    II times it): one output pixel column of the whole batch per step, the
+//    input fetched again for each tap (the default);
 //  - swDNN's image-size-aware order (D Alg. 1): bCo output columns of bB
-//    images per step. The model keeps the batch contiguous (H x C x W x N),
-//    so it steps the same bCo x bB outputs as bCo x bB / batch whole-batch
-//    pixel columns: the same traffic per step, in longer DMA runs.
+//    images per step, so a filter fetch serves bCo x bB outputs. The model
+//    keeps the batch contiguous (H x C x W x N), so it steps the same
+//    bCo x bB outputs as bCo x bB / batch whole-batch pixel columns: the
+//    same traffic per step, in longer DMA runs;
+//  - swDNN's batch-size-aware order (D Alg. 2; the loop nest CoStart -> Ro ->
+//    Kr -> Ci -> Kc, sw26010.md §6.2): one pixel column per step, with as
+//    many output columns resident in LDM as fit beside the tiles (CStride),
+//    so an input column is fetched once for the Kc taps that read it
+//    (GemmBlocking::c_blocks): an input fetch serves Kc x No outputs.
 struct ImplicitStep {
   std::int64_t pixel_columns = 1;
+  bool input_stationary = false;
   // bCo x bB outputs per step; bCo x bB must be a multiple of the batch.
   static ImplicitStep image_size_aware(std::int64_t b_co, std::int64_t b_b, std::int64_t batch);
+  static ImplicitStep batch_size_aware() { return {1, true}; }
 };
+// The tiles (and resident C blocks) the implicit forward kernel steps with.
+GemmBlocking implicit_forward_blocking(const Params& params, const ConvShape& s, std::int64_t batch,
+                                       ImplicitStep step = {});
 
 // x: H x C x W x batch; w: kh x kw x No x C; y: Ho x No x Wo x batch.
 // Row pitches (floats between rows h of x and rows ho of y; 0: C*W*batch and

@@ -3,7 +3,10 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <span>
+#include <tuple>
 #include <vector>
 
 #include "core/common/check.hpp"
@@ -26,7 +29,7 @@ double inner_loops(int tile_m, int tile_n) { return std::max(1.0, double(tile_m)
 std::size_t GemmBlocking::ldm_bytes() const {
   const std::size_t ak = std::size_t(tile_m) * tile_k, bk = std::size_t(tile_k) * tile_n;
   // two float buffers of A and B (double-buffered DMA), one widened double copy, double C
-  const std::size_t cc = std::size_t(tile_m) * tile_n;
+  const std::size_t cc = std::size_t(tile_m) * tile_n * std::size_t(std::max(c_blocks, 1));
   return 2 * (ak + bk) * sizeof(float) + (ak + bk) * sizeof(double) + cc * (sizeof(double) + sizeof(float)) + 256;
 }
 
@@ -94,20 +97,56 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
   struct Step {
     std::int32_t problem, segment;
     std::int64_t mb, nb, kb;
-    bool first, last;  // of its C block
+    bool first = false, last = false;  // of its C block
+    int slot = 0;                      // its C block's tile in LDM (nb's place in its window)
+    bool same_b = false;               // its B tile is the previous step's: no fetch, no widening
+  };
+  const int window = std::max(blocking.c_blocks, 1);
+  // A step's B tile, block-wide: steps with equal keys fetch the same elements to the same places.
+  using BKey = std::tuple<std::uintptr_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  const auto b_key = [&](const Step& st) -> BKey {
+    if (st.segment < 0) return {};
+    const GemmSegment& seg = problems[st.problem].segments[st.segment];
+    const std::int64_t n_end = seg.n_end < 0 ? n : std::min(n, seg.n_end);
+    const std::int64_t lo = std::max(st.nb * bn, seg.n_begin), hi = std::min(st.nb * bn + bn, n_end);
+    const std::int64_t row = st.kb * bk, col = lo - seg.n_begin;
+    const float* first = seg.b + (bt ? col * seg.ldb + row : row * seg.ldb + col);
+    return {reinterpret_cast<std::uintptr_t>(first), seg.ldb, lo - st.nb * bn, hi - lo, std::min(bk, seg.k - row)};
   };
   std::vector<Step> steps;
   for (std::size_t p = 0; p < problems.size(); ++p)
     for (std::int64_t mb = 0; mb < blocks_m; ++mb)
-      for (std::int64_t nb = 0; nb < blocks_n; ++nb) {
-        const std::size_t first = steps.size();
-        for (std::size_t s = 0; s < problems[p].segments.size(); ++s)
-          for (std::int64_t kb = 0; kb < ceil_div(problems[p].segments[s].k, bk); ++kb)
-            steps.push_back({std::int32_t(p), std::int32_t(s), mb, nb, kb, false, false});
-        if (steps.size() == first) steps.push_back({std::int32_t(p), -1, mb, nb, 0, false, false});  // C = beta C
-        steps[first].first = true;
-        steps.back().last = true;
+      for (std::int64_t w0 = 0; w0 < blocks_n; w0 += window) {
+        const std::size_t window_begin = steps.size();
+        for (std::int64_t nb = w0; nb < std::min(w0 + window, blocks_n); ++nb) {
+          const std::size_t first = steps.size();
+          const int slot = int(nb - w0);
+          for (std::size_t s = 0; s < problems[p].segments.size(); ++s)
+            for (std::int64_t kb = 0; kb < ceil_div(problems[p].segments[s].k, bk); ++kb)
+              steps.push_back({std::int32_t(p), std::int32_t(s), mb, nb, kb, false, false, slot});
+          if (steps.size() == first)  // C = beta C
+            steps.push_back({std::int32_t(p), -1, mb, nb, 0, false, false, slot});
+        }
+        const auto in_window = std::span(steps).subspan(window_begin);
+        if (window > 1) {
+          // B-stationary: the window's steps grouped by B tile (stable: a C block's K order is kept)
+          std::stable_sort(in_window.begin(), in_window.end(),
+                           [&](const Step& a, const Step& b) { return b_key(a) < b_key(b); });
+          for (std::size_t x = 1; x < in_window.size(); ++x)
+            in_window[x].same_b = in_window[x].segment >= 0 && in_window[x - 1].segment >= 0 &&
+                                  b_key(in_window[x]) == b_key(in_window[x - 1]);
+        }
+        // each C block's first step loads its tile, its last writes it back
+        std::vector<bool> seen(std::size_t(window), false);
+        for (auto& st : in_window)
+          if (!seen[std::size_t(st.slot)]) st.first = seen[std::size_t(st.slot)] = true;
+        std::fill(seen.begin(), seen.end(), false);
+        for (auto it = in_window.rbegin(); it != in_window.rend(); ++it)
+          if (!seen[std::size_t(it->slot)]) it->last = seen[std::size_t(it->slot)] = true;
       }
+  // B tiles alternate between two buffers, a step that reuses one keeps it
+  std::vector<int> b_buffer(steps.size(), 0);
+  for (std::size_t x = 1; x < steps.size(); ++x) b_buffer[x] = steps[x].same_b ? b_buffer[x - 1] : 1 - b_buffer[x - 1];
 
   // Host scratch standing in for the registers: after the step's array sync
   // every CPE's widened tiles are final, so the first CPE to run gathers the
@@ -146,13 +185,18 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
     float* fb[2] = {staging(b_elems, "B tile"), staging(b_elems, "B tile")};
     double* wa = widens ? cpe.ldm_array<double>(a_elems, "A tile (double)") : nullptr;
     double* wb = widens ? cpe.ldm_array<double>(b_elems, "B tile (double)") : nullptr;
-    double* wc = widens ? cpe.ldm_array<double>(std::size_t(tm) * tn, "C tile (double)") : nullptr;
+    const std::size_t c_elems = std::size_t(tm) * tn;
+    std::vector<double*> wcs(std::size_t(window), nullptr);  // per resident C block
+    if (widens)
+      for (auto& wc : wcs) wc = cpe.ldm_array<double>(c_elems, "C tile (double)");
     if (host_tiles) {
       const auto id = std::size_t(cpe.id());
-      host_a[id].resize(a_elems), host_b[id].resize(b_elems), host_c[id].resize(std::size_t(tm) * tn);
-      wa = host_a[id].data(), wb = host_b[id].data(), wc = host_c[id].data();
+      host_a[id].resize(a_elems), host_b[id].resize(b_elems), host_c[id].resize(c_elems * wcs.size());
+      wa = host_a[id].data(), wb = host_b[id].data();
+      for (std::size_t c = 0; c < wcs.size(); ++c) wcs[c] = host_c[id].data() + c * c_elems;
     }
-    float* fc = staging(std::size_t(tm) * tn, "C tile");
+    std::vector<float*> fcs(static_cast<std::size_t>(window));
+    for (auto& fc : fcs) fc = staging(c_elems, "C tile");
     DmaReply reply;
     int expected = 0;
 
@@ -193,11 +237,12 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
                           std::size_t(elems) * esize, std::size_t(ld) * esize, reply);
       ++expected;
     };
-    auto issue = [&](std::size_t step, int buf) {
+    auto issue = [&](std::size_t step) {
       const Tiles t = tiles_of(steps[step]);
       if (!t.seg) return;
-      fetch(fa[buf], t.seg->a, t.seg->lda, at, t.r0, t.ka, t.ea);
-      fetch(fb[buf], t.seg->b, t.seg->ldb, bt, t.kb, t.c0 + t.eb.col_offset - t.seg->n_begin, t.eb);
+      fetch(fa[step % 2], t.seg->a, t.seg->lda, at, t.r0, t.ka, t.ea);
+      if (!steps[step].same_b)
+        fetch(fb[b_buffer[step]], t.seg->b, t.seg->ldb, bt, t.kb, t.c0 + t.eb.col_offset - t.seg->n_begin, t.eb);
     };
     // Widen a landed tile into a row-major double tile (rows x cols) with zero padding.
     auto widen_tile = [&](double* dst, const float* src, bool trans, Extent e, int rows, int cols) {
@@ -215,13 +260,15 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
       if (widens) cpe.charge_widen(double(rows) * cols);
     };
 
-    if (!steps.empty()) issue(0, 0);
+    if (!steps.empty()) issue(0);
     for (std::size_t step = 0; step < steps.size(); ++step) {
       const Step& st = steps[step];
       const GemmProblem& prob = problems[st.problem];
       const Tiles t = tiles_of(st);
       const Extent ce{std::clamp<std::int64_t>(m - t.r0, 0, tm), std::clamp<std::int64_t>(n - t.c0, 0, tn)};
-      const int cur = int(step % 2);
+      const int cur = int(step % 2), cur_b = b_buffer[step];
+      double* wc = wcs[std::size_t(st.slot)];
+      float* fc = fcs[std::size_t(st.slot)];
       if (st.first) {
         // C tile: beta * C (needs the old C) or zeros
         if (numerics) std::fill(wc, wc + std::size_t(tm) * tn, 0.0);
@@ -239,12 +286,12 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
       if (t.seg) {
         cpe.dma_wait(reply, expected);  // this step's tiles (and any earlier PUT)
         cpe.check_ready(fa[cur], a_elems * esize);
-        cpe.check_ready(fb[cur], b_elems * esize);
+        cpe.check_ready(fb[cur_b], b_elems * esize);
         widen_tile(wa, fa[cur], at, t.ea, tm, tk);
-        widen_tile(wb, fb[cur], bt, t.eb, tk, tn);
+        if (!st.same_b) widen_tile(wb, fb[cur_b], bt, t.eb, tk, tn);
       }
       // the next step's tiles (possibly of the next C block) arrive during this one
-      if (step + 1 < steps.size()) issue(step + 1, 1 - cur);
+      if (step + 1 < steps.size()) issue(step + 1);
       if (t.seg) {
         // the 8 broadcast steps need every peer's widened tiles (row and column: one array sync)
         cpe.sync(Scope::array);

@@ -23,6 +23,13 @@ enum class Transpose { no, yes };
 
 struct GemmBlocking {
   int tile_m = 32, tile_n = 32, tile_k = 48;  // per-CPE tile; the block is 8x these
+  // C blocks resident in LDM at once. 1: each C block runs its K loop to the
+  // end before the next (swGEMM). More: a B-stationary schedule over a window
+  // of that many consecutive C blocks along N, for problems whose segments
+  // read one B tile into several C blocks (the implicit convolution's input
+  // column meets Kc output columns, D Alg. 2): the window's steps run grouped
+  // by their B tile, which is fetched (and widened) once for the group.
+  int c_blocks = 1;
   // The per-CPE LDM bytes this blocking needs.
   std::size_t ldm_bytes() const;
   // The largest tiles fitting the LDM budget for this problem, evenly sized (no padded tail block).

@@ -362,4 +362,44 @@ TEST_SUITE("sw26010") {
     CHECK(ImplicitStep::image_size_aware(16, 32, 128).pixel_columns == 4);  // D Table III's first row
     CHECK_THROWS_AS(ImplicitStep::image_size_aware(16, 30, 128), ConfigError);
   }
+
+  TEST_CASE("swDNN's batch-size-aware order: output columns resident, an input column fetched once for its taps") {
+    // padding 1 (border taps reach part of a row), a batch of 32: one pixel column a C block; an LDM
+    // budget that holds three C blocks beside the tiles, so a row of 8 columns runs in windows of 3, 3, 2
+    const ConvShape s{8, 8, 8, 16, 3, 3, 1, 1, 1, 1};
+    const std::int64_t batch = 32, in = batch * s.channels * s.height * s.width;
+    const std::int64_t out = batch * s.num_output * s.out_height() * s.out_width();
+    Params small;
+    small.ldm_budget_bytes = 1400;
+    REQUIRE(implicit_forward_blocking(small, s, batch, ImplicitStep::batch_size_aware()).c_blocks == 3);
+    CHECK(implicit_forward_blocking(small, s, batch).c_blocks == 1);  // swCaffe's order
+    const auto x = random_values(std::size_t(in), 21), w = random_values(std::size_t(9 * 16 * 8), 22);
+    std::vector<float> per_tap(static_cast<std::size_t>(out)), stationary(static_cast<std::size_t>(out));
+    CoreGroup cg(0, small);
+    conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, per_tap.data());
+    conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, stationary.data(), 0, 0,
+                          ImplicitStep::batch_size_aware());
+    check_close(stationary, per_tap);
+
+    // The traffic, timing only, no padding, 8 x 8 outputs: the filters as in swCaffe's order (a tap's
+    // slice per output column), the input once per (output row, kernel row, input column in reach of
+    // the window): a window of W output columns reads W + 2 input columns of each kernel row.
+    const ConvShape d{32, 10, 10, 32, 3, 3, 1, 1, 0, 0};
+    const std::int64_t b = 32, pixels = 8 * 8, column = 32 * b * std::int64_t(sizeof(float));
+    const auto bytes = [&](const Params& params, ImplicitStep step) {
+      CoreGroup timing(0, params);
+      timing.set_numerics(false);
+      float* p = timing_address();
+      return conv_forward_implicit(timing, d, b, p, p, nullptr, p, 0, 0, step).dma_bytes;
+    };
+    const std::int64_t filters_and_output = pixels * (9 * 32 * 32 * std::int64_t(sizeof(float)) + column);
+    CHECK(bytes(Params{}, {}) == filters_and_output + pixels * 9 * column);
+    REQUIRE(implicit_forward_blocking(Params{}, d, b, ImplicitStep::batch_size_aware()).c_blocks == 8);
+    CHECK(bytes(Params{}, ImplicitStep::batch_size_aware()) == filters_and_output + 8 * 3 * (8 + 2) * column);
+    Params three;  // room for two more 4 x 4 C tiles (double and float) beside one block's tiles
+    three.ldm_budget_bytes = int(implicit_forward_blocking(Params{}, d, b).ldm_bytes() +
+                                 2 * 4 * 4 * (sizeof(double) + sizeof(float)));
+    REQUIRE(implicit_forward_blocking(three, d, b, ImplicitStep::batch_size_aware()).c_blocks == 3);
+    CHECK(bytes(three, ImplicitStep::batch_size_aware()) == filters_and_output + 8 * 3 * (5 + 5 + 4) * column);
+  }
 }
