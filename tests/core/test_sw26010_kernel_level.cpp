@@ -374,12 +374,17 @@ TEST_SUITE("sw26010") {
     REQUIRE(implicit_forward_blocking(small, s, batch, ImplicitStep::batch_size_aware()).c_blocks == 3);
     CHECK(implicit_forward_blocking(small, s, batch).c_blocks == 1);  // swCaffe's order
     const auto x = random_values(std::size_t(in), 21), w = random_values(std::size_t(9 * 16 * 8), 22);
-    std::vector<float> per_tap(static_cast<std::size_t>(out)), stationary(static_cast<std::size_t>(out));
-    CoreGroup cg(0, small);
-    conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, per_tap.data());
-    conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, stationary.data(), 0, 0,
-                          ImplicitStep::batch_size_aware());
-    check_close(stationary, per_tap);
+    // both numerics paths of gemm_batch: tiles widened in LDM, and single precision's host-side tiles
+    for (const auto precision : {GemmPrecision::float2double, GemmPrecision::single}) {
+      INFO((precision == GemmPrecision::single ? "single" : "float2double"));
+      std::vector<float> per_tap(static_cast<std::size_t>(out)), stationary(static_cast<std::size_t>(out));
+      CoreGroup cg(0, small);
+      cg.set_implicit_precision(precision);
+      conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, per_tap.data());
+      conv_forward_implicit(cg, s, batch, x.data(), w.data(), nullptr, stationary.data(), 0, 0,
+                            ImplicitStep::batch_size_aware());
+      check_close(stationary, per_tap);
+    }
 
     // The traffic, timing only, no padding, 8 x 8 outputs: the filters as in swCaffe's order (a tap's
     // slice per output column), the input once per (output row, kernel row, input column in reach of
