@@ -39,11 +39,13 @@ KernelStats conv_backward_explicit(CoreGroup& cg, const ConvShape& s, std::int64
 // tap's filter slice (No x C) and the input it meets. The required bandwidth
 // is (1/(outputs a filter fetch serves) + 1/(outputs an input fetch serves))
 // x bytes / 2 per flop (D eq. 1, 2).
-//  - swCaffe's kernel (C-swdnn1 sw_slave_conv_batch_pad_float.c): one output
-//    pixel column of the whole batch per step, the input fetched again for
-//    each tap (the default). sw26010.md §6.2 reads that source's loop nest as
-//    the batch-size-aware one below, but P Table II's times agree with the
-//    refetch and not with it (bench/RESULTS.md, SW26010 eleventh pass);
+//  - swCaffe's kernel as P Table II times it: one output pixel column of the
+//    whole batch per step, the input fetched again for each tap (the
+//    default). Its source (C-swdnn1 sw_slave_conv_batch_pad_float.c) runs the
+//    batch-size-aware order below with every DMA waited for, but at the
+//    calibrated inner loop that order is 8-21% faster than P Table II: the
+//    refetch stands in for a per-step cost the model lacks (bench/RESULTS.md,
+//    SW26010 eleventh pass);
 //  - swDNN's image-size-aware order (D Alg. 1): bCo output columns of bB
 //    images per step, so a filter fetch serves bCo x bB outputs. The model
 //    keeps the batch contiguous (H x C x W x N), so it steps the same
