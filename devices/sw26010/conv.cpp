@@ -129,7 +129,7 @@ GemmBlocking implicit_forward_blocking(const Params& params, const ConvShape& s,
   if (step.input_stationary) {
     // the batch-size-aware order: as many C blocks (output columns) resident as fit beside the
     // tiles, at most a row's (C-swdnn1's CStride: the LDM left after the input and filter tiles)
-    const std::int64_t row_blocks = (s.out_width() * batch + 8 * b.tile_n - 1) / (8 * b.tile_n);
+    const std::int64_t row_blocks = ceil_div(s.out_width() * batch, 8 * b.tile_n);
     const auto with_one_more = [&b] {
       GemmBlocking wider = b;
       ++wider.c_blocks;

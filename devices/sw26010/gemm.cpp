@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/common/check.hpp"
@@ -16,9 +17,6 @@
 namespace taihu::sw26010 {
 
 namespace {
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
-
 // Register blocks of the inner kernel: 4 x 16 doubles of C per loop, so a
 // tile_m x tile_n tile takes tile_m * tile_n / 64 loops of tile_k iterations
 // (16 vmads each) per register-communication step.
@@ -130,11 +128,15 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
         const auto in_window = std::span(steps).subspan(window_begin);
         if (window > 1) {
           // B-stationary: the window's steps grouped by B tile (stable: a C block's K order is kept)
-          std::stable_sort(in_window.begin(), in_window.end(),
-                           [&](const Step& a, const Step& b) { return b_key(a) < b_key(b); });
-          for (std::size_t x = 1; x < in_window.size(); ++x)
-            in_window[x].same_b = in_window[x].segment >= 0 && in_window[x - 1].segment >= 0 &&
-                                  b_key(in_window[x]) == b_key(in_window[x - 1]);
+          std::vector<std::pair<BKey, Step>> keyed;
+          keyed.reserve(in_window.size());
+          for (const Step& st : in_window) keyed.emplace_back(b_key(st), st);
+          std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+          for (std::size_t x = 0; x < keyed.size(); ++x) {
+            in_window[x] = keyed[x].second;
+            in_window[x].same_b = x > 0 && in_window[x].segment >= 0 && in_window[x - 1].segment >= 0 &&
+                                  keyed[x].first == keyed[x - 1].first;
+          }
         }
         // each C block's first step loads its tile, its last writes it back
         std::vector<bool> seen(std::size_t(window), false);

@@ -21,6 +21,10 @@ namespace taihu::sw26010 {
 
 enum class Transpose { no, yes };
 
+// Blocking arithmetic for positive b: ceil(a / b), and a rounded up to a multiple of b.
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+constexpr std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
 struct GemmBlocking {
   int tile_m = 32, tile_n = 32, tile_k = 48;  // per-CPE tile; the block is 8x these
   // C blocks resident in LDM at once. 1: each C block runs its K loop to the

@@ -10,8 +10,6 @@
 namespace taihu::sw26010 {
 
 namespace {
-std::int64_t round_up(std::int64_t a, std::int64_t b) { return (a + b - 1) / b * b; }
-
 // swGEMM's strided-DMA map (C-swgemm MBW_map; reference Table C), MB/s, entry
 // i for per-CPE blocks of (i + 1) * 16 bytes.
 constexpr double mbw_map[64] = {
