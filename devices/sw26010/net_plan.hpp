@@ -96,7 +96,7 @@ class NetPlan {
   // conversion the transform layer makes unnecessary is not charged.
   const LayerLayouts& layouts(std::size_t i);
 
-  // Per-layer device state; defined in net_plan.cpp.
+  // Per-layer device state; defined in layer_work.hpp.
   struct LayerWork;
 
  private:
