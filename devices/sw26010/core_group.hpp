@@ -13,6 +13,7 @@
 
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -28,6 +29,10 @@
 #include "devices/sw26010/params.hpp"
 
 namespace taihu::sw26010 {
+
+// Whole cycles for a simulated time: rounded up, except within 1e-9 of the
+// integer below (a sum of fractional charges that is exact must not gain one).
+inline std::int64_t ceil_cycles(double x) { return static_cast<std::int64_t>(std::ceil(x - 1e-9)); }
 
 // A kernel broke a rule of the chip: a read before dma_wait, a deadlock, a bad
 // descriptor. The message names the core group, CPE and kernel. (Buffers that
