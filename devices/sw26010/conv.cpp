@@ -123,7 +123,7 @@ GemmBlocking implicit_forward_blocking(const Params& params, const ConvShape& s,
   const auto budget = std::size_t(params.ldm_budget_bytes);
   GemmBlocking b = GemmBlocking::choose(s.num_output, batch, s.channels, params);
   if (step.pixel_columns > 1) {
-    b.tile_n = int((step.pixel_columns * batch + 31) / 32 * 4);
+    b.tile_n = int(ceil_div(step.pixel_columns * batch, 32) * 4);
     while (b.tile_k > 4 && b.ldm_bytes() > budget) b.tile_k -= 4;
   }
   if (step.input_stationary) {
