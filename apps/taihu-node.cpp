@@ -32,8 +32,9 @@ options (or the same keys, with underscores, in [node] of --config-file):
   --coordinator=HOST:PORT  the coordinator's control port
   --secret-file=PATH       the cluster secret (the coordinator's [cluster] secret_file)
   --name=NAME              name in logs and reports (default node-PID)
-  --listen=ADDR            data-plane address (default 127.0.0.1); a wildcard (0.0.0.0)
-                           listens on all and tells peers the address that reached the coordinator
+  --listen=ADDR            data-plane address (default: the address this node reaches the
+                           coordinator from, 127.0.0.1 for a coordinator on this host); a
+                           wildcard (0.0.0.0) listens on all and tells peers that address
   --interface=NAME         listen on this network interface's address (e.g. ib0)
   --processes-on-host=N    node processes sharing this host's cores (default 1): with
                            [blas] threads = 0 each takes its share

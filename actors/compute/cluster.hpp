@@ -111,7 +111,10 @@ struct NodeOptions {
   std::uint16_t coordinator_port = 0;
   std::string secret;
   std::string name;                       // default: host:pid
-  std::string data_listen = "127.0.0.1";  // the data plane's address (others connect to it)
+  // The data plane's address (others connect to it). Empty: the address this node reaches the
+  // coordinator from (127.0.0.1 for a coordinator on this host), which is an address the other
+  // nodes can reach too wherever the coordinator's network is theirs; loopback would not be.
+  std::string data_listen;
   // The data-plane address peers are told. Empty: data_listen, unless that is
   // a wildcard (0.0.0.0, ::), which no peer can connect to: then this node's
   // address on its connection to the coordinator.

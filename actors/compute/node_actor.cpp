@@ -466,6 +466,7 @@ int run_node(const NodeOptions& o) {
       auto joined = join_control_port(system, gate_options, transport::control_plane_thread());
       gate = joined.gate;
       if (!joined.certificates) node_options.certificates = {};
+      if (node_options.data_listen.empty()) node_options.data_listen = joined.local_address;
       if (node_options.data_advertise.empty() && transport::is_wildcard_address(node_options.data_listen))
         node_options.data_advertise = joined.local_address;
       break;

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# taihu across hosts: the cluster run on the test bed (tests/multihost/testbed.sh), each host a
+# network, UTS, PID, IPC and mount namespace of its own on a shaped link through one switch.
+#
+#   short (ctest `multihost`, about 2 minutes): coordinator + 3 nodes on hosts h1..h3 at 1 Gbit/s
+#     (the coordinator and one node share h1), LeNet; h3's link cut for 2 s mid-run (less than
+#     dead_after): the run waits it out and ends bit for bit where the in-process workers=3 run
+#     ends. TLS is on between hosts by default: a capture at the switch holds no config string
+#     the coordinator sends and no stream of plaintext floats; the same capture of a tls=off run
+#     finds both (so the check can fail); the nodes log TLS on the control plane.
+#
+# Skips (exit 77, one line) without root or namespaces, or without Fashion-MNIST.
+#   usage: multihost_test.sh BUILD_DIR SOURCE_DIR [case...]
+set -uo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+shift 2
+cases=("$@")
+((${#cases[@]})) || cases=(short)
+train="$build/apps/taihu-train"
+node="$build/apps/taihu-node"
+data=/usr/share/datasets/fashion-mnist
+if [[ ! -f $data/train-images-idx3-ubyte.gz && ! -f $data/train-images-idx3-ubyte ]]; then
+  echo "SKIP: Fashion-MNIST is not installed ($data; apt-get install dataset-fashion-mnist)"
+  exit 77
+fi
+source "$src/tests/multihost/testbed.sh"
+work=$(mktemp -d)
+chmod 755 "$work"  # every host's processes run as root, but keep the bed's files readable
+cleanup() { [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"; }
+trap cleanup EXIT
+passed=0
+failed=0
+check() {  # check NAME STATUS [log file]
+  if [[ $2 -eq 0 ]]; then
+    passed=$((passed + 1))
+    echo "ok: $1"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $1"
+    [[ -n ${3:-} && -f $3 ]] && tail -n 15 "$3" | sed 's/^/    /'
+  fi
+}
+wait_for_line() {  # wait_for_line FILE PATTERN SECONDS
+  for _ in $(seq $(($3 * 10))); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+same_report() {  # same_report LABEL A.json B.json KEY...: the reports agree on every key
+  python3 - "$@" <<'PY'
+import json, sys
+label, pa, pb, *keys = sys.argv[1:]
+a, b = json.load(open(pa)), json.load(open(pb))
+diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+print(label + ":", {k: a[k] for k in keys}, "differences:", diff or "none")
+sys.exit(1 if diff else 0)
+PY
+}
+
+head -c 32 /dev/urandom | base64 >"$work/secret" && chmod 600 "$work/secret"
+config="$src/config/lenet-fashion-cluster.ini"
+common=(--config-file="$config" cluster.secret_file="$work/secret" data.limit_test=500 --progress=lines)
+
+# start_coordinator HOST NAME [key=value...]: taihu-train on HOST, listening on HOST's address;
+# waits for its port (sets $coordinator, $port).
+start_coordinator() {
+  local host=$1 name=$2
+  shift 2
+  rm -f "$work/$name.port"
+  tb_exec "$host" "$train" "${common[@]}" cluster.listen="$(tb_addr "$host")" cluster.port=0 \
+    cluster.port_file="$work/$name.port" output.dir="$work/$name" "$@" >"$work/$name.log" 2>&1 &
+  coordinator=$!
+  for _ in $(seq 300); do
+    [[ -s $work/$name.port ]] && break
+    sleep 0.1
+  done
+  port=$(cat "$work/$name.port" 2>/dev/null)
+}
+# start_node HOST NAME COORDINATOR_HOST [option...]: taihu-node on HOST (sets $last).
+start_node() {
+  local host=$1 name=$2 at=$3
+  shift 3
+  tb_exec "$host" "$node" --coordinator="$at:$port" --secret-file="$work/secret" --name="$name" \
+    --join-timeout=30 "$@" >"$work/$name.log" 2>&1 &
+  last=$!
+}
+# wire_check PCAP: plaintext found in the capture (wire_check.py's JSON) into $work/wire.json.
+wire_check() { python3 "$src/tests/multihost/wire_check.py" "$1" "$data" "lenet.ini" >"$work/wire.json"; }
+wire_field() { python3 -c "import json,sys; print(json.load(open('$work/wire.json'))$1)"; }
+
+short_case() {
+  tb_up 3 1gbit || return $?
+  local run=(epochs=1 data.limit_train=9600 display=20)
+  tb_capture_start "$work/tls.pcap" || return 1
+  start_coordinator h1 short "${run[@]}" --report="$work/short.json"
+  [[ -n $port ]]
+  check "the coordinator listens on h1 ($(tb_addr h1):$port)" $? "$work/short.log"
+  local nodes=()
+  start_node h1 a h1 && nodes+=("$last")
+  start_node h2 b h1 && nodes+=("$last")
+  start_node h3 c h1 && nodes+=("$last")
+  wait_for_line "$work/short.log" "epoch 1/1 40/" 90
+  check "3 nodes on 3 hosts train (40 iterations)" $? "$work/short.log"
+  tb_cut h3
+  sleep 2
+  tb_restore h3
+  wait "$coordinator"
+  check "the run outlasts a 2 s cut of h3's link (coordinator exit $?)" $? "$work/short.log"
+  local n rc
+  for n in "${nodes[@]}"; do
+    wait "$n"
+    rc=$?
+    check "a node exits 0 (exit $rc)" $rc "$work/a.log"
+  done
+  tb_capture_stop
+  "$train" "${common[@]}" "${run[@]}" nodes=0 output.dir="$work/inproc" --report="$work/inproc.json" \
+    >"$work/inproc.log" 2>&1
+  check "in-process workers=3 run" $? "$work/inproc.log"
+  same_report "3 hosts vs in-process" "$work/short.json" "$work/inproc.json" train_loss test_loss test_accuracy \
+    iterations workers
+  check "3 hosts, one link cut for 2 s, train to the in-process result bit for bit" $?
+  grep -q "control plane to .* runs TLS 1.3" "$work/b.log" && grep -q "control plane to .* runs TLS 1.3" "$work/c.log"
+  check "nodes on other hosts than the coordinator's run TLS on the control plane" $? "$work/b.log"
+  wire_check "$work/tls.pcap"
+  echo "wire (tls between hosts): $(cat "$work/wire.json")"
+  [[ $(wire_field '["bytes"]') -gt 1000000 && $(wire_field '["marker_hits"]') == "{}" &&
+    $(wire_field '["tensor_streams"]') == "[]" ]]
+  check "the switch sees no plaintext: no config string, no stream of floats" $?
+
+  # The same capture of a tls=off run finds both: the check above can fail.
+  tb_capture_start "$work/plain.pcap" || return 1
+  start_coordinator h1 plain epochs=1 data.limit_train=960 cluster.tls=off
+  nodes=()
+  start_node h1 pa h1 && nodes+=("$last")
+  start_node h2 pb h1 && nodes+=("$last")
+  start_node h3 pc h1 && nodes+=("$last")
+  wait "$coordinator"
+  check "a tls=off run on 3 hosts (exit $?)" $? "$work/plain.log"
+  for n in "${nodes[@]}"; do wait "$n"; done
+  tb_capture_stop
+  wire_check "$work/plain.pcap"
+  echo "wire (tls=off): $(cat "$work/wire.json")"
+  [[ $(wire_field '["marker_hits"]') != "{}" && $(wire_field '["tensor_streams"]') != "[]" ]]
+  check "with tls=off the same capture finds the config string and plaintext floats" $?
+  tb_down
+}
+
+for c in "${cases[@]}"; do
+  case $c in
+  short) short_case ;;
+  *)
+    echo "unknown case '$c' (cases: short)"
+    exit 2
+    ;;
+  esac
+  rc=$?
+  if [[ $rc -eq 77 ]]; then exit 77; fi
+  ((rc == 0)) || check "case $c ran to its end (status $rc)" $rc
+done
+echo "$passed passed, $failed failed"
+((failed == 0))
