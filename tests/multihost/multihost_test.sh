@@ -123,11 +123,7 @@ short_case() {
   check "3 hosts, one link cut for 2 s, train to the in-process result bit for bit" $?
   grep -q "control plane to .* runs TLS 1.3" "$work/b.log" && grep -q "control plane to .* runs TLS 1.3" "$work/c.log"
   check "nodes on other hosts than the coordinator's run TLS on the control plane" $? "$work/b.log"
-  wire_check "$work/tls.pcap"
-  echo "wire (tls between hosts): $(cat "$work/wire.json")"
-  [[ $(wire_field '["bytes"]') -gt 1000000 && $(wire_field '["marker_hits"]') == "{}" &&
-    $(wire_field '["tensor_streams"]') == "[]" ]]
-  check "the switch sees no plaintext: no config string, no stream of floats" $?
+  no_plaintext "$work/tls.pcap" "tls between hosts"
 
   # The same capture of a tls=off run finds both: the check above can fail.
   tb_capture_start "$work/plain.pcap" || return 1
@@ -147,11 +143,129 @@ short_case() {
   tb_down
 }
 
+# no_plaintext PCAP LABEL: the capture holds traffic but no config string and no float stream.
+no_plaintext() {
+  wire_check "$1"
+  echo "wire ($2): $(cat "$work/wire.json")"
+  [[ $(wire_field '["bytes"]') -gt 1000000 && $(wire_field '["marker_hits"]') == "{}" &&
+    $(wire_field '["tensor_streams"]') == "[]" ]]
+  check "$2: the switch sees no plaintext (no config string, no stream of floats)" $?
+}
+
+# Certificates: coordinator on h1, a node on each of h1..h4 with its own certificate of the
+# cluster's CA (made as the README shows), TLS between hosts by default; no plaintext at the
+# switch, the in-process result bit for bit.
+certificates_case() {
+  if ! command -v openssl >/dev/null; then
+    echo "certificates: skipped (no openssl command; apt-get install openssl)"
+    return 0
+  fi
+  tb_up 4 1gbit || return $?
+  local pki=$work/pki n
+  mkdir -p "$pki" && (cd "$pki" &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=cluster CA" \
+      -keyout ca.key -out ca.pem 2>/dev/null &&
+    for n in coordinator n1 n2 n3 n4; do
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$n.key" -out "$n.csr" \
+        2>/dev/null && openssl x509 -req -in "$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out "$n.pem" \
+        2>/dev/null
+    done && chmod 600 ./*.key)
+  check "certificates made with openssl" $?
+  local run=(epochs=1 data.limit_train=1920 nodes=4 workers=4)
+  tb_capture_start "$work/certificates.pcap" || return 1
+  start_coordinator h1 certificates "${run[@]}" cluster.certificate="$pki/coordinator.pem" \
+    cluster.key="$pki/coordinator.key" cluster.ca_file="$pki/ca.pem" --report="$work/certificates.json"
+  local nodes=()
+  for n in 1 2 3 4; do
+    start_node "h$n" "n$n" h1 --certificate="$pki/n$n.pem" --key="$pki/n$n.key" --ca-file="$pki/ca.pem" && nodes+=("$last")
+  done
+  wait "$coordinator"
+  check "certificates: coordinator + 4 nodes on 4 hosts finish (exit $?)" $? "$work/certificates.log"
+  for n in "${nodes[@]}"; do
+    wait "$n"
+    check "certificates: a node exits 0 (exit $?)" $? "$work/n1.log"
+  done
+  tb_capture_stop
+  grep -q "control plane to .* runs TLS 1.3 (certificates verified both ways)" "$work/n2.log" &&
+    grep -q "data plane on .* (tls = between_hosts, certificates)" "$work/n2.log"
+  check "certificates: a node on another host than the coordinator's verifies certificates on both planes" $? \
+    "$work/n2.log"
+  "$train" "${common[@]}" "${run[@]}" nodes=0 output.dir="$work/cert-inproc" --report="$work/cert-inproc.json" \
+    >"$work/cert-inproc.log" 2>&1
+  same_report "certificates, 4 hosts vs in-process" "$work/certificates.json" "$work/cert-inproc.json" train_loss \
+    test_loss test_accuracy iterations workers
+  check "certificates: 4 hosts train to the in-process result bit for bit" $?
+  no_plaintext "$work/certificates.pcap" "certificates"
+  tb_down
+}
+
+# torchrun's variables across hosts: rank 0 on h1 listens on MASTER_PORT, MASTER_ADDR is h1's
+# name; the secret is a file every host sees.
+torchrun_case() {
+  tb_up 3 1gbit || return $?
+  local run=(--config-file="$config" cluster.secret_file="$work/secret" cluster.join_timeout=30 data.limit_test=500
+             epochs=1 data.limit_train=1440 nodes=3 workers=3 --progress=lines) r ranks=()
+  for r in 0 1 2; do
+    tb_exec "h$((r + 1))" env RANK=$r WORLD_SIZE=3 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=h1 MASTER_PORT=29500 \
+      "$train" "${run[@]}" output.dir="$work/torchrun" --report="$work/torchrun-rank$r.json" \
+      >"$work/torchrun-rank$r.log" 2>&1 &
+    ranks+=("$!")
+  done
+  for r in 0 1 2; do
+    wait "${ranks[$r]}"
+    check "torchrun: rank $r on h$((r + 1)) exits 0 (exit $?)" $? "$work/torchrun-rank$r.log"
+  done
+  "$train" "${common[@]}" epochs=1 data.limit_train=1440 nodes=0 workers=3 output.dir="$work/torchrun-inproc" \
+    --report="$work/torchrun-inproc.json" >"$work/torchrun-inproc.log" 2>&1
+  same_report "torchrun, 3 hosts vs in-process" "$work/torchrun-rank0.json" "$work/torchrun-inproc.json" train_loss \
+    test_loss test_accuracy
+  check "torchrun: 3 hosts train to the in-process result bit for bit" $?
+  tb_down
+}
+
+# mpirun across hosts: Open MPI starts its daemons through the bed's rsh agent (tb-rsh, as ssh),
+# one rank per host; the ranks meet through PMIx and train over taihu's data plane (transport =
+# taihu), then over the
+# MPI transport (Open MPI's TCP between the hosts); each equals the in-process run bit for bit.
+mpirun_case() {
+  if ! command -v mpirun >/dev/null; then
+    echo "mpirun: skipped (no mpirun; apt-get install openmpi-bin)"
+    return 0
+  fi
+  tb_up 4 1gbit || return $?
+  printf 'h1 slots=1\nh2 slots=1\nh3 slots=1\nh4 slots=1\n' >"$work/hostfile"
+  local mpi=(mpirun --allow-run-as-root --hostfile "$work/hostfile" --mca plm_rsh_agent "$src/tests/multihost/tb-rsh"
+             --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4)
+  local run=(--config-file="$config" cluster.secret_file= cluster.join_timeout=30 data.limit_test=500
+             epochs=1 data.limit_train=1920 nodes=4 workers=4 --progress=lines)
+  "$train" "${common[@]}" epochs=1 data.limit_train=1920 nodes=0 workers=4 output.dir="$work/mpi-inproc" \
+    --report="$work/mpi-inproc.json" >"$work/mpi-inproc.log" 2>&1
+  check "in-process workers=4 run" $? "$work/mpi-inproc.log"
+  local transport
+  for transport in taihu mpi; do
+    tb_exec h1 "${mpi[@]}" "$train" "${run[@]}" cluster.transport=$transport output.dir="$work/mpirun-$transport" \
+      --report="$work/mpirun-$transport.json" >"$work/mpirun-$transport.log" 2>&1
+    check "mpirun -np 4 on 4 hosts, transport = $transport (exit $?)" $? "$work/mpirun-$transport.log"
+    grep -q "the ranks meet through the launcher's PMIx store" "$work/mpirun-$transport.log"
+    check "mpirun ($transport): the ranks meet through PMIx" $? "$work/mpirun-$transport.log"
+    local k placed=0
+    for k in 1 2 3 4; do grep -q "node $((k - 1)) 'rank$((k - 1))@h$k'" "$work/mpirun-$transport.log" || placed=1; done
+    check "mpirun ($transport): rank k runs on host h(k+1)" $placed "$work/mpirun-$transport.log"
+    same_report "mpirun ($transport) on 4 hosts vs in-process" "$work/mpirun-$transport.json" "$work/mpi-inproc.json" \
+      train_loss test_loss test_accuracy iterations
+    check "mpirun ($transport): 4 hosts train to the in-process result bit for bit" $?
+  done
+  tb_down
+}
+
 for c in "${cases[@]}"; do
   case $c in
   short) short_case ;;
+  mpirun) mpirun_case ;;
+  certificates) certificates_case ;;
+  torchrun) torchrun_case ;;
   *)
-    echo "unknown case '$c' (cases: short)"
+    echo "unknown case '$c' (cases: short certificates torchrun mpirun)"
     exit 2
     ;;
   esac

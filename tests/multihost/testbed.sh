@@ -29,6 +29,7 @@
 #   tb_exec h2 build/apps/taihu-node --coordinator=h1:4750 ... &
 #   tb_cut h3; sleep 2; tb_restore h3; tb_rate h2 10mbit; tb_addr h1; tb_rtt h1 h2
 #   tb_capture_start FILE; ...; tb_capture_stop   # every frame through the switch, as pcap
+#   tb_exec h1 mpirun --mca plm_rsh_agent tests/multihost/tb-rsh ...   # tb-rsh: ssh between hosts
 # As a command, for a bed to try things by hand (it stays up until `down`):
 #   testbed.sh up H [RATE]   testbed.sh exec HOST CMD...   testbed.sh cut|restore HOST
 #   testbed.sh rate HOST RATE    testbed.sh list    testbed.sh down    testbed.sh clean
@@ -97,8 +98,9 @@ _tb_clean_leftovers() {
   done
 }
 
-_tb_index() {  # _tb_index HOST: prints I for hI, or fails naming the hosts
+_tb_index() {  # _tb_index HOST: prints I for hI (or its address), or fails naming the hosts
   local host=$1 i=${1#h}
+  [[ $host == "$TB_SUBNET".* ]] && i=${host##*.} host=h$i
   if [[ $host != h* || ! $i =~ ^[0-9]+$ || $i -lt 1 || $i -gt ${TB_HOSTS:-0} ]]; then
     _tb_say "no host '$host' in this test bed (hosts: h1..h${TB_HOSTS:-0})"
     return 1
@@ -111,12 +113,20 @@ tb_ns() { local i; i=$(_tb_index "$1") && echo "tb$TB_ID-h$i"; }
 tb_hosts() { local i; for ((i = 1; i <= TB_HOSTS; i++)); do echo "h$i"; done; }
 
 # tb_exec HOST CMD...: runs CMD on HOST (in all of its namespaces), in the current directory.
+# From this machine only: a process on a host cannot join another host's PID namespace, so
+# commands started from a host go through the bed's exec server (tests/multihost/tb-rsh).
 tb_exec() {
   local host=$1 i holder
   shift
   i=$(_tb_index "$host") || return 2
   read -r _ holder <"$TB_DIR/holder.$i"
-  nsenter --target "$holder" --net --uts --pid --ipc --mount --wd="$PWD" -- "$@"
+  nsenter --target "$holder" --net --uts --ipc --pid --mount --wd="$PWD" -- "$@"
+}
+
+# _tb_attach: the bed in $TB_DIR (exported by tb_up), for the exec server's commands.
+_tb_attach() {
+  TB_ID=$(basename "$TB_DIR")
+  TB_HOSTS=$(cat "$TB_DIR/hosts.count")
 }
 
 # _tb_shape NS DEV RATE [add|change]: tbf on one side of a link.
@@ -189,6 +199,7 @@ tb_up() {
   TB_DIR=$TB_STATE_ROOT/$TB_ID
   TB_HOSTS=$hosts
   mkdir -p "$TB_DIR"
+  export TB_DIR TB_ID TB_HOSTS  # for tools started on the hosts (tb-rsh)
   echo "$$ $(_tb_start_time $$)" >"$TB_DIR/owner"
   _tb_install_traps
   {
@@ -230,6 +241,10 @@ tb_up() {
   done
   echo "$rate" >"$TB_DIR/rate"
   echo "$hosts" >"$TB_DIR/hosts.count"
+  # The remote shell for commands started on a host (mpirun's rsh agent: tb-rsh).
+  python3 "$TB_TOOLS/exec_server.py" "$TB_TOOLS/testbed.sh" "$TB_DIR/exec.sock" </dev/null >/dev/null 2>&1 &
+  echo "$!" >"$TB_DIR/holder.exec"
+  disown $!
   _tb_say "$hosts hosts up (h1..h$hosts = $TB_SUBNET.1..$hosts), links at $rate, bed $TB_ID"
 }
 
