@@ -8,6 +8,7 @@
 #     ends. TLS is on between hosts by default: a capture at the switch holds no config string
 #     the coordinator sends and no stream of plaintext floats; the same capture of a tls=off run
 #     finds both (so the check can fail); the nodes log TLS on the control plane.
+#   certificates, torchrun, mpirun, faults (ctest `multihost_slow`): see each case's function.
 #
 # Skips (exit 77, one line) without root or namespaces, or without Fashion-MNIST.
 #   usage: multihost_test.sh BUILD_DIR SOURCE_DIR [case...]
@@ -106,6 +107,7 @@ short_case() {
   tb_cut h3
   sleep 2
   tb_restore h3
+  back=$(now)
   wait "$coordinator"
   check "the run outlasts a 2 s cut of h3's link (coordinator exit $?)" $? "$work/short.log"
   local n rc
@@ -223,6 +225,173 @@ torchrun_case() {
   tb_down
 }
 
+# Processes whose exit status and time the fault cases read: spawn NAME HOST CMD... runs CMD on
+# HOST in the background, its output in $work/NAME.log, then "STATUS EPOCH_SECONDS" in NAME.exit.
+spawn() {
+  local name=$1 host=$2
+  shift 2
+  rm -f "$work/$name.exit"
+  { tb_exec "$host" "$@" >"$work/$name.log" 2>&1; echo "$? $(date +%s.%N)" >"$work/$name.exit"; } &
+}
+wait_exit() {  # wait_exit NAME SECONDS: 0 once NAME has exited, 1 if it still runs after SECONDS
+  local _
+  for _ in $(seq $(($2 * 10))); do [[ -s $work/$1.exit ]] && return 0; sleep 0.1; done
+  return 1
+}
+exit_status() { awk '{print $1}' "$work/$1.exit" 2>/dev/null; }
+exit_time() { awk '{print $2}' "$work/$1.exit" 2>/dev/null; }
+now() { date +%s.%N; }
+# log_time FILE PATTERN: the epoch seconds of the first log line matching PATTERN (lines start
+# with [HH:MM:SS.mmm] of today).
+log_time() {
+  local stamp
+  stamp=$(grep -m1 -- "$2" "$1" 2>/dev/null | sed -E 's/^\[([0-9:.]+)\].*/\1/')
+  [[ -n $stamp ]] && date -d "today $stamp" +%s.%N
+}
+seconds() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
+figure() {  # figure CASE KEY VALUE: one figure of a fault case, printed and kept in faults.csv
+  echo "figure: $1 $2 = $3"
+  echo "$1,$2,$3" >>"$work/faults.csv"
+}
+
+# start_cluster NAME HOSTS... -- KEY=VALUE...: coordinator on h1 (port 4750), a node on each
+# host; node logs NAME-hI.
+start_cluster() {
+  local name=$1 hosts=() h
+  shift
+  while (($#)) && [[ $1 != -- ]]; do hosts+=("$1"); shift; done
+  (($#)) && shift
+  spawn "$name" h1 "$train" "${common[@]}" cluster.listen="$(tb_addr h1)" cluster.port=4750 \
+    output.dir="$work/$name" --report="$work/$name.json" "$@"
+  sleep 0.5
+  for h in "${hosts[@]}"; do
+    spawn "$name-$h" "$h" "$node" --coordinator=h1:4750 --secret-file="$work/secret" --name="$name-$h" \
+      --join-timeout=30 --dead-after=5
+  done
+}
+
+# Network faults on 3 hosts (coordinator + a node on h1, nodes on h2, h3; heartbeat 1 s,
+# dead_after 5 s), each with its figures (faults.csv): a link cut for longer than dead_after,
+# not elastic (the run stops, naming the node; --resume ends where an uninterrupted run ends)
+# and elastic (the run goes on over 2 hosts; the cut node exits 8 once its link is back, and a
+# node restarted there joins at the next epoch); the coordinator's host cut off; a link
+# throttled to 1% of its rate for 10 s (a straggler: no false death).
+faults_case() {
+  tb_up 3 1gbit || return $?
+  : >"$work/faults.csv"
+  local run=(epochs=1 data.limit_train=9600 display=20 output.checkpoint_every=20 cluster.dead_after=5) cut back
+  "$train" "${common[@]}" "${run[@]}" nodes=0 output.dir="$work/faults-inproc" --report="$work/faults-inproc.json" \
+    >"$work/faults-inproc.log" 2>&1
+  check "faults: the uninterrupted in-process run" $? "$work/faults-inproc.log"
+
+  # 1. h3 cut for 12 s, not elastic.
+  start_cluster cut h1 h2 h3 -- "${run[@]}"
+  wait_for_line "$work/cut.log" "epoch 1/1 60/" 120
+  cut=$(now)
+  tb_cut h3
+  wait_exit cut 15
+  check "cut: the coordinator ends within 15 s of the cut (exit $(exit_status cut))" $? "$work/cut.log"
+  [[ $(exit_status cut) == 2 ]] && grep -q "node [0-9] 'cut-h3' was lost at iteration .*intact" "$work/cut.log"
+  check "cut: exit 2, naming the lost node, the checkpoint intact" $? "$work/cut.log"
+  figure cut detection_s "$(seconds "$cut" "$(log_time "$work/cut.log" "was lost at iteration")")"
+  figure cut coordinator_exit_s "$(seconds "$cut" "$(exit_time cut)")"
+  wait_exit cut-h3 10
+  check "cut: the cut node ends while still cut (exit $(exit_status cut-h3), 7: coordinator lost)" $? "$work/cut-h3.log"
+  [[ $(exit_status cut-h3) == 7 ]]
+  check "cut: the cut node exits 7" $? "$work/cut-h3.log"
+  figure cut cut_node_exit_s "$(seconds "$cut" "$(exit_time cut-h3)")"
+  wait_exit cut-h1 10 && wait_exit cut-h2 10 && [[ $(exit_status cut-h1) == 9 && $(exit_status cut-h2) == 9 ]]
+  check "cut: the other nodes exit 9 (the run failed elsewhere)" $? "$work/cut-h2.log"
+  tb_restore h3
+  # Resumed from the checkpoint on the same hosts, the run ends where the uninterrupted one ends.
+  start_cluster resume h1 h2 h3 -- "${run[@]}" output.dir="$work/cut" --resume
+  wait_exit resume 120
+  [[ $(exit_status resume) == 0 ]]
+  check "cut: --resume on 3 hosts finishes" $? "$work/resume.log"
+  same_report "cut, resumed vs uninterrupted" "$work/resume.json" "$work/faults-inproc.json" train_loss test_loss \
+    test_accuracy iterations
+  check "cut: the resumed run ends bit for bit where the uninterrupted one ends" $?
+  wait_exit resume-h3 10
+
+  # 2. h3 cut for 10 s, elastic: dropped, the run goes on; the cut node, which cannot tell a cut
+  #    from a dead coordinator, exits 7 while still cut; a new node on h3, once the link is back,
+  #    joins at the next epoch boundary and the run ends on 3.
+  start_cluster elastic h1 h2 h3 -- "${run[@]}" epochs=3 elastic=true sync.step_timeout=60
+  wait_for_line "$work/elastic.log" "epoch 1/3 60/" 120
+  cut=$(now)
+  tb_cut h3
+  wait_for_line "$work/elastic.log" "elastic: lost node [0-9] 'elastic-h3'; continuing on 2 nodes with 2 ranks" 15
+  check "elastic: h3 dropped, the run goes on over 2 hosts" $? "$work/elastic.log"
+  figure elastic detection_s "$(seconds "$cut" "$(log_time "$work/elastic.log" "was lost at iteration")")"
+  figure elastic reformed_s "$(seconds "$cut" "$(log_time "$work/elastic.log" "elastic: lost node")")"
+  wait_exit elastic-h3 10
+  [[ $(exit_status elastic-h3) == 7 ]]
+  check "elastic: the cut node ends while still cut (exit $(exit_status elastic-h3), 7: coordinator lost)" $? \
+    "$work/elastic-h3.log"
+  figure elastic cut_node_exit_s "$(seconds "$cut" "$(exit_time elastic-h3)")"
+  sleep 2
+  tb_restore h3
+  back=$(now)
+  spawn elastic-h3b h3 "$node" --coordinator=h1:4750 --secret-file="$work/secret" --name=elastic-h3b \
+    --join-timeout=30 --dead-after=5
+  wait_exit elastic 180
+  [[ $(exit_status elastic) == 0 ]]
+  check "elastic: training finishes (exit $(exit_status elastic))" $? "$work/elastic.log"
+  grep -q "elastic: nodes joined; continuing on 3 nodes with 3 ranks x batch 16 from epoch [23] batch 0" "$work/elastic.log"
+  check "elastic: the node restarted on h3 joins at the next epoch boundary" $? "$work/elastic.log"
+  figure elastic restarted_node_joined_after_restore_s "$(seconds "$back" "$(log_time "$work/elastic.log" "'elastic-h3b' joined")")"
+  wait_exit elastic-h3b 10
+
+  # 3. The coordinator's host cut off for 12 s: the nodes elsewhere lose it, the coordinator loses them.
+  start_cluster coordcut h1 h2 h3 -- "${run[@]}"
+  wait_for_line "$work/coordcut.log" "epoch 1/1 60/" 120
+  cut=$(now)
+  tb_cut h1
+  wait_exit coordcut 15 && wait_exit coordcut-h2 15 && wait_exit coordcut-h3 15
+  check "coordinator cut off: coordinator and both nodes elsewhere end within 15 s" $? "$work/coordcut.log"
+  [[ $(exit_status coordcut) == 2 && $(exit_status coordcut-h2) == 7 && $(exit_status coordcut-h3) == 7 ]]
+  check "coordinator cut off: exit 2 there, 7 (coordinator lost) on h2 and h3" $? "$work/coordcut-h2.log"
+  wait_exit coordcut-h1 10 && [[ $(exit_status coordcut-h1) == 9 ]]
+  check "coordinator cut off: the node beside it exits 9 (exit $(exit_status coordcut-h1))" $? "$work/coordcut-h1.log"
+  figure coordcut coordinator_exit_s "$(seconds "$cut" "$(exit_time coordcut)")"
+  figure coordcut node_exit_s "$(seconds "$cut" "$(exit_time coordcut-h2)")"
+  tb_restore h1
+
+  # 4. A straggler: h3's link at 1% (10 Mbit/s) for 10 s, then back to 1 Gbit/s.
+  start_cluster slow h1 h2 h3 -- "${run[@]}" display=2
+  wait_for_line "$work/slow.log" "epoch 1/1 60/" 120
+  local before after
+  before=$(now)
+  tb_rate h3 10mbit
+  sleep 10
+  after=$(now)
+  tb_rate h3 1gbit
+  wait_exit slow 120
+  [[ $(exit_status slow) == 0 ]]
+  check "straggler: the run finishes, no node declared dead (exit $(exit_status slow))" $? "$work/slow.log"
+  same_report "straggler vs uninterrupted" "$work/slow.json" "$work/faults-inproc.json" train_loss test_loss \
+    test_accuracy iterations
+  check "straggler: the result is the uninterrupted one bit for bit" $?
+  figure straggler iterations_in_10s_at_1pct "$(python3 - "$work/slow.log" "$before" "$after" <<'PY'
+import re, sys, datetime
+path, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+day = datetime.date.today()
+done = []
+for line in open(path):
+    m = re.match(r"\[(\d+):(\d+):([\d.]+)\].* epoch 1/1 (\d+)/", line)
+    if m:
+        t = datetime.datetime.combine(day, datetime.time()).timestamp() + int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+        if start <= t <= end:
+            done.append(int(m[4]))
+print(max(done) - min(done) if len(done) > 1 else 0)
+PY
+)"
+  for h in h1 h2 h3; do wait_exit "slow-$h" 10; done
+  echo "fault figures:"
+  cat "$work/faults.csv"
+  tb_down
+}
+
 # mpirun across hosts: Open MPI starts its daemons through the bed's rsh agent (tb-rsh, as ssh),
 # one rank per host; the ranks meet through PMIx and train over taihu's data plane (transport =
 # taihu), then over the
@@ -264,8 +433,9 @@ for c in "${cases[@]}"; do
   mpirun) mpirun_case ;;
   certificates) certificates_case ;;
   torchrun) torchrun_case ;;
+  faults) faults_case ;;
   *)
-    echo "unknown case '$c' (cases: short certificates torchrun mpirun)"
+    echo "unknown case '$c' (cases: short certificates torchrun mpirun faults)"
     exit 2
     ;;
   esac
