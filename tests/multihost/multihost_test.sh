@@ -26,8 +26,9 @@ if [[ ! -f $data/train-images-idx3-ubyte.gz && ! -f $data/train-images-idx3-ubyt
   exit 77
 fi
 source "$src/tests/multihost/testbed.sh"
-work=$(mktemp -d)
-chmod 755 "$work"  # every host's processes run as root, but keep the bed's files readable
+# Every host has its own /tmp; /var/tmp is the file system all of them share.
+work=$(mktemp -d -p /var/tmp taihu-multihost.XXXXXX)
+chmod 755 "$work"
 cleanup() { [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"; }
 trap cleanup EXIT
 passed=0
@@ -392,6 +393,52 @@ PY
   tb_down
 }
 
+# Slurm (Debian's slurmctld, slurmd, slurm-client, munge; tests/multihost/slurm.sh): slurmctld on
+# h1, a slurmd per host. The README's batch script as it stands (sbatch, #SBATCH -N 4
+# --ntasks-per-node=1, srun taihu-train ... cluster.secret_file= output.dir=<shared>: the ranks
+# meet in the shared directory), then srun -N 4 --mpi=pmix with transport = mpi; each equals the
+# in-process run bit for bit.
+slurm_case() {
+  tb_up 4 1gbit || return $?
+  source "$src/tests/multihost/slurm.sh"
+  local rc
+  tb_slurm_up
+  rc=$?
+  if ((rc == 77)); then
+    tb_down
+    return 0
+  fi
+  check "a Slurm cluster of 4 hosts comes up" $rc
+  ((rc == 0)) || return 1
+  local small=(data.limit_test=500 epochs=1 data.limit_train=1920 --progress=lines)
+  "$train" "${common[@]}" "${small[@]}" nodes=0 workers=4 output.dir="$work/slurm-inproc" \
+    --report="$work/slurm-inproc.json" >"$work/slurm-inproc.log" 2>&1
+  cat >"$work/job.sh" <<EOF
+#!/bin/bash
+#SBATCH -N 4 --ntasks-per-node=1
+srun $train --config-file=$config nodes=4 workers=4 cluster.secret_file= output.dir=$work/sbatch \\
+     ${small[*]} --report=$work/sbatch.json
+EOF
+  tb_exec h1 sbatch --wait -o "$work/sbatch.log" "$work/job.sh" >"$work/sbatch.out" 2>&1
+  check "sbatch -N 4 --ntasks-per-node=1 with the README's srun line finishes (exit $?)" $? "$work/sbatch.log"
+  local k placed=0
+  for k in 0 1 2 3; do grep -q "node $k 'rank$k@h$((k + 1))'" "$work/sbatch.log" || placed=1; done
+  check "sbatch: rank k is node k on host h(k+1)" $placed "$work/sbatch.log"
+  same_report "sbatch on 4 hosts vs in-process" "$work/sbatch.json" "$work/slurm-inproc.json" train_loss test_loss \
+    test_accuracy iterations
+  check "sbatch: 4 hosts train to the in-process result bit for bit" $?
+  tb_exec h1 srun -N 4 --ntasks-per-node=1 --mpi=pmix "$train" --config-file="$config" nodes=4 workers=4 \
+    cluster.secret_file= cluster.transport=mpi output.dir="$work/srun-pmix" "${small[@]}" \
+    --report="$work/srun-pmix.json" >"$work/srun-pmix.log" 2>&1
+  check "srun -N 4 --mpi=pmix, transport = mpi (exit $?)" $? "$work/srun-pmix.log"
+  grep -q "the ranks meet through the launcher's PMIx store" "$work/srun-pmix.log"
+  check "srun --mpi=pmix: the ranks meet through PMIx" $? "$work/srun-pmix.log"
+  same_report "srun --mpi=pmix on 4 hosts vs in-process" "$work/srun-pmix.json" "$work/slurm-inproc.json" train_loss \
+    test_loss test_accuracy iterations
+  check "srun --mpi=pmix: 4 hosts train to the in-process result bit for bit" $?
+  tb_down
+}
+
 # mpirun across hosts: Open MPI starts its daemons through the bed's rsh agent (tb-rsh, as ssh),
 # one rank per host; the ranks meet through PMIx and train over taihu's data plane (transport =
 # taihu), then over the
@@ -434,8 +481,9 @@ for c in "${cases[@]}"; do
   certificates) certificates_case ;;
   torchrun) torchrun_case ;;
   faults) faults_case ;;
+  slurm) slurm_case ;;
   *)
-    echo "unknown case '$c' (cases: short certificates torchrun mpirun faults)"
+    echo "unknown case '$c' (cases: short certificates torchrun mpirun slurm faults)"
     exit 2
     ;;
   esac

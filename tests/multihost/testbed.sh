@@ -4,10 +4,10 @@
 #
 #   host hI   network namespace with eth0 = 10.213.77.I/24 and its own loopback; UTS (hostname
 #             hI), PID, IPC and mount namespaces held by one holder process, so every process
-#             started on the host sees its hostname, its own /dev/shm and an /etc/hosts that
-#             names h1..hH, and nothing outside the host can see its processes (a same-host
-#             probe between two hosts fails, as it does between machines). /tmp and the rest of
-#             the file system stay shared: the "directory every host sees" of a real cluster.
+#             started on the host sees its hostname, its own /dev/shm and /tmp and an /etc/hosts
+#             that names h1..hH, and nothing outside the host can see its processes (a same-host
+#             probe between two hosts fails, as it does between machines). The rest of the file
+#             system stays shared (e.g. /var/tmp): the "directory every host sees" of a cluster.
 #   switch    a network namespace holding bridge br0, one port pI per host.
 #   links     each host's eth0 and its switch port shaped with tc tbf (rate, burst, queue limit):
 #             a host sends and receives at most RATE, as through one NIC on a switch. This kernel
@@ -42,6 +42,16 @@ TB_QUEUE=${TB_QUEUE:-50ms}         # tbf queue limit, as the longest a packet ma
 TB_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 _tb_say() { echo "testbed: $*" >&2; }
+
+# A host's init: waits for any child, forever.
+_TB_INIT='
+import os, time
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(1)
+' 
 
 # _tb_start_time PID: the process's start time (clock ticks since boot), to tell a live owner
 # from an unrelated process that reuses its pid.
@@ -223,10 +233,13 @@ tb_up() {
       _tb_say "could not make host h$i (namespace $ns)"
       return 1
     fi
-    # The holder: PID 1 of the host's PID namespace; when it dies, every process on the host does.
+    # The holder: PID 1 of the host's PID namespace (when it dies, every process on the host
+    # does), reaping the orphans the kernel hands it as init does: a zombie would keep its
+    # process group alive, and Slurm's pgid tracking waits for a job's group to be empty.
     ip netns exec "$ns" unshare --uts --pid --ipc --mount --fork --kill-child --mount-proc \
-      sh -c 'hostname "$1" && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && mount --bind "$2" /etc/hosts &&
-             touch "$3" && exec sleep infinity' holder "h$i" "$TB_DIR/hosts" "$TB_DIR/ready.$i" \
+      sh -c 'hostname "$1" && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
+             mount --bind "$2" /etc/hosts &&
+             touch "$3" && exec python3 -c "$4"' holder "h$i" "$TB_DIR/hosts" "$TB_DIR/ready.$i" "$_TB_INIT" \
       </dev/null >/dev/null 2>&1 &
     local unshare_pid=$!
     disown "$unshare_pid"
