@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -69,21 +70,41 @@ void rgb_to_grey(const uint8_t* rgb, uint8_t* grey, size_t pixels) {
 
 // TurboJPEG handles allocate libjpeg's state (tens of kilobytes) when made:
 // one per thread, made on first use, freed when the thread exits.
+//
+// A handle that failed is thrown away and the thread's next call makes a new
+// one: libjpeg-turbo 2.1's tjDecompressHeader3 leaves an error by longjmp
+// without aborting the decompressor, so libjpeg's state stays "inside a
+// header" and the next file's markers are read as the rest of the bad one's.
+// A corrupt header (a bad Huffman or quantisation table, a missing SOS) then
+// made the next good JPEGs on that thread fail, as "truncated ... ends before
+// the image header" or with the bad file's own error.
 template <tjhandle (*Init)()>
 class ThreadHandle {
  public:
   static tjhandle get() {
-    thread_local ThreadHandle holder;
+    ThreadHandle& holder = mine();
+    if (holder.handle_ == nullptr) holder.handle_ = Init();
     require(holder.handle_ != nullptr, "cannot start libjpeg-turbo: {}", tjGetErrorStr2(nullptr));
     return holder.handle_;
   }
 
+  // After a failure: the next get() makes a fresh handle.
+  static void discard() {
+    ThreadHandle& holder = mine();
+    if (holder.handle_ != nullptr) tjDestroy(holder.handle_);
+    holder.handle_ = nullptr;
+  }
+
  private:
-  ThreadHandle() : handle_(Init()) {}
+  static ThreadHandle& mine() {
+    thread_local ThreadHandle holder;
+    return holder;
+  }
+  ThreadHandle() = default;
   ~ThreadHandle() {
     if (handle_ != nullptr) tjDestroy(handle_);
   }
-  tjhandle handle_;
+  tjhandle handle_ = nullptr;
 };
 
 using Decompressor = ThreadHandle<tjInitDecompress>;
@@ -130,6 +151,14 @@ void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, size_t pixels) {
 
 Image decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_shorter_side) {
   tjhandle handle = Decompressor::get();
+  // Whatever the failure (also one found here, as a header of no size), the
+  // handle that met the bad file is not used again.
+  struct DiscardOnFailure {
+    int exceptions = std::uncaught_exceptions();
+    ~DiscardOnFailure() {
+      if (std::uncaught_exceptions() > exceptions) Decompressor::discard();
+    }
+  } discard_on_failure;
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsampling = 0, colourspace = 0;
   if (tjDecompressHeader3(handle, bytes.data(), size, &width, &height, &subsampling, &colourspace) != 0) {
@@ -360,7 +389,9 @@ std::vector<uint8_t> encode_jpeg(const Image& image, int quality) {
   unsigned long size = bytes.size();
   if (tjCompress2(handle, image.pixels.data(), image.width, 0, image.height, format, &out, &size, subsampling, quality,
                   TJFLAG_NOREALLOC | TJFLAG_ACCURATEDCT) != 0) {
-    raise("JPEG encoding failed: {}", tjGetErrorStr2(handle));
+    const std::string message = tjGetErrorStr2(handle);
+    Compressor::discard();
+    raise("JPEG encoding failed: {}", message);
   }
   bytes.resize(size);
   return bytes;

@@ -2,11 +2,13 @@
 #include <turbojpeg.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/data/image_codec.hpp"
@@ -276,4 +278,81 @@ TEST_CASE("images decode concurrently, each thread with its own decompressor") {
   }
   for (auto& thread : threads) thread.join();
   for (int count : mismatches) CHECK(count == 0);
+}
+
+namespace {
+
+// Where the header segment with `marker` (0xc4 DHT, 0xdb DQT, 0xda SOS) starts.
+size_t find_segment(const Bytes& jpeg, uint8_t marker) {
+  size_t at = 2;
+  while (at + 4 <= jpeg.size() && jpeg[at] == 0xff) {
+    if (jpeg[at + 1] == marker) return at;
+    if (jpeg[at + 1] == 0xda) break;
+    at += 2 + (size_t{jpeg[at + 2]} << 8 | jpeg[at + 3]);
+  }
+  FAIL("no segment ", int(marker));
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a corrupt JPEG does not make the next good ones fail on the same thread's decompressor") {
+  const Bytes colour = encode_jpeg(noise(64, 64, 3), 90);
+  const Bytes wide = encode_jpeg(gradient(48, 80, 3), 85);
+  const Bytes grey = encode_jpeg(noise(40, 30, 1), 90);
+  // Each good file decoded on a thread of its own: a decompressor that never failed.
+  struct Good {
+    const Bytes* bytes;
+    int channels, min_shorter_side;
+    Image expected;
+  };
+  std::vector<Good> goods = {{&colour, 3, 0, {}}, {&wide, 1, 0, {}}, {&grey, 3, 0, {}}, {&colour, 3, 16, {}},
+                             {&wide, 3, 0, {}}};
+  for (Good& good : goods)
+    std::thread([&] { good.expected = decode_image(*good.bytes, good.channels, good.min_shorter_side); }).join();
+
+  std::vector<std::pair<std::string, Bytes>> bad;
+  // Errors while reading the header: libjpeg-turbo 2.1 left the handle inside a header.
+  bad.emplace_back("cut before its scan", Bytes(colour.begin(), colour.begin() + find_segment(colour, 0xda)));
+  Bytes huffman = colour;
+  std::fill_n(huffman.begin() + find_segment(colour, 0xc4) + 5, 16, 0xff);  // code counts summing past 256
+  bad.emplace_back("a bogus Huffman table", huffman);
+  Bytes quantisation = colour;
+  quantisation[find_segment(colour, 0xdb) + 4] = 0x0f;  // table index 15
+  bad.emplace_back("a bogus quantisation table index", quantisation);
+  Bytes garbage = colour;
+  for (size_t i = 3; i < 64; ++i) garbage[i] = static_cast<uint8_t>(i * 97);
+  bad.emplace_back("garbage after the start marker", garbage);
+  // Errors while decoding the scan.
+  bad.emplace_back("truncated in its scan", Bytes(colour.begin(), colour.begin() + colour.size() * 6 / 10));
+  Bytes flipped = colour;
+  for (size_t i = flipped.size() / 2; i < flipped.size() / 2 + 32; ++i) flipped[i] ^= 0x5a;
+  bad.emplace_back("bytes flipped in its entropy data", flipped);
+
+  for (const auto& [what, bytes] : bad) {
+    CAPTURE(what);
+    std::vector<std::string> failures;
+    std::thread([&] {
+      auto attempt = [&](const Good& good) {
+        try {
+          if (decode_image(*good.bytes, good.channels, good.min_shorter_side).pixels != good.expected.pixels)
+            failures.push_back("different pixels");
+        } catch (const std::exception& e) {
+          failures.push_back(e.what());
+        }
+      };
+      attempt(goods[0]);
+      std::string error;
+      try {
+        error = error_message<DataError>([&] { decode_image(bytes, 3); });
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      if (!contains(error, "JPEG (")) failures.push_back("the bad file's error: " + error);
+      for (const Good& good : goods) attempt(good);
+    }).join();
+    std::string all;
+    for (const auto& failure : failures) all += failure + "; ";
+    CHECK(all == "");
+  }
 }
