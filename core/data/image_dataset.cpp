@@ -21,7 +21,7 @@ class FileRecords final : public ImageRecords {
   int64_t size() const override { return index_.size(); }
   std::string name(int64_t index) const override { return index_.files[static_cast<size_t>(index)].string(); }
   int32_t label(int64_t index) const override { return index_.labels[static_cast<size_t>(index)]; }
-  int64_t left_out() const override { return index_.not_images + index_.empty_classes + index_.bad_lines; }
+  int64_t left_out() const override { return index_.left_out(); }
   int32_t read(int64_t index, int min_shorter_side, Image& image) const override {
     const auto bytes = read_raw_file_bytes(index_.files[static_cast<size_t>(index)]);
     image = decode_image(bytes, channels_, min_shorter_side);

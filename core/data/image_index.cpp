@@ -1,11 +1,17 @@
 #include "core/data/image_index.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <deque>
 #include <fstream>
+#include <set>
+#include <utility>
 
 #include "core/common/check.hpp"
 
@@ -21,27 +27,111 @@ bool has_image_extension(const fs::path& file) {
 
 namespace {
 
-// Every image under `folder`, sorted by path; counts the other files.
-std::vector<fs::path> images_under(const fs::path& folder, int64_t& not_images) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::follow_directory_symlink, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    if (has_image_extension(it->path()))
-      files.push_back(it->path());
-    else
-      ++not_images;
-  }
-  require<DataError>(!ec, "cannot list '{}': {}", folder.string(), ec.message());
-  std::sort(files.begin(), files.end());
-  return files;
-}
+// The walk of a folder of class folders, which enters every folder once (by
+// device and inode) however many ways lead to it: a symlink back to an
+// ancestor (`ln -s .. up`) would otherwise list the whole tree again and
+// again under the class it sits in, and one to another class's folder would
+// list that class's images under this one's label. Each class's own tree is
+// walked first, the folders reached by symlinks after all of them, so a
+// folder's images keep the label of the class it really sits in; a link to
+// a folder outside the data is followed. Entries that are neither folders
+// nor regular files (FIFOs, sockets, devices, dangling or looping links)
+// are left out and counted; a symlink to a regular file is a file.
+class FolderWalk {
+ public:
+  FolderWalk(const fs::path& top, size_t classes) : images_(classes) { enter(top); }
 
-void log_left_out(const ImageIndex& index, const fs::path& where) {
+  // Class `slot`'s own tree (nothing if its folder is another class's).
+  void walk_class(const fs::path& folder, size_t slot) {
+    if (enter(folder)) walk(folder, slot);
+    else repeated(folder);
+  }
+
+  // The folders reached by symlinks, after every class's own tree.
+  void follow_links() {
+    while (!linked_.empty()) {
+      const auto [link, slot] = linked_.front();
+      linked_.pop_front();
+      if (enter(link)) walk(link, slot);
+      else repeated(link);
+    }
+  }
+
+  // Class `slot`'s images, sorted by path.
+  std::vector<fs::path>& images(size_t slot) { return images_[slot]; }
+
+  int64_t not_images = 0;
+  int64_t repeated_folders = 0;
+  std::vector<std::string> not_files;  // their paths
+
+ private:
+  bool enter(const fs::path& folder) {
+    struct stat info {};
+    require<DataError>(::stat(folder.c_str(), &info) == 0, "cannot list '{}': {}", folder.string(),
+                       std::strerror(errno));
+    return entered_.emplace(info.st_dev, info.st_ino).second;
+  }
+
+  void repeated(const fs::path& folder) {
+    constexpr int64_t logged = 10;
+    if (++repeated_folders <= logged) {
+      std::error_code ec;
+      spdlog::warn("'{}' leads to '{}', a folder listed already (a symlink loop, or a second way to it): left out",
+                   folder.string(), fs::canonical(folder, ec).string());
+    }
+    if (repeated_folders == logged) spdlog::warn("further folders listed already are left out without a warning");
+  }
+
+  void walk(const fs::path& folder, size_t slot) {
+    std::vector<fs::directory_entry> entries;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(folder, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      entries.push_back(*it);
+    require<DataError>(!ec, "cannot list '{}': {}", folder.string(), ec.message());
+    std::sort(entries.begin(), entries.end());  // the same links are followed first on every run
+    for (const auto& entry : entries) {
+      const fs::path& path = entry.path();
+      fs::file_status status = entry.symlink_status(ec);
+      if (!ec && fs::is_symlink(status)) {
+        status = fs::status(path, ec);  // dangling or looping: an error
+        if (!ec && fs::is_directory(status)) {
+          linked_.emplace_back(path, slot);
+          continue;
+        }
+      } else if (!ec && fs::is_directory(status)) {
+        if (enter(path)) walk(path, slot);
+        else repeated(path);  // a bind mount of a folder above
+        continue;
+      }
+      if (ec || !fs::is_regular_file(status)) {
+        not_files.push_back(path.string());
+        ec.clear();
+      } else if (has_image_extension(path)) {
+        images_[slot].push_back(path);
+      } else {
+        ++not_images;
+      }
+    }
+  }
+
+  std::vector<std::vector<fs::path>> images_;
+  std::set<std::pair<dev_t, ino_t>> entered_;
+  std::deque<std::pair<fs::path, size_t>> linked_;
+};
+
+void log_left_out(const ImageIndex& index, const fs::path& where, const std::vector<std::string>& not_files = {}) {
   if (index.not_images > 0)
     spdlog::warn("{}: {} file(s) without an image extension (.jpg, .jpeg, .png) left out", where.string(),
                  index.not_images);
+  if (index.not_files > 0) {
+    std::string names;
+    for (size_t i = 0; i < std::min<size_t>(not_files.size(), 3); ++i)
+      names += fmt::format("{}'{}'", i > 0 ? ", " : "", not_files[i]);
+    if (not_files.size() > 3) names += ", ...";
+    spdlog::warn("{}: {} entr{} neither a folder nor a regular file (a FIFO, socket or device, a dangling or looping "
+                 "symlink) left out: {}",
+                 where.string(), index.not_files, index.not_files == 1 ? "y" : "ies", names);
+  }
   if (index.bad_lines > 0)
     spdlog::warn("{}: {} line(s) left out (malformed, or a label out of range)", where.string(), index.bad_lines);
 }
@@ -69,25 +159,36 @@ ImageIndex list_image_folder(const fs::path& folder, const std::vector<std::stri
 
   ImageIndex index;
   index.classes = classes.empty() ? names : classes;
-  for (const auto& name : names) {
+  std::vector<int32_t> labels;
+  FolderWalk walk(folder, names.size());
+  for (size_t slot = 0; slot < names.size(); ++slot) {
+    const std::string& name = names[slot];
     const auto known = std::find(index.classes.begin(), index.classes.end(), name);
     require<DataError>(known != index.classes.end(),
                        "'{}' is a class folder the training data does not have (its classes: {} folders in "
                        "sorted order, the first '{}')",
                        (folder / name).string(), index.classes.size(), index.classes.front());
-    const auto label = static_cast<int32_t>(known - index.classes.begin());
-    const auto files = images_under(folder / name, index.not_images);
+    labels.push_back(static_cast<int32_t>(known - index.classes.begin()));
+    walk.walk_class(folder / name, slot);
+  }
+  walk.follow_links();
+  index.not_images = walk.not_images;
+  index.repeated_folders = walk.repeated_folders;
+  index.not_files = static_cast<int64_t>(walk.not_files.size());
+  for (size_t slot = 0; slot < names.size(); ++slot) {
+    std::vector<fs::path>& files = walk.images(slot);
+    std::sort(files.begin(), files.end());
     if (files.empty()) {
       ++index.empty_classes;
-      spdlog::warn("class folder '{}' holds no image (label {} stays assigned to it)", (folder / name).string(),
-                   label);
+      spdlog::warn("class folder '{}' holds no image (label {} stays assigned to it)", (folder / names[slot]).string(),
+                   labels[slot]);
     }
-    for (const auto& file : files) {
-      index.files.push_back(file);
-      index.labels.push_back(label);
+    for (auto& file : files) {
+      index.files.push_back(std::move(file));
+      index.labels.push_back(labels[slot]);
     }
   }
-  log_left_out(index, folder);
+  log_left_out(index, folder, walk.not_files);
   require<DataError>(index.size() > 0, "image folder '{}' holds no image (.jpg, .jpeg or .png) in its {} class folders",
                      folder.string(), names.size());
   return index;

@@ -6,7 +6,8 @@
 #   - class folders (another sample order) and JPEG files (lossy, listed in
 #     the IDX order) reach the IDX run's test accuracy within 0.5 points.
 # Then bad data: a truncated image and a file that is no image are skipped
-# and counted in the report; a missing folder is an error naming it.
+# and counted in the report, a symlink loop and a FIFO are left out and
+# counted; a missing folder is an error naming it.
 # Skipped (77) without Fashion-MNIST (apt-get install dataset-fashion-mnist).
 #   usage: image_sources.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -95,11 +96,18 @@ head -c 60 "$work/small/train/1/$first" >"$work/small/train/1/truncated.png"
 echo "not an image" >"$work/small/train/2/text.png"
 echo "notes" >"$work/small/train/2/README.txt"
 mkdir -p "$work/small/train/3"  # an empty class folder
+ln -s .. "$work/small/train/0/up"  # a symlink loop: not followed (it listed every class again under label 0)
+mkfifo "$work/small/train/0/pipe.png"  # not a regular file
 config small "source = images" "train = small/train" "test = small/test" "channels = 1"
 expect "corrupt images are skipped with a warning" 0 "skipped .*truncated.png" -- "$train" --config-file="$work/small.ini" \
   epochs=1 batch_size=16 output.dir="$work/out_small" --progress=quiet --report="$work/small.json"
 expect "the report counts them" 0 '"skipped": 2' -- cat "$work/small.json"
-expect "and what listing left out" 0 '"left_out": 2' -- cat "$work/small.json"
+expect "and what listing left out" 0 '"left_out": 4' -- cat "$work/small.json"
+expect "the loop is named" 0 "0/up' leads to .*left out" -- "$train" --config-file="$work/small.ini" epochs=1 \
+  batch_size=16 output.dir="$work/out_small" --progress=quiet
+expect "and the samples are not multiplied" 0 "122 training and 30 test samples" -- "$train" \
+  --config-file="$work/small.ini" epochs=1 batch_size=16 output.dir="$work/out_small" --progress=quiet
+
 config nowhere "source = images" "train = no/such/folder" "test = small/test" "channels = 1"
 expect "a missing folder is an error naming it" 2 "no/such/folder" -- "$train" --config-file="$work/nowhere.ini" --progress=quiet
 

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,10 +25,12 @@
 #include "core/data/imageset_writer.hpp"
 #include "core/data/lmdb_database.hpp"
 #include "tests/support/error_message.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace taihu;
 using taihu::testing::error_message;
+using taihu::testing::LogCapture;
 using taihu::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -59,6 +62,13 @@ void write_png_folder(const fs::path& dir, const std::vector<std::string>& class
   for (const auto& name : classes)
     for (int i = 0; i < per_class; ++i)
       write_bytes(dir / name / (std::to_string(i) + ".png"), encode_png(pattern(6, 5, channels, seed++)));
+}
+
+// The paths of an index's files relative to `folder`, as listed (links not resolved).
+std::vector<std::string> relative_names(const ImageIndex& index, const fs::path& folder) {
+  std::vector<std::string> names;
+  for (const auto& file : index.files) names.push_back(file.lexically_relative(folder).string());
+  return names;
 }
 
 // A config file in `folder` (relative paths resolve against it).
@@ -115,6 +125,72 @@ TEST_SUITE("image data") {
     const auto empty = dir.write("empty.txt", "# nothing\n");
     CHECK(contains(error_message<DataError>([&] { read_image_list(empty, dir.path()); }), "no usable image"));
     CHECK(contains(error_message<DataError>([&] { read_image_list(dir / "nope.txt", dir.path()); }), "cannot read"));
+  }
+
+  TEST_CASE("a folder walk enters no folder twice: symlink loops and second ways are left out and counted") {
+    TempDir dir;
+    const fs::path train = dir / "train";
+    write_png_folder(train, {"a", "b"}, 3);
+    write_bytes(train / "a" / "sub" / "3.png", encode_png(pattern(6, 5, 1, 9)));
+    const std::vector<std::string> listed = {"a/0.png", "a/1.png", "a/2.png", "a/sub/3.png",
+                                             "b/0.png", "b/1.png", "b/2.png"};
+
+    // A link back to the top: every class was listed again inside `a`, under a's label.
+    fs::create_directory_symlink("..", train / "a" / "up");
+    {
+      LogCapture log;
+      const ImageIndex index = list_image_folder(train);
+      CHECK(index.size() == 7);
+      REQUIRE(relative_names(index, train) == listed);
+      CHECK(index.labels == std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1});
+      CHECK(index.repeated_folders == 1);
+      CHECK(index.left_out() == 1);
+      CHECK(log.lines_with("a/up' leads to") == 1);
+    }
+
+    // Links to the class's own folder, to a folder listed already and to the other class: left out,
+    // whichever class is walked first; one to a folder outside the data: followed.
+    fs::create_directory_symlink(".", train / "a" / "self");
+    fs::create_directory_symlink("sub", train / "a" / "sub_again");
+    fs::create_directory_symlink("../b", train / "a" / "other_class");
+    fs::create_directory_symlink("../a/sub", train / "b" / "into_a");
+    write_png_folder(dir / "extra", {"more"}, 2);
+    fs::create_directory_symlink(dir / "extra" / "more", train / "b" / "more");
+    LogCapture log;
+    const ImageIndex index = list_image_folder(train);
+    std::vector<std::string> expected = listed;
+    expected.insert(expected.end(), {"b/more/0.png", "b/more/1.png"});
+    CHECK(relative_names(index, train) == expected);
+    CHECK(index.labels == std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 1});
+    CHECK(index.repeated_folders == 5);  // up, self, sub_again, other_class, into_a
+    CHECK(log.lines_with("leads to") == 5);
+  }
+
+  TEST_CASE("a folder walk leaves out, counts and names what is neither a folder nor a regular file") {
+    TempDir dir;
+    const fs::path train = dir / "train";
+    write_png_folder(train, {"a", "b"}, 2);
+    // A link to an image is an image; whatever their names, these are not.
+    fs::create_symlink(train / "a" / "0.png", train / "b" / "copy.png");
+    REQUIRE(mkfifo((train / "a" / "pipe.png").c_str(), 0600) == 0);
+    fs::create_symlink("nowhere.png", train / "a" / "dangling.png");
+    fs::create_symlink("loop.png", train / "a" / "loop.png");
+    fs::create_symlink("/dev/zero", train / "b" / "zero.jpg");
+    LogCapture log;
+    const ImageIndex index = list_image_folder(train);
+    CHECK(relative_names(index, train) == std::vector<std::string>{"a/0.png", "a/1.png", "b/0.png", "b/1.png",
+                                                                   "b/copy.png"});
+    CHECK(index.labels == std::vector<int32_t>{0, 0, 1, 1, 1});
+    CHECK(index.not_files == 4);
+    CHECK(index.not_images == 0);
+    CHECK(log.lines_with("4 entries neither a folder nor a regular file") == 1);
+    CHECK(log.lines_with("pipe.png") == 1);
+
+    TransformConfig transform;
+    transform.channels = 1;
+    const ImageDataset data(image_file_records(index, 1), transform, 2, "train images");
+    CHECK(data.size() == 5);
+    CHECK(data.left_out() == 4);
   }
 
   TEST_CASE("LMDB: records written are read back in key order; nothing half-written") {
