@@ -2,12 +2,17 @@
 
 #include <lmdb.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <vector>
 
 #include "core/common/check.hpp"
+#include "core/common/fault_guard.hpp"
 
 namespace taihu {
 
@@ -23,8 +28,13 @@ void check(int rc, const char* what, const fs::path& path) {
 
 struct LmdbReader::Impl {
   fs::path path;
+  fs::path data_file;  // data.mdb
   MDB_env* env = nullptr;
   MDB_dbi dbi = 0;
+  // The data file in the map: every key and value must lie inside it (LMDB
+  // has no checksums; a damaged page may point anywhere).
+  const char* map = nullptr;
+  uint64_t file_size = 0;
   // Every key, back to back; offsets[i]..offsets[i+1] is key i.
   std::string keys;
   std::vector<uint64_t> offsets{0};
@@ -58,7 +68,60 @@ struct LmdbReader::Impl {
     std::lock_guard lock(mutex);
     idle.push_back(txn);
   }
+
+  bool inside(const MDB_val& v) const {
+    const auto at = reinterpret_cast<uintptr_t>(v.mv_data);
+    const auto base = reinterpret_cast<uintptr_t>(map);
+    return map != nullptr && at >= base && at - base <= file_size && v.mv_size <= file_size - (at - base);
+  }
+
+  [[noreturn]] void damaged(const std::string& what) const {
+    raise<DataError>("LMDB database '{}' is damaged: {}; rebuild it (taihu-convert imageset)", path.string(), what);
+  }
+
+  // What a guarded LMDB call ran into, for the message.
+  std::string describe(const GuardedFault& fault) const {
+    if (fault.signal == 0) return fmt::format("LMDB's own check failed ({})", fault.message);
+    const char* name = fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV";
+    const auto at = reinterpret_cast<uintptr_t>(fault.address);
+    const auto base = reinterpret_cast<uintptr_t>(map);
+    if (map != nullptr && at >= base && at - base < file_size)
+      return fmt::format("a memory fault ({}) reading byte {} of {}", name, at - base, data_file.string());
+    if (map != nullptr && at >= base && at - base < (uint64_t{1} << 40))
+      return fmt::format("a memory fault ({}): a page points {} bytes into {}, which holds {}", name, at - base,
+                         data_file.string(), file_size);
+    return fmt::format("a memory fault ({}) following a damaged page's pointer", name);
+  }
 };
+
+namespace {
+
+// Where LMDB mapped its data file: the start of the mapping that holds
+// `inside`, a pointer into a page LMDB read, as /proc/self/maps lists it
+// (LMDB's API does not say: mdb_env_info's me_mapaddr is only the address
+// MDB_FIXEDMAP asks for). Null unless that mapping is LMDB's, `map_size`
+// bytes of a file from its start.
+const char* find_map(const void* inside, uint64_t map_size) {
+  const auto address = reinterpret_cast<uintptr_t>(inside);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %*s %llx %*s %llu", &start, &end, &offset, &inode) != 4) continue;
+    if (address < start || address >= end) continue;
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const bool lmdb = offset == 0 && inode != 0 && end - start == (map_size + page - 1) / page * page;
+    return lmdb ? reinterpret_cast<const char*>(start) : nullptr;
+  }
+  return nullptr;
+}
+
+// LMDB aborts the process when one of its own checks fails (a page of the
+// wrong kind where a tree expects a leaf): inside a guarded call, that call
+// is left instead.
+void on_lmdb_assert(MDB_env*, const char* message) { leave_guarded_call(message); }
+
+}  // namespace
 
 LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
@@ -69,42 +132,110 @@ LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
                      "FOLDER --out={}`)",
                      path.string(), path.string());
   unsigned flags = MDB_RDONLY | MDB_NOTLS;
-  if (fs::is_regular_file(path, ec)) flags |= MDB_NOSUBDIR;
-  else
-    require<DataError>(fs::is_regular_file(path / "data.mdb", ec),
-                       "'{}' is not an LMDB database: it holds no data.mdb", path.string());
-  check(mdb_env_create(&d.env), "creating an environment", path);
-  check(mdb_env_set_maxreaders(d.env, 512), "setting the readers", path);
-  int rc = mdb_env_open(d.env, path.c_str(), flags, 0664);
+  if (fs::is_regular_file(path, ec)) {
+    flags |= MDB_NOSUBDIR;
+    d.data_file = path;
+  } else {
+    d.data_file = path / "data.mdb";
+    require<DataError>(fs::is_regular_file(d.data_file, ec), "'{}' is not an LMDB database: it holds no data.mdb",
+                       path.string());
+  }
+  auto open = [&](unsigned open_flags) {
+    check(mdb_env_create(&d.env), "creating an environment", path);
+    check(mdb_env_set_maxreaders(d.env, 512), "setting the readers", path);
+    mdb_env_set_assert(d.env, on_lmdb_assert);
+    return mdb_env_open(d.env, path.c_str(), open_flags, 0664);
+  };
+  int rc = open(flags);
   if (rc == EACCES || rc == EROFS) {
     // No lock file can be made beside the data: read without one.
     mdb_env_close(d.env);
-    check(mdb_env_create(&d.env), "creating an environment", path);
-    rc = mdb_env_open(d.env, path.c_str(), flags | MDB_NOLOCK, 0664);
+    rc = open(flags | MDB_NOLOCK);
   }
   if (rc != MDB_SUCCESS) {
     mdb_env_close(d.env);
     d.env = nullptr;
     raise<DataError>("'{}' is not a readable LMDB database: {}", path.string(), mdb_strerror(rc));
   }
+
+  // A file cut short (a copy or download that stopped) maps pages past its
+  // end, whose reading kills the process with SIGBUS: its header says how
+  // far its pages go.
+  MDB_envinfo info{};
+  MDB_stat env_stat{};
+  check(mdb_env_info(d.env, &info), "reading the header", path);
+  check(mdb_env_stat(d.env, &env_stat), "reading the header", path);
+  d.file_size = fs::file_size(d.data_file, ec);
+  require<DataError>(!ec, "LMDB database '{}': cannot read the size of {}: {}", path.string(), d.data_file.string(),
+                     ec.message());
+  const uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * env_stat.ms_psize;
+  require<DataError>(d.file_size >= needed,
+                     "LMDB database '{}' is truncated: {} holds {} bytes of the {} its last page needs; rebuild it "
+                     "(taihu-convert imageset)",
+                     path.string(), d.data_file.string(), d.file_size, needed);
+  d.file_size = needed;  // what lies past the last page is no database's
+
+  // The keys, checked as they come: a damaged tree must neither loop nor
+  // list a key twice, nor point outside the file. The values are not read
+  // (large ones sit on overflow pages), but where they lie is checked.
   MDB_txn* txn = d.take();
   MDB_cursor* cursor = nullptr;
+  std::string problem;
   try {
     check(mdb_dbi_open(txn, nullptr, 0, &d.dbi), "opening the main database", path);
+    MDB_stat db_stat{};
+    check(mdb_stat(txn, d.dbi, &db_stat), "reading the record count", path);
     check(mdb_cursor_open(txn, d.dbi, &cursor), "opening a cursor", path);
-    MDB_val key, value;
-    for (rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST); rc == MDB_SUCCESS;
-         rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
-      d.keys.append(static_cast<const char*>(key.mv_data), key.mv_size);
-      d.offsets.push_back(d.keys.size());
+    const auto entries = static_cast<uint64_t>(db_stat.ms_entries);
+    uint64_t listed = 0;
+    MDB_val key{}, value{}, previous{};
+    enum class Stop { end, too_many, outside, unordered } stop = Stop::end;
+    auto fault = run_guarded([&] { rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST); });
+    if (!fault && rc == MDB_SUCCESS) {
+      d.map = find_map(key.mv_data, info.me_mapsize);
+      if (d.map == nullptr) d.damaged("its first key lies outside its file");
     }
-    if (rc != MDB_NOTFOUND) check(rc, "listing the keys", path);
+    if (!fault) fault = run_guarded([&] {
+      for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
+        if (listed == entries) {
+          stop = Stop::too_many;
+          return;
+        }
+        if (!d.inside(key) || !d.inside(value)) {
+          stop = Stop::outside;
+          return;
+        }
+        if (listed > 0 && mdb_cmp(txn, d.dbi, &previous, &key) >= 0) {
+          stop = Stop::unordered;
+          return;
+        }
+        previous = key;
+        d.keys.append(static_cast<const char*>(key.mv_data), key.mv_size);
+        d.offsets.push_back(d.keys.size());
+        ++listed;
+      }
+    });
+    if (fault) problem = fmt::format("{} while listing its keys", d.describe(*fault));
+    else if (stop == Stop::too_many)
+      problem = fmt::format("its key tree lists more than the {} records its header counts", entries);
+    else if (stop == Stop::outside)
+      problem = fmt::format("record {} points outside the file ({} bytes)", listed, d.file_size);
+    else if (stop == Stop::unordered)
+      problem = fmt::format("its keys are out of order at record {}", listed);
+    else if (rc != MDB_NOTFOUND)
+      problem = fmt::format("listing its keys failed after {} records: {}", listed, mdb_strerror(rc));
+    else if (listed != entries)
+      problem = fmt::format("its key tree lists {} of the {} records its header counts", listed, entries);
   } catch (...) {
     if (cursor) mdb_cursor_close(cursor);
     mdb_txn_abort(txn);
     throw;
   }
-  mdb_cursor_close(cursor);
+  if (cursor) mdb_cursor_close(cursor);
+  if (!problem.empty()) {
+    mdb_txn_abort(txn);  // a transaction that faulted is not reused
+    d.damaged(problem);
+  }
   d.give_back(txn);
 }
 
@@ -120,20 +251,40 @@ std::string_view LmdbReader::key(int64_t index) const {
 }
 
 void LmdbReader::read(int64_t index, const std::function<void(std::span<const uint8_t>)>& use) const {
+  const Impl& d = *impl_;
   const std::string_view k = key(index);
-  MDB_txn* txn = impl_->take();
+  MDB_txn* txn = d.take();
+  MDB_val key{k.size(), const_cast<char*>(k.data())};
+  MDB_val value{};
+  int rc = MDB_SUCCESS;
+  bool outside = false;
+  // The lookup, and a touch of each page of the value: a file damaged or cut
+  // short since it was opened faults here, in the guard, rather than in `use`.
+  const auto fault = run_guarded([&] {
+    rc = mdb_get(txn, d.dbi, &key, &value);
+    if (rc != MDB_SUCCESS) return;
+    if (!d.inside(value)) {
+      outside = true;
+      return;
+    }
+    const auto* bytes = static_cast<const volatile char*>(value.mv_data);
+    for (size_t i = 0; i < value.mv_size; i += 4096) (void)bytes[i];
+    if (value.mv_size > 0) (void)bytes[value.mv_size - 1];
+  });
+  if (fault || outside || (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)) {
+    mdb_txn_abort(txn);  // a transaction that failed is not reused
+    if (fault) d.damaged(fmt::format("{} while reading record '{}'", d.describe(*fault), k));
+    if (outside) d.damaged(fmt::format("record '{}' points outside the file ({} bytes)", k, d.file_size));
+    d.damaged(fmt::format("reading record '{}' failed: {}", k, mdb_strerror(rc)));
+  }
   struct Release {
     const Impl& d;
     MDB_txn* txn;
     ~Release() { d.give_back(txn); }
-  } release{*impl_, txn};
-  MDB_val key{k.size(), const_cast<char*>(k.data())};
-  MDB_val value;
-  const int rc = mdb_get(txn, impl_->dbi, &key, &value);
+  } release{d, txn};
   if (rc == MDB_NOTFOUND)
     raise<DataError>("LMDB database '{}': record '{}' vanished (is another program writing the database?)",
-                     impl_->path.string(), k);
-  check(rc, "reading a record", impl_->path);
+                     d.path.string(), k);
   use(std::span<const uint8_t>(static_cast<const uint8_t*>(value.mv_data), value.mv_size));
 }
 

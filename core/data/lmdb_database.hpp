@@ -5,6 +5,15 @@
 // Records are addressed by their position in key order: opening scans the
 // keys once (the key B-tree only; large values sit on overflow pages and are
 // not touched), so a rank reads just the records of its share of an epoch.
+//
+// A damaged database is a DataError naming it, never a crash: LMDB reads the
+// file in place and trusts it (no checksums), so a file cut short or a page
+// overwritten would make it read past the file's end or follow a wild pointer
+// (SIGBUS, SIGSEGV) or fail one of its assertions (abort). The reader checks
+// the file's size against its header, checks every key and where every value
+// lies while listing, and runs LMDB's calls under a fault guard
+// (core/common/fault_guard.hpp). Damage inside a value's bytes is not seen
+// here: the record then fails to decode and is skipped as any bad image is.
 
 #include <cstdint>
 #include <filesystem>
@@ -21,7 +30,8 @@ class LmdbReader {
   // `path`: an LMDB folder (holding data.mdb) or the data file itself. Opens
   // read-only; where no lock file can be made (a read-only file system) the
   // database is read without locking, which is safe while nobody writes it.
-  // Throws DataError naming the path if it is not an LMDB database.
+  // Throws DataError naming the path if it is not an LMDB database, or is
+  // truncated or damaged (saying what is wrong).
   explicit LmdbReader(const std::filesystem::path& path);
   ~LmdbReader();
   LmdbReader(const LmdbReader&) = delete;
@@ -32,7 +42,9 @@ class LmdbReader {
   std::string_view key(int64_t index) const;
 
   // Calls `use` with record `index`'s bytes, in place in the map and valid
-  // only during the call. Safe from several threads at once.
+  // only during the call. Safe from several threads at once. Throws
+  // DataError if the record cannot be read (the database was damaged since
+  // it was opened, or in a page the listing did not read).
   void read(int64_t index, const std::function<void(std::span<const uint8_t>)>& use) const;
 
  private:

@@ -7,7 +7,7 @@
 #     the IDX order) reach the IDX run's test accuracy within 0.5 points.
 # Then bad data: a truncated image and a file that is no image are skipped
 # and counted in the report, a symlink loop and a FIFO are left out and
-# counted; a missing folder is an error naming it.
+# counted; a missing folder and a damaged LMDB are errors naming them.
 # Skipped (77) without Fashion-MNIST (apt-get install dataset-fashion-mnist).
 #   usage: image_sources.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -107,6 +107,26 @@ expect "the loop is named" 0 "0/up' leads to .*left out" -- "$train" --config-fi
   batch_size=16 output.dir="$work/out_small" --progress=quiet
 expect "and the samples are not multiplied" 0 "122 training and 30 test samples" -- "$train" \
   --config-file="$work/small.ini" epochs=1 batch_size=16 output.dir="$work/out_small" --progress=quiet
+
+# Damaged LMDB databases: cut to half or to 300 KB, or 8 KB overwritten in the middle (they ended
+# in SIGBUS, SIGBUS and SIGSEGV): an error naming the database and what is wrong.
+size=$(stat -c %s "$work/train_lmdb/data.mdb")
+python3 -c 'import random, sys; random.seed(1); sys.stdout.buffer.write(random.randbytes(8192))' >"$work/noise"
+for damage in half tiny noisy; do
+  cp -r "$work/train_lmdb" "$work/${damage}_lmdb"
+  case $damage in
+    half) truncate -s $((size / 2)) "$work/${damage}_lmdb/data.mdb" ;;
+    tiny) truncate -s 300K "$work/${damage}_lmdb/data.mdb" ;;
+    noisy) dd if="$work/noise" of="$work/${damage}_lmdb/data.mdb" bs=1 seek=$((size / 2)) conv=notrunc status=none ;;
+  esac
+  config "$damage" "source = lmdb" "train = ${damage}_lmdb" "test = test_lmdb" "classes = 10" "channels = 1"
+done
+expect "an LMDB cut in half is an error" 2 "half_lmdb' is truncated: .* holds $((size / 2)) bytes of the $size" \
+  -- "$train" --config-file="$work/half.ini" --progress=quiet
+expect "an LMDB cut to 300 KB is an error" 2 "tiny_lmdb' is truncated: .* holds 307200 bytes" \
+  -- "$train" --config-file="$work/tiny.ini" --progress=quiet
+expect "an LMDB overwritten in the middle is an error" 2 "noisy_lmdb' is damaged: .*rebuild it" \
+  -- "$train" --config-file="$work/noisy.ini" --progress=quiet
 
 config nowhere "source = images" "train = no/such/folder" "test = small/test" "channels = 1"
 expect "a missing folder is an error naming it" 2 "no/such/folder" -- "$train" --config-file="$work/nowhere.ini" --progress=quiet
