@@ -23,23 +23,34 @@ long long parse_integer(std::string_view name, const std::string& text, long lon
 
 constexpr long long max_ranks = 1 << 20;
 
+// Whether a family's size variable alone says that its launcher started this
+// process (Family::present).
+enum class SizeAlone { marks_launch, says_nothing };
+
 // One launcher's variables. Its rank variable decides whether it started this
-// process at all; every other variable it always sets is then required.
+// process at all, and so does its size variable where the launcher never sets
+// it alone (Open MPI's, PMI's: a size without a rank is a partial set, not a
+// single process); every other variable it always sets is then required.
 class Family {
  public:
   Family(const EnvironmentLookup& env, std::string_view launcher, std::string_view rank_variable,
-         std::string_view size_variable)
-      : env_(env), launcher_(launcher), rank_variable_(rank_variable), size_variable_(size_variable) {}
+         std::string_view size_variable, SizeAlone size_alone = SizeAlone::says_nothing)
+      : env_(env), launcher_(launcher), rank_variable_(rank_variable), size_variable_(size_variable) {
+    if (env_(rank_variable_))
+      marker_ = rank_variable_;
+    else if (size_alone == SizeAlone::marks_launch && env_(size_variable_))
+      marker_ = size_variable_;
+  }
 
-  bool present() const { return env_(rank_variable_).has_value(); }
+  bool present() const { return !marker_.empty(); }
   std::optional<std::string> get(std::string_view name) const { return env_(name); }
 
-  // A variable this launcher always sets alongside its rank.
+  // A variable this launcher always sets alongside the one that marked it.
   std::string required(std::string_view name) const {
     auto value = env_(name);
     if (!value)
       raise<ConfigError>("launcher environment: {} is set but {} is not ({} sets both; unset {} to run one process)",
-                         rank_variable_, name, launcher_, rank_variable_);
+                         marker_, name, launcher_, marker_);
     return *value;
   }
   int integer(std::string_view name, long long min, long long max) const {
@@ -72,6 +83,7 @@ class Family {
  private:
   const EnvironmentLookup& env_;
   std::string_view launcher_, rank_variable_, size_variable_;
+  std::string_view marker_;  // the variable that says this launcher started the process; empty: none
 };
 
 std::optional<LaunchEnvironment> torchrun(const EnvironmentLookup& env) {
@@ -90,7 +102,7 @@ std::optional<LaunchEnvironment> torchrun(const EnvironmentLookup& env) {
 }
 
 std::optional<LaunchEnvironment> open_mpi(const EnvironmentLookup& env) {
-  const Family f(env, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
+  const Family f(env, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", SizeAlone::marks_launch);
   if (!f.present()) return std::nullopt;
   LaunchEnvironment l = f.ranks();
   l.local_rank = f.integer("OMPI_COMM_WORLD_LOCAL_RANK", 0, max_ranks);
@@ -101,10 +113,11 @@ std::optional<LaunchEnvironment> open_mpi(const EnvironmentLookup& env) {
 
 std::optional<LaunchEnvironment> slurm(const EnvironmentLookup& env) {
   // A batch script has SLURM_PROCID=0 too, but it is not one of srun's tasks:
-  // only a job step (SLURM_STEP_ID) has ranks that run together.
-  const auto step = env("SLURM_STEP_ID");
+  // only a job step (SLURM_STEP_ID) has ranks that run together. Outside any
+  // job (no SLURM_JOB_ID) a SLURM_PROCID is a partial set.
   const Family f(env, "Slurm", "SLURM_PROCID", env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS");
-  if (!f.present() || !step) return std::nullopt;
+  if (!f.present() || (!env("SLURM_STEP_ID") && env("SLURM_JOB_ID"))) return std::nullopt;
+  const std::string step = f.required("SLURM_STEP_ID");
   LaunchEnvironment l = f.ranks();
   l.local_rank = f.optional_integer("SLURM_LOCALID", 0, 0, max_ranks);
   // The step's tasks per node ("2(x3),1"), at this node's index, are this host's ranks.
@@ -122,12 +135,12 @@ std::optional<LaunchEnvironment> slurm(const EnvironmentLookup& env) {
     if (!l.hosts.empty()) l.head_address = l.hosts.front();  // srun places task 0 on the first node
   }
   // A job's steps run one after another: each is a launch of its own.
-  if (auto job = f.get("SLURM_JOB_ID")) l.job_id = *job + "." + *step;
+  if (auto job = f.get("SLURM_JOB_ID")) l.job_id = *job + "." + step;
   return f.check(std::move(l));
 }
 
 std::optional<LaunchEnvironment> pmi(const EnvironmentLookup& env) {
-  const Family f(env, "PMI", "PMI_RANK", "PMI_SIZE");
+  const Family f(env, "PMI", "PMI_RANK", "PMI_SIZE", SizeAlone::marks_launch);
   if (f.present()) {
     LaunchEnvironment l = f.ranks();
     l.local_rank = f.optional_integer("MPI_LOCALRANKID", 0, 0, max_ranks);

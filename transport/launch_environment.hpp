@@ -11,8 +11,10 @@
 //
 // The first family whose rank variable is set wins, in that order (mpirun
 // inside a Slurm allocation is Open MPI's ranks, not Slurm's). A family that
-// is set only in part, or with values that do not parse, is an error naming
-// the variable: a rank that guessed would wait for peers that never come.
+// is set only in part (Open MPI's or PMI's size without its rank, Slurm's
+// SLURM_PROCID outside any job and step too), or with values that do not
+// parse, is an error naming the variable: a rank that guessed would wait for
+// peers that never come, or train alone.
 
 #include <cstdint>
 #include <functional>

@@ -142,6 +142,13 @@ TEST_SUITE("net") {
                    "SLURM_JOB_NODELIST='cn[1-'"));
     CHECK(contains(error_of({{"PMIX_RANK", "0"}}), "PMIX_RANK is set but no variable names the number of ranks"));
     CHECK(contains(error_of({{"PMI_RANK", "0"}}), "PMI_SIZE"));
+    // One variable alone is a partial set too, not a single process (issue 50): Slurm's task id
+    // outside any job or step, Open MPI's or PMI's size without the rank.
+    CHECK(contains(error_of({{"SLURM_PROCID", "1"}}), "SLURM_PROCID is set but SLURM_STEP_ID is not"));
+    CHECK(contains(error_of({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}}), "SLURM_STEP_ID is not"));
+    CHECK(contains(error_of({{"OMPI_COMM_WORLD_SIZE", "2"}}),
+                   "OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not (Open MPI sets both"));
+    CHECK(contains(error_of({{"PMI_SIZE", "2"}}), "PMI_SIZE is set but PMI_RANK is not"));
   }
 
   TEST_CASE("launcher environment: Slurm's local size is its node's share of the step (found under srun)") {
