@@ -229,23 +229,34 @@ LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& lau
   // The others learn the port once the coordinator listens (in the rendezvous
   // directory the coordinator's port file is theirs to read already).
   if (meeting_ != Meeting::launcher_store) return;
-  sharer_ = std::thread([this] {
+  std::promise<void> ended;
+  shared_ = ended.get_future();
+  sharer_ = std::thread([ended = std::move(ended), stopping = stopping_, port_file = port_file_,
+                         host = advertised_host_, secret = own_node_.secret, timeout = join_timeout_]() mutable {
     try {
-      auto text = wait_for_file(port_file_, deadline_after(join_timeout_), "this rank's coordinator", &stopping_);
-      if (!text) return;
-      transport::share_from_rank0(store_text(advertised_host_, parse_port(*text, port_file_), own_node_.secret),
-                                  join_timeout_);
+      auto text = wait_for_file(port_file, deadline_after(timeout), "this rank's coordinator", stopping.get());
+      if (text) transport::share_from_rank0(store_text(host, parse_port(*text, port_file), secret), timeout);
     } catch (const std::exception& e) {
       spdlog::error("cluster launch: could not tell the other ranks where the coordinator listens: {}", e.what());
     }
+    ended.set_value();
   });
 }
 
 compute::NodeOptions LaunchedCoordinator::own_node() const { return own_node_; }
 
 LaunchedCoordinator::~LaunchedCoordinator() {
-  stopping_ = true;
-  if (sharer_.joinable()) sharer_.join();
+  *stopping_ = true;
+  // The sharer ends at once (its wait for the port file looks at stopping_
+  // every 0.1 s), unless it waits in the PMIx fence for ranks that have not
+  // come (up to join_timeout), which nothing can cancel: a run stopped then
+  // (SIGTERM) leaves it behind rather than wait.
+  if (sharer_.joinable()) {
+    if (shared_.wait_for(std::chrono::milliseconds(250)) == std::future_status::ready)
+      sharer_.join();
+    else
+      sharer_.detach();
+  }
   std::error_code ignored;
   std::filesystem::remove(port_file_, ignored);
   if (generated_secret_) std::filesystem::remove(secret_path_, ignored);

@@ -25,6 +25,8 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -79,8 +81,11 @@ class LaunchedCoordinator {
   compute::NodeOptions own_node_;
   bool generated_secret_ = false;
   double join_timeout_ = 60;
-  std::atomic<bool> stopping_{false};
-  std::thread sharer_;  // hands the address to the PMIx store
+  // Hands the address to the PMIx store, with what it uses (it may outlive
+  // this object: see the destructor).
+  std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
+  std::future<void> shared_;  // ready once the sharer has ended
+  std::thread sharer_;
 };
 
 // Ranks 1 and up: joins rank 0's coordinator as a node, with the timeouts and

@@ -2,8 +2,10 @@
 // SIGINT (Ctrl-C) and SIGTERM (what Slurm, Kubernetes and `kill` send before
 // SIGKILL) stop a taihu-train run cleanly: after the iteration in flight the
 // coordinator writes a checkpoint where the run stands and the report, and
-// the process exits with 128 + the signal's number. A second signal ends the
-// process at once (the default action), for a run that does not stop.
+// the process exits with 128 + the signal's number; a coordinator still
+// waiting for its nodes stops at once (actors/compute/coordinator_actor.cpp).
+// A second signal ends the process at once (the default action), for a run
+// that does not stop.
 
 #include <atomic>
 #include <memory>

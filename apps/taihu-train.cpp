@@ -56,7 +56,8 @@ options:
 
 Ctrl-C or SIGTERM stops after the iteration in flight: a checkpoint where the
 run stands ([output] checkpoint; --resume continues from it), the report, and
-exit status 128 + the signal's number. A second one ends the process at once.
+exit status 128 + the signal's number; a coordinator still waiting for its
+nodes stops at once. A second one ends the process at once.
 )";
 
 void write_report(const taihu::app::CommandLine& cl, const std::string& json) {

@@ -336,6 +336,31 @@ void open_status(Coordinator* self) {
   }
 }
 
+// How often the stop request is looked at while no iteration runs to look at it.
+constexpr auto stop_poll = std::chrono::milliseconds(100);
+
+// A stop request (SIGTERM from Slurm's scancel, Ctrl-C) before the first
+// generation trains: nothing was trained, so nothing is saved; the nodes that
+// joined hear that the run is over, and the run ends as stopped at once
+// rather than at join_timeout (next() looks at the request from the first
+// iteration on).
+void watch_stop_while_gathering(Coordinator* self) {
+  auto& s = self->state;
+  if (s.over || s.members.generation > 0) return;
+  if (!s.options.stop->load(std::memory_order_relaxed)) {
+    self->delayed_send(self, stop_poll, msg::tick_atom_v);
+    return;
+  }
+  s.record.stopped = true;
+  s.record.stopped_at = s.cursor.iteration();
+  s.status->set_state("stopped");
+  spdlog::warn("stopped while waiting for the nodes ({} of {} joined); nothing was trained", s.cluster->live().size(),
+               s.plan->cluster.nodes);
+  Outcome o;
+  o.record = s.record;
+  deliver(self, std::move(o));
+}
+
 // Nodes: wait for all of them (up to join_timeout), then form generation 1.
 void gather_nodes(Coordinator* self) {
   auto& s = self->state;
@@ -343,6 +368,7 @@ void gather_nodes(Coordinator* self) {
   s.cluster->open(self);
   self->delayed_send(self, std::chrono::milliseconds(static_cast<int64_t>(1000 * s.plan->cluster.join_timeout)),
                      msg::join_deadline_atom_v);
+  if (s.options.stop) watch_stop_while_gathering(self);
 }
 
 void form_cluster(Coordinator* self) {
@@ -414,6 +440,7 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
                              joined, s.plan->cluster.nodes, s.plan->cluster.join_timeout,
                              joined ? " (joined: " + names + ")" : "", s.plan->cluster.listen, s.cluster->port()))));
       },
+      [self](msg::tick_atom) { watch_stop_while_gathering(self); },
       [self](msg::NodeFailure& f) { on_node_failure(self, f); },
   };
 }

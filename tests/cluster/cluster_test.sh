@@ -32,6 +32,10 @@
 #      named, with the last checkpoint intact (it resumes); bad transport configs are exit 2
 #  15. where a Slurm cluster answers (srun, sinfo): srun -n 3 trains to the in-process result, over
 #      taihu's data plane (ranks meet in a directory) and over MPI (srun --mpi=pmix)
+#  16. SIGTERM and SIGINT while waiting (issue 50: a waiting coordinator ignored them until
+#      join_timeout): a coordinator waiting for its nodes, a launcher's rank 0 waiting for its ranks
+#      (also in mpirun's PMIx fence), a rank waiting at the rendezvous and a node waiting for its
+#      coordinator each exit 143 (130) within 2 s, leaving no rendezvous file
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -40,7 +44,7 @@ src=$2
 shift 2
 cases=("$@")
 ((${#cases[@]})) || cases=(train timeout kill stop kill-eval resume graph elastic elastic-stop elastic-join compress
-                            certificates launcher mpi slurm)
+                            certificates launcher signals mpi slurm)
 train="$build/apps/taihu-train"
 node="$build/apps/taihu-node"
 data=/usr/share/datasets/fashion-mnist
@@ -119,6 +123,16 @@ diff = {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
 print(label + ":", {k: a[k] for k in keys}, "differences:", diff or "none")
 sys.exit(1 if diff else 0)
 PY
+}
+# within SECONDS PID [START]: waits for PID; $rc is its exit status, $took the seconds since START (a
+# `date +%s.%N`, by default now); true if it ended within SECONDS
+within() {
+  local t0=${3:-$(date +%s.%N)} t1
+  wait "$2"
+  rc=$?
+  t1=$(date +%s.%N)
+  took=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+  python3 -c "import sys; sys.exit(0 if $t1 - $t0 < $1 else 1)"
 }
 wait_for_line() {  # wait_for_line FILE PATTERN SECONDS
   for _ in $(seq $(($3 * 10))); do
@@ -629,6 +643,97 @@ PY
     rc=$?
     [[ $rc -eq 2 ]] && grep -q "\.taihu-alone$$\.host' did not appear in time (rank 0 writes it)" "$work/alone.log"
     check "launcher: a rank without its rank 0 names the rendezvous file (exit $rc)" $? "$work/alone.log"
+    ;;
+  signals)
+    # SIGTERM (scancel's, before its SIGKILL) and SIGINT end every kind of waiting at once, with
+    # 128 + the signal (issue 50: a coordinator waiting for its nodes went on until join_timeout).
+    for sig in TERM INT; do
+      status=$([[ $sig == TERM ]] && echo 143 || echo 130)
+      start_coordinator "signal-$sig" nodes=2 workers=2 cluster.join_timeout=10 --report="$work/signal-$sig.json"
+      wait_for_line "$work/signal-$sig.log" "waiting for 2 nodes" 30
+      kill -"$sig" "$coordinator"
+      within 2 "$coordinator"
+      in_time=$?
+      echo "signals: exit $rc $took s after the signal"
+      [[ $rc -eq $status && $in_time -eq 0 ]] && grep -q "stopped while waiting for the nodes (0 of 2 joined)" \
+        "$work/signal-$sig.log" && grep -q '"stopped": true' "$work/signal-$sig.json"
+      check "signals: SIG$sig to a coordinator waiting for its nodes: exit $status within 2 s (exit $rc in $took s)" \
+        $? "$work/signal-$sig.log"
+    done
+    # A launcher's rank 0 waiting for its ranks: SIGTERM leaves no rendezvous file behind.
+    rank0=(env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0
+           OMPI_COMM_WORLD_LOCAL_SIZE=1 "$train" --config-file="$config" cluster.secret_file= nodes=2 workers=2
+           data.limit_test=500 "${small[@]}" --progress=lines)
+    OMPI_MCA_ess_base_jobid="sig$$" "${rank0[@]}" cluster.join_timeout=10 output.dir="$work/sig-rank0" \
+      >"$work/sig-rank0.log" 2>&1 &
+    p=$!
+    pids+=("$p")
+    wait_for_line "$work/sig-rank0.log" "waiting for 2 nodes" 30
+    ls -A "$work/sig-rank0" | grep -q "^\.taihu-sig$$\."
+    check "signals: rank 0 wrote its rendezvous files" $? "$work/sig-rank0.log"
+    kill -TERM "$p"
+    within 2 "$p"
+    in_time=$?
+    echo "signals: exit $rc $took s after the signal"
+    [[ $rc -eq 143 && $in_time -eq 0 ]] && ! ls -A "$work/sig-rank0" | grep -q '^\.taihu-'
+    check "signals: SIGTERM to a launcher's rank 0 waiting for its ranks: exit 143 within 2 s, no rendezvous file left (exit $rc in $took s)" \
+      $? "$work/sig-rank0.log"
+    # Under mpirun the ranks meet in its PMIx store, where rank 0 waits in a fence that nothing
+    # cancels for ranks that have not come: SIGTERM to rank 0 while rank 1 never comes (found: its
+    # fence held it until join_timeout).
+    if command -v mpirun >/dev/null && ! "$train" --version | grep -q "no PMIx"; then
+      as_root=()
+      [[ $(id -u) -eq 0 ]] && as_root=(--allow-run-as-root)
+      mpirun "${as_root[@]}" --oversubscribe -np 2 bash -c '[[ $OMPI_COMM_WORLD_RANK == 0 ]] || exec sleep 30
+        exec "$@"' rank "$train" --config-file="$config" cluster.secret_file= nodes=2 workers=2 \
+        cluster.join_timeout=10 output.dir="$work/sig-mpirun" >"$work/sig-mpirun.log" 2>&1 &
+      m=$!
+      pids+=("$m")
+      wait_for_line "$work/sig-mpirun.log" "waiting for 2 nodes" 30
+      victim=""
+      for p in $(pgrep -P "$m"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=0" && victim=$p
+      done
+      t0=$(date +%s.%N)
+      [[ -n $victim ]] && kill -TERM "$victim"
+      for _ in $(seq 100); do kill -0 "$victim" 2>/dev/null || break; sleep 0.05; done
+      took=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+      wait "$m"
+      rc=$?
+      echo "signals: mpirun's rank 0 gone $took s after the signal (mpirun exit $rc)"
+      [[ -n $victim && $rc -eq 143 ]] && python3 -c "import sys; sys.exit(0 if $took < 2 else 1)" &&
+        grep -q "stopped while waiting for the nodes (1 of 2 joined)" "$work/sig-mpirun.log"
+      check "signals: SIGTERM to mpirun's rank 0 waiting in the PMIx fence: exit 143 within 2 s (exit $rc in $took s)" \
+        $? "$work/sig-mpirun.log"
+    fi
+    # A rank waiting at the rendezvous for its rank 0, and a node waiting for its coordinator (SIGINT
+    # to a node as from a terminal: a script's background job would inherit SIGINT ignored).
+    env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
+      OMPI_MCA_ess_base_jobid="waiting$$" "$train" --config-file="$config" cluster.secret_file= nodes=2 workers=2 \
+      cluster.join_timeout=10 output.dir="$work/sig-rank1" >"$work/sig-rank1.log" 2>&1 &
+    p=$!
+    pids+=("$p")
+    free_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+      "$node" --coordinator=127.0.0.1:"$free_port" --secret-file="$work/secret" --join-timeout=10 \
+      >"$work/sig-node.log" 2>&1 &
+    q=$!
+    pids+=("$q")
+    sleep 1
+    kill -TERM "$p"
+    within 2 "$p"
+    in_time=$?
+    echo "signals: exit $rc $took s after the signal"
+    [[ $rc -eq 143 && $in_time -eq 0 ]]
+    check "signals: SIGTERM to a rank waiting at the rendezvous: exit 143 within 2 s (exit $rc in $took s)" $? \
+      "$work/sig-rank1.log"
+    kill -INT "$q"
+    within 2 "$q"
+    in_time=$?
+    echo "signals: exit $rc $took s after the signal"
+    [[ $rc -eq 130 && $in_time -eq 0 ]]
+    check "signals: SIGINT to a node waiting for its coordinator: exit 130 within 2 s (exit $rc in $took s)" $? \
+      "$work/sig-node.log"
     ;;
   mpi)
     out=$("$train" "${common[@]}" cluster.transport=pigeons 2>&1)
