@@ -29,12 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
 // Writes `text` to `path` readable by its owner only, atomically: a reader
 // sees the whole file or none.
 void write_private_file(const std::filesystem::path& path, const std::string& text) {
@@ -135,7 +129,7 @@ compute::NodeOptions node_options(const transport::LaunchEnvironment& launch, co
   o.heartbeat = cluster.get_or<double>("heartbeat", o.heartbeat);
   o.dead_after = cluster.get_or<double>("dead_after", o.dead_after);
   o.data_listen = listen_address(cluster);
-  o.name = fmt::format("rank{}@{}", launch.rank, host_name());
+  o.name = fmt::format("rank{}@{}", launch.rank, transport::host_name());
   o.processes_on_host = processes_on_host(launch);
   o.build = build_id();
   o.place = launch.rank;
@@ -179,7 +173,7 @@ LaunchedCoordinator::LaunchedCoordinator(const transport::LaunchEnvironment& lau
   doc.apply_override(fmt::format("nodes={}", launch.size));
   doc.apply_override("cluster.listen=" + listen);
   meeting_ = meeting_of(launch);
-  advertised_host_ = transport::is_wildcard_address(listen) ? host_name() : listen;
+  advertised_host_ = transport::reachable_address(listen);
   // Where the coordinator tells its port; only this process reads it, unless the ranks meet in a directory.
   port_file_ = std::filesystem::temp_directory_path() / fmt::format("taihu-launch-{}.port", ::getpid());
   switch (meeting_) {

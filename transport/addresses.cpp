@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,16 @@ namespace taihu::transport {
 
 bool is_wildcard_address(std::string_view address) {
   return address.empty() || address == "0.0.0.0" || address == "::" || address == "[::]" || address == "*";
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+std::string reachable_address(std::string_view listen) {
+  return is_wildcard_address(listen) ? host_name() : std::string(listen);
 }
 
 std::string interface_address(std::string_view interface_name) {

@@ -43,6 +43,10 @@ class ClusterMembers {
   // ClusterError when the port cannot be opened.
   void open(caf::event_based_actor* self);
   std::uint16_t port() const { return port_; }
+  // How to start a node that joins it: `taihu-node --coordinator=HOST:PORT
+  // --secret-file=PATH`, HOST one that other hosts reach (this host's name
+  // where the port listens on every interface, as under a launcher).
+  std::string join_hint() const;
 
   // A node joined (the gate's message); the coordinator monitors its agent.
   void joined(caf::event_based_actor* self, const msg::NodeJoined& j);

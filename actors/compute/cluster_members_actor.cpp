@@ -11,6 +11,7 @@
 #include "actors/compute/fan_in.hpp"
 #include "actors/compute/run_plan.hpp"
 #include "actors/exception_reason.hpp"
+#include "transport/addresses.hpp"
 #include "core/common/check.hpp"
 #include "messages/type_ids.hpp"
 
@@ -92,15 +93,19 @@ void ClusterMembers::open(caf::event_based_actor* self) {
   }
   port_ = gatekeeper_->port();
   if (settings_.own_node) spawn_own_node(self->system(), *settings_.own_node, gate_);
-  spdlog::info("coordinator: listening on {}:{}, waiting for {} nodes (join_timeout {} s): "
-               "taihu-node --coordinator={}:{} --secret-file=...",
-               settings_.listen, port_, settings_.nodes, settings_.join_timeout, settings_.listen, port_);
+  spdlog::info("coordinator: listening on {}:{}, waiting for {} nodes (join_timeout {} s): {}", settings_.listen,
+               port_, settings_.nodes, settings_.join_timeout, join_hint());
   if (!settings_.port_file.empty()) {
     std::ofstream out(settings_.port_file + ".tmp");
     out << port_ << "\n";
     out.close();
     std::filesystem::rename(settings_.port_file + ".tmp", settings_.port_file);
   }
+}
+
+std::string ClusterMembers::join_hint() const {
+  return fmt::format("taihu-node --coordinator={}:{} --secret-file=PATH", transport::reachable_address(settings_.listen),
+                     port_);
 }
 
 void ClusterMembers::joined(caf::event_based_actor* self, const msg::NodeJoined& j) {

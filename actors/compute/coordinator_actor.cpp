@@ -435,10 +435,9 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
         const auto joined = s.cluster->live().size();
         const std::string names = s.cluster->joined_names();
         abort_with(self, std::make_exception_ptr(ClusterError(fmt::format(
-                             "only {} of {} nodes joined within join_timeout = {} s{}; start the others with "
-                             "`taihu-node --coordinator={}:{} --secret-file=PATH`",
+                             "only {} of {} nodes joined within join_timeout = {} s{}; start the others with `{}`",
                              joined, s.plan->cluster.nodes, s.plan->cluster.join_timeout,
-                             joined ? " (joined: " + names + ")" : "", s.plan->cluster.listen, s.cluster->port()))));
+                             joined ? " (joined: " + names + ")" : "", s.cluster->join_hint()))));
       },
       [self](msg::tick_atom) { watch_stop_while_gathering(self); },
       [self](msg::NodeFailure& f) { on_node_failure(self, f); },

@@ -34,8 +34,9 @@
 #      taihu's data plane (ranks meet in a directory) and over MPI (srun --mpi=pmix)
 #  16. SIGTERM and SIGINT while waiting (issue 50: a waiting coordinator ignored them until
 #      join_timeout): a coordinator waiting for its nodes, a launcher's rank 0 waiting for its ranks
-#      (also in mpirun's PMIx fence), a rank waiting at the rendezvous and a node waiting for its
-#      coordinator each exit 143 (130) within 2 s, leaving no rendezvous file
+#      (also in mpirun's PMIx fence; its join hint names this host, not 0.0.0.0), a rank waiting at
+#      the rendezvous and a node waiting for its coordinator each exit 143 (130) within 2 s, leaving
+#      no rendezvous file
 # Skips (exit 77) when Fashion-MNIST is absent.
 #   usage: cluster_test.sh BUILD_DIR SOURCE_DIR [case...]
 set -uo pipefail
@@ -660,7 +661,8 @@ PY
       check "signals: SIG$sig to a coordinator waiting for its nodes: exit $status within 2 s (exit $rc in $took s)" \
         $? "$work/signal-$sig.log"
     done
-    # A launcher's rank 0 waiting for its ranks: SIGTERM leaves no rendezvous file behind.
+    # A launcher's rank 0 waiting for its ranks: its hint names this host, not the wildcard it
+    # listens on (issue 50), and SIGTERM leaves no rendezvous file behind.
     rank0=(env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0
            OMPI_COMM_WORLD_LOCAL_SIZE=1 "$train" --config-file="$config" cluster.secret_file= nodes=2 workers=2
            data.limit_test=500 "${small[@]}" --progress=lines)
@@ -669,6 +671,9 @@ PY
     p=$!
     pids+=("$p")
     wait_for_line "$work/sig-rank0.log" "waiting for 2 nodes" 30
+    grep -q "waiting for 2 nodes .*: taihu-node --coordinator=$(hostname):[0-9]* --secret-file=PATH" \
+      "$work/sig-rank0.log" && ! grep -q "coordinator=0\.0\.0\.0" "$work/sig-rank0.log"
+    check "signals: a launcher's rank 0 hints at this host's name, not 0.0.0.0" $? "$work/sig-rank0.log"
     ls -A "$work/sig-rank0" | grep -q "^\.taihu-sig$$\."
     check "signals: rank 0 wrote its rendezvous files" $? "$work/sig-rank0.log"
     kill -TERM "$p"
@@ -706,6 +711,11 @@ PY
       check "signals: SIGTERM to mpirun's rank 0 waiting in the PMIx fence: exit 143 within 2 s (exit $rc in $took s)" \
         $? "$work/sig-mpirun.log"
     fi
+    OMPI_MCA_ess_base_jobid="hint$$" "${rank0[@]}" cluster.join_timeout=1 output.dir="$work/hint-rank0" \
+      >"$work/hint-rank0.log" 2>&1
+    rc=$?
+    [[ $rc -eq 2 ]] && grep -q "start the others with \`taihu-node --coordinator=$(hostname):[0-9]* " "$work/hint-rank0.log"
+    check "signals: the join_timeout message of a launcher's rank 0 names this host (exit $rc)" $? "$work/hint-rank0.log"
     # A rank waiting at the rendezvous for its rank 0, and a node waiting for its coordinator (SIGINT
     # to a node as from a terminal: a script's background job would inherit SIGINT ignored).
     env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
