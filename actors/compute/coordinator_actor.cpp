@@ -500,7 +500,8 @@ void fail(Coordinator* self, int rank, const std::string& why, int lost_node) {
   std::string message = why;
   if (!s.plan->checkpoint_path.empty() && std::filesystem::exists(s.plan->checkpoint_path))
     message += fmt::format(". The last checkpoint '{}' is intact.", s.plan->checkpoint_path.string());
-  spdlog::error("{}", message);
+  // Not logged here: the WorkerFailure carries it to the front end, which
+  // logs it (taihu-train's run_app) or raises it (Python), once.
   s.status->set_state("failed: " + message);
   abort_with(self, std::make_exception_ptr(WorkerFailure(rank, message)));
 }

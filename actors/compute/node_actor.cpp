@@ -104,9 +104,12 @@ struct NodeState {
 };
 using NodeAgent = caf::stateful_actor<NodeState>;
 
+// A node in its coordinator's process (spawn_own_node) joins through no control port.
+bool beside_coordinator(const NodeState& s) { return s.options.coordinator_port == 0; }
+
 void report(NodeAgent* self, int rank, const std::string& reason) {
   auto& s = self->state;
-  spdlog::error("{}: {}", s.label, reason);
+  if (!beside_coordinator(s)) spdlog::error("{}: {}", s.label, reason);  // else the coordinator logs it
   if (s.coordinator) self->send(s.coordinator, msg::NodeFailure{s.generation, s.index, rank, reason});
 }
 
@@ -355,7 +358,7 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
             auto& s = self->state;
             s.index = index;
             s.label = fmt::format("node {} '{}'", index, name);
-            if (s.options.coordinator_port == 0)
+            if (beside_coordinator(s))
               spdlog::info("{}: joined the coordinator of this process", s.label);
             else
               spdlog::info("{}: joined the coordinator at {}:{}", s.label, s.options.coordinator_host,
@@ -403,7 +406,8 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
       },
       [self](msg::RunEnded& end) {
         if (end.finished) return end_node(self, NodeExit::finished);
-        spdlog::error("{}: the run failed: {}", self->state.label, end.reason);
+        // Beside its coordinator (a launcher's rank 0) the process logs the reason once, as the run's.
+        if (!beside_coordinator(self->state)) spdlog::error("{}: the run failed: {}", self->state.label, end.reason);
         end_node(self, NodeExit::run_failed);
       },
       [self](msg::leave_atom) {

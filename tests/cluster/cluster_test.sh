@@ -519,6 +519,10 @@ PY
     check "$c: detected within $limit s (took $seconds s)" $?
     grep -q "The last checkpoint .* is intact" "$work/$c.log" && [[ -s $work/out/lenet-fashion-cluster.ckpt ]]
     check "$c: the last checkpoint is intact" $? "$work/$c.log"
+    # Logged once (issue 50: by the coordinator's actor and again by the app).
+    lines=$(grep -c "The last checkpoint .* is intact" "$work/$c.log")
+    [[ $lines -eq 1 ]]
+    check "$c: the failure is logged once ($lines lines)" $? "$work/$c.log"
     # It resumes (in one process): the checkpoint is consistent.
     if [[ $c == kill ]]; then
       timeout 5 "$train" "${common[@]}" nodes=0 epochs=1 data.limit_train=48000 solver.base_lr=0.01 \
@@ -716,6 +720,10 @@ PY
     rc=$?
     [[ $rc -eq 2 ]] && grep -q "start the others with \`taihu-node --coordinator=$(hostname):[0-9]* " "$work/hint-rank0.log"
     check "signals: the join_timeout message of a launcher's rank 0 names this host (exit $rc)" $? "$work/hint-rank0.log"
+    # Once (issue 50: rank 0's own node logged the run's failure too).
+    lines=$(grep -c "only 1 of 2 nodes joined within join_timeout" "$work/hint-rank0.log")
+    [[ $lines -eq 1 ]]
+    check "signals: rank 0 logs the failure once ($lines lines)" $? "$work/hint-rank0.log"
     # A rank waiting at the rendezvous for its rank 0, and a node waiting for its coordinator (SIGINT
     # to a node as from a terminal: a script's background job would inherit SIGINT ignored).
     env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
