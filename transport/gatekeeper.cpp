@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/gate_handshake.hpp"
 #include "transport/listener.hpp"
 #include "transport/stream.hpp"
 #include "transport/tls_relay.hpp"
@@ -22,17 +23,8 @@ namespace {
 
 using asio::ip::tcp;
 using Proof = GateProof;
-
-// Whether the peer of a connected socket runs on this host: it came over
-// loopback, or to one of this host's own addresses (the kernel then routes
-// the connection locally, and both ends carry that address).
-bool peer_on_this_host(const tcp::socket& socket) {
-  asio::error_code ec1, ec2;
-  const auto remote = socket.remote_endpoint(ec1).address();
-  const auto local = socket.local_endpoint(ec2).address();
-  if (ec1 || ec2) return false;
-  return remote.is_loopback() || remote == local;
-}
+using gate_handshake::gate_message;
+using gate_handshake::peer_on_this_host;
 
 // The coordinator's decision for one connection (gatekeeper.hpp).
 bool use_tls(TlsMode mode, bool client_sees_this_host, bool server_sees_this_host) {
@@ -42,21 +34,6 @@ bool use_tls(TlsMode mode, bool client_sees_this_host, bool server_sees_this_hos
     case TlsMode::between_hosts: return !(client_sees_this_host && server_sees_this_host);
   }
   return true;
-}
-
-// The client's side of a control-plane TLS connection: one for every
-// pre-shared-key connection of this process, or one with these certificates.
-std::shared_ptr<const TlsContext> client_tls_context(const TlsCertificates& certificates) {
-  static const auto with_psk = std::make_shared<const TlsContext>(TlsContext::Role::client);
-  if (!certificates.given()) return with_psk;
-  return std::make_shared<const TlsContext>(TlsContext::Role::client, certificates);
-}
-
-GateMessage gate_message(std::uint32_t version, GateKind kind) {
-  GateMessage m;
-  m.version = version;
-  m.kind = static_cast<std::uint32_t>(kind);
-  return m;
 }
 
 // The name as sent: printable ASCII up to the first NUL, for logs.
@@ -93,7 +70,7 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
   std::atomic<std::uint64_t> admitted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0}, refused_tls{0},
       admitted_tls{0};
   // Separate limits, so that a flood of garbage cannot hide a wrong secret.
-  LogLimiter garbage_log, secret_log, version_log, tls_log, certificate_log;
+  LogLimiter garbage_log, secret_log, version_log, tls_log, certificate_log, rejected_log;
 
   struct Pending {
     explicit Pending(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
@@ -106,6 +83,7 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
     Proof server_nonce{};
     std::unique_ptr<Stream> secure;  // the socket once TLS starts on it
     bool done = false;
+    bool lingering = false;  // refused through TLS: waiting for the client to close (give_verdict)
   };
 
   void on_connection(tcp::socket socket, Listener::Ticket ticket) {
@@ -121,6 +99,7 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
     p->timer.expires_after(options.handshake_timeout);
     p->timer.async_wait([this, p](const asio::error_code& ec) {
       if (ec || p->done) return;
+      if (p->lingering) return close(p);
       ++refused_garbage;
       garbage_log.warn("{}: closed a connection from {}: no complete handshake within {} ms", options.what, p->peer,
                        options.handshake_timeout.count());
@@ -199,18 +178,50 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
                        options.what, name_of(p->hello), p->peer, ec.message());
           return close(p);
         }
-        const std::string what = fmt::format("{}: node '{}' ({})", options.what, name_of(p->hello), p->peer);
-        int plain = -1;
-        try {
-          plain = relay_over_tls(std::move(p->secure), what);
-        } catch (const NetError& e) {  // no socket pair: out of descriptors
-          spdlog::error("{}", e.what());
-          return close(p);
-        }
-        ++admitted_tls;
-        hand_on(p, plain, true);
+        if (tls_context->with_certificates()) return give_verdict(p);
+        relay(p);
       });
     });
+  }
+
+  // With certificates, the handshake completed whatever the client's
+  // certificate (TlsContext::Verification::after_handshake): this side's
+  // verdict on it goes first, through TLS (gatekeeper.hpp). A rejected client
+  // is told why, and the connection closes once it has read that.
+  void give_verdict(const std::shared_ptr<Pending>& p) {
+    const long verdict = p->secure->certificate_verdict();
+    p->answer = gate_message(options.version, verdict == 0 ? GateKind::welcome : GateKind::refuse);
+    if (verdict != 0) {
+      ++refused_tls;
+      rejected_log.warn("{}: refused node '{}' ({}): its certificate failed verification: {}", options.what,
+                        name_of(p->hello), p->peer, certificate_error_text(verdict));
+      p->answer.reason = static_cast<std::uint32_t>(RefuseReason::certificate);
+      p->answer.detail = static_cast<std::uint32_t>(verdict);
+    }
+    p->secure->async_write(asio::buffer(&p->answer, sizeof(GateMessage)),
+                           [this, p, verdict](const asio::error_code& ec, std::size_t) {
+                             if (ec || p->done) return close(p);
+                             if (verdict == 0) return relay(p);
+                             // Closed by the client once it has read the verdict (else by the handshake's
+                             // timer): closing first could reset the connection before the verdict arrives.
+                             p->lingering = true;
+                             p->secure->async_read_some(asio::buffer(p->proof.proof),
+                                                        [this, p](const asio::error_code&, std::size_t) { close(p); });
+                           });
+  }
+
+  // Hands the TLS connection on, as the plaintext end of its relay.
+  void relay(const std::shared_ptr<Pending>& p) {
+    const std::string what = fmt::format("{}: node '{}' ({})", options.what, name_of(p->hello), p->peer);
+    int plain = -1;
+    try {
+      plain = relay_over_tls(std::move(p->secure), what);
+    } catch (const NetError& e) {  // no socket pair: out of descriptors
+      spdlog::error("{}", e.what());
+      return close(p);
+    }
+    ++admitted_tls;
+    hand_on(p, plain, true);
   }
 
   // The peer is authenticated (and its TLS up): `fd` is what CAF speaks on.
@@ -258,7 +269,8 @@ Gatekeeper::Gatekeeper(GatekeeperOptions options, std::function<void(Admitted)> 
   impl_->admit = std::move(admit);
   impl_->io = &thread.io();
   if (impl_->options.tls != TlsMode::off)
-    impl_->tls_context = std::make_unique<TlsContext>(TlsContext::Role::server, impl_->options.certificates);
+    impl_->tls_context = std::make_unique<TlsContext>(TlsContext::Role::server, impl_->options.certificates,
+                                                      TlsContext::Verification::after_handshake);
   ListenerOptions lo;
   lo.what = impl_->options.what;
   lo.address = impl_->options.listen_address;
@@ -289,154 +301,6 @@ GatekeeperStats Gatekeeper::stats() const {
   return {impl_->admitted.load(), impl_->refused_version.load(), impl_->refused_secret.load(),
           impl_->refused_garbage.load(), impl_->listener->stats().over_limit, impl_->refused_tls.load(),
           impl_->admitted_tls.load()};
-}
-
-// --- client ------------------------------------------------------------------
-
-namespace {
-
-// The client's TLS handshake on the relay's thread, and then its relay; the
-// caller waits at most `timeout` for it.
-int start_client_tls(const GateClientOptions& o, IoThread& relay, tcp::socket::native_handle_type fd,
-                     const tcp& protocol, const TlsKey& key, const TlsCertificates& certificates) {
-  struct Attempt {
-    std::shared_ptr<const TlsContext> context;  // as long as the handshake runs
-    std::unique_ptr<Stream> stream;
-    std::promise<int> fd;
-    std::string error;
-  };
-  auto attempt = std::make_shared<Attempt>();
-  attempt->context = client_tls_context(certificates);
-  tcp::socket socket(relay.io());
-  socket.assign(protocol, fd);
-  attempt->stream = std::make_unique<Stream>(std::move(socket));
-  std::future<int> done = attempt->fd.get_future();
-  const std::string what = fmt::format("control plane to {}:{}", o.host, o.port);
-  asio::post(relay.io(), [attempt, key, what] {
-    attempt->stream->start_tls(*attempt->context, key, [attempt, what](const asio::error_code& ec) {
-      if (ec) {
-        attempt->error = ec.message();
-        attempt->stream->close();
-        return attempt->fd.set_value(-1);
-      }
-      try {
-        attempt->fd.set_value(relay_over_tls(std::move(attempt->stream), what));
-      } catch (...) {
-        attempt->fd.set_exception(std::current_exception());
-      }
-    });
-  });
-  const bool timed_out = done.wait_for(o.timeout) != std::future_status::ready;
-  if (timed_out) {
-    // Closing the socket ends the handshake, which then answers with its error.
-    asio::post(relay.io(), [attempt] {
-      if (attempt->stream) attempt->stream->close();
-    });
-    done.wait();
-    attempt->error = fmt::format("no TLS handshake within {} ms", o.timeout.count());
-  }
-  const int plain = done.get();
-  // Both sides hold the secret, so the keys or certificates do not fit:
-  // trying again will not help. A handshake that did not finish in time may.
-  if (plain < 0 && timed_out) raise<NetError>("the coordinator proved the secret, but {}", attempt->error);
-  if (plain < 0) raise<GateRefused>("the coordinator proved the secret, but TLS failed: {}", attempt->error);
-  return plain;
-}
-
-}  // namespace
-
-GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  asio::steady_timer timer(io);
-  std::string error;
-  bool refused = false;
-  bool done = false;
-  auto finish = [&](std::string why, bool was_refused = false) {
-    if (done) return;
-    done = true;
-    error = std::move(why);
-    refused = was_refused;
-    timer.cancel();
-    if (!error.empty()) {
-      asio::error_code ignored;
-      socket.close(ignored);
-    }
-  };
-  GateMessage hello = gate_message(o.version, GateKind::hello), answer, proof, welcome;
-  std::memcpy(hello.name.data(), o.name.data(), std::min(o.name.size(), hello.name.size() - 1));
-  random_bytes(hello.nonce);
-
-  timer.expires_after(o.timeout);
-  timer.async_wait([&](const asio::error_code& ec) {
-    if (!ec) finish(fmt::format("no answer within {} ms", o.timeout.count()));
-  });
-  asio::error_code ec;
-  tcp::resolver resolver(io);
-  const auto endpoints = resolver.resolve(o.host, std::to_string(o.port), ec);
-  if (ec) raise<NetError>("cannot resolve '{}': {}", o.host, ec.message());
-  auto refusal = [&](const GateMessage& m) {
-    switch (static_cast<RefuseReason>(m.reason)) {
-      case RefuseReason::version:
-        return fmt::format("refused: protocol version {} (the coordinator speaks {})", o.version, m.version);
-      case RefuseReason::authentication: return std::string("refused: wrong cluster secret");
-      case RefuseReason::certificate:
-        return std::string("refused: the cluster uses certificates; give this node its own "
-                           "(taihu-node --certificate, --key, --ca-file)");
-      default: return std::string("refused: malformed handshake");
-    }
-  };
-  asio::async_connect(socket, endpoints, [&](const asio::error_code& ec, const tcp::endpoint&) {
-    if (ec) return finish(ec.message());
-    socket.set_option(tcp::no_delay(true));
-    hello.detail = (peer_on_this_host(socket) ? GateDetail::same_host : 0) |
-                   (o.certificates.given() ? GateDetail::certificates : 0);
-    asio::async_write(socket, asio::buffer(&hello, sizeof hello), [&](const asio::error_code& ec, std::size_t) {
-      if (ec) return finish(ec.message());
-      asio::async_read(socket, asio::buffer(&answer, sizeof answer), [&](const asio::error_code& ec, std::size_t) {
-        if (ec) return finish(fmt::format("closed during the handshake ({})", ec.message()));
-        if (answer.magic != gate_magic) return finish("the server is not a taihu coordinator");
-        if (answer.kind == static_cast<std::uint32_t>(GateKind::refuse)) return finish(refusal(answer), true);
-        if (answer.kind != static_cast<std::uint32_t>(GateKind::challenge)) return finish("malformed challenge");
-        proof = gate_message(o.version, GateKind::proof);
-        proof.proof = gate_proof(o.secret, "taihu-cp client", hello, hello.detail, hello.nonce, answer.nonce);
-        asio::async_write(socket, asio::buffer(&proof, sizeof proof), [&](const asio::error_code& ec, std::size_t) {
-          if (ec) return finish(ec.message());
-          asio::async_read(socket, asio::buffer(&welcome, sizeof welcome), [&](const asio::error_code& ec, std::size_t) {
-            if (ec) return finish(fmt::format("closed during the handshake ({})", ec.message()));
-            if (welcome.magic == gate_magic && welcome.kind == static_cast<std::uint32_t>(GateKind::refuse))
-              return finish(refusal(welcome), true);
-            const Proof expected =
-                gate_proof(o.secret, "taihu-cp server", hello, welcome.detail, answer.nonce, hello.nonce);
-            if (welcome.kind != static_cast<std::uint32_t>(GateKind::welcome) || welcome.detail > (GateDetail::tls | GateDetail::certificates) ||
-                !equal_constant_time(expected, welcome.proof))
-              return finish("the server does not hold the cluster secret, or its welcome was altered on the way", true);
-            finish({});
-          });
-        });
-      });
-    });
-  });
-  io.run();
-  if (!error.empty()) {
-    if (refused) raise<GateRefused>("{}", error);
-    raise<NetError>("{}", error);
-  }
-  const bool certificates = (welcome.detail & GateDetail::certificates) != 0;
-  if (certificates && !o.certificates.given()) {
-    asio::error_code ignored;
-    socket.close(ignored);
-    raise<GateRefused>("the cluster uses certificates; give this node its own (taihu-node --certificate, --key, "
-                       "--ca-file)");
-  }
-  asio::error_code local_error;
-  const tcp::endpoint local = socket.local_endpoint(local_error);
-  const std::string local_address = local_error ? std::string() : local.address().to_string();
-  if ((welcome.detail & GateDetail::tls) == 0) return {socket.release(), false, certificates, local_address};
-  const TlsKey key = tls_key(Plane::control, o.secret, hello.nonce, answer.nonce);
-  const TlsCertificates none;
-  return {start_client_tls(o, relay, socket.release(), local.protocol(), key, certificates ? o.certificates : none),
-          true, certificates, local_address};
 }
 
 }  // namespace taihu::transport

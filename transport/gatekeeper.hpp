@@ -35,6 +35,15 @@
 // (tls_key(Plane::control, ...), transport/tls.hpp) or, in a cluster that
 // uses certificates, authenticated by both sides' certificates; CAF gets the
 // plaintext end of a relay (transport/tls_relay.hpp) instead of the socket.
+// With certificates the server's verdict on the client's certificate comes
+// first, through TLS:
+//   server -> verdict   welcome, or refuse {reason certificate, detail: OpenSSL's
+//                       verification error (X509_V_ERR_*)} and close
+// because in TLS 1.3 the client's handshake ends before the server has
+// verified the client's certificate: without it a node whose certificate the
+// coordinator rejects would see only a closed connection, and try again until
+// its join_timeout. With the verdict it stops at once, naming the reason
+// (its certificate has expired, another CA signed it, ...).
 // The coordinator decides, by its [cluster] tls: `always`, `off`, or
 // `between_hosts`: TLS unless both sides see the other on their own host
 // (a loopback connection, or one whose two ends have the same address).
@@ -108,6 +117,7 @@ struct GatekeeperStats {
   std::uint64_t refused_garbage = 0;  // not a taihu node, or timed out
   std::uint64_t over_limit = 0;       // closed at once: max_pending were in the handshake
   std::uint64_t refused_tls = 0;      // proved the secret, then failed the TLS handshake or had no certificates
+                                      // (or one this side rejected)
   std::uint64_t tls = 0;              // admitted connections that run TLS
 };
 
@@ -171,9 +181,10 @@ struct GateConnection {
 
 // Connects and runs the client side of the handshake, then TLS where the
 // server says so, whose relay runs on `relay` (which must outlive the
-// connection). Throws GateRefused when refused, NetError when the server
-// cannot be reached, does not answer in time, does not prove the secret, or
-// fails the TLS handshake.
+// connection). Throws GateRefused when refused (also by TLS: a certificate
+// either side rejects, an alert), NetError when the server cannot be
+// reached, does not answer in time, does not prove the secret, or closes the
+// connection (trying again may help).
 GateConnection admit_through_gate(const GateClientOptions& options, IoThread& relay);
 
 }  // namespace taihu::transport

@@ -64,6 +64,10 @@ void Stream::close() {
   socket_.close(ignored);
 }
 
+long Stream::certificate_verdict() const {
+  return tls_ ? transport::certificate_verdict(tls_->stream.native_handle()) : 0;
+}
+
 bool is_tls_error(const asio::error_code& ec) {
   return ec.category() == asio::error::get_ssl_category() ||
          (ec.category() == asio::ssl::error::get_stream_category() && ec != asio::ssl::error::stream_truncated);

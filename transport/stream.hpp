@@ -87,6 +87,10 @@ class Stream {
   // end as it would a socket's).
   void close();
 
+  // With certificates: certificate_verdict() on this stream's TLS (0 when it
+  // runs none).
+  long certificate_verdict() const;
+
  private:
   struct Tls;
   asio::ip::tcp::socket socket_;

@@ -5,6 +5,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 
 #include <algorithm>
 #include <string>
@@ -31,6 +32,28 @@ int key_index() {
 }
 
 const TlsKey* key_of(SSL* ssl) { return static_cast<const TlsKey*>(SSL_get_ex_data(ssl, key_index())); }
+
+// Where a connection verified after its handshake keeps the first error its
+// peer's certificate had (an X509_V_ERR_* code as the pointer's value: no
+// allocation). OpenSSL's verify result holds the last one, which for a
+// certificate of another CA is the less telling "unable to verify the first
+// certificate" after "unable to get local issuer certificate".
+int first_error_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  if (index < 0) fail("SSL_get_ex_new_index");
+  return index;
+}
+
+// TlsContext::Verification::after_handshake: notes the first error and lets
+// the handshake go on (certificate_verdict reports it).
+int note_verification_error(int ok, X509_STORE_CTX* store) {
+  if (ok == 1) return 1;
+  auto* ssl = static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  const long error = X509_STORE_CTX_get_error(store);
+  if (ssl != nullptr && SSL_get_ex_data(ssl, first_error_index()) == nullptr && error != X509_V_OK)
+    SSL_set_ex_data(ssl, first_error_index(), reinterpret_cast<void*>(static_cast<std::intptr_t>(error)));
+  return 1;
+}
 
 // An external PSK as OpenSSL takes it: a session that holds the key, its
 // cipher suite (whose hash the key schedule uses) and TLS 1.3. Null when
@@ -130,8 +153,8 @@ std::string openssl_reason(const char* fallback) {
 }
 
 // Loads the certificates into `ctx` and asks for the peer's, verified
-// against the CA file.
-void use_certificates(SSL_CTX* ctx, const TlsCertificates& c) {
+// against the CA file (TlsContext::Verification says when a failure counts).
+void use_certificates(SSL_CTX* ctx, const TlsCertificates& c, TlsContext::Verification verification) {
   // The key first: a certificate loaded after it that does not match drops
   // it, which SSL_CTX_check_private_key then reports as such.
   if (SSL_CTX_use_PrivateKey_file(ctx, c.key.c_str(), SSL_FILETYPE_PEM) != 1)
@@ -144,10 +167,22 @@ void use_certificates(SSL_CTX* ctx, const TlsCertificates& c) {
   }
   if (SSL_CTX_load_verify_locations(ctx, c.ca_file.c_str(), nullptr) != 1)
     throw Error("TLS: cannot use the CA file '" + c.ca_file + "': " + openssl_reason("unreadable"));
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                     verification == TlsContext::Verification::after_handshake ? note_verification_error : nullptr);
 }
 
 }  // namespace
+
+std::string certificate_error_text(long error) { return X509_verify_cert_error_string(error); }
+
+long certificate_verdict(ssl_st* ssl) {
+  if (const void* first = SSL_get_ex_data(ssl, first_error_index()); first != nullptr)
+    return static_cast<long>(reinterpret_cast<std::intptr_t>(first));
+  if (const long result = SSL_get_verify_result(ssl); result != X509_V_OK) return result;
+  // No certificate at all (SSL_VERIFY_FAIL_IF_NO_PEER_CERT should have ended the handshake).
+  if (SSL_is_server(ssl) == 1 && SSL_get0_peer_certificate(ssl) == nullptr) return X509_V_ERR_UNSPECIFIED;
+  return X509_V_OK;
+}
 
 void check_certificates(const TlsCertificates& c, const std::array<std::string_view, 3>& names) {
   if (!c.given()) return;
@@ -165,7 +200,7 @@ void check_certificates(const TlsCertificates& c, const std::array<std::string_v
   TlsContext client(TlsContext::Role::client, c);
 }
 
-TlsContext::TlsContext(Role role, const TlsCertificates& certificates)
+TlsContext::TlsContext(Role role, const TlsCertificates& certificates, Verification verification)
     : role_(role),
       with_certificates_(certificates.given()),
       context_(std::make_unique<asio::ssl::context>(role == Role::client ? asio::ssl::context::tlsv13_client
@@ -182,7 +217,7 @@ TlsContext::TlsContext(Role role, const TlsCertificates& certificates)
   if (SSL_CTX_set_num_tickets(ctx, 0) != 1) fail("SSL_CTX_set_num_tickets");
   if (SSL_CTX_set_max_early_data(ctx, 0) != 1) fail("SSL_CTX_set_max_early_data");
   if (with_certificates_) {
-    use_certificates(ctx, certificates);
+    use_certificates(ctx, certificates, verification);
     return;
   }
   // No certificates: the PSK authenticates both sides.

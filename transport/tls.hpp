@@ -97,15 +97,35 @@ struct TlsCertificates {
 // gave them (config keys or command-line flags), for the message.
 void check_certificates(const TlsCertificates& certificates, const std::array<std::string_view, 3>& names);
 
+// OpenSSL's text for a certificate verification error (X509_V_ERR_*):
+// "certificate has expired", "unable to get local issuer certificate".
+std::string certificate_error_text(long error);
+
+// This side's verdict on the peer's certificate on a connection of a context
+// with certificates: 0 (X509_V_OK) when the peer presented one that verified
+// against the CA file, else the first verification error found (what
+// certificate_error_text names). On a client whose handshake failed, why it
+// rejected the server's certificate (0 when that was not the cause).
+long certificate_verdict(ssl_st* ssl);
+
 // The OpenSSL context of one side of TLS (the settings above and the PSK
 // callbacks); a data plane has one per side, shared by its connections, as
 // has the gatekeeper. The callbacks find each connection's key where bind() left it.
 class TlsContext {
  public:
   enum class Role { client, server };
+  // When a peer's certificate that does not verify ends the connection:
+  // in_handshake (the handshake fails), or after_handshake, for a server that
+  // tells the peer why (the gatekeeper): the handshake completes whatever the
+  // certificate, and the caller must check certificate_verdict() before it
+  // trusts the connection. (In TLS 1.3 the client's handshake ends before the
+  // server has verified the client's certificate, so a client that the server
+  // rejects in the handshake sees only a connection that closes.)
+  enum class Verification { in_handshake, after_handshake };
   // With certificates given: they authenticate both sides, and no PSK is
   // offered or accepted. Throws Error when OpenSSL refuses a setting or a file.
-  explicit TlsContext(Role role, const TlsCertificates& certificates = {});
+  explicit TlsContext(Role role, const TlsCertificates& certificates = {},
+                      Verification verification = Verification::in_handshake);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;

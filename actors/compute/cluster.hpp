@@ -92,7 +92,8 @@ namespace taihu::compute {
 // 5: TLS on the control plane; the gatekeeper's messages carry a detail.
 // 6: a node names its build (version and git revision) when it joins.
 // 7: a node may ask for its index (a launcher's rank) when it joins.
-inline constexpr int cluster_protocol_version = 7;
+// 8: with certificates, the coordinator's verdict on the node's certificate follows TLS.
+inline constexpr int cluster_protocol_version = 8;
 
 class ClusterError : public Error {
  public:

@@ -22,7 +22,9 @@
 #      tests/soak: "2 ranks cannot be placed on 3 nodes" ended the run)
 #  12. certificates ([cluster] certificate, key, ca_file; taihu-node --certificate --key --ca-file),
 #      made with the openssl command as the README shows: nodes of the cluster's CA train; a node
-#      without a certificate and one of another CA are refused at once (exit 5)
+#      without a certificate and one of another CA are refused at once (exit 5), and so are nodes
+#      that trust the cluster's CA but whose own certificate another CA signed, that signs itself
+#      or that has expired, naming OpenSSL's reason (issue 50: they retried until join_timeout)
 #  13. cluster launchers: 3 ranks with Open MPI's variables (rank 0 coordinates and trains; the
 #      address, port and a fresh secret pass through the rendezvous directory) and 2 ranks with
 #      torchrun's (MASTER_ADDR:MASTER_PORT, a secret file) train to the in-process result; a rank
@@ -454,6 +456,39 @@ sys.exit(0 if any(x["algorithm"] == "compressed ring allgather" for x in a["buck
     [[ $? -eq 5 ]] && grep -q "TLS failed: certificate verify failed" "$work/intruder.log" &&
       wait_for_line "$work/certificates.log" "refused node 'intruder' .*failed the TLS handshake" 5
     check "certificates: a node of another CA is refused (exit 5)" $? "$work/intruder.log"
+    # Nodes that trust the cluster's CA but whose own certificate the coordinator rejects: another
+    # CA's, one that signs itself, an expired one (openssl ca takes dates in the past). Refused at
+    # once, naming OpenSSL's reason and what to do, and logged by the coordinator.
+    (cd "$work/pki" &&
+      openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=self" \
+        -keyout self.key -out self.pem 2>/dev/null &&
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=late" -keyout late.key \
+        -out late.csr 2>/dev/null &&
+      printf '%s\n' "[ca]" "default_ca = cluster" "[cluster]" "database = index.txt" "new_certs_dir = ." \
+        "serial = serial" "default_md = sha256" "policy = any" "[any]" "commonName = supplied" >ca.cnf &&
+      : >index.txt && echo 01 >serial &&
+      openssl ca -batch -config ca.cnf -notext -cert ca.pem -keyfile ca.key -in late.csr \
+        -startdate 20200101000000Z -enddate 20200102000000Z -out late.pem 2>/dev/null &&
+      cp ../pki-other/intruder.pem stranger.pem && cp ../pki-other/intruder.key stranger.key && chmod 600 ./*.key)
+    check "certificates: a self-signed and an expired certificate made with openssl" $?
+    declare -A rejected=([stranger]="unable to get local issuer certificate" [self]="self-signed certificate"
+                         [late]="certificate has expired")
+    declare -A rejected_pid=()
+    t_start=$(date +%s.%N)
+    for n in stranger self late; do
+      start_node "$n" --certificate="$work/pki/$n.pem" --key="$work/pki/$n.key" --ca-file="$work/pki/ca.pem"
+      rejected_pid[$n]=$last
+    done
+    for n in stranger self late; do
+      within 10 "${rejected_pid[$n]}" "$t_start"  # (a loaded host may take seconds to start three processes)
+      in_time=$?
+      [[ $rc -eq 5 && $in_time -eq 0 ]] &&
+        grep -q "did not admit this node: the coordinator proved the secret, but rejected this node's certificate: ${rejected[$n]}; give this node a certificate that the cluster's CA" "$work/$n.log"
+      check "certificates: a node whose certificate the coordinator rejects (${rejected[$n]}) exits 5 at once, not after its join_timeout (exit $rc in $took s)" $? "$work/$n.log"
+    done
+    # (At most one such line a second: the three came at once.)
+    grep -q "refused node '[a-z]*' .*its certificate failed verification: " "$work/certificates.log"
+    check "certificates: the coordinator logs why it rejected a certificate" $? "$work/certificates.log"
     # shellcheck disable=SC2046
     start_node a-cert $(with_cert "$work/pki" a-cert)
     a_pid=$last

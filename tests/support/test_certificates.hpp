@@ -1,7 +1,8 @@
 #pragma once
 // Certificates made at run time for TLS tests (OpenSSL's X509 API): a CA, and
 // node certificates it signs, as PEM files in a directory of the test's.
-// EC P-256 keys, SHA-256 signatures, valid from now for a day.
+// EC P-256 keys, SHA-256 signatures, valid from now for a day (or as a test
+// asks: an expired one), and self-signed ones that no CA vouches for.
 
 #include <doctest/doctest.h>
 #include <openssl/evp.h>
@@ -19,6 +20,14 @@
 
 namespace taihu::testing {
 
+// When a certificate is valid, in seconds from now: by default from a minute
+// ago for a day.
+struct Validity {
+  long not_before = -60;
+  long not_after = 24 * 3600;
+};
+inline constexpr Validity expired{-2 * 24 * 3600, -24 * 3600};
+
 class CertificateAuthority {
  public:
   // A CA named `name`, its certificate written to dir/name-ca.pem.
@@ -34,10 +43,23 @@ class CertificateAuthority {
 
   // A node's certificate signed by this CA, and its key (mode 600), with this
   // CA's file to verify peers against.
-  transport::TlsCertificates issue(const std::string& node) {
+  transport::TlsCertificates issue(const std::string& node, Validity validity = {}) {
+    return write(node, [&](EVP_PKEY* key) { return make(node, key, certificate_.get(), key_.get(), false, validity); });
+  }
+  // A node's certificate that signs itself (no CA's), and its key, with this
+  // CA's file to verify peers against.
+  transport::TlsCertificates self_signed(const std::string& node) {
+    return write(node, [&](EVP_PKEY* key) { return make(node, key, nullptr, key, false, {}); });
+  }
+
+ private:
+  using X509Ptr = std::unique_ptr<X509, decltype(&X509_free)>;
+
+  template <class Make>
+  transport::TlsCertificates write(const std::string& node, Make make_certificate) {
     std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_EC_gen("P-256"), EVP_PKEY_free);
     REQUIRE(key != nullptr);
-    auto certificate = make(node, key.get(), certificate_.get(), key_.get(), false);
+    auto certificate = make_certificate(key.get());
     const auto pem = dir_ / (name_ + "-" + node + ".pem");
     const auto key_file = dir_ / (name_ + "-" + node + ".key");
     write_certificate(pem, certificate.get());
@@ -48,9 +70,6 @@ class CertificateAuthority {
     std::fclose(out);
     return {pem.string(), key_file.string(), ca_file_.string()};
   }
-
- private:
-  using X509Ptr = std::unique_ptr<X509, decltype(&X509_free)>;
 
   static void extend(X509* certificate, X509* issuer, int nid, const char* value) {
     X509V3_CTX context;
@@ -64,13 +83,14 @@ class CertificateAuthority {
 
   // A certificate for `subject_key` named `common_name`, signed by
   // `issuer_key` (self-signed when `issuer` is null).
-  X509Ptr make(const std::string& common_name, EVP_PKEY* subject_key, X509* issuer, EVP_PKEY* issuer_key, bool ca) {
+  X509Ptr make(const std::string& common_name, EVP_PKEY* subject_key, X509* issuer, EVP_PKEY* issuer_key, bool ca,
+               Validity validity = {}) {
     X509Ptr certificate(X509_new(), X509_free);
     REQUIRE(certificate != nullptr);
     X509_set_version(certificate.get(), 2);
     ASN1_INTEGER_set(X509_get_serialNumber(certificate.get()), ++serial_);
-    X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -60);
-    X509_gmtime_adj(X509_getm_notAfter(certificate.get()), 24 * 3600);
+    X509_gmtime_adj(X509_getm_notBefore(certificate.get()), validity.not_before);
+    X509_gmtime_adj(X509_getm_notAfter(certificate.get()), validity.not_after);
     REQUIRE(X509_set_pubkey(certificate.get(), subject_key) == 1);
     X509_NAME* name = X509_get_subject_name(certificate.get());
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(common_name.c_str()),

@@ -366,9 +366,52 @@ TEST_SUITE("net") {
     // No certificates: refused after proving the secret, naming what to give.
     CHECK_THROWS_WITH_AS(admit(with({})), doctest::Contains("taihu-node --certificate, --key, --ca-file"),
                          GateRefused);
-    // Another CA's certificate: the TLS handshake fails on both sides.
-    CHECK_THROWS_WITH_AS(admit(with(other.issue("intruder"))), doctest::Contains("TLS failed"), NetError);
+    // Its CA file does not hold the coordinator's CA: it rejects the coordinator (which sends its CA
+    // along), naming OpenSSL's reason, at once.
+    CHECK_THROWS_WITH_AS(admit(with(other.issue("intruder"))),
+                         doctest::Contains("TLS failed: certificate verify failed (SSL routines); the coordinator's "
+                                           "certificate: self-signed certificate in certificate chain; this node's "
+                                           "CA file must hold the CA that signed it"),
+                         GateRefused);
     CHECK(eventually([&] { return gate.stats().refused_tls == 2; }));
+    CHECK(door.admitted.size() == 1);
+  }
+
+  TEST_CASE("gatekeeper with certificates: a node whose certificate the coordinator rejects is refused, naming why") {
+    // Issue 50: such a node trusts the coordinator, so its own TLS 1.3 handshake ends well (before the
+    // coordinator has verified its certificate), and it saw only a closed connection: it tried again
+    // five times a second until its join_timeout (exit 4). The coordinator's verdict now says why.
+    testing::TempDir dir;
+    testing::CertificateAuthority cluster(dir.path(), "cluster"), other(dir.path(), "other");
+    const std::string secret = random_secret();
+    testing::LogCapture log;
+    Doorway door;
+    auto o = options(secret);
+    o.tls = TlsMode::always;
+    o.certificates = cluster.issue("coordinator");
+    Gatekeeper gate(o, door.callback());
+    const auto trusting = [&](TlsCertificates own) {
+      own.ca_file = cluster.ca_file().string();  // it accepts the coordinator's certificate
+      auto c = client(gate.port(), secret);
+      c.certificates = std::move(own);
+      return c;
+    };
+    const std::vector<std::pair<TlsCertificates, std::string>> rejected{
+        {other.issue("intruder"), "unable to get local issuer certificate"},
+        {cluster.self_signed("self"), "self-signed certificate"},
+        {cluster.issue("late", testing::expired), "certificate has expired"}};
+    for (const auto& [own, reason] : rejected) {
+      CAPTURE(reason);
+      const std::string expected = "the coordinator proved the secret, but rejected this node's certificate: " + reason +
+                                   "; give this node a certificate that the cluster's CA";
+      CHECK_THROWS_WITH_AS(admit(trusting(own)), doctest::Contains(expected.c_str()), GateRefused);
+    }
+    // Logged by the coordinator too (at most once a second: the first of the three, at least).
+    CHECK(log.lines_with("its certificate failed verification: unable to get local issuer certificate") == 1);
+    CHECK(eventually([&] { return gate.stats().refused_tls == 3; }));
+    // A certificate of the cluster's CA is still admitted, and nothing else was.
+    ::close(admit(trusting(cluster.issue("node-a"))).fd);
+    CHECK(door.wait_for(1));
     CHECK(door.admitted.size() == 1);
   }
 }
