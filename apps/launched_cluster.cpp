@@ -133,6 +133,9 @@ compute::NodeOptions node_options(const transport::LaunchEnvironment& launch, co
   o.processes_on_host = processes_on_host(launch);
   o.build = build_id();
   o.place = launch.rank;
+  // This rank's own mode, which rank 0's coordinator must share: a rank
+  // started with tls = always must not run in plaintext because rank 0 has off.
+  o.tls = compute::read_tls_mode(cluster, compute::ClusterSettings{}.tls);
   o.certificates = {cluster_path(doc, "certificate"), cluster_path(doc, "key"), cluster_path(doc, "ca_file")};
   transport::check_certificates(o.certificates, {"[cluster] certificate", "[cluster] key", "[cluster] ca_file"});
   return o;

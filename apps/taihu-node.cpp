@@ -51,8 +51,8 @@ options (or the same keys, with underscores, in [node] of --config-file):
 
 exit codes: 0 training finished; 2 bad input; 4 coordinator unreachable;
 5 not admitted (wrong secret, a certificate the coordinator rejects or one that
-rejects the coordinator's, cluster full); 6 setup failed; 7 coordinator lost;
-8 dropped from the cluster after a failure of its own
+rejects the coordinator's, another [cluster] tls, cluster full); 6 setup failed;
+7 coordinator lost; 8 dropped from the cluster after a failure of its own
 (including this process being stopped or starved for longer than dead_after);
 9 the run failed elsewhere (the coordinator's reason is logged)
 )";

@@ -161,6 +161,12 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
       case RefuseReason::certificate:
         return std::string("refused: the cluster uses certificates; give this node its own "
                            "(taihu-node --certificate, --key, --ca-file)");
+      case RefuseReason::tls_mode: {
+        const auto theirs = tls_mode_of(m.detail);
+        return fmt::format("refused: this node uses [cluster] tls = {}, the coordinator tls = {}; nodes of different "
+                           "modes refuse each other: give every rank the same [cluster] tls",
+                           o.tls ? tls_mode_name(*o.tls) : "?", theirs ? tls_mode_name(*theirs) : "unknown");
+      }
       default: return std::string("refused: malformed handshake");
     }
   };
@@ -168,7 +174,8 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
     if (ec) return finish(ec.message());
     socket.set_option(tcp::no_delay(true));
     hello.detail = (peer_on_this_host(socket) ? GateDetail::same_host : 0) |
-                   (o.certificates.given() ? GateDetail::certificates : 0);
+                   (o.certificates.given() ? GateDetail::certificates : 0) |
+                   (o.tls ? static_cast<std::uint32_t>(*o.tls) << GateDetail::tls_mode_shift : 0);
     asio::async_write(socket, asio::buffer(&hello, sizeof hello), [&](const asio::error_code& ec, std::size_t) {
       if (ec) return finish(ec.message());
       asio::async_read(socket, asio::buffer(&answer, sizeof answer), [&](const asio::error_code& ec, std::size_t) {

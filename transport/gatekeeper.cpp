@@ -68,9 +68,9 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
   bool closed = false;  // the Gatekeeper is gone: nothing more is admitted (io thread)
   std::unique_ptr<TlsContext> tls_context;  // the server's side; none with tls = off
   std::atomic<std::uint64_t> admitted{0}, refused_version{0}, refused_secret{0}, refused_garbage{0}, refused_tls{0},
-      admitted_tls{0};
+      admitted_tls{0}, refused_tls_mode{0};
   // Separate limits, so that a flood of garbage cannot hide a wrong secret.
-  LogLimiter garbage_log, secret_log, version_log, tls_log, certificate_log, rejected_log;
+  LogLimiter garbage_log, secret_log, version_log, tls_log, certificate_log, rejected_log, mode_log;
 
   struct Pending {
     explicit Pending(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
@@ -155,6 +155,18 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
       certificate_log.warn("{}: refused node '{}' ({}): this cluster uses certificates, and it has none",
                            options.what, name_of(p->hello), p->peer);
       return refuse(p, RefuseReason::certificate);
+    }
+    // A cluster launcher's rank names its own mode (under the client's
+    // proof): it must be this side's, never silently become it.
+    if (const std::uint32_t mode = (p->hello.detail & GateDetail::tls_mode_mask) >> GateDetail::tls_mode_shift;
+        mode != 0 && mode != static_cast<std::uint32_t>(options.tls)) {
+      ++refused_tls_mode;
+      const auto named = tls_mode_of(mode);
+      mode_log.warn("{}: refused node '{}' ({}): it uses [cluster] tls = {}, this side tls = {} (every node needs the "
+                    "same [cluster] tls)",
+                    options.what, name_of(p->hello), p->peer, named ? tls_mode_name(*named) : "unknown",
+                    tls_mode_name(options.tls));
+      return refuse(p, RefuseReason::tls_mode, static_cast<std::uint32_t>(options.tls));
     }
     const bool with_tls =
         use_tls(options.tls, (p->hello.detail & GateDetail::same_host) != 0, peer_on_this_host(p->socket));
@@ -245,9 +257,10 @@ struct Gatekeeper::Impl : std::enable_shared_from_this<Gatekeeper::Impl> {
     close(p);
   }
 
-  void refuse(const std::shared_ptr<Pending>& p, RefuseReason reason) {
+  void refuse(const std::shared_ptr<Pending>& p, RefuseReason reason, std::uint32_t detail = 0) {
     p->answer = gate_message(options.version, GateKind::refuse);
     p->answer.reason = static_cast<std::uint32_t>(reason);
+    p->answer.detail = detail;
     asio::async_write(p->socket, asio::buffer(&p->answer, sizeof(GateMessage)),
                       [this, p](const asio::error_code&, std::size_t) { close(p); });
   }
@@ -300,7 +313,7 @@ std::uint16_t Gatekeeper::port() const { return impl_->listener->port(); }
 GatekeeperStats Gatekeeper::stats() const {
   return {impl_->admitted.load(), impl_->refused_version.load(), impl_->refused_secret.load(),
           impl_->refused_garbage.load(), impl_->listener->stats().over_limit, impl_->refused_tls.load(),
-          impl_->admitted_tls.load()};
+          impl_->admitted_tls.load(), impl_->refused_tls_mode.load()};
 }
 
 }  // namespace taihu::transport

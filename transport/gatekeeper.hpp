@@ -18,14 +18,17 @@
 // Handshake (every message is one GateMessage; integers little-endian):
 //   client -> hello     {version, name, client nonce, detail: bit 0 if the
 //                        client sees the server on its own host, bit 1 if it
-//                        has certificates}
+//                        has certificates, bits 2-3 its own [cluster] tls (a
+//                        cluster launcher's rank; 0: it takes the server's)}
 //   server -> challenge {version, server nonce}, or refuse {reason} and close
 //   client -> proof     HMAC(secret, "taihu-cp client" | version | name | hello's detail | client nonce | server nonce)
 //   server -> welcome   {detail: bit 0 if TLS follows, bit 1 if the cluster
 //                        uses certificates (in TLS, and on the data plane)}
 //                       HMAC(secret, "taihu-cp server" | version | name | welcome's detail | server nonce | client nonce),
 //             or refuse {reason} and close (also when the cluster uses
-//             certificates and the client has none)
+//             certificates and the client has none, and when the client
+//             names a TLS mode other than the server's: the refusal's detail
+//             is then the server's mode)
 // The client checks the welcome in turn. Fresh nonces on both sides make a
 // recorded handshake useless; the roles in the MACs stop reflection; the
 // details are in the MACs, so nobody on the path can talk either side out
@@ -55,6 +58,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -76,6 +80,9 @@ struct GateDetail {
   static constexpr std::uint32_t same_host = 1;     // hello: the client sees the server on its own host
   static constexpr std::uint32_t certificates = 2;  // hello: the client has certificates; welcome: the cluster uses them
   static constexpr std::uint32_t tls = 1;           // welcome: TLS follows
+  // hello: the client's own TlsMode in bits 2-3 (0: none, it takes the server's).
+  static constexpr std::uint32_t tls_mode_shift = 2;
+  static constexpr std::uint32_t tls_mode_mask = 3u << tls_mode_shift;
 };
 
 struct GateMessage {
@@ -119,6 +126,7 @@ struct GatekeeperStats {
   std::uint64_t refused_tls = 0;      // proved the secret, then failed the TLS handshake or had no certificates
                                       // (or one this side rejected)
   std::uint64_t tls = 0;              // admitted connections that run TLS
+  std::uint64_t refused_tls_mode = 0;  // proved the secret, but named another TLS mode than this side's
 };
 
 // An authenticated peer: the socket to speak to it on (now the receiver's to
@@ -165,6 +173,9 @@ struct GateClientOptions {
   std::string name;  // up to 63 bytes are sent
   std::chrono::milliseconds timeout{5000};
   TlsCertificates certificates;  // this node's, for a cluster that uses them
+  // This node's own TLS mode, which the server's must equal (a cluster
+  // launcher's rank, which has a config of its own); none: the server's.
+  std::optional<TlsMode> tls;
 };
 
 // A client's end of an admitted connection: the socket to speak on (the

@@ -93,7 +93,8 @@ namespace taihu::compute {
 // 6: a node names its build (version and git revision) when it joins.
 // 7: a node may ask for its index (a launcher's rank) when it joins.
 // 8: with certificates, the coordinator's verdict on the node's certificate follows TLS.
-inline constexpr int cluster_protocol_version = 8;
+// 9: a launcher's rank names its own [cluster] tls in its hello (refused unless the coordinator's).
+inline constexpr int cluster_protocol_version = 9;
 
 class ClusterError : public Error {
  public:
@@ -134,6 +135,10 @@ struct NodeOptions {
   // The node index it asks the gate for: a cluster launcher's rank (so that
   // node k is rank k, in logs and to the MPI transport); -1: the next free one.
   std::int32_t place = -1;
+  // A cluster launcher's rank's own [cluster] tls: a coordinator of another
+  // mode refuses it, naming both (taihu-node has none: it takes the
+  // coordinator's, with the rest of its config).
+  std::optional<transport::TlsMode> tls;
 };
 
 struct ClusterSettings {

@@ -464,6 +464,7 @@ int run_node(const NodeOptions& o) {
   gate_options.version = static_cast<std::uint32_t>(o.protocol_version);
   gate_options.name = name;
   gate_options.certificates = o.certificates;
+  gate_options.tls = o.tls;
   const auto deadline = Clock::now() + millis(o.join_timeout);
   for (;;) {
     try {

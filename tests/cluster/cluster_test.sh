@@ -28,7 +28,8 @@
 #  13. cluster launchers: 3 ranks with Open MPI's variables (rank 0 coordinates and trains; the
 #      address, port and a fresh secret pass through the rendezvous directory) and 2 ranks with
 #      torchrun's (MASTER_ADDR:MASTER_PORT, a secret file) train to the in-process result; a rank
-#      whose rank 0 never comes names the rendezvous file it waited for
+#      whose rank 0 never comes names the rendezvous file it waited for; a rank whose [cluster] tls
+#      differs from rank 0's is refused, naming both (exit 5; issue 50: it took rank 0's)
 #  14. [cluster] transport = mpi under mpirun -np 4 (--oversubscribe): LeNet, plain and compressed,
 #      equals the in-process 4-worker result bit for bit; a rank killed mid-run ends the job,
 #      named, with the last checkpoint intact (it resumes); bad transport configs are exit 2
@@ -683,6 +684,28 @@ PY
     rc=$?
     [[ $rc -eq 2 ]] && grep -q "\.taihu-alone$$\.host' did not appear in time (rank 0 writes it)" "$work/alone.log"
     check "launcher: a rank without its rank 0 names the rendezvous file (exit $rc)" $? "$work/alone.log"
+    # Each rank keeps its own [cluster] tls: rank 1's always is not rank 0's off. Refused when it joins,
+    # naming both modes (exit 5; issue 50: it trained in plaintext); rank 0 is then stopped (SIGTERM).
+    master_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    rank_pids=()
+    for r in 0 1; do
+      mode=$([[ $r -eq 0 ]] && echo off || echo always)
+      env RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$master_port" \
+        "$train" "${launched[@]}" nodes=2 workers=2 cluster.secret_file="$work/secret" cluster.tls=$mode \
+        output.dir="$work/tls-modes" >"$work/tls-rank$r.log" 2>&1 &
+      rank_pids+=("$!")
+      pids+=("$!")
+    done
+    within 20 "${rank_pids[1]}"
+    in_time=$?
+    [[ $rc -eq 5 && $in_time -eq 0 ]] &&
+      grep -q "refused: this node uses \[cluster\] tls = always, the coordinator tls = off" "$work/tls-rank1.log" &&
+      grep -q "refused node 'rank1@[^']*' (127.0.0.1:[0-9]*): it uses \[cluster\] tls = always, this side tls = off" \
+        "$work/tls-rank0.log"
+    check "launcher: a rank whose [cluster] tls differs from rank 0's is refused, naming both (exit $rc)" $? \
+      "$work/tls-rank1.log"
+    kill -TERM "${rank_pids[0]}" 2>/dev/null
+    wait "${rank_pids[0]}"
     ;;
   signals)
     # SIGTERM (scancel's, before its SIGKILL) and SIGINT end every kind of waiting at once, with

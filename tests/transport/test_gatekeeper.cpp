@@ -414,4 +414,29 @@ TEST_SUITE("net") {
     CHECK(door.wait_for(1));
     CHECK(door.admitted.size() == 1);
   }
+
+  TEST_CASE("gatekeeper: a client that names its own TLS mode is refused by a coordinator of another, naming both") {
+    // Issue 50: a launcher's rank with tls = always silently ran with rank 0's off.
+    const std::string secret = random_secret();
+    testing::LogCapture log;
+    Doorway door;
+    auto o = options(secret);
+    o.tls = TlsMode::off;
+    Gatekeeper gate(o, door.callback());
+    auto c = client(gate.port(), secret);
+    c.tls = TlsMode::always;
+    CHECK_THROWS_WITH_AS(admit(c),
+                         doctest::Contains("refused: this node uses [cluster] tls = always, the coordinator tls = off"),
+                         GateRefused);
+    CHECK(gate.stats().refused_tls_mode == 1);
+    CHECK(log.lines_with("refused node 'node-a' (127.0.0.1:") == 1);
+    CHECK(log.lines_with("it uses [cluster] tls = always, this side tls = off") == 1);
+    CHECK(door.admitted.empty());
+    // The same mode, or none named (taihu-node takes the coordinator's): admitted.
+    c.tls = TlsMode::off;
+    ::close(admit(c).fd);
+    c.tls.reset();
+    ::close(admit(c).fd);
+    CHECK(door.wait_for(2));
+  }
 }
