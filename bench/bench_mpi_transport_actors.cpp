@@ -8,16 +8,25 @@
 // Each run starts after an MPI_Barrier; its time is the slowest rank's own
 // start → result (as bench/mpi/allreduce_mpi.c times MPI_Allreduce); the
 // median over the runs is printed, with algorithm bandwidth = bytes / time.
+// The ranks may be on several hosts: each data plane listens on all addresses
+// and its peers connect by host name (as launched ranks do).
 //
 //   mpirun -np 4 bench_mpi_transport_actors [--mb=1,16,100] [--runs=7] [--algorithm=ring] [--ways=plane,mpi]
+//              [--tls=between_hosts]   (the data plane's [cluster] tls; a list runs one plane per mode)
+//              [--link-gbps=G]         (each host's link rate: every time also as a share of the
+//                                       ring's bound 2(N-1)/N x bytes / rate)
 //
-// bench/mpi_transport.sh runs it and the LeNet comparison.
+// bench/mpi_transport.sh runs it and the LeNet comparison; bench/multihost_allreduce.sh across
+// the hosts of the multi-host test bed.
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -131,6 +140,19 @@ int main(int argc, char** argv) {
   const int runs = std::stoi(arg_value(argc, argv, "runs", "7"));
   const auto algorithm = collectives::parse_algorithm(arg_value(argc, argv, "algorithm", "ring"));
   const std::string ways = arg_value(argc, argv, "ways", "plane,mpi");  // the shard actors' transports to run
+  std::vector<transport::TlsMode> tls_modes;
+  {
+    std::stringstream list(arg_value(argc, argv, "tls", "between_hosts"));
+    for (std::string item; std::getline(list, item, ',');) {
+      const auto mode = transport::parse_tls_mode(item);
+      if (!mode) {
+        fmt::print(stderr, "--tls: between_hosts, always or off, not '{}'\n", item);
+        return 2;
+      }
+      tls_modes.push_back(*mode);
+    }
+  }
+  const double link_gbps = std::stod(arg_value(argc, argv, "link-gbps", "0"));
   transport::MpiSession mpi;
   const int rank = mpi.rank(), ranks = mpi.size();
   int local_ranks = 1;
@@ -164,16 +186,32 @@ int main(int argc, char** argv) {
     if (!closing) std::fprintf(stderr, "rank %d lost node %d: %s\n", rank, node, why.c_str());
   };
   const auto arena = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
-  transport::DataPlaneOptions options;
-  options.node = rank;
-  options.secret = secret;
-  auto plane_link = std::make_shared<transport::ChunkLink>(options, rank_node, report_loss, arena);
-  std::vector<int> ports(static_cast<std::size_t>(ranks));
-  int port = plane_link->port();
-  mpi.call([&] { MPI_Allgather(&port, 1, MPI_INT, ports.data(), 1, MPI_INT, MPI_COMM_WORLD); });
-  for (int r = 0; r < ranks; ++r)
-    if (r != rank)
-      plane_link->data_plane()->connect(r, "127.0.0.1", static_cast<std::uint16_t>(ports[static_cast<std::size_t>(r)]));
+  // Every rank's host name, for its peers to connect to.
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  std::vector<char> hosts(host.size() * static_cast<std::size_t>(ranks));
+  mpi.call([&] {
+    MPI_Allgather(host.data(), static_cast<int>(host.size()), MPI_CHAR, hosts.data(), static_cast<int>(host.size()),
+                  MPI_CHAR, MPI_COMM_WORLD);
+  });
+  // One data plane per TLS mode, each with its own connections.
+  std::vector<std::shared_ptr<transport::ChunkLink>> plane_links;
+  for (const transport::TlsMode mode : tls_modes) {
+    transport::DataPlaneOptions options;
+    options.node = rank;
+    options.secret = secret;
+    options.listen_address = "0.0.0.0";
+    options.tls = mode;
+    auto link = std::make_shared<transport::ChunkLink>(options, rank_node, report_loss, arena);
+    std::vector<int> ports(static_cast<std::size_t>(ranks));
+    int port = link->port();
+    mpi.call([&] { MPI_Allgather(&port, 1, MPI_INT, ports.data(), 1, MPI_INT, MPI_COMM_WORLD); });
+    for (int r = 0; r < ranks; ++r)
+      if (r != rank)
+        link->data_plane()->connect(r, &hosts[host.size() * static_cast<std::size_t>(r)],
+                                    static_cast<std::uint16_t>(ports[static_cast<std::size_t>(r)]));
+    plane_links.push_back(std::move(link));
+  }
   auto mpi_link = std::make_shared<transport::ChunkLink>(
       rank, rank_node,
       [rank, ranks](transport::FrameSink* sink) { return std::make_unique<transport::MpiTransport>(rank, ranks, sink); },
@@ -183,26 +221,39 @@ int main(int argc, char** argv) {
     fmt::print("allreduce across {} MPI ranks ({} on this host), {}; median of {} runs after a warm-up, the three\n"
                "ways alternating; time: the slowest rank's own start → result\n",
                ranks, local_ranks, transport::mpi_library_version(), runs);
-    fmt::print("| MB | way | time ms | algbw GB/s | speed vs MPI_Allreduce |\n|---|---|---|---|---|\n");
+    if (link_gbps > 0)
+      fmt::print("links of {} Gbit/s: the ring's bound is 2(N-1)/N x bytes / rate\n", link_gbps);
+    fmt::print("| MB | way | time ms | algbw GB/s | speed vs MPI_Allreduce | of link bound |\n"
+               "|---|---|---|---|---|---|\n");
     std::fflush(stdout);
   }
   bool ok = true;
   std::uint32_t bucket = 0;
   for (double mb : sizes) {
     const auto elements = static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
-    ShardRun plane(system, plane_link, bucket, algorithm, rank, ranks, elements, arena.get());
-    ShardRun over_mpi(system, mpi_link, bucket, algorithm, rank, ranks, elements, nullptr);
+    const std::string shards(collectives::name(algorithm));
+    // The ways in the order they run and print: a data plane per TLS mode, then the MPI transport.
+    std::vector<std::pair<std::string, std::unique_ptr<ShardRun>>> shard_ways;
+    if (ways.find("plane") != std::string::npos)
+      for (std::size_t i = 0; i < plane_links.size(); ++i)
+        shard_ways.emplace_back(fmt::format("taihu, data plane, tls = {} ({})", transport::tls_mode_name(tls_modes[i]),
+                                            shards),
+                                std::make_unique<ShardRun>(system, plane_links[i], bucket, algorithm, rank, ranks,
+                                                           elements, arena.get()));
+    if (ways.find("mpi") != std::string::npos)
+      shard_ways.emplace_back("taihu, MPI transport (" + shards + ")",
+                              std::make_unique<ShardRun>(system, mpi_link, bucket, algorithm, rank, ranks, elements,
+                                                         nullptr));
     ++bucket;
     std::vector<float> in(elements, static_cast<float>(rank + 1)), out(elements);
     std::map<std::string, std::vector<double>> times;
     for (int run = 0; run <= runs; ++run) {
-      for (ShardRun* way : {&plane, &over_mpi}) {
-        if (ways.find(way == &plane ? "plane" : "mpi") == std::string::npos) continue;
+      for (auto& [label, way] : shard_ways) {
         way->prepare();
         mpi.call([] { MPI_Barrier(MPI_COMM_WORLD); });
         const double t = slowest(mpi, way->run(static_cast<std::uint64_t>(run)));
         ok = ok && way->correct();
-        if (run > 0) times[way == &plane ? "plane" : "mpi"].push_back(t);
+        if (run > 0) times[label].push_back(t);
       }
       double t = 0;
       mpi.call([&] {
@@ -213,26 +264,26 @@ int main(int argc, char** argv) {
         MPI_Allreduce(&mine, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       });
       ok = ok && out[0] == static_cast<float>(ranks * (ranks + 1) / 2);
-      if (run > 0) times["MPI_Allreduce"].push_back(t);
+      if (run > 0) times["Open MPI MPI_Allreduce"].push_back(t);
     }
-    const double baseline = median(times["MPI_Allreduce"]);
-    const std::string shards(collectives::name(algorithm));
-    const std::pair<const char*, std::string> labels[] = {{"plane", "taihu, data plane (" + shards + ")"},
-                                                          {"mpi", "taihu, MPI transport (" + shards + ")"},
-                                                          {"MPI_Allreduce", "Open MPI MPI_Allreduce"}};
-    for (const auto& [way, label] : labels) {
-      if (times[way].empty()) continue;
-      const double t = median(times[way]);
+    const double baseline = median(times["Open MPI MPI_Allreduce"]);
+    const double bytes = static_cast<double>(elements * sizeof(float));
+    const double bound = link_gbps > 0 ? 2.0 * (ranks - 1) / ranks * bytes * 8 / (link_gbps * 1e9) : 0;
+    std::vector<std::string> labels;
+    for (const auto& [label, way] : shard_ways) labels.push_back(label);
+    labels.push_back("Open MPI MPI_Allreduce");
+    for (const std::string& label : labels) {
+      const double t = median(times[label]);
       if (rank == 0)
-        fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} |\n", mb, label, t * 1e3,
-                   static_cast<double>(elements * sizeof(float)) / t / 1e9, baseline / t);
+        fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} | {} |\n", mb, label, t * 1e3, bytes / t / 1e9, baseline / t,
+                   bound > 0 ? fmt::format("{:.2f}", bound / t) : std::string("-"));
     }
     if (rank == 0) std::fflush(stdout);
     mpi.call([] { MPI_Barrier(MPI_COMM_WORLD); });
   }
   closing = true;
   mpi.call([] { MPI_Barrier(MPI_COMM_WORLD); });  // every rank's last chunks are in before the links close
-  plane_link->detach_all();
+  for (const auto& link : plane_links) link->detach_all();
   mpi_link->detach_all();
   if (!ok) std::fprintf(stderr, "rank %d: a wrong sum\n", rank);
   return ok ? 0 : 1;
