@@ -9,6 +9,7 @@
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
+#include "core/common/excerpt.hpp"
 #include "core/common/flush_to_zero.hpp"
 #include "core/layers/convolution.hpp"
 
@@ -50,7 +51,7 @@ CommandLine parse_command_line(int argc, char** argv, const std::vector<std::str
     } else if (eq != std::string::npos) {
       cl.overrides.push_back(body);
     } else {
-      raise<ConfigError>("command line: unknown option '{}' (overrides are written key=value)", arg);
+      raise<ConfigError>("command line: unknown option '{}' (overrides are written key=value)", excerpt(arg));
     }
   }
   return cl;

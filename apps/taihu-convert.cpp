@@ -26,6 +26,7 @@
 #include "apps/app_support.hpp"
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
+#include "core/common/excerpt.hpp"
 #include "core/common/random.hpp"
 #include "core/data/image_index.hpp"
 #include "core/data/imageset_writer.hpp"
@@ -125,7 +126,7 @@ Arguments parse_arguments(int argc, char** argv, const std::vector<std::string>&
     const auto eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     if (std::find(known.begin(), known.end(), name) == known.end())
-      throw ConfigError(fmt::format("command line: unknown option '{}' (try --help)", arg));
+      throw ConfigError(fmt::format("command line: unknown option '{}' (try --help)", excerpt(arg)));
     args.flags.emplace_back(name, eq == std::string::npos ? std::string() : arg.substr(eq + 1));
   }
   return args;
@@ -165,7 +166,8 @@ int convert_caffe(const Arguments& args) {
     if (key == "input-shape") options.input_shapes.insert(caffe::parse_input_shape(value));
   const auto seed_text = args.flag("seed").value_or("1");
   const auto seed = config::parse_value<uint64_t>(seed_text);
-  if (!seed) throw ConfigError(fmt::format("command line: --seed='{}' is not a non-negative integer", seed_text));
+  if (!seed)
+    throw ConfigError(fmt::format("command line: --seed='{}' is not a non-negative integer", excerpt(seed_text)));
 
   const std::string prototxt = args.positional[1];
   caffe::ImportedNet imported = caffe::import_net(caffe::read_net(prototxt), options);
@@ -334,6 +336,7 @@ int main(int argc, char** argv) {
     if (command == "export") return export_model(args);
     if (command == "imageset") return convert_imageset(args);
     throw ConfigError(
-        fmt::format("command line: unknown command '{}' (caffe, caffe-export, export, imageset; try --help)", command));
+        fmt::format("command line: unknown command '{}' (caffe, caffe-export, export, imageset; try --help)",
+                    excerpt(command)));
   });
 }

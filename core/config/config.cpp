@@ -6,6 +6,8 @@
 #include <sstream>
 #include <typeinfo>
 
+#include "core/common/excerpt.hpp"
+
 namespace taihu::config {
 
 namespace {
@@ -69,8 +71,8 @@ std::string describe_type(const std::type_info& type) {
 
 std::string Section::title() const {
   if (kind_.empty()) return "top level";
-  if (name_.empty()) return "[" + kind_ + "]";
-  return "[" + kind_ + " " + name_ + "]";
+  if (name_.empty()) return fmt::format("[{}]", excerpt(kind_));
+  return fmt::format("[{} {}]", excerpt(kind_), excerpt(name_));
 }
 
 const Entry* Section::find(std::string_view key) const {
@@ -86,7 +88,7 @@ std::string Section::get_choice(std::string_view key, std::initializer_list<std:
   entry->used = true;
   for (auto choice : choices)
     if (entry->value == choice) return entry->value;
-  throw error(*entry, fmt::format("'{}' is not one of: {}", entry->value, fmt::join(choices, ", ")));
+  throw error(*entry, fmt::format("'{}' is not one of: {}", excerpt(entry->value), fmt::join(choices, ", ")));
 }
 
 void Section::set(std::string key, std::string value, Location where) {
@@ -116,12 +118,12 @@ void Section::reject_unused(std::string_view context) const {
 
 ConfigError Section::error(std::string_view key, std::string_view message) const {
   if (const Entry* entry = find(key)) return error(*entry, message);
-  return ConfigError(fmt::format("{}: key '{}' in {}: {}", where_.str(), key, title(), message));
+  return ConfigError(fmt::format("{}: key '{}' in {}: {}", where_.str(), excerpt(key), title(), message));
 }
 
 ConfigError Section::error(const Entry& entry, std::string_view message) const {
   return ConfigError(
-      fmt::format("{}: key '{}' in {}: {}", entry.where.str(), entry.key, title(), message));
+      fmt::format("{}: key '{}' in {}: {}", entry.where.str(), excerpt(entry.key), title(), message));
 }
 
 // ----------------------------------------------------------------- Document
@@ -175,12 +177,12 @@ Document Document::parse(std::string_view text, std::string source_name) {
     }
     if (line.front() == '[') {
       if (line.back() != ']')
-        throw ConfigError(fmt::format("{}: section header '{}' lacks a closing ']'", where.str(), line));
+        throw ConfigError(fmt::format("{}: section header '{}' lacks a closing ']'", where.str(), excerpt(line)));
       const auto parts = split_list(line.substr(1, line.size() - 2));
       if (parts.empty() || parts.size() > 2 || !valid_identifier(parts[0]) ||
           (parts.size() == 2 && !valid_identifier(parts[1])))
         throw ConfigError(fmt::format(
-            "{}: malformed section header '{}' (expected [kind] or [kind name])", where.str(), line));
+            "{}: malformed section header '{}' (expected [kind] or [kind name])", where.str(), excerpt(line)));
       const std::string kind(parts[0]);
       const std::string name = parts.size() == 2 ? std::string(parts[1]) : std::string();
       for (const auto& s : doc.sections_)
@@ -192,13 +194,13 @@ Document Document::parse(std::string_view text, std::string source_name) {
     } else {
       const auto eq = line.find('=');
       if (eq == std::string_view::npos)
-        throw ConfigError(fmt::format("{}: expected 'key = value', got '{}'", where.str(), line));
+        throw ConfigError(fmt::format("{}: expected 'key = value', got '{}'", where.str(), excerpt(line)));
       const std::string_view key = trim(line.substr(0, eq));
       const std::string_view value = trim(line.substr(eq + 1));
       if (!valid_identifier(key))
-        throw ConfigError(fmt::format("{}: invalid key '{}'", where.str(), key));
+        throw ConfigError(fmt::format("{}: invalid key '{}'", where.str(), excerpt(key)));
       if (current->find(key) != nullptr)
-        throw ConfigError(fmt::format("{}: key '{}' in {} set twice (first at {})", where.str(), key,
+        throw ConfigError(fmt::format("{}: key '{}' in {} set twice (first at {})", where.str(), excerpt(key),
                                       current->title(), current->find(key)->where.str()));
       current->set(std::string(key), std::string(value), where);
     }
@@ -243,7 +245,7 @@ void Document::apply_override(std::string_view assignment) {
   require_text(assignment, "command line");
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0)
-    throw ConfigError(fmt::format("command line: expected key=value, got '{}'", assignment));
+    throw ConfigError(fmt::format("command line: expected key=value, got '{}'", excerpt(assignment)));
   const std::string_view path = assignment.substr(0, eq);
   const std::string value(trim(assignment.substr(eq + 1)));
   const Location where{"command line", 0};
@@ -259,7 +261,7 @@ void Document::apply_override(std::string_view assignment) {
   const std::string_view name = dot == std::string_view::npos ? std::string_view{}
                                                               : section_path.substr(dot + 1);
   if (key.empty() || kind.empty())
-    throw ConfigError(fmt::format("command line: malformed key '{}'", path));
+    throw ConfigError(fmt::format("command line: malformed key '{}'", excerpt(path)));
   section_or_add(kind, name).set(key, value, where);
 }
 
@@ -269,7 +271,7 @@ std::string Document::dump() const {
     if (s.kind().empty() && s.entries().empty()) continue;
     if (!s.kind().empty()) {
       if (!out.empty()) out += '\n';
-      out += s.title();
+      out += s.name().empty() ? "[" + s.kind() + "]" : "[" + s.kind() + " " + s.name() + "]";  // whole, unlike title()
       out += '\n';
     }
     // A value that starts with '#' or ';' (written "key =#x") would read back

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/common/error.hpp"
+#include "core/common/excerpt.hpp"
 
 namespace taihu::config {
 
@@ -51,7 +52,8 @@ class Section {
   const std::string& kind() const { return kind_; }
   const std::string& name() const { return name_; }
   const Location& where() const { return where_; }
-  // "[layer conv1]", "[solver]" or "top level".
+  // "[layer conv1]", "[solver]" or "top level", for messages (a long name
+  // shortened: core/common/excerpt.hpp).
   std::string title() const;
   const std::vector<Entry>& entries() const { return entries_; }
 
@@ -156,7 +158,7 @@ std::string describe_type(const std::type_info& type);
 template <class T>
 T Section::convert(const Entry& entry, std::string_view text) const {
   if (auto value = parse_value<T>(text)) return *value;
-  throw error(entry, "expected " + describe_type(typeid(T)) + ", got '" + std::string(text) + "'");
+  throw error(entry, "expected " + describe_type(typeid(T)) + ", got '" + excerpt(text) + "'");
 }
 
 template <class T>

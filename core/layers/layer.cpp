@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/common/excerpt.hpp"
+
 namespace taihu {
 
 namespace {
@@ -26,7 +28,7 @@ Blob& Layer::add_param(const std::string& suffix, const Shape& shape, bool learn
 }
 
 void Layer::shape_error(const std::string& message) const {
-  throw ShapeError(fmt::format("layer '{}' ({}): {}", name_, type(), message));
+  throw ShapeError(fmt::format("layer '{}' ({}): {}", excerpt(name_), type(), message));
 }
 
 }  // namespace taihu

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/common/excerpt.hpp"
+
 namespace taihu {
 
 LayerRegistry& LayerRegistry::instance() {
@@ -32,7 +34,7 @@ std::unique_ptr<Layer> LayerRegistry::create(const LayerSpec& spec) const {
     if (type == spec.type) return factory(spec);
   const auto where = spec.options ? spec.options->where().str() : std::string("<net>");
   throw ConfigError(fmt::format("{}: layer '{}' has unknown type '{}'; known types: {}", where,
-                                spec.name, spec.type, fmt::join(types(), ", ")));
+                                excerpt(spec.name), excerpt(spec.type), fmt::join(types(), ", ")));
 }
 
 }  // namespace taihu

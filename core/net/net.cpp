@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/common/check.hpp"
+#include "core/common/excerpt.hpp"
 #include "core/layers/registry.hpp"
 
 namespace taihu {
@@ -45,7 +46,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
       if (!has_blob(b))
         throw ConfigError(fmt::format("{}: layer '{}' reads blob '{}', which no earlier layer or input produces",
                                       draft.spec.options ? draft.spec.options->where().str() : "<net>",
-                                      draft.spec.name, b));
+                                      excerpt(draft.spec.name), excerpt(b)));
       node.bottom.push_back(blob_for(b));
       consumed.insert(b);
     }
@@ -54,7 +55,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
     Layer& layer = *node.layer;
     const auto where = draft.spec.options ? draft.spec.options->where().str() : std::string("<net>");
     auto count_error = [&](const char* what, size_t n, int lo, int hi) {
-      throw ConfigError(fmt::format("{}: layer '{}' ({}) takes {}{} {}, got {}", where, layer.name(),
+      throw ConfigError(fmt::format("{}: layer '{}' ({}) takes {}{} {}, got {}", where, excerpt(layer.name()),
                                     layer.type(), lo, hi == lo ? "" : fmt::format(" to {}", hi), what, n));
     };
     const size_t nb = node.bottom.size(), nt = node.top.size();
@@ -66,7 +67,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
       for (size_t b = 0; b < nb; ++b)
         if (node.top[t] == node.bottom[b] && !(t == 0 && b == 0 && layer.supports_in_place()))
           throw ConfigError(fmt::format("{}: layer '{}' ({}) cannot work in place on blob '{}'", where,
-                                        layer.name(), layer.type(), draft.spec.tops[t]));
+                                        excerpt(layer.name()), layer.type(), excerpt(draft.spec.tops[t])));
     node.loss_weight = draft.loss_weight.value_or(layer.default_loss_weight());
     node.only_in = draft.only_in;
     node.propagate_down.assign(nb, false);
@@ -91,7 +92,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
     } catch (const ResourceError& e) {
       const config::Section* s = doc.find("layer", node.layer->name());
       raise<ResourceError>("{}: layer '{}' ({}), at {} samples per batch: {}", s ? s->where().str() : "<net>",
-                           node.layer->name(), node.layer->type(), batch_, e.what());
+                           excerpt(node.layer->name()), node.layer->type(), batch_, e.what());
     }
   }
   for (const config::Section* s : doc.sections("layer")) s->reject_unused("this layer type");
@@ -152,7 +153,7 @@ void Net::insert_splits(std::vector<LayerDraft>& drafts) const {
         if (t == blob_name)
           throw ConfigError(fmt::format(
               "{}: layer '{}' works in place on blob '{}', which other layers also read; give it its own top",
-              spec.options ? spec.options->where().str() : "<net>", spec.name, blob_name));
+              spec.options ? spec.options->where().str() : "<net>", excerpt(spec.name), excerpt(blob_name)));
     }
     LayerDraft split;
     split.spec.name = fmt::format("{}_split", blob_name);
@@ -294,13 +295,13 @@ bool Net::backward_layer(size_t i) {
 
 Blob& Net::blob(const std::string& name) {
   auto it = blobs_.find(name);
-  require(it != blobs_.end(), "net '{}' has no blob '{}'", name_, name);
+  require(it != blobs_.end(), "net '{}' has no blob '{}'", excerpt(name_), excerpt(name));
   return *it->second;
 }
 
 const Blob& Net::blob(const std::string& name) const {
   auto it = blobs_.find(name);
-  require(it != blobs_.end(), "net '{}' has no blob '{}'", name_, name);
+  require(it != blobs_.end(), "net '{}' has no blob '{}'", excerpt(name_), excerpt(name));
   return *it->second;
 }
 

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/common/check.hpp"
+#include "core/common/excerpt.hpp"
 #include "core/data/batch_feed.hpp"
 #include "core/data/dataset.hpp"
 #include "core/layers/convolution_choices.hpp"
@@ -49,7 +50,8 @@ std::unique_ptr<Net> build_net(const config::Document& doc, const TrainSettings&
       {"data_blob", &settings.data_blob}, {"label_blob", &settings.label_blob}, {"loss_blob", &settings.loss_blob}};
   for (const auto& [key, blob] : blobs)
     if (!net->has_blob(*blob))
-      throw root.error(key, fmt::format("net '{}' ({}) has no blob '{}'", net->name(), net_path.string(), *blob));
+      throw root.error(key, fmt::format("net '{}' ({}) has no blob '{}'", excerpt(net->name()), net_path.string(),
+                                        excerpt(*blob)));
   return net;
 }
 

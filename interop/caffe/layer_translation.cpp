@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/common/error.hpp"
+#include "core/common/excerpt.hpp"
 
 namespace taihu::caffe {
 
@@ -207,7 +208,7 @@ const std::map<std::string, TypeRule>& rules() {
 }  // namespace
 
 std::string LayerContext::describe() const {
-  return fmt::format("{}: layer '{}' ({})", where, layer->name(), layer->type());
+  return fmt::format("{}: layer '{}' ({})", where, excerpt(layer->name()), excerpt(layer->type()));
 }
 
 void LayerContext::fail(const std::string& message) const {
@@ -242,7 +243,8 @@ void translate_param_specs(const LayerContext& c, LayerOptions& out) {
   for (int i = 0; i < c.layer->param_size(); ++i) {
     const ParamSpec& spec = c.layer->param(i);
     if (spec.has_name() || spec.has_share_mode())
-      c.fail(fmt::format("param {} shares its blob by name ('{}'): weight sharing is not supported", i, spec.name()));
+      c.fail(fmt::format("param {} shares its blob by name ('{}'): weight sharing is not supported", i,
+                         excerpt(spec.name())));
     if (spec.lr_mult() != 1.0f) put(out, names[i] + "_lr_mult", number(spec.lr_mult()));
     if (spec.decay_mult() != 1.0f) put(out, names[i] + "_decay_mult", number(spec.decay_mult()));
   }

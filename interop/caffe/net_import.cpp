@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/common/error.hpp"
+#include "core/common/excerpt.hpp"
 #include "interop/caffe/layer_translation.hpp"
 #include "interop/caffe/proto_files.hpp"
 
@@ -34,7 +35,8 @@ const std::map<std::string, std::vector<std::string>>& input_layer_fields() {
 void check_name(const LayerContext& c, const std::string& what, const std::string& name) {
   if (name.empty()) c.fail(fmt::format("has an empty {} name", what));
   if (name.find_first_of(" \t\r\n[],#;=") != std::string::npos)
-    c.fail(fmt::format("{} name '{}' holds a space or one of []#;=, which taihu's net config cannot hold", what, name));
+    c.fail(fmt::format("{} name '{}' holds a space or one of []#;=, which taihu's net config cannot hold", what,
+                       excerpt(name)));
 }
 
 // Every field the layer sets must be one that taihu reads for its type.
@@ -83,7 +85,8 @@ std::string phase_of(const LayerContext& c) {
 
 Shape without_batch(const LayerContext* c, const BlobShape& shape, const std::string& blob) {
   if (shape.dim_size() < 1) {
-    const std::string m = fmt::format("the shape of input '{}' has no axes (it needs at least the batch axis)", blob);
+    const std::string m = fmt::format("the shape of input '{}' has no axes (it needs at least the batch axis)",
+                                      excerpt(blob));
     if (c) c->fail(m);
     throw ConfigError(m);
   }
@@ -101,7 +104,7 @@ class Importer {
     for (const auto& [name, shape] : options_.input_shapes)
       if (std::none_of(inputs_.begin(), inputs_.end(), [&](const auto& input) { return input.first == name; }))
         throw ConfigError(fmt::format("{}: --input-shape names '{}', which is not an input of the net", parsed_.source,
-                                      name));
+                                      excerpt(name)));
     return assemble();
   }
 
@@ -153,7 +156,7 @@ class Importer {
       const std::string m = fmt::format(
           "the shape of input '{}' is not in the prototxt (a data layer's images are in its database): give it "
           "per sample, e.g. --input-shape={}=3,224,224",
-          name, name);
+          excerpt(name), excerpt(name));
       if (c) c->fail(m);
       throw ConfigError(fmt::format("{}: {}", parsed_.source, m));
     }
@@ -161,7 +164,7 @@ class Importer {
       if (existing == name) {
         // The TRAIN and TEST data layers both feed `data` and `label`.
         if (existing_shape != *shape) {
-          const std::string m = fmt::format("input '{}' is given two shapes, [{}] and [{}]", name,
+          const std::string m = fmt::format("input '{}' is given two shapes, [{}] and [{}]", excerpt(name),
                                             fmt::join(existing_shape, " "), fmt::join(*shape, " "));
           if (c) c->fail(m);
           throw ConfigError(m);
@@ -196,7 +199,7 @@ class Importer {
                          "BatchNorm, Scale, ReLU, Sigmoid, TanH, Dropout, LRN, Concat, Eltwise, Softmax, "
                          "SoftmaxWithLoss, Accuracy, Flatten, Reshape, Split and the data layers Input, Data, "
                          "ImageData, HDF5Data, MemoryData, DummyData)",
-                         l.type()));
+                         excerpt(l.type())));
     check_fields(c, own_param_fields(l.type()));
     if (!layer_names_.insert(l.name()).second) c.fail("a second layer has this name; taihu needs unique layer names");
     add_computing_layer(c, line);
@@ -360,13 +363,14 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string
   if (eq == std::string::npos || eq == 0)
     throw ConfigError(fmt::format("--input-shape='{}': expected NAME=C,H,W (per sample, e.g. data=3,224,224; "
                                   "label= for one value per sample)",
-                                  text));
+                                  excerpt(text)));
   std::vector<int64_t> dims;
   const std::string values = text.substr(eq + 1);  // split_list's views point into it
   for (auto item : config::split_list(values)) {
     auto value = config::parse_value<int64_t>(item);
     if (!value || *value < 1)
-      throw ConfigError(fmt::format("--input-shape='{}': '{}' is not a positive dimension", text, item));
+      throw ConfigError(fmt::format("--input-shape='{}': '{}' is not a positive dimension", excerpt(text),
+                                    excerpt(item)));
     dims.push_back(*value);
   }
   return {text.substr(0, eq), dims};

@@ -12,16 +12,22 @@
 #include <vector>
 
 #include "core/common/error.hpp"
+#include "core/common/excerpt.hpp"
 
 namespace taihu::caffe {
 
 namespace {
+
+constexpr std::size_t long_message = 400;
 
 // protobuf's wording for a field the schema lacks. Such a field exists in
 // real Caffe (or is a typo): say so in taihu's terms, since the schema here is
 // deliberately a subset.
 std::string explain(const std::string& message) {
   static const std::regex unknown_field(R"re(Message type "(?:taihu\.caffe\.)?([^"]+)" has no field named "([^"]+)")re");
+  // A message that quotes a long token (a field name of megabytes) is shown
+  // shortened, and never matched: std::regex recurses once per character.
+  if (message.size() > long_message) return excerpt(message, long_message);
   std::smatch m;
   if (!std::regex_search(message, m, unknown_field)) return message;
   const std::string type = m[1], field = m[2];
@@ -54,7 +60,7 @@ class Errors final : public google::protobuf::io::ErrorCollector {
   int field_start(int line, int column, const std::string& message) const {
     static const std::regex named(R"re(has no field named "([^"]+)")re");
     std::smatch m;
-    if (!std::regex_search(message, m, named)) return column;
+    if (message.size() > long_message || !std::regex_search(message, m, named)) return column;
     size_t begin = 0;  // of the line
     for (int l = 0; l < line; ++l) {
       begin = text_.find('\n', begin);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/common/error.hpp"
+#include "core/common/excerpt.hpp"
 
 namespace taihu::caffe {
 
@@ -81,7 +82,7 @@ class WeightCopier {
   const BlobProto& blob(int index) const { return blobs_.Get(index); }
 
   [[noreturn]] void fail(const std::string& message) const {
-    throw ConfigError(fmt::format("{}: layer '{}' ({}): {}", source_, layer_.name(), layer_.type(), message));
+    throw ConfigError(fmt::format("{}: layer '{}' ({}): {}", source_, excerpt(layer_.name()), layer_.type(), message));
   }
 
  private:
@@ -128,7 +129,7 @@ ImportedWeights import_weights(const CaffeWeights& weights, const std::string& s
       if (!keep_missing)
         throw ConfigError(fmt::format("{}: the weights file has no layer '{}' ({}), which has parameters in the net "
                                       "(--keep-missing starts such layers from their fillers)",
-                                      source, layer.name(), layer.type()));
+                                      source, excerpt(layer.name()), layer.type()));
       missing.push_back(layer.name());
       continue;
     }

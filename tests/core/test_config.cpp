@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 
+#include "core/common/excerpt.hpp"
 #include "core/config/config.hpp"
+#include "core/net/net.hpp"
 #include "tests/support/error_message.hpp"
 
 using namespace taihu;
@@ -97,4 +100,27 @@ TEST_CASE("command-line overrides replace and add keys; dump round-trips") {
   auto again = Document::parse(doc.dump(), "dump");
   CHECK(again.section("solver").get<float>("base_lr") == doctest::Approx(0.2f));
   CHECK(again.section("layer", "conv1").get<int>("num_output") == 8);
+}
+
+TEST_CASE("errors quote a long name or value by its first 100 bytes and its size") {
+  // A 50 MB layer name was echoed whole in its error message.
+  const std::string name(1'000'000, 'n');
+  auto doc = Document::parse("[layer " + name + "]\nkernal = 3\n[solver]\nbase_lr = " + name + "\n", "t.ini");
+  const std::string unknown = error_of([&] { doc.reject_unused(); });
+  CHECK(unknown == "t.ini:2: key 'kernal' in [layer " + std::string(100, 'n') + "… (1000000 bytes)]: unknown option");
+  const std::string value = error_of([&] { doc.section("solver").get<double>("base_lr"); });
+  CHECK(value.size() < 200);
+  CHECK(value.find("got '" + std::string(100, 'n') + "… (1000000 bytes)'") != std::string::npos);
+  CHECK(error_of([&] { Document::parse(name + "\n", "t.ini"); }).size() < 200);
+  CHECK(error_of([&] { Document().apply_override(name); }).size() < 200);
+  // A net's layer of an unknown type.
+  auto net_doc = std::make_shared<Document>(Document::parse("[layer " + name + "]\ntype = Nope\n", "n.ini"));
+  const std::string type = error_of([&] { Net(net_doc, 1, 1); });
+  CHECK(type.find("n.ini:1: layer '" + std::string(100, 'n') + "… (1000000 bytes)' has unknown type 'Nope'") == 0);
+  CHECK(type.size() < 1000);
+  // Cut at a character boundary: 'a' and 60 two-byte characters.
+  std::string accents = "a";
+  for (int i = 0; i < 60; ++i) accents += "é";
+  CHECK(excerpt(accents) == accents.substr(0, 99) + "… (121 bytes)");
+  CHECK(excerpt("short") == "short");
 }

@@ -8,6 +8,7 @@
 #include "core/common/error.hpp"
 #include "interop/caffe/net_import.hpp"
 #include "interop/caffe/proto_files.hpp"
+#include "tests/support/error_message.hpp"
 
 using namespace taihu;
 
@@ -80,6 +81,27 @@ TEST_SUITE("caffe") {
     CHECK_THROWS_WITH_AS(
         import_text(layer(R"(layer { name: "c" type: "Convolution" bottom: "data" top: "c" convolution_param { num_output: 2 kernel_size: 3 kernel_size: 3 kernel_size: 3 } })")),
         doctest::Contains("kernel_size has 3 values"), ConfigError);
+  }
+
+  TEST_CASE("caffe errors quote a long name, type or field by its first 100 bytes and its size") {
+    // A layer name of 50 MB was echoed whole in the error.
+    const std::string name(1'000'000, 'x');
+    const auto message = [](const std::string& body) {
+      return testing::error_message<ConfigError>([&] { import_text(std::string(input) + body); });
+    };
+    const std::string unsupported = message("layer { name: \"" + name + "\" type: \"PReLU\" bottom: \"data\" top: \"a\" }");
+    CHECK(unsupported.find("bad.prototxt:2: layer '" + name.substr(0, 100) + "… (1000000 bytes)' (PReLU): layer type") == 0);
+    CHECK(unsupported.size() < 1000);
+    const std::string type = message("layer { name: \"a\" type: \"" + name + "\" bottom: \"data\" top: \"a\" }");
+    CHECK(type.find("layer type '" + name.substr(0, 100) + "… (1000000 bytes)' is not supported") != std::string::npos);
+    CHECK(type.size() < 1000);
+    const std::string space = message("layer { name: \"a " + name + "\" type: \"ReLU\" bottom: \"data\" top: \"a\" }");
+    CHECK(space.find("holds a space") != std::string::npos);
+    CHECK(space.size() < 1000);
+    // protobuf's own message quoting an unknown field (matched by a regex that recursed per character).
+    const std::string field = message("layer { name: \"a\" type: \"ReLU\" " + name + ": 1 }");
+    CHECK(field.find("bad.prototxt:2:") != std::string::npos);
+    CHECK(field.size() < 1000);
   }
 
   TEST_CASE("caffe weights files that are truncated or not caffemodels are refused") {
