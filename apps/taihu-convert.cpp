@@ -174,7 +174,9 @@ int convert_caffe(const Arguments& args) {
   for (const auto& note : imported.notes) spdlog::warn("{}", note);
   // Built once, as taihu-train will: the config is checked here and not at
   // the first training run, and the checkpoint gets the net's parameter order.
-  Net net(std::make_shared<config::Document>(imported.description), 1, *seed);
+  // Its parameters only, not its blobs: a translation computes nothing, and a
+  // declared input of 1x1000x1000x1000 must not cost 10^9 floats per blob.
+  Net net(std::make_shared<config::Document>(imported.description), 1, *seed, Net::Storage::parameters_only);
   std::optional<caffe::ImportedWeights> weights;
   if (args.positional.size() == 3) {
     const std::string weights_path = args.positional[2];

@@ -32,7 +32,8 @@ void EltwiseLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
       shape_error(fmt::format("all bottoms must have the same shape: bottom[0] is {}, bottom[{}] is {}",
                               shape.str(), i, bottom[i]->shape().str()));
   top[0]->reshape(shape);
-  if (operation_ == Operation::max) argmax_.resize(static_cast<size_t>(shape.count()));
+  // As large as the top, and as much not wanted by a net built for its shapes (ShapesOnly).
+  if (operation_ == Operation::max && !ShapesOnly::active()) argmax_.resize(static_cast<size_t>(shape.count()));
 }
 
 void EltwiseLayer::forward(const BlobVec& bottom, const BlobVec& top) {

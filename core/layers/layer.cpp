@@ -18,6 +18,9 @@ Layer::Layer(const LayerSpec& spec)
 
 Blob& Layer::add_param(const std::string& suffix, const Shape& shape, bool learnable) {
   Param p;
+  // Parameters are what a net built for its shapes still holds (a conversion
+  // writes them): they get storage even then (ShapesOnly).
+  const ShapesOnly with_storage(false);
   p.blob = std::make_shared<Blob>(shape);
   p.name = name_ + "/" + suffix;
   p.learnable = learnable;

@@ -134,7 +134,8 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   out_h_ = pooled_size(in_h_, eff_kernel_h_, stride_h_, pad_h_);
   out_w_ = pooled_size(in_w_, eff_kernel_w_, stride_w_, pad_w_);
   top[0]->reshape(Shape{s[0], s[1], out_h_, out_w_});
-  if (method_ == Method::max) argmax_.resize(static_cast<size_t>(top[0]->count()));
+  // As large as the top, and as much not wanted by a net built for its shapes (ShapesOnly).
+  if (method_ == Method::max && !ShapesOnly::active()) argmax_.resize(static_cast<size_t>(top[0]->count()));
 }
 
 PoolingLayer::Window PoolingLayer::window(int64_t out, int64_t stride, int64_t pad, int64_t kernel, int64_t in) const {

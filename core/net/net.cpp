@@ -16,8 +16,10 @@ struct Net::LayerDraft {
   std::optional<float> loss_weight;
 };
 
-Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uint64_t seed)
-    : description_(std::move(description)), batch_(batch) {
+Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uint64_t seed, Storage storage)
+    : description_(std::move(description)), batch_(batch), storage_(storage) {
+  std::optional<ShapesOnly> shapes_only;
+  if (storage_ == Storage::parameters_only) shapes_only.emplace();
   const config::Document& doc = *description_;
   const config::Section& net = doc.section("net");
   name_ = net.get_or<std::string>("name", "net");
@@ -230,6 +232,8 @@ void Net::set_phase(Phase phase) {
 }
 
 void Net::reshape_all() {
+  std::optional<ShapesOnly> shapes_only;
+  if (storage_ == Storage::parameters_only) shapes_only.emplace();
   for (const auto& name : input_names_) {
     std::vector<int64_t> dims{batch_};
     for (auto d : input_shapes_[name].dims()) dims.push_back(d);
@@ -244,7 +248,14 @@ float Net::forward() {
   return loss;
 }
 
+void Net::require_storage() const {
+  require(storage_ == Storage::full,
+          "net '{}' was built for its shapes and parameters only (Storage::parameters_only): it cannot compute",
+          excerpt(name_));
+}
+
 float Net::forward_layer(size_t i) {
+  require_storage();
   Node& node = layers_[i];
   if (!node.active(phase_)) return 0.0f;
   node.layer->reshape(node.bottom, node.top);
@@ -273,12 +284,14 @@ void Net::backward() {
 }
 
 void Net::begin_backward() {
+  require_storage();
   for (Blob* b : diffs_to_zero_) b->diff().zero();
   for (auto& node : layers_)
     if (node.loss_weight != 0.0f && node.active(phase_)) node.top[0]->diff().fill(node.loss_weight);
 }
 
 bool Net::backward_layer(size_t i) {
+  require_storage();
   Node& node = layers_[i];
   if (!node.needs_backward || !node.active(phase_)) return false;
   if (executor_) {

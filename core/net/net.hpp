@@ -36,8 +36,16 @@ namespace taihu {
 
 class Net {
  public:
+  // What a net holds: everything it computes with, or its parameters and the
+  // shape of every blob without the blobs' storage (ShapesOnly,
+  // core/tensor/tensor.hpp): enough to check a description and to count,
+  // fill and save its parameters, at the memory cost of the parameters
+  // alone. Such a net cannot run (forward and backward throw).
+  enum class Storage { full, parameters_only };
+
   // Builds every layer and sets it up for `batch` samples.
-  Net(std::shared_ptr<const config::Document> description, int64_t batch, uint64_t seed);
+  Net(std::shared_ptr<const config::Document> description, int64_t batch, uint64_t seed,
+      Storage storage = Storage::full);
   ~Net();
 
   const std::string& name() const { return name_; }
@@ -52,6 +60,7 @@ class Net {
   // Reshapes the inputs to `batch` samples and every layer after them.
   void set_batch(int64_t batch);
   int64_t batch() const { return batch_; }
+  Storage storage() const { return storage_; }
   void set_phase(Phase phase);
   Phase phase() const { return phase_; }
 
@@ -109,10 +118,12 @@ class Net {
   Blob* blob_for(const std::string& name);
   void plan_backward();
   void reshape_all();
+  void require_storage() const;
 
   std::shared_ptr<const config::Document> description_;
   std::string name_;
   int64_t batch_ = 0;
+  Storage storage_ = Storage::full;
   Phase phase_ = Phase::train;
   std::vector<std::string> input_names_;
   std::map<std::string, Shape> input_shapes_;  // per sample

@@ -34,7 +34,13 @@ std::shared_ptr<float[]> allocate(size_t count, const Shape& shape) {
   return std::shared_ptr<float[]>(static_cast<float*>(p), [](float* q) { std::free(q); });
 }
 
+thread_local bool shapes_only = false;
+
 }  // namespace
+
+ShapesOnly::ShapesOnly(bool on) : outer_(shapes_only) { shapes_only = on; }
+ShapesOnly::~ShapesOnly() { shapes_only = outer_; }
+bool ShapesOnly::active() { return shapes_only; }
 
 Tensor::Tensor(Shape shape) { reshape(shape); }
 
@@ -42,13 +48,21 @@ void Tensor::reshape(const Shape& shape) {
   shape_ = shape;
   count_ = shape.count();
   if (static_cast<size_t>(count_) > capacity_ || !storage_) {
+    if (shapes_only) {
+      // No storage rather than too little: a later reshape outside allocates.
+      storage_.reset();
+      capacity_ = 0;
+      return;
+    }
     capacity_ = static_cast<size_t>(count_);
     storage_ = allocate(capacity_, shape);
     std::memset(storage_.get(), 0, capacity_ * sizeof(float));
   }
 }
 
-void Tensor::fill(float value) { std::fill_n(ptr(), count_, value); }
+void Tensor::fill(float value) {
+  if (storage_) std::fill_n(ptr(), count_, value);  // none: a ShapesOnly tensor, which holds no values
+}
 
 void Tensor::copy_from(const Tensor& other) {
   require<ShapeError>(other.count_ == count_, "cannot copy a tensor of shape {} into one of shape {}",

@@ -4,7 +4,8 @@
 //
 // Storage is reference counted so that layers such as Reshape or Split can
 // share it (Tensor::share); reshape() reuses the allocation when it is large
-// enough, so per-iteration reshapes cost nothing.
+// enough, so per-iteration reshapes cost nothing. Under a ShapesOnly (below)
+// reshape() takes the shape and allocates nothing.
 
 #include <cstddef>
 #include <memory>
@@ -14,6 +15,24 @@
 #include "core/tensor/shape.hpp"
 
 namespace taihu {
+
+// While one lives on this thread, tensors reshaped here take their new shape
+// without storage (ptr() is null; fill() sets nothing): a net built under one
+// knows every blob's shape at no memory cost, but cannot compute (Net's
+// Storage::parameters_only: taihu-convert translates a net whose input holds
+// 10^9 values per sample without allocating them). ShapesOnly(false) lifts it
+// for a scope inside (a layer's parameters, Layer::add_param).
+class ShapesOnly {
+ public:
+  explicit ShapesOnly(bool on = true);
+  ~ShapesOnly();
+  ShapesOnly(const ShapesOnly&) = delete;
+  ShapesOnly& operator=(const ShapesOnly&) = delete;
+  static bool active();
+
+ private:
+  bool outer_;
+};
 
 class Tensor {
  public:
@@ -27,7 +46,8 @@ class Tensor {
   bool empty() const { return count_ == 0; }
 
   // Changes the shape; keeps the storage if it holds enough elements,
-  // otherwise allocates new storage (contents are then unspecified).
+  // otherwise allocates new storage (contents are then unspecified), or
+  // under a ShapesOnly drops it.
   void reshape(const Shape& shape);
 
   float* ptr() { return storage_.get(); }

@@ -117,6 +117,21 @@ expect "missing prototxt" 2 "cannot open Caffe net" -- "$convert" caffe "$work/n
 expect "unknown command" 2 "unknown command 'tensorflow'" -- "$convert" tensorflow x --out="$work/bad"
 expect "nothing written on failure" 1 "" -- test -e "$work/bad/tiny.ini"
 
+# Translating needs the shapes, not the blobs: a declared input of 10^9 values
+# per sample (which allocated 14 GB and ran over a minute) takes the memory of
+# the parameters alone, under a second.
+cat >"$work/huge.prototxt" <<'NET'
+name: "huge"
+input: "data"
+input_shape { dim: 1 dim: 1000 dim: 1000 dim: 1000 }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 4 kernel_size: 3 } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1" pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "sum" type: "Eltwise" bottom: "pool1" bottom: "pool1" top: "sum" eltwise_param { operation: MAX } }
+NET
+expect "a huge declared input translates in little memory and time" 0 "net 'huge': 5 layers, 36004 learnable parameters" -- \
+  bash -c 'ulimit -v 1500000 && exec timeout 10 "$@"' _ "$convert" caffe "$work/huge.prototxt" --out="$work/huge"
+
 expect "caffe-export" 0 "resnet50.prototxt" -- "$convert" caffe-export "$src/config/nets/resnet50.ini" --out="$work/resnet50.prototxt"
 expect "and back" 0 "25557032 learnable parameters" -- "$convert" caffe "$work/resnet50.prototxt" --out="$work/out"
 
