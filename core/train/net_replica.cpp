@@ -56,6 +56,12 @@ NetReplica::NetReplica(const config::Document& doc, const TrainSettings& setting
                        int rank, int ranks, const ReplicaServices& services)
     : rank_(rank), settings_(settings) {
   const int64_t global_batch = settings.batch_size * ranks;
+  // Before the net: its blobs hold a batch each, and a batch the data cannot
+  // fill must not cost their memory (and minutes) first. (Compared per rank:
+  // a made-up batch_size x ranks may overflow.)
+  require<ConfigError>(data.train->size() / ranks >= settings.batch_size,
+                       "{}: the training set has {} samples, fewer than workers x batch_size = {}",
+                       doc.root().where().str(), data.train->size(), global_batch);
   // Seeds differ per rank (dropout); weights come from rank 0's broadcast.
   net_ = build_net(doc, settings, settings.batch_size, settings.seed + static_cast<uint64_t>(rank));
   // device = sw26010: every replica is a simulated chip of its own.
@@ -68,9 +74,6 @@ NetReplica::NetReplica(const config::Document& doc, const TrainSettings& setting
   }
   if (rank == 0) check_sample_shape(doc, *net_, *data.train, settings);
   if (rank == 0 && !executor_) log_cpu_kernels(*net_);
-  require<ConfigError>(data.train->size() >= global_batch,
-                       "{}: the training set has {} samples, fewer than workers x batch_size = {}",
-                       doc.root().where().str(), data.train->size(), global_batch);
   BatchOptions train_options;
   train_options.batch_size = global_batch;
   train_options.seed = settings.seed;
