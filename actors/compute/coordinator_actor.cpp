@@ -608,10 +608,19 @@ TrainingResult train(caf::actor_system& system, RunPlan plan, const TrainingOpti
   std::optional<CoordinatorState::PendingRestore> restore;
   if (!options.resume.empty()) {
     const Checkpoint c = load_checkpoint(options.resume);
+    const std::string source = fmt::format("'{}'", options.resume.string());
     start = TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
+    // Evaluation takes the weights alone; training continues from the position.
+    if (!options.evaluate_only) {
+      if (EpochCursor(shared->settings.epochs, shared->per_epoch, shared->max_iterations, 0, start).finished())
+        raise<ConfigError>("the run in {} is already complete ({} of {} epochs, iteration {}); raise `epochs` (or "
+                           "`iterations`) to train further",
+                           source, c.epoch, shared->settings.epochs, c.iteration);
+      check_position(c, source, shared->settings.epochs, shared->per_epoch);
+    }
     CoordinatorState::PendingRestore r;
     r.checkpoint.bytes = encode_checkpoint(c);
-    r.checkpoint.source = fmt::format("'{}'", options.resume.string());
+    r.checkpoint.source = source;
     if (shared->compressed())
       for (int rank = 0; rank < shared->ranks; ++rank)
         r.compressors.push_back(msg::CompressorRestore{options.resume.string(),
@@ -620,11 +629,6 @@ TrainingResult train(caf::actor_system& system, RunPlan plan, const TrainingOpti
     restore = std::move(r);
     spdlog::info("{} '{}': epoch {} batch {} (iteration {})", options.evaluate_only ? "evaluating" : "resumed from",
                  options.resume.string(), c.epoch + 1, c.batch, c.iteration);
-    if (!options.evaluate_only &&
-        EpochCursor(shared->settings.epochs, shared->per_epoch, shared->max_iterations, 0, start).finished())
-      raise<ConfigError>("the run in '{}' is already complete ({} of {} epochs, iteration {}); raise `epochs` (or "
-                         "`iterations`) to train further",
-                         options.resume.string(), c.epoch, shared->settings.epochs, c.iteration);
   }
   auto outcome = std::make_shared<std::promise<Outcome>>();
   auto future = outcome->get_future();

@@ -11,7 +11,10 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -77,6 +80,22 @@ void write_all(int fd, const char* data, size_t size, const std::string& path) {
     data += n;
     size -= static_cast<size_t>(n);
   }
+}
+
+// The fields that place a checkpoint in its run, on their own: counts are
+// never negative, times and sums are numbers.
+void check_position_fields(const Checkpoint& c, const std::string& source) {
+  const auto counted = [&](const char* field, int64_t value, const char* what) {
+    require(value >= 0, "checkpoint {} is malformed: field '{}' is {}, but it counts {} (0 or more)", source, field,
+            value, what);
+  };
+  counted("iteration", c.iteration, "solver steps");
+  counted("epoch", c.epoch, "completed epochs");
+  counted("batch", c.batch, "the batches done in the current epoch");
+  require(std::isfinite(c.elapsed_seconds) && c.elapsed_seconds >= 0,
+          "checkpoint {} is malformed: field 'elapsed_seconds' is {}, not a duration", source, c.elapsed_seconds);
+  require(std::isfinite(c.epoch_loss_sum), "checkpoint {} is malformed: field 'epoch_loss_sum' is {}, not a number",
+          source, c.epoch_loss_sum);
 }
 
 }  // namespace
@@ -193,14 +212,35 @@ Checkpoint decode_checkpoint(const std::string& payload, const std::string& sour
   } catch (const std::exception& e) {
     raise("checkpoint {} cannot be decoded: {}", source, e.what());
   }
-  // A file whose checksum holds may still be made up: every tensor must
-  // agree with its own shape before anything is copied from it.
+  // A file whose checksum holds may still be made up: every byte must be the
+  // checkpoint's, its position must be one a run can stand at, and every
+  // tensor must agree with its own shape before anything is copied from it.
+  const auto read = static_cast<std::size_t>(in.tellg());
+  require(read == payload.size(), "checkpoint {} is malformed: {} bytes follow the checkpoint's {}", source,
+          payload.size() - read, read);
+  check_position_fields(checkpoint, source);
   for (const auto* tensors : {&checkpoint.params, &checkpoint.solver_state})
     for (const NamedTensor& t : *tensors) {
       const std::string problem = t.inconsistency();
       require(problem.empty(), "checkpoint {} is malformed: {}", source, problem);
     }
   return checkpoint;
+}
+
+void check_position(const Checkpoint& c, const std::string& source, int64_t epochs, int64_t per_epoch) {
+  // A position of another configuration (batch size, workers, data set)
+  // would seek past the epoch's end, or resume a solver whose schedule is
+  // long over (a learning rate of 0 under poly or cosine, without a word).
+  require<ConfigError>(c.batch <= per_epoch,
+                       "checkpoint {}: field 'batch' is {} (batches done in epoch {}), but an epoch of this run has "
+                       "{} batches: the checkpoint is not of this configuration (batch_size, workers or the data "
+                       "differ)",
+                       source, c.batch, c.epoch + 1, per_epoch);
+  const int64_t planned = epochs > INT64_MAX / std::max<int64_t>(per_epoch, 1) ? INT64_MAX : epochs * per_epoch;
+  require<ConfigError>(c.iteration <= planned,
+                       "checkpoint {}: field 'iteration' is {}, more than the {} iterations of this whole run ({} "
+                       "epochs of {} batches): the checkpoint is not of this configuration",
+                       source, c.iteration, planned, epochs, per_epoch);
 }
 
 void save_checkpoint(const Checkpoint& checkpoint, const std::filesystem::path& path) {

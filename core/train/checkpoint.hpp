@@ -85,8 +85,14 @@ Checkpoint load_checkpoint(const std::filesystem::path& path);
 void keep_checkpoint_as(const std::filesystem::path& from, const std::filesystem::path& to);
 // A checkpoint as bytes (the file's payload) and back, e.g. to send it to
 // replicas on nodes that cannot read the file; decoding checks it as loading
-// does, naming `source` in errors.
+// does, naming `source` in errors: no bytes after the checkpoint, no
+// negative iteration, epoch or batch, every tensor as large as its shape.
 std::string encode_checkpoint(const Checkpoint& checkpoint);
 Checkpoint decode_checkpoint(const std::string& payload, const std::string& source, int format = Checkpoint::format);
+
+// Whether a run of `epochs` epochs of `per_epoch` batches can continue from
+// the checkpoint `source`: its batch within an epoch, its iteration within
+// the run. Throws ConfigError naming the checkpoint and the field.
+void check_position(const Checkpoint& checkpoint, const std::string& source, int64_t epochs, int64_t per_epoch);
 
 }  // namespace taihu

@@ -39,6 +39,9 @@ T decode(const std::string& bytes, std::string_view what) {
   } catch (const std::exception& e) {
     raise("{} cannot be decoded: {}", what, e.what());
   }
+  // Every byte is the value's: more is a made-up or foreign payload.
+  const auto read = static_cast<std::size_t>(in.tellg());
+  require(read == bytes.size(), "{} is malformed: {} bytes follow its {}", what, bytes.size() - read, read);
   return value;
 }
 
@@ -85,7 +88,11 @@ void keep_sane_compressor_state(const std::filesystem::path& file, const std::fi
 }
 
 CompressorCheckpoint decode_compressor_checkpoint(const std::string& payload, const std::string& source) {
-  return decode<CompressorCheckpoint>(payload, source);
+  // (Its rank and ranks are checked against the run that restores it.)
+  CompressorCheckpoint c = decode<CompressorCheckpoint>(payload, source);
+  require(c.iteration >= 0, "{} is malformed: field 'iteration' is {}, but it counts solver steps (0 or more)", source,
+          c.iteration);
+  return c;
 }
 
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path) {

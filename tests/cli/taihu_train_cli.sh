@@ -126,6 +126,40 @@ expect "prefetch beyond reason names the key" 2 "key 'prefetch'.*at most 256" --
 expect "resume of a folder says so" 2 "is a folder, not a checkpoint file" -- "$train" --config-file="$work/app.ini" --resume="$work/out"
 "$train" --config-file="$work/app.ini" output.checkpoint=done.ckpt --progress=quiet >/dev/null 2>&1
 expect "resume of a finished run says it is complete" 2 "already complete" -- "$train" --config-file="$work/app.ini" --resume="$work/out/done.ckpt"
+# A checkpoint's position must be one this run can continue from: iteration 2^62 trained on at a learning
+# rate of 0 with exit 0; -5 and bytes after the checkpoint were taken; a batch past the epoch's end said "epoch 0".
+patch_checkpoint() {  # FROM TO FIELD VALUE: sets iteration, epoch or batch, or appends VALUE bytes; checksum recomputed
+  python3 - "$@" <<'PY'
+import struct, sys
+src, dst, field, value = sys.argv[1:5]
+b = open(src, 'rb').read()
+p = bytearray(b[16:16 + struct.unpack_from('<Q', b, 8)[0]])
+at = 1 + 8 + struct.unpack_from('<Q', p, 1)[0]  # after the endianness byte and the net's name
+if field == 'trailing':
+    p += bytes(int(value))
+else:
+    struct.pack_into('<q', p, at + 8 * ['iteration', 'epoch', 'batch'].index(field), int(value))
+h = 0xcbf29ce484222325
+for c in p:
+    h = ((h ^ c) * 0x100000001b3) & (2**64 - 1)
+open(dst, 'wb').write(b[:8] + struct.pack('<Q', len(p)) + bytes(p) + struct.pack('<Q', h))
+PY
+}
+patch_checkpoint "$work/out/done.ckpt" "$work/out/same.ckpt" trailing 0
+expect "a re-framed checkpoint resumes" 0 "resumed from .*epoch 2 batch 0 \(iteration 4\)" -- \
+  "$train" --config-file="$work/app.ini" epochs=2 --resume="$work/out/same.ckpt" --progress=quiet
+patch_checkpoint "$work/out/done.ckpt" "$work/out/far.ckpt" iteration $((1 << 62))
+expect "a checkpoint beyond the run's iterations" 2 "far.ckpt': field 'iteration' is 4611686018427387904, more than the 8 iterations of this whole run" -- \
+  "$train" --config-file="$work/app.ini" epochs=2 --resume="$work/out/far.ckpt"
+patch_checkpoint "$work/out/done.ckpt" "$work/out/negative.ckpt" iteration -5
+expect "a negative iteration" 2 "negative.ckpt' is malformed: field 'iteration' is -5" -- \
+  "$train" --config-file="$work/app.ini" epochs=2 --resume="$work/out/negative.ckpt"
+patch_checkpoint "$work/out/done.ckpt" "$work/out/trailing.ckpt" trailing 4
+expect "bytes after the checkpoint" 2 "trailing.ckpt' is malformed: 4 bytes follow the checkpoint's" -- \
+  "$train" --config-file="$work/app.ini" epochs=2 --resume="$work/out/trailing.ckpt"
+patch_checkpoint "$work/out/done.ckpt" "$work/out/past.ckpt" batch 50
+expect "a batch past the epoch's end, numbered as the log numbers epochs" 2 "past.ckpt': field 'batch' is 50 \(batches done in epoch 2\), but an epoch of this run has 4 batches" -- \
+  "$train" --config-file="$work/app.ini" epochs=2 --resume="$work/out/past.ckpt"
 # `iterations` with replicas (was: unknown option).
 expect "iterations stops 2 workers" 0 '"iterations": 2,' -- bash -c "\"$train\" --config-file=\"$work/app.ini\" workers=2 batch_size=8 iterations=2 --progress=quiet --report=\"$work/ri.json\" >/dev/null 2>&1 && cat \"$work/ri.json\""
 # A save killed half way leaves <checkpoint>.tmp.<pid>: the next save removes it.

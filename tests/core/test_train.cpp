@@ -5,6 +5,7 @@
 #include <cereal/types/vector.hpp>
 #include <doctest/doctest.h>
 
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <fstream>
@@ -115,6 +116,79 @@ TEST_SUITE("train") {
       Tensor target(Shape{2, 2});
       CHECK_THROWS_AS(NamedTensor({"conv1/w", bad.dims, bad.values}).restore_into(target), Error);
     }
+  }
+
+  TEST_CASE("a checkpoint whose position is negative or that has bytes after it is refused, naming the file and field") {
+    // Before: iteration -5 (or epoch, batch -1) resumed, and bytes after the
+    // checkpoint inside a payload whose checksum holds were ignored.
+    TempDir dir;
+    Checkpoint good;
+    good.net_name = "n";
+    good.iteration = 7;
+    good.epoch = 1;
+    good.batch = 3;
+    good.params.push_back({"w", {2}, {1, 2}});
+    struct Bad {
+      std::function<void(Checkpoint&)> edit;
+      const char* says;
+    };
+    const std::vector<Bad> cases = {
+        {[](Checkpoint& c) { c.iteration = -5; }, "field 'iteration' is -5"},
+        {[](Checkpoint& c) { c.epoch = -1; }, "field 'epoch' is -1"},
+        {[](Checkpoint& c) { c.batch = INT64_MIN; }, "field 'batch' is -9223372036854775808"},
+        {[](Checkpoint& c) { c.elapsed_seconds = std::nan(""); }, "field 'elapsed_seconds' is nan"},
+        {[](Checkpoint& c) { c.epoch_loss_sum = INFINITY; }, "field 'epoch_loss_sum' is inf"},
+    };
+    const auto path = dir / "made-up.ckpt";
+    for (const Bad& bad : cases) {
+      CAPTURE(bad.says);
+      Checkpoint c = good;
+      bad.edit(c);
+      save_checkpoint(c, path);
+      const std::string expected = "checkpoint '" + path.string() + "' is malformed: " + bad.says;
+      CHECK_THROWS_WITH_AS(load_checkpoint(path), doctest::Contains(expected.c_str()), Error);
+    }
+    // Re-framed with bytes after the checkpoint (the checksum over all of them).
+    save_framed(path, "TAIHUCK2", encode_checkpoint(good) + "xyz");
+    CHECK_THROWS_WITH_AS(load_checkpoint(path), doctest::Contains("is malformed: 3 bytes follow the checkpoint's"),
+                         Error);
+    save_checkpoint(good, path);
+    CHECK(load_checkpoint(path).batch == 3);
+
+    // A rank's compressor state: the same.
+    CompressorCheckpoint compressed;
+    compressed.iteration = 7;
+    compressed.ranks = 2;
+    compressed.buckets = {""};
+    save_compressor_checkpoint(compressed, dir / "c.compress-0");
+    const std::string payload = load_framed(dir / "c.compress-0", "TAIHUCS1");
+    save_framed(dir / "c.compress-1", "TAIHUCS1", payload + "x");
+    CHECK_THROWS_WITH_AS(load_compressor_checkpoint(dir / "c.compress-1"),
+                         doctest::Contains("c.compress-1' is malformed: 1 bytes follow"), Error);
+    compressed.iteration = -5;
+    save_compressor_checkpoint(compressed, dir / "c.compress-1");
+    CHECK_THROWS_WITH_AS(load_compressor_checkpoint(dir / "c.compress-1"),
+                         doctest::Contains("c.compress-1' is malformed: field 'iteration' is -5"), Error);
+  }
+
+  TEST_CASE("check_position: a checkpoint's batch must lie within an epoch, its iteration within the run") {
+    Checkpoint c;
+    c.iteration = 12;
+    c.epoch = 1;
+    c.batch = 2;
+    CHECK_NOTHROW(check_position(c, "'c.ckpt'", 3, 10));
+    c.batch = 11;
+    CHECK_THROWS_WITH_AS(check_position(c, "'c.ckpt'", 3, 10),
+                         "checkpoint 'c.ckpt': field 'batch' is 11 (batches done in epoch 2), but an epoch of this run "
+                         "has 10 batches: the checkpoint is not of this configuration (batch_size, workers or the data "
+                         "differ)",
+                         ConfigError);
+    c.batch = 2;
+    c.iteration = int64_t{1} << 62;  // trained at a learning rate of 0 (poly) with exit 0
+    CHECK_THROWS_WITH_AS(check_position(c, "'c.ckpt'", 3, 10),
+                         doctest::Contains("field 'iteration' is 4611686018427387904, more than the 30 iterations"),
+                         ConfigError);
+    CHECK_NOTHROW(check_position(c, "'c.ckpt'", INT64_MAX, INT64_MAX));  // no overflow
   }
 
   TEST_CASE("a payload whose container counts claim more than it holds is refused before allocating them (fuzz_checkpoint)") {
