@@ -66,8 +66,9 @@ class ActorBatchFeed final : public BatchFeed {
   int64_t batch_index() const override { return batch_; }
 
   void seek(int64_t epoch, int64_t batch) override {
+    // Epochs numbered from 1 in messages, as the log numbers them.
     require<DataError>(epoch >= 0 && batch >= 0 && batch <= plan_->batches_per_epoch(),
-                       "cannot seek to batch {} of epoch {}: an epoch has batches 0..{}", batch, epoch,
+                       "cannot seek to batch {} of epoch {}: an epoch has batches 0..{}", batch, epoch + 1,
                        plan_->batches_per_epoch());
     // A new generation at once, so that decoders skip the old one's queued chunks.
     ready_->restart();

@@ -64,8 +64,9 @@ bool BatchSource::next(Tensor& data, Tensor& labels) {
 }
 
 void BatchSource::seek(int64_t epoch, int64_t batch) {
+  // Epochs numbered from 1 in messages, as the log numbers them.
   require<DataError>(epoch >= 0 && batch >= 0 && batch <= plan_.batches_per_epoch(),
-                     "cannot seek to batch {} of epoch {}: an epoch has batches 0..{}", batch, epoch,
+                     "cannot seek to batch {} of epoch {}: an epoch has batches 0..{}", batch, epoch + 1,
                      plan_.batches_per_epoch());
   stop_worker();
   epoch_ = epoch;

@@ -161,7 +161,7 @@ TEST_SUITE("batch loader actors") {
     feed->seek(0, 0);
     CHECK(drain(*feed, 2) == drain(source, 2));
     CHECK(testing::error_message<DataError>([&] { feed->seek(0, 10); }) ==
-          "cannot seek to batch 10 of epoch 0: an epoch has batches 0..9");
+          "cannot seek to batch 10 of epoch 1: an epoch has batches 0..9");
   }
 
   TEST_CASE_FIXTURE(testing::ActorFixture, "a consumer that takes nothing stops the reading; taking resumes it") {
