@@ -293,4 +293,21 @@ void Document::reject_unused() const {
   for (const auto& s : sections_) s.reject_unused();
 }
 
+void apply_net_overrides(const Document& app, Document& net) {
+  for (const Section& s : app.all()) {
+    if (s.kind() != "net" && s.kind() != "input" && s.kind() != "layer") continue;
+    s.mark_all_used();
+    if (s.entries().empty()) continue;
+    // [net] may be absent from a net file (its keys have defaults); a layer or
+    // input the net lacks is a typo, not a new one.
+    Section* target =
+        s.kind() == "net" && s.name().empty() ? &net.section_or_add("net") : net.find(s.kind(), s.name());
+    if (target == nullptr)
+      throw s.error(s.entries().front(), fmt::format("the net{} has no {}",
+                                                     net.path().empty() ? "" : " '" + net.path().string() + "'",
+                                                     s.title()));
+    for (const Entry& e : s.entries()) target->set(e.key, e.value, e.where);
+  }
+}
+
 }  // namespace taihu::config

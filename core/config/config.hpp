@@ -129,6 +129,15 @@ class Document {
   std::vector<Section> sections_;
 };
 
+// The keys of a net description that an application config gives, in its
+// file or on the command line (`layer.conv1.num_output=32`, `net.fuse=false`):
+// its sections [net], [input NAME] and [layer NAME], applied over `net`, the
+// description its root key `net` names. Each key keeps where it was given, so
+// a key the layer does not read is an unknown option there; an [input] or
+// [layer] that `net` lacks is a ConfigError naming where it was given. Marks
+// those sections of `app` used.
+void apply_net_overrides(const Document& app, Document& net);
+
 // ---------------------------------------------------------------- internals
 
 std::vector<std::string_view> split_list(std::string_view text);

@@ -38,6 +38,7 @@ std::unique_ptr<Net> build_net(const config::Document& doc, const TrainSettings&
   const config::Section& root = doc.root();
   const auto net_path = doc.resolve(root.get<std::string>("net"));
   auto description = std::make_shared<config::Document>(config::Document::parse_file(net_path));
+  config::apply_net_overrides(doc, *description);  // layer.conv1.num_output=32 and the like
   std::unique_ptr<Net> net;
   try {
     net = std::make_unique<Net>(description, batch, seed);

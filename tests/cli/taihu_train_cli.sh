@@ -58,6 +58,13 @@ expect "2 workers resume from it" 0 "resumed from.*epoch 2 batch 0" -- "$train" 
 printf 'net = lenet.ini\nthis is not a key value line\n' >"$work/malformed.ini"
 expect "malformed config names file and line" 2 "malformed.ini:2" -- "$train" --config-file="$work/malformed.ini"
 
+# Net keys on the command line, as docs/config.md shows them (were: unknown option).
+expect "a layer key on the command line" 0 "net 'lenet': 415768 learnable parameters" -- \
+  "$train" --config-file="$work/app.ini" layer.conv1.num_output=8 iterations=1 --progress=quiet
+expect "an unknown layer on the command line" 2 "command line: key 'num_output' in \[layer conv9\]: the net '.*lenet.ini' has no \[layer conv9\]" -- \
+  "$train" --config-file="$work/app.ini" layer.conv9.num_output=8
+expect "an unknown layer key on the command line" 2 "command line: key 'num_outptu' in \[layer conv1\]: unknown option" -- \
+  "$train" --config-file="$work/app.ini" layer.conv1.num_outptu=8
 expect "unknown root key" 2 "app.ini.*epochz|epochz.*unknown option|unknown option.*epochz" -- "$train" --config-file="$work/app.ini" epochz=3
 expect "unknown solver type" 2 "solver" -- "$train" --config-file="$work/app.ini" solver.type=sgdd
 

@@ -6,7 +6,9 @@
 #include "core/common/excerpt.hpp"
 #include "core/config/config.hpp"
 #include "core/net/net.hpp"
+#include "core/train/train_setup.hpp"
 #include "tests/support/error_message.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace taihu;
 using namespace taihu::config;
@@ -100,6 +102,73 @@ TEST_CASE("command-line overrides replace and add keys; dump round-trips") {
   auto again = Document::parse(doc.dump(), "dump");
   CHECK(again.section("solver").get<float>("base_lr") == doctest::Approx(0.2f));
   CHECK(again.section("layer", "conv1").get<int>("num_output") == 8);
+}
+
+namespace {
+
+constexpr const char* tiny_net = R"([net]
+name = tiny
+[input data]
+shape = 1 8 8
+[input label]
+shape =
+[layer conv1]
+type = Convolution
+bottom = data
+top = conv1
+num_output = 4
+kernel_size = 3
+[layer ip]
+type = InnerProduct
+bottom = conv1
+top = ip
+num_output = 3
+[layer loss]
+type = SoftmaxWithLoss
+bottom = ip label
+top = loss
+)";
+
+}  // namespace
+
+TEST_CASE("net keys on the command line (layer.conv1.num_output=8) apply to the net the config names") {
+  // docs/config.md's own example was "unknown option": the override stayed in
+  // the application config, and the net file was read without it.
+  taihu::testing::TempDir dir;
+  dir.write("tiny.ini", tiny_net);
+  const auto app = dir.write("app.ini", "net = tiny.ini\n");
+  auto build = [&](std::initializer_list<const char*> overrides) {
+    auto doc = Document::parse_file(app);
+    for (const char* o : overrides) doc.apply_override(o);
+    auto net = build_net(doc, TrainSettings::read(doc.root()), 2, 1);
+    doc.reject_unused();  // nothing left over in the application config
+    return net;
+  };
+  auto net = build({"layer.conv1.num_output=8", "--input.data.shape=1 10 10", "net.fuse=false"});
+  CHECK(net->layer(0).params()[0].blob->shape() == Shape{8, 1, 3, 3});
+  CHECK(net->blob("conv1").shape() == Shape{2, 8, 8, 8});
+  CHECK(net->description().section("layer", "conv1").find("num_output")->where.str() == "command line");
+  CHECK(net->fused_runs().empty());
+  CHECK(build({})->layer(0).params()[0].blob->shape() == Shape{4, 1, 3, 3});
+
+  // Typos are errors naming the command line and the key, as in a file.
+  CHECK(error_of([&] { build({"layer.conv1.num_outptu=8"}); }) ==
+        "command line: key 'num_outptu' in [layer conv1]: unknown option for this layer type");
+  CHECK(error_of([&] { build({"layer.conv9.num_output=8"}); }) ==
+        "command line: key 'num_output' in [layer conv9]: the net '" + (dir / "tiny.ini").string() +
+            "' has no [layer conv9]");
+  CHECK(error_of([&] { build({"input.image.shape=3"}); }).find("has no [input image]") != std::string::npos);
+}
+
+TEST_CASE("apply_net_overrides: [layer] sections of the application config, from its file too") {
+  auto app = Document::parse("net = n.ini\n[layer c]\nnum_output = 7\n", "app.ini");
+  auto net = Document::parse("[layer c]\ntype = Convolution\nnum_output = 2\n[layer d]\ntype = ReLU\n", "n.ini");
+  apply_net_overrides(app, net);
+  CHECK(net.section("layer", "c").get<int>("num_output") == 7);
+  CHECK(net.section("layer", "c").find("num_output")->where.str() == "app.ini:3");
+  CHECK(net.section("layer", "d").get<std::string>("type") == "ReLU");
+  app.root().get<std::string>("net");
+  CHECK_NOTHROW(app.reject_unused());
 }
 
 TEST_CASE("errors quote a long name or value by its first 100 bytes and its size") {
