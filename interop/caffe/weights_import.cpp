@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -74,8 +76,21 @@ class WeightCopier {
     if (static_cast<int64_t>(values.size()) != expected.count())
       fail(fmt::format("parameter '{}' (blob {}): shape {} needs {} values, the file holds {}", label, index,
                        shape_text(found), expected.count(), values.size()));
-    float* out = param.blob->data().ptr();
-    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i] * factor;
+    std::vector<float> scaled = values;
+    for (float& v : scaled) v *= factor;
+    require_finite(scaled, fmt::format("parameter '{}' (blob {})", label, index));
+    std::copy(scaled.begin(), scaled.end(), param.blob->data().ptr());
+  }
+
+  // Weights that are NaN or infinite (a diverged run's) would train nothing
+  // but NaN: refused, naming the first.
+  void require_finite(const std::vector<float>& values, const std::string& what) const {
+    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (bad == values.end()) return;
+    const auto count = std::count_if(bad, values.end(), [](float v) { return !std::isfinite(v); });
+    fail(fmt::format("{}: {} of its {} values are not finite (value {} is {}); the weights file is unusable (from a "
+                     "diverged run?)",
+                     what, count, values.size(), bad - values.begin(), std::isnan(*bad) ? "NaN" : "infinite"));
   }
 
   int count() const { return blobs_.size(); }
@@ -99,6 +114,7 @@ void copy_batch_norm(const WeightCopier& copier, std::vector<Param>& params) {
   const std::vector<float> factor_values = blob_values(copier.blob(2));
   if (factor_values.size() != 1)
     copier.fail(fmt::format("the scale factor (blob 2) should hold one value, it holds {}", factor_values.size()));
+  copier.require_finite(factor_values, "the scale factor (blob 2)");
   const float factor = factor_values[0] == 0.0f ? 0.0f : 1.0f / factor_values[0];
   copier.copy(0, params[0], factor);
   copier.copy(1, params[1], factor);

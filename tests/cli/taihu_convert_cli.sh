@@ -132,6 +132,16 @@ NET
 expect "a huge declared input translates in little memory and time" 0 "net 'huge': 5 layers, 36004 learnable parameters" -- \
   bash -c 'ulimit -v 1500000 && exec timeout 10 "$@"' _ "$convert" caffe "$work/huge.prototxt" --out="$work/huge"
 
+# Weights that are NaN or infinite (a diverged run's) are refused, naming the layer and the blob.
+weights_text 2 1 3 3 | sed '0,/data: [-0-9.]*/s//data: nan/' |
+  "$protoc" --encode=taihu.caffe.CaffeWeights -I "$src/interop" caffe/caffe.proto >"$work/nan.caffemodel"
+expect "NaN weights" 2 "nan.caffemodel: layer 'conv1' \(Convolution\): parameter 'weight' \(blob 0\): 1 of its 18 values are not finite \(value 0 is NaN\)" -- \
+  "$convert" caffe "$work/tiny.prototxt" "$work/nan.caffemodel" --out="$work/bad" --input-shape=data=1,8,8
+weights_text 2 1 3 3 | sed 's/data: [-0-9.]* } }/data: -inf } }/' |
+  "$protoc" --encode=taihu.caffe.CaffeWeights -I "$src/interop" caffe/caffe.proto >"$work/inf.caffemodel"
+expect "infinite weights" 2 "layer 'conv1' \(Convolution\): parameter 'bias' \(blob 1\): 1 of its 2 values are not finite \(value 1 is infinite\)" -- \
+  "$convert" caffe "$work/tiny.prototxt" "$work/inf.caffemodel" --out="$work/bad" --input-shape=data=1,8,8
+
 expect "caffe-export" 0 "resnet50.prototxt" -- "$convert" caffe-export "$src/config/nets/resnet50.ini" --out="$work/resnet50.prototxt"
 expect "and back" 0 "25557032 learnable parameters" -- "$convert" caffe "$work/resnet50.prototxt" --out="$work/out"
 

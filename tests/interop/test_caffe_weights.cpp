@@ -261,6 +261,38 @@ TEST_SUITE("caffe") {
                          doctest::Contains("Caffe's BatchNorm stores 3 blobs"), ConfigError);
   }
 
+  TEST_CASE("caffe weights that are NaN or infinite are refused, naming the layer and the blob") {
+    // Before: converted with exit 0, and the net trained nothing but NaN.
+    auto net = imported_net(1);
+    caffe::CaffeWeights weights = make_weights();
+    weights.mutable_layer(0)->mutable_blobs(0)->set_data(5, std::nanf(""));
+    CHECK_THROWS_WITH_AS(caffe::import_weights(weights, "w.caffemodel", *net, 1),
+                         doctest::Contains("w.caffemodel: layer 'conv1' (Convolution): parameter 'weight' (blob 0): 1 "
+                                           "of its 108 values are not finite (value 5 is NaN)"),
+                         ConfigError);
+    weights = make_weights();
+    weights.mutable_layer(2)->mutable_blobs(1)->set_data(3, -INFINITY);
+    CHECK_THROWS_WITH_AS(caffe::import_weights(weights, "w.caffemodel", *net, 1),
+                         doctest::Contains("layer 'scale1' (Scale): parameter 'bias' (blob 1): 1 of its 4 values are "
+                                           "not finite (value 3 is infinite)"),
+                         ConfigError);
+    // Doubles beyond a float's range are infinite as floats.
+    weights = make_weights();
+    caffe::BlobProto* bias = weights.mutable_layers(0)->mutable_blobs(1);
+    bias->clear_data();
+    for (double v : {1.0, 1e300, 2.0, -1e300, 3.0}) bias->add_double_data(v);
+    CHECK_THROWS_WITH_AS(caffe::import_weights(weights, "w.caffemodel", *net, 1),
+                         doctest::Contains("layer 'ip' (InnerProduct): parameter 'bias' (blob 1): 2 of its 5 values "
+                                           "are not finite (value 1 is infinite)"),
+                         ConfigError);
+    weights = make_weights();
+    weights.mutable_layer(1)->mutable_blobs(2)->set_data(0, std::nanf(""));
+    CHECK_THROWS_WITH_AS(caffe::import_weights(weights, "w.caffemodel", *net, 1),
+                         doctest::Contains("layer 'bn1' (BatchNorm): the scale factor (blob 2): 1 of its 1 values are "
+                                           "not finite (value 0 is NaN)"),
+                         ConfigError);
+  }
+
   TEST_CASE("caffe weights cut anywhere or with any byte flipped give an error or the weights, never a crash") {
     const std::string bytes = make_weights().SerializeAsString();
     auto net = imported_net(1);
