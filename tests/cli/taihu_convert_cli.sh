@@ -130,7 +130,7 @@ layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1" pooling_param
 layer { name: "sum" type: "Eltwise" bottom: "pool1" bottom: "pool1" top: "sum" eltwise_param { operation: MAX } }
 NET
 expect "a huge declared input translates in little memory and time" 0 "net 'huge': 5 layers, 36004 learnable parameters" -- \
-  bash -c 'ulimit -v 1500000 && exec timeout 10 "$@"' _ "$convert" caffe "$work/huge.prototxt" --out="$work/huge"
+  python3 "$src/tests/cli/rss_cap.py" 1500 20 "$convert" caffe "$work/huge.prototxt" --out="$work/huge"
 
 # Weights that are NaN or infinite (a diverged run's) are refused, naming the layer and the blob.
 weights_text 2 1 3 3 | sed '0,/data: [-0-9.]*/s//data: nan/' |

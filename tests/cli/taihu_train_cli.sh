@@ -123,7 +123,7 @@ expect "a batch beyond memory names batch_size" 2 "key 'batch_size'.*does not fi
 # A batch the training set cannot fill is refused before the net takes a batch's memory (it took 11.8 GB and a minute).
 expect "a batch beyond the training set is refused before the net is built" 2 \
   "the training set has 64 samples, fewer than workers x batch_size = 1000000$" -- \
-  bash -c 'ulimit -v 2000000 && exec timeout 20 "$@"' _ "$train" --config-file="$work/app.ini" batch_size=1000000
+  python3 "$src/tests/cli/rss_cap.py" 2000 40 "$train" --config-file="$work/app.ini" batch_size=1000000
 sed 's/num_output = 500/num_output = 2000000000/' "$work/lenet.ini" >"$work/huge.ini"
 expect "a layer beyond memory names the layer and its line" 2 "huge.ini:[0-9]+: layer 'ip1' \(InnerProduct\).*GiB" -- \
   "$train" --config-file="$work/app.ini" net=huge.ini
