@@ -61,6 +61,10 @@ and algorithm of [simulation]:
   device_config = FILE       with net: SW26010 parameters (default: the model's own)
   density = 0.001            sparse_allgather: fraction of entries each node sends
   spread = 0.1               sparse_allgather: per-node variation of that fraction
+  compress_rate = 0          sparse_allgather: gradient elements per second of one core
+                             for RedSync's compressor step before it (accumulate into the
+                             residual, select, pack); on the host CPUs where the network
+                             models them; 0 = free
   mode = timing              timing: messages carry sizes only; data: they carry
                              the gradients and the sums are checked (small runs)
   executor = actors          actors: the shard actors; engine: the clock alone
@@ -84,6 +88,7 @@ struct Row {
   double comm_share = 0;
   double host_seconds = 0;
   std::uint64_t messages = 0;
+  double bytes = 0;          // payload all ranks sent
   std::uint64_t probes = 0;  // times the clock waited for a shard
 };
 
@@ -94,6 +99,7 @@ struct Settings {
   std::size_t elements = 0;
   double compute = 0;
   double density = 0.001, spread = 0.1;
+  double compress_rate = 0;
   bool data = false;
   bool actors = true;
   int threads = 1;
@@ -175,6 +181,8 @@ Settings read_settings(const config::Document& doc, const config::Section& s) {
   if (!(out.density > 0 && out.density <= 1)) throw s.error("density", "must be in (0, 1]");
   out.spread = s.get_or<double>("spread", 0.1);
   if (!(out.spread >= 0 && out.spread < 1)) throw s.error("spread", "must be in [0, 1)");
+  out.compress_rate = s.get_or<double>("compress_rate", 0.0);
+  if (!(out.compress_rate >= 0)) throw s.error("compress_rate", "must not be negative");
   out.data = s.get_choice("mode", {"timing", "data"}, "timing") == "data";
   out.actors = s.get_choice("executor", {"actors", "engine"}, "actors") == "actors";
   out.threads = s.get_or<int>("threads", 1);
@@ -220,6 +228,9 @@ void check_sums(const sim::SimResult& result, const std::vector<msg::TensorPaylo
 Row simulate_one(caf::actor_system& system, const config::Section& network_section, const Settings& s,
                  const std::string& algorithm, int p) {
   auto network = simulator::Network::from_config(network_section, p);
+  // Training: the links rest during compute (their buckets refill), after the
+  // previous iteration's collective; one collective starts from idle links.
+  if (s.compute > 0) network->set_idle_before(s.compute);
   const bool sparse = algorithm == "sparse_allgather";
   std::vector<std::size_t> packed;
   collectives::Schedule schedule;
@@ -233,8 +244,17 @@ Row simulate_one(caf::actor_system& system, const config::Section& network_secti
   row.algorithm = algorithm;
   row.nodes = p;
   const std::string what = fmt::format("{} on {} nodes", algorithm, p);
+  // RedSync compresses every rank's gradient before the allgather: each rank starts when its
+  // compressor step is done (on its host's cores, where those are modelled).
+  std::vector<double> starts;
+  if (sparse && s.compress_rate > 0) {
+    network->reset();
+    for (int r = 0; r < p; ++r)
+      starts.push_back(network->work(r, static_cast<double>(s.elements) / s.compress_rate, 0.0));
+  }
   if (s.actors) {
     sim::SimOptions options;
+    options.start_times = starts;
     std::vector<msg::TensorPayload> inputs;
     if (s.data) {
       options.carry_data = true;
@@ -245,12 +265,14 @@ Row simulate_one(caf::actor_system& system, const config::Section& network_secti
     row.comm = result.seconds;
     row.host_seconds = result.host_seconds;
     row.messages = result.stats.messages;
+    row.bytes = result.stats.bytes;
     row.probes = result.probes;
   } else {
-    const auto timing = simulator::time_without_actors(schedule, *network);
+    const auto timing = simulator::time_without_actors(schedule, *network, starts);
     row.comm = timing.seconds;
     row.host_seconds = timing.host_seconds;
     row.messages = timing.stats.messages;
+    row.bytes = timing.stats.bytes;
   }
   // RedSync adds the P packed vectors into the gradients after the allgather.
   if (sparse) row.comm += network->reduce_time(collectives::sparse_decompress_bytes(packed));
@@ -322,8 +344,9 @@ std::string to_json(const std::vector<Row>& rows) {
     const auto& r = rows[i];
     out += fmt::format(
         "  {{\"algorithm\": \"{}\", \"nodes\": {}, \"seconds\": {:.9g}, \"comm_seconds\": {:.9g}, \"speedup\": {:.6g}, "
-        "\"comm_share\": {:.6g}, \"bandwidth\": {:.6g}, \"messages\": {}, \"host_seconds\": {:.4f}}}{}\n",
-        r.algorithm, r.nodes, r.seconds, r.comm, r.speedup, r.comm_share, r.bandwidth, r.messages, r.host_seconds,
+        "\"comm_share\": {:.6g}, \"bandwidth\": {:.6g}, \"messages\": {}, \"bytes\": {:.9g}, \"host_seconds\": {:.4f}}}{}\n",
+        r.algorithm, r.nodes, r.seconds, r.comm, r.speedup, r.comm_share, r.bandwidth, r.messages, r.bytes,
+        r.host_seconds,
         i + 1 < rows.size() ? "," : "");
   }
   return out + "]\n";

@@ -15,6 +15,7 @@
 //              [--tls=between_hosts]   (the data plane's [cluster] tls; a list runs one plane per mode)
 //              [--link-gbps=G]         (each host's link rate: every time also as a share of the
 //                                       ring's bound 2(N-1)/N x bytes / rate)
+//              [--samples=FILE]        (every run as a JSON line, below) [--baseline=no] (no MPI_Allreduce)
 //
 // bench/mpi_transport.sh runs it and the LeNet comparison; bench/multihost_allreduce.sh across
 // the hosts of the multi-host test bed.
@@ -23,6 +24,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,6 +106,11 @@ class ShardRun {
       throw std::runtime_error("an allreduce did not finish within 120 s");
     return std::chrono::duration<double>(end_ - start_).count();
   }
+  // The last run's start and end on this host's steady clock, in seconds.
+  std::pair<double, double> stamps() const {
+    return {std::chrono::duration<double>(start_.time_since_epoch()).count(),
+            std::chrono::duration<double>(end_.time_since_epoch()).count()};
+  }
   // Every element is sum(r + 1), exactly.
   bool correct() const {
     const float expected = static_cast<float>(ranks_ * (ranks_ + 1) / 2);
@@ -121,6 +128,14 @@ class ShardRun {
   Clock::time_point start_, end_;
   std::promise<void> done_;
 };
+
+// CPU time of this process, all threads, user and system (the kernel's TCP work in its calls).
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 double slowest(transport::MpiSession& mpi, double mine) {
   double all = 0;
@@ -153,8 +168,21 @@ int main(int argc, char** argv) {
     }
   }
   const double link_gbps = std::stod(arg_value(argc, argv, "link-gbps", "0"));
+  // --samples=FILE: rank 0 writes every run of every way as a JSON line: the time as in the
+  // table, and, for ranks that share one clock (one machine: the multi-host test bed), the time
+  // from the last rank's start to the last result and the spread of the starts; and the CPU time
+  // all ranks' processes used meanwhile (user + system, all threads).
+  const std::string samples_path = arg_value(argc, argv, "samples", "");
+  // --baseline=no: no Open MPI MPI_Allreduce runs (no column for it; "speed vs" shows -).
+  const bool baseline = arg_value(argc, argv, "baseline", "yes") != "no";
   transport::MpiSession mpi;
   const int rank = mpi.rank(), ranks = mpi.size();
+  const bool sampling = !samples_path.empty();  // every rank takes part in the gathers
+  std::FILE* samples = nullptr;                  // rank 0's file
+  if (sampling && rank == 0 && !(samples = std::fopen(samples_path.c_str(), "w"))) {
+    std::fprintf(stderr, "--samples: cannot write %s\n", samples_path.c_str());
+    return 2;
+  }
   int local_ranks = 1;
   mpi.call([&] {
     MPI_Comm host;
@@ -251,11 +279,36 @@ int main(int argc, char** argv) {
       for (auto& [label, way] : shard_ways) {
         way->prepare();
         mpi.call([] { MPI_Barrier(MPI_COMM_WORLD); });
-        const double t = slowest(mpi, way->run(static_cast<std::uint64_t>(run)));
+        const double cpu_before = process_cpu_seconds();
+        const double mine = way->run(static_cast<std::uint64_t>(run));
+        const double cpu_used = process_cpu_seconds() - cpu_before;
+        const double t = slowest(mpi, mine);
+        if (sampling) {
+          // Every rank's start and end: on one machine (the test bed's hosts) one clock.
+          const auto [started, ended] = way->stamps();
+          const double stamp[3] = {started, ended, cpu_used};
+          std::vector<double> all(3 * static_cast<std::size_t>(ranks));
+          mpi.call([&] { MPI_Gather(stamp, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, MPI_COMM_WORLD); });
+          if (samples) {
+            double first = all[0], last = all[0], end = all[1], cpu = 0;
+            for (std::size_t r = 0; r < static_cast<std::size_t>(ranks); ++r) {
+              first = std::min(first, all[3 * r]);
+              last = std::max(last, all[3 * r]);
+              end = std::max(end, all[3 * r + 1]);
+              cpu += all[3 * r + 2];
+            }
+            std::fprintf(samples,
+                         "{\"mb\": %g, \"way\": \"%s\", \"run\": %d, \"seconds\": %.9g, \"from_last_start\": %.9g, "
+                         "\"start_skew\": %.9g, \"cpu_seconds\": %.9g}\n",
+                         mb, label.c_str(), run, t, end - last, last - first, cpu);
+            std::fflush(samples);
+          }
+        }
         ok = ok && way->correct();
         if (run > 0) times[label].push_back(t);
       }
       double t = 0;
+      if (!baseline) continue;
       mpi.call([&] {
         MPI_Barrier(MPI_COMM_WORLD);
         const double start = MPI_Wtime();
@@ -266,16 +319,17 @@ int main(int argc, char** argv) {
       ok = ok && out[0] == static_cast<float>(ranks * (ranks + 1) / 2);
       if (run > 0) times["Open MPI MPI_Allreduce"].push_back(t);
     }
-    const double baseline = median(times["Open MPI MPI_Allreduce"]);
+    const double mpi_time = baseline ? median(times["Open MPI MPI_Allreduce"]) : 0.0;
     const double bytes = static_cast<double>(elements * sizeof(float));
     const double bound = link_gbps > 0 ? 2.0 * (ranks - 1) / ranks * bytes * 8 / (link_gbps * 1e9) : 0;
     std::vector<std::string> labels;
     for (const auto& [label, way] : shard_ways) labels.push_back(label);
-    labels.push_back("Open MPI MPI_Allreduce");
+    if (baseline) labels.push_back("Open MPI MPI_Allreduce");
     for (const std::string& label : labels) {
       const double t = median(times[label]);
       if (rank == 0)
-        fmt::print("| {} | {} | {:.2f} | {:.3f} | {:.2f} | {} |\n", mb, label, t * 1e3, bytes / t / 1e9, baseline / t,
+        fmt::print("| {} | {} | {:.2f} | {:.3f} | {} | {} |\n", mb, label, t * 1e3, bytes / t / 1e9,
+                   baseline ? fmt::format("{:.2f}", mpi_time / t) : std::string("-"),
                    bound > 0 ? fmt::format("{:.2f}", bound / t) : std::string("-"));
     }
     if (rank == 0) std::fflush(stdout);
@@ -285,6 +339,7 @@ int main(int argc, char** argv) {
   mpi.call([] { MPI_Barrier(MPI_COMM_WORLD); });  // every rank's last chunks are in before the links close
   for (const auto& link : plane_links) link->detach_all();
   mpi_link->detach_all();
+  if (samples) std::fclose(samples);
   if (!ok) std::fprintf(stderr, "rank %d: a wrong sum\n", rank);
   return ok ? 0 : 1;
 }

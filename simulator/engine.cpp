@@ -127,7 +127,7 @@ void Engine::complete(int r, double arrival) {
   const collectives::Step& s = steps_[static_cast<std::size_t>(r)][rank.step];
   double done = std::max(rank.send_done, arrival);
   if (s.combine == collectives::Combine::reduce) {
-    done += network_.reduce_time(static_cast<double>(s.recv.length) * collectives::bytes_per_element);
+    done = network_.reduce(r, static_cast<double>(s.recv.length) * collectives::bytes_per_element, done);
   }
   next_step(r, done);
 }

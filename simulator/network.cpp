@@ -8,9 +8,72 @@
 
 namespace taihu::simulator {
 
-std::uint32_t Network::add_link(std::string name, double bandwidth) {
-  links_.push_back(LinkState{std::move(name), bandwidth, 0.0, {}});
+std::uint32_t Network::add_link(std::string name, double bandwidth, double burst, double peak) {
+  LinkState link{std::move(name), bandwidth, 0.0, {}};
+  if (burst > 0) {
+    require(peak > bandwidth, "network: link {} has a bucket, its peak {} must exceed its rate {}", link.name, peak,
+            bandwidth);
+    link.burst = burst;
+    link.peak = peak;
+    link.tokens = burst;
+  }
+  links_.push_back(std::move(link));
   return static_cast<std::uint32_t>(links_.size() - 1);
+}
+
+double Network::LinkState::hold(double bytes, double s) {
+  if (burst <= 0) return bytes / bandwidth;
+  const double have = std::min(burst, tokens + (s - tokens_at) * bandwidth);
+  // Tokens drain at peak - rate while the link sends at peak.
+  const double drain = have / (peak - bandwidth);
+  double seconds;
+  if (bytes <= drain * peak) {
+    seconds = bytes / peak;
+    tokens = have - bytes + seconds * bandwidth;
+  } else {
+    seconds = drain + (bytes - drain * peak) / bandwidth;
+    tokens = 0;
+  }
+  tokens_at = s + seconds;
+  return seconds;
+}
+
+double Network::cpu_job(int host, double seconds, double t) {
+  auto& cores = core_busy_[static_cast<std::size_t>(host)];
+  std::size_t best = 0;
+  double best_start = std::numeric_limits<double>::infinity();
+  for (std::size_t c = 0; c < cores.size(); ++c) {
+    double start = t;
+    for (const auto& [a, b] : cores[c]) {
+      if (b <= start) continue;
+      if (a >= start + seconds) break;  // fits in the gap before this one
+      start = b;
+    }
+    if (start < best_start) {
+      best_start = start;
+      best = c;
+    }
+  }
+  auto& busy = cores[best];
+  busy.insert(std::upper_bound(busy.begin(), busy.end(), std::make_pair(best_start, best_start + seconds)),
+              {best_start, best_start + seconds});
+  return best_start + seconds;
+}
+
+void Network::forget_cpu_before(double t) {
+  for (auto& host : core_busy_)
+    for (auto& busy : host)
+      busy.erase(std::remove_if(busy.begin(), busy.end(), [t](const auto& job) { return job.second < t; }), busy.end());
+}
+
+double Network::work(int rank, double seconds, double t) {
+  if (host_cores_ == 0) return t + seconds;
+  return cpu_job(node_of(rank) / host_nodes_, seconds / core_share_, t);
+}
+
+double Network::reduce(int rank, double bytes, double t) {
+  if (host_cores_ == 0 || reduce_rate_ <= 0) return t + reduce_time(bytes);
+  return cpu_job(node_of(rank) / host_nodes_, bytes * reduce_cost_, t);
 }
 
 void Network::place(int ranks, int group_nodes, collectives::Placement placement, bool derive_topology) {
@@ -47,6 +110,11 @@ Route Network::route_between(int from, int to) const {
 double Network::transmit(int from, int to, double bytes, double t) {
   Route r;
   route(node_of(from), node_of(to), r);
+  if (contention_ == Contention::fifo) {
+    bool general = host_cores_ > 0;
+    for (int h = 0; h < r.hops && !general; ++h) general = links_[r.links[static_cast<std::size_t>(h)]].burst > 0;
+    if (general) return transmit_general(r, node_of(from), node_of(to), bytes, t);
+  }
   double cap = r.bandwidth;
   for (int h = 0; h < r.hops; ++h) {
     LinkState& link = links_[r.links[static_cast<std::size_t>(h)]];
@@ -75,6 +143,29 @@ double Network::transmit(int from, int to, double bytes, double t) {
   return std::max(end, start + bytes / cap) + latency;
 }
 
+// Buckets and host CPUs: every hop's holding time from its own state (no
+// shortcut through the lone-message cost, which a bucket can beat).
+double Network::transmit_general(const Route& r, int from_node, int to_node, double bytes, double t) {
+  double start = t, end = t;
+  for (int h = 0; h < r.hops; ++h) {
+    LinkState& link = links_[r.links[static_cast<std::size_t>(h)]];
+    link.usage.bytes += bytes;
+    ++link.usage.messages;
+    start = std::max(start, link.free_at);
+    link.free_at = start + link.hold(bytes, start);
+    end = std::max(end, link.free_at);
+  }
+  double arrival = std::max(end, start + bytes / r.bandwidth);
+  if (host_cores_ > 0) {
+    forget_cpu_before(t);  // sends come in time order: nothing is booked before t any more
+    if (send_cost_ > 0) arrival = std::max(arrival, cpu_job(from_node / host_nodes_, bytes * send_cost_, t));
+    if (receive_cost_ > 0) arrival = std::max(arrival, cpu_job(to_node / host_nodes_, bytes * receive_cost_, t));
+  }
+  double latency = r.latency;
+  if (rendezvous_bytes_ > 0 && bytes > rendezvous_bytes_) latency += rendezvous_latency_;
+  return arrival + latency;
+}
+
 std::size_t Network::find_link(const std::string& name) const {
   for (std::size_t i = 0; i < links_.size(); ++i) {
     if (links_[i].name == name) return i;
@@ -86,7 +177,11 @@ void Network::reset() {
   for (auto& link : links_) {
     link.free_at = 0;
     link.usage = {};
+    link.tokens = std::min(link.burst, idle_before_ * link.bandwidth);
+    link.tokens_at = 0;
   }
+  for (auto& host : core_busy_)
+    for (auto& busy : host) busy.clear();
 }
 
 namespace {
@@ -132,6 +227,19 @@ std::vector<double> per_level(const config::Section& s, const char* key, std::si
     }
   }
   return values;
+}
+
+// node_burst (bytes, 0 = none) and node_peak_bandwidth (required with a burst): {burst, peak}.
+std::pair<double, double> read_bucket(const config::Section& s, double rate) {
+  const double burst = non_negative(s, "node_burst", 0.0);
+  if (burst == 0) {
+    if (s.has("node_peak_bandwidth")) throw s.error("node_peak_bandwidth", "only with node_burst > 0");
+    return {0.0, 0.0};
+  }
+  if (!s.has("node_peak_bandwidth")) throw s.error("node_peak_bandwidth", "is required with node_burst");
+  const double peak = positive(s, "node_peak_bandwidth", 1.0);
+  if (!(peak > rate)) throw s.error("node_peak_bandwidth", "must exceed node_bandwidth");
+  return {burst, peak};
 }
 
 class ClassesNetwork final : public Network {
@@ -183,8 +291,9 @@ class TreeNetwork final : public Network {
     sizes_ = sizes;
     const std::size_t levels = sizes.size() + 1;  // the top switch is the last level
     node_bandwidth_ = positive(s, "node_bandwidth");
+    const auto [burst, peak] = read_bucket(s, node_bandwidth_);
     latency_ = per_level(s, "latency", levels, {1e-6}, true);
-    flow_ = per_level(s, "flow_bandwidth", levels, {node_bandwidth_}, false);
+    flow_ = per_level(s, "flow_bandwidth", levels, {burst > 0 ? peak : node_bandwidth_}, false);
     std::vector<double> uplink;
     if (s.has("uplink_bandwidth")) {
       uplink = per_level(s, "uplink_bandwidth", sizes.size(), {}, false);
@@ -199,8 +308,8 @@ class TreeNetwork final : public Network {
     const int groups = (ranks + g1 - 1) / g1;
     nodes_ = placement == collectives::Placement::block ? ranks : groups * g1;
     for (int n = 0; n < nodes_; ++n) {
-      add_link("node" + std::to_string(n) + ".up", node_bandwidth_);
-      add_link("node" + std::to_string(n) + ".down", node_bandwidth_);
+      add_link("node" + std::to_string(n) + ".up", node_bandwidth_, burst, peak);
+      add_link("node" + std::to_string(n) + ".down", node_bandwidth_, burst, peak);
     }
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       first_group_link_.push_back(static_cast<std::uint32_t>(link_count()));
@@ -257,20 +366,22 @@ class DragonflyNetwork final : public Network {
                                   " ranks need " + std::to_string(needed) + " groups");
     }
     const double node_bw = positive(s, "node_bandwidth");
+    const auto [burst, peak] = read_bucket(s, node_bw);
     const double local_bw = positive(s, "local_bandwidth");
     const double global_bw = positive(s, "global_bandwidth");
     base_latency_ = non_negative(s, "latency", 1e-6);
     hop_latency_ = non_negative(s, "hop_latency", 1e-7);
-    flow_ = node_bw;
+    flow_ = burst > 0 ? peak : node_bw;
     reduce_rate_ = non_negative(s, "reduce_rate", 0.0);
     contention_ = s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
+    if (burst > 0 && contention_ != Contention::fifo) throw s.error("node_burst", "needs contention = fifo");
     rendezvous_bytes_ = non_negative(s, "rendezvous_bytes", 0.0);
     rendezvous_latency_ = non_negative(s, "rendezvous_latency", 0.0);
     const auto placement = read_placement(s);
     const int nodes = groups_ * group_nodes;
     for (int n = 0; n < nodes; ++n) {
-      add_link("node" + std::to_string(n) + ".up", node_bw);
-      add_link("node" + std::to_string(n) + ".down", node_bw);
+      add_link("node" + std::to_string(n) + ".up", node_bw, burst, peak);
+      add_link("node" + std::to_string(n) + ".down", node_bw, burst, peak);
     }
     local0_ = static_cast<std::uint32_t>(link_count());
     for (int g = 0; g < groups_; ++g) {
@@ -328,11 +439,44 @@ class DragonflyNetwork final : public Network {
 void TreeNetwork::read_common(const config::Section& s) {
   reduce_rate_ = non_negative(s, "reduce_rate", 0.0);
   contention_ = s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
+  if (s.has("node_burst") && s.get<double>("node_burst") > 0 && contention_ != Contention::fifo)
+    throw s.error("node_burst", "needs contention = fifo");
   rendezvous_bytes_ = non_negative(s, "rendezvous_bytes", 0.0);
   rendezvous_latency_ = non_negative(s, "rendezvous_latency", 0.0);
 }
 
 }  // namespace
+
+void Network::read_hosts(const config::Section& s) {
+  const int cores = s.get_or<int>("host_cores", 0);
+  if (cores < 0) throw s.error("host_cores", "must not be negative");
+  const int per_host = s.get_or<int>("host_nodes", 1);
+  if (per_host < 1) throw s.error("host_nodes", "must be at least 1");
+  const double send = non_negative(s, "send_cpu_rate", 0.0);
+  const double receive = non_negative(s, "receive_cpu_rate", 0.0);
+  const double tls_rate = non_negative(s, "tls_cpu_rate", 0.0);
+  const double share = positive(s, "host_core_share", 1.0);
+  if (share > 1) throw s.error("host_core_share", "must be at most 1 (the whole core)");
+  const bool tls = s.get_choice("tls", {"off", "on"}, "off") == "on";
+  if (tls && tls_rate == 0) throw s.error("tls", "on needs tls_cpu_rate (bytes per second of one core)");
+  if (cores == 0) {
+    for (const char* key : {"host_nodes", "host_core_share", "send_cpu_rate", "receive_cpu_rate", "tls_cpu_rate", "tls"}) {
+      if (s.has(key)) throw s.error(key, "only with host_cores > 0 (the host CPUs it runs on)");
+    }
+    return;
+  }
+  if (contention_ != Contention::fifo) throw s.error("host_cores", "needs contention = fifo");
+  host_cores_ = cores;
+  host_nodes_ = per_host;
+  core_share_ = share;
+  const double crypto = tls ? 1.0 / tls_rate : 0.0;
+  send_cost_ = ((send > 0 ? 1.0 / send : 0.0) + crypto) / share;
+  receive_cost_ = ((receive > 0 ? 1.0 / receive : 0.0) + crypto) / share;
+  reduce_cost_ = reduce_rate_ > 0 ? 1.0 / (reduce_rate_ * share) : 0.0;
+  const int nodes = *std::max_element(node_of_.begin(), node_of_.end()) + 1;
+  core_busy_.assign(static_cast<std::size_t>((nodes + per_host - 1) / per_host),
+                    std::vector<std::vector<std::pair<double, double>>>(static_cast<std::size_t>(cores)));
+}
 
 std::unique_ptr<Network> Network::from_topology(const collectives::Topology& topology, Contention contention) {
   return std::make_unique<ClassesNetwork>(topology, contention, 0.0, 0.0);
@@ -341,8 +485,13 @@ std::unique_ptr<Network> Network::from_topology(const collectives::Topology& top
 std::unique_ptr<Network> Network::from_config(const config::Section& s, int ranks) {
   require(ranks >= 1, "network: {} ranks", ranks);
   const std::string model = s.get_choice("model", {"classes", "tree", "dragonfly"}, "tree");
-  if (model == "tree") return std::make_unique<TreeNetwork>(s, ranks);
-  if (model == "dragonfly") return std::make_unique<DragonflyNetwork>(s, ranks);
+  std::unique_ptr<Network> network;
+  if (model == "tree") network = std::make_unique<TreeNetwork>(s, ranks);
+  if (model == "dragonfly") network = std::make_unique<DragonflyNetwork>(s, ranks);
+  if (network) {
+    network->read_hosts(s);
+    return network;
+  }
   const int group_size = s.get_or<int>("group_size", ranks);
   if (group_size < 1) throw s.error("group_size", "must be at least 1");
   collectives::Link intra{non_negative(s, "intra_latency", 1e-6), positive(s, "intra_bandwidth", 12e9)};
@@ -350,8 +499,10 @@ std::unique_ptr<Network> Network::from_config(const config::Section& s, int rank
   const collectives::Topology topology(ranks, group_size, read_placement(s), intra, inter, non_negative(s, "reduce_rate", 0.0));
   const auto contention =
       s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
-  return std::make_unique<ClassesNetwork>(topology, contention, non_negative(s, "rendezvous_bytes", 0.0),
-                                          non_negative(s, "rendezvous_latency", 0.0));
+  network = std::make_unique<ClassesNetwork>(topology, contention, non_negative(s, "rendezvous_bytes", 0.0),
+                                             non_negative(s, "rendezvous_latency", 0.0));
+  network->read_hosts(s);
+  return network;
 }
 
 }  // namespace taihu::simulator

@@ -23,6 +23,39 @@
 //   (MPI's eager -> rendezvous switch; sw26010.md §4.2: µs below 2 KB, ms above).
 // The receiving rank adds received bytes at `reduce_rate` (γ = 1 / rate).
 //
+// Token-bucket links (contention = fifo; tree and dragonfly node links:
+//   node_burst, node_peak_bandwidth): a shaper such as Linux tc tbf or a
+//   cloud NIC's burst credit. The link's bucket holds up to `burst` bytes and
+//   fills at the link's bandwidth; while it holds tokens the link carries at
+//   `peak` (the wire beneath the shaper), so a message of b bytes that finds
+//   T tokens takes b / peak if b <= T·peak / (peak - rate), else drains the
+//   bucket in T / (peak - rate) and sends the rest at the rate. A link idle
+//   for burst / rate is full again. The bucket is full when a run starts,
+//   or holds idle_before · rate (set_idle_before: training, where the links
+//   rest during compute after the previous iteration's collective drained
+//   them). A route through a bucket link is capped by its flow bandwidth
+//   only (flow_bandwidth defaults to node_peak_bandwidth there).
+//
+// Host CPUs (contention = fifo; keys host_cores, host_nodes,
+//   send_cpu_rate, receive_cpu_rate, tls, tls_cpu_rate): the protocol work of
+//   a message (copies through the TCP stack, TLS records) and the reduction
+//   run on the cores of the node's host, shared by `host_nodes` consecutive
+//   nodes (several nodes on one machine, as namespaces or containers; 1 = a
+//   machine per node). Each host has `host_cores` cores; a job takes the
+//   core that frees first (one thread per job: a lone job runs at one core's
+//   speed, concurrent jobs share the host's cores). A message of b bytes
+//   sent at t puts a job of b / send_cpu_rate (+ b / tls_cpu_rate with
+//   tls = on) on the sender's host and one of b / receive_cpu_rate (+ b /
+//   tls_cpu_rate) on the receiver's, both from t: the stack works while the
+//   bytes are on the wire, so the message arrives at α + the latest of its
+//   links' and its jobs' ends. A reduction of b bytes is a job of
+//   b / reduce_rate on the receiver's host, after the receive. Rates are
+//   bytes per second of one core; 0 = free. `host_core_share` (default 1):
+//   the share of each core the nodes get where the machine runs other work
+//   too (a scheduler sharing the cores fairly): every job takes 1 / share
+//   times as long. Without host_cores the CPUs are not modelled (reductions
+//   cost γ·b on the rank's own clock, as before).
+//
 // Models (config section [network], key `model`; errors name file, line, key):
 //   classes   — sync::Topology's two link classes (topology.hpp keys: group_size,
 //               placement, intra_/inter_ latency and bandwidth, reduce_rate):
@@ -45,7 +78,9 @@
 //               local hop); node_bandwidth, local_bandwidth, global_bandwidth,
 //               hop_latency (per router traversed), latency (base).
 // Common keys: reduce_rate (bytes/s, 0 = free), contention = none | fifo,
-//   rendezvous_bytes, rendezvous_latency, placement = block | round_robin
+//   rendezvous_bytes, rendezvous_latency, placement = block | round_robin,
+//   host_cores, host_nodes, host_core_share, send_cpu_rate, receive_cpu_rate,
+//   tls = off | on, tls_cpu_rate (host CPUs, above)
 //   (round_robin deals ranks over the level-1 groups actually used, like
 //   sync::Topology's round_robin; block fills group after group).
 // The collectives see the network as a sync::Topology: groups = level-1
@@ -54,7 +89,9 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -95,6 +132,19 @@ class Network {
   // The collectives' view: groups, placement, lone-message link classes, γ.
   const collectives::Topology& topology() const { return *topology_; }
   double reduce_time(double bytes) const { return reduce_rate_ > 0 ? bytes / reduce_rate_ : 0.0; }
+  // When rank `rank` has reduced `bytes` received bytes, starting at t: t + γ·bytes,
+  // or later where the reduction waits for a core of its host (host CPUs).
+  double reduce(int rank, double bytes, double t);
+  // When rank `rank` has done `seconds` of one core's work (e.g. compressing
+  // its gradient) starting at t: t + seconds, or later where the work waits
+  // for a core of its host or gets a share of one (host CPUs).
+  double work(int rank, double seconds, double t);
+  // Whether host CPUs are modelled (host_cores > 0).
+  bool models_cpu() const { return host_cores_ > 0; }
+  // Seconds the links rested before the run: buckets (node_burst) start with
+  // min(burst, idle · rate) tokens; infinity (the default) = full. Takes
+  // effect at the next reset().
+  void set_idle_before(double seconds) { idle_before_ = seconds; }
 
   // Sends `bytes` from rank `from` to rank `to` at time t; returns the arrival
   // time. Records the traffic on every link of the route and, with fifo
@@ -106,6 +156,7 @@ class Network {
   std::size_t link_count() const { return links_.size(); }
   const std::string& link_name(std::size_t link) const { return links_[link].name; }
   double link_bandwidth(std::size_t link) const { return links_[link].bandwidth; }
+  double link_burst(std::size_t link) const { return links_[link].burst; }
   const LinkUsage& usage(std::size_t link) const { return links_[link].usage; }
   // Index of the link called `name` (throws if none).
   std::size_t find_link(const std::string& name) const;
@@ -115,7 +166,10 @@ class Network {
  protected:
   Network() = default;
   virtual void route(int node_from, int node_to, Route& out) const = 0;
-  std::uint32_t add_link(std::string name, double bandwidth);
+  // burst > 0: a token-bucket link (see the top) carrying `peak` while it has tokens.
+  std::uint32_t add_link(std::string name, double bandwidth, double burst = 0, double peak = 0);
+  // Reads the host-CPU keys (see the top); every model calls it after contention is known.
+  void read_hosts(const config::Section& section);
   // Rank -> node by placement over groups of `group_nodes` nodes; sets the
   // collectives' Topology from two lone-message routes (inside, across).
   void place(int ranks, int group_nodes, collectives::Placement placement, bool derive_topology = true);
@@ -133,8 +187,30 @@ class Network {
     double bandwidth = 0;
     double free_at = 0;
     LinkUsage usage;
+    double burst = 0;      // bucket size, bytes (0: a plain link)
+    double peak = 0;       // bytes/s while the bucket has tokens
+    double tokens = 0;     // at tokens_at
+    double tokens_at = 0;
+    // Seconds to carry `bytes` starting at s (>= free_at); updates the bucket.
+    double hold(double bytes, double s);
   };
+  // A job of `seconds` on a core of `host`, at the earliest time >= t a core
+  // is free for that long; returns its end.
+  double cpu_job(int host, double seconds, double t);
+  void forget_cpu_before(double t);
+  double transmit_general(const Route& r, int from_node, int to_node, double bytes, double t);
+
   std::vector<LinkState> links_;
+  int host_cores_ = 0;  // 0: CPUs not modelled
+  int host_nodes_ = 1;
+  // Seconds of a job per byte (TLS included, host_core_share applied).
+  double send_cost_ = 0, receive_cost_ = 0, reduce_cost_ = 0;
+  double core_share_ = 1;
+  // Per host, per core: busy intervals [start, end), sorted, none ending
+  // before the last send's time (reductions are booked ahead, at their
+  // receive's arrival, so later jobs may fit in the gaps before them).
+  std::vector<std::vector<std::vector<std::pair<double, double>>>> core_busy_;
+  double idle_before_ = std::numeric_limits<double>::infinity();
   std::vector<int> node_of_;
   std::unique_ptr<collectives::Topology> topology_;
 };

@@ -29,8 +29,10 @@
 // waiting for slower peers), `comm_hidden_fraction` (of all buckets'
 // collective wall time, the share that passed before the sending worker's
 // backward ended), `bytes_sent_per_iteration` (payload the shards sent, all
-// ranks, measured) and `dense_bytes_per_iteration` (dense ring allreduce of
-// the same buckets).
+// ranks, measured), `dense_bytes_per_iteration` (dense ring allreduce of
+// the same buckets), and medians over the iterations of `iteration_seconds`
+// (Iterate sent -> every IterationDone in), `compute_seconds` (the slowest
+// worker's forward + backward) and `update_seconds` (its solver step).
 //
 // Failures: a worker that throws, stalls past step_timeout or sends a
 // wrong-sized gradient (its shard actor rejects it), a node that is lost:

@@ -77,7 +77,10 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   const RunPlan& plan = *s.plan;
   const std::uint64_t iteration = s.cursor.iteration();
   double loss = 0.0;
+  double compute = 0.0, update = 0.0;
   for (const auto& d : done) {
+    compute = std::max(compute, d.stats.forward_seconds + d.stats.backward_seconds);
+    update = std::max(update, d.stats.update_seconds);
     loss += d.loss;
     s.epoch.samples += d.stats.samples;
     s.epoch.vertices += d.stats.vertices;
@@ -88,6 +91,9 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
     s.record.bytes_sent += static_cast<double>(d.stats.bytes_sent);
   }
   loss /= plan.ranks;
+  s.record.iteration_walls.push_back(std::chrono::duration<double>(Clock::now() - s.iteration_start).count());
+  s.record.computes.push_back(compute);
+  s.record.updates.push_back(update);
   ++s.record.iterations;
   if (const std::string why =
           loss_failure(loss, iteration, s.cursor.epoch(), s.cursor.batch(), s.checkpoints,
@@ -154,6 +160,7 @@ void iterate(Coordinator* self) {
   // since the fan-in owns that continuation (a strong one leaked every
   // iteration's fan-in, found by LeakSanitizer).
   auto fan = std::make_shared<std::weak_ptr<FanIn<msg::IterationDone>>>();
+  s.iteration_start = Clock::now();
   s.iteration = fan_in<msg::IterationDone>(
       self, s.members.workers, detail::step_timeout(self), msg::Iterate{it},
       [self, generation](std::vector<msg::IterationDone>& done) {
@@ -596,6 +603,14 @@ void add_data_parallel_figures(const RunPlan& plan, const RunRecord& record, Rep
   report.bytes_sent_per_iteration =
       record.iterations > 0 ? record.bytes_sent / static_cast<double>(record.iterations) : 0.0;
   report.dense_bytes_per_iteration = plan.dense_bytes;
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  report.iteration_seconds = median(record.iteration_walls);
+  report.compute_seconds = median(record.computes);
+  report.update_seconds = median(record.updates);
 }
 
 }  // namespace

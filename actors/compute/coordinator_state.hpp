@@ -42,6 +42,9 @@ struct RunRecord {
   double comm_seconds = 0.0;
   double hidden_comm_seconds = 0.0;
   double bytes_sent = 0.0;  // payload all ranks' shards sent
+  // Per iteration: Iterate sent -> the last IterationDone in (wall), and the
+  // slowest worker's forward + backward and solver step.
+  std::vector<double> iteration_walls, computes, updates;
   uint64_t iterations = 0;  // trained in this run
   bool stopped = false;     // by TrainingOptions::stop,
   uint64_t stopped_at = 0;  // at this iteration (counted from the run's start, resumed parts too)
@@ -74,6 +77,7 @@ struct CoordinatorState {
   double loss_sum = 0.0;  // this epoch's iterations' losses
   EpochRecord epoch;      // being trained
   Clock::time_point epoch_start;
+  Clock::time_point iteration_start;  // the Iterate in flight was sent
   std::optional<Progress> progress;
   RunRecord record;
   // The loss between checkpoints, and the checkpoints written (which were sane).

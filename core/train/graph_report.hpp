@@ -61,6 +61,14 @@ struct GraphTrainReport {
   // compressed), and what dense ring allreduce would send.
   double bytes_sent_per_iteration = 0.0;
   double dense_bytes_per_iteration = 0.0;
+  // Medians over the iterations: the wall time of one (the coordinator's
+  // Iterate sent -> every IterationDone in), the slowest worker's forward +
+  // backward (batch waits included) and its solver step. What an iteration
+  // costs besides synchronisation, measured in the run itself (e.g. as
+  // taihu-sim's compute_seconds).
+  double iteration_seconds = 0.0;
+  double compute_seconds = 0.0;
+  double update_seconds = 0.0;
 
   // Sets the history and takes the reported figures from the best epoch:
   // highest dev root accuracy, or lowest dev perplexity (the last epoch

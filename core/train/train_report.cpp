@@ -31,8 +31,10 @@ std::string TrainReport::to_json() const {
     }
     buckets_json += fmt::format(
         "\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},\n"
-        "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},",
-        exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration);
+        "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},\n"
+        "  \"iteration_seconds\": {:.6g},\n  \"compute_seconds\": {:.6g},\n  \"update_seconds\": {:.6g},",
+        exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration,
+        iteration_seconds, compute_seconds, update_seconds);
   }
   const std::string data_json = taihu::to_json({{"source", data.source},
                                                 {"decoders", int64_t{data.decoders}},

@@ -67,6 +67,14 @@ struct TrainReport {
   // messages when compressed), and what dense ring allreduce would send.
   double bytes_sent_per_iteration = 0.0;
   double dense_bytes_per_iteration = 0.0;
+  // Medians over the iterations: the wall time of one (the coordinator's
+  // Iterate sent -> every IterationDone in), the slowest worker's forward +
+  // backward (batch waits included) and its solver step. What an iteration
+  // costs besides synchronisation, measured in the run itself (e.g. as
+  // taihu-sim's compute_seconds).
+  double iteration_seconds = 0.0;
+  double compute_seconds = 0.0;
+  double update_seconds = 0.0;
   // device != "cpu": the device model's simulated time (per layer, per
   // iteration) of rank 0's chip. With several replicas, every chip is
   // simulated: each one's iteration time, and the allreduce of the gradient

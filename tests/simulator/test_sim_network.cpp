@@ -245,4 +245,90 @@ TEST_SUITE("sim") {
                 "node_bandwidth = 1\nlocal_bandwidth = 1\nglobal_bandwidth = 1\n");
     CHECK(m.find("groups") != std::string::npos);
   }
+
+  TEST_CASE("token-bucket links: a rested link passes its bucket at the peak rate, then the rate") {
+    // Two nodes, 100 MB/s shaped, a 1 MB bucket over a 1 GB/s wire, no latency.
+    auto network = tree("[network]\ngroup_sizes = 2\nnode_bandwidth = 1e8\nnode_burst = 1e6\n"
+                        "node_peak_bandwidth = 1e9\nlatency = 0\n",
+                        2);
+    CHECK(network->link_burst(network->find_link("node0.up")) == 1e6);
+    // Within what the bucket carries: at the peak, through both shapers at once.
+    CHECK(network->transmit(0, 1, 5e5, 0.0) == doctest::Approx(5e5 / 1e9));
+    network->reset();
+    // 10 MB: the bucket drains in 1e6 / (1e9 - 1e8) s at the peak, the rest goes at the rate.
+    const double drain = 1e6 / (1e9 - 1e8);
+    const double first = network->transmit(0, 1, 1e7, 0.0);
+    CHECK(first == doctest::Approx(drain + (1e7 - drain * 1e9) / 1e8));
+    CHECK(first < 1e7 / 1e8);
+    // Right after it the bucket is empty: the rate alone.
+    CHECK(network->transmit(0, 1, 1e6, first) == doctest::Approx(first + 1e6 / 1e8));
+    // After burst / rate = 10 ms of rest it is full again.
+    const double later = first + 1e6 / 1e8 + 0.01;
+    CHECK(network->transmit(0, 1, 5e5, later) == doctest::Approx(later + 5e5 / 1e9));
+    // Training: links that rested 5 ms since the last collective hold half a bucket.
+    network->set_idle_before(0.005);
+    network->reset();
+    const double half = 5e5 / (1e9 - 1e8);
+    CHECK(network->transmit(0, 1, 1e6, 0.0) == doctest::Approx(half + (1e6 - half * 1e9) / 1e8));
+    // A ring allreduce that fits in the buckets beats the shaped rate's time.
+    auto ring = tree("[network]\ngroup_sizes = 4\nnode_bandwidth = 1e8\nnode_burst = 1e6\n"
+                     "node_peak_bandwidth = 1e9\nlatency = 0\n",
+                     4);
+    const auto s = make_allreduce(Algorithm::ring, ring->topology(), 1 << 16);  // 256 KiB
+    CHECK(time_without_actors(s, *ring).seconds == doctest::Approx(6 * 65536.0 / 1e9));
+  }
+
+  TEST_CASE("host CPUs: nodes of one host share its cores for protocol work and reductions") {
+    // 4 nodes on one host; the links are fast, the stack costs 1 ns per byte at the sender.
+    const std::string base = "[network]\ngroup_sizes = 4\nnode_bandwidth = 1e12\nlatency = 0\nhost_nodes = 4\n"
+                             "send_cpu_rate = 1e9\n";
+    auto one = tree(base + "host_cores = 1\n", 4);
+    CHECK(one->models_cpu());
+    CHECK(one->transmit(0, 1, 1e6, 0.0) == doctest::Approx(1e-3));
+    CHECK(one->transmit(2, 3, 1e6, 0.0) == doctest::Approx(2e-3));  // waits for the one core
+    auto two = tree(base + "host_cores = 2\n", 4);
+    CHECK(two->transmit(0, 1, 1e6, 0.0) == doctest::Approx(1e-3));
+    CHECK(two->transmit(2, 3, 1e6, 0.0) == doctest::Approx(1e-3));
+    CHECK(two->transmit(1, 2, 1e6, 0.0) == doctest::Approx(2e-3));
+    // Half of each core (other work on the machine): every job takes twice as long.
+    auto half = tree(base + "host_cores = 2\nhost_core_share = 0.5\n", 4);
+    CHECK(half->transmit(0, 1, 1e6, 0.0) == doctest::Approx(2e-3));
+    // TLS adds its cost per byte at both ends: 1 ns at the sender + 1 ns, 1 ns at the receiver.
+    auto tls = tree(base + "host_cores = 1\nreceive_cpu_rate = 0\ntls = on\ntls_cpu_rate = 1e9\n", 4);
+    CHECK(tls->transmit(0, 1, 1e6, 0.0) == doctest::Approx(3e-3));  // 2 ms, then the receiver's 1 ms
+    // One host per node: no sharing.
+    auto apart = tree("[network]\ngroup_sizes = 4\nnode_bandwidth = 1e12\nlatency = 0\nhost_cores = 1\n"
+                      "send_cpu_rate = 1e9\n",
+                      4);
+    CHECK(apart->transmit(0, 1, 1e6, 0.0) == doctest::Approx(1e-3));
+    CHECK(apart->transmit(2, 3, 1e6, 0.0) == doctest::Approx(1e-3));
+    // A reduction booked ahead (at its receive's arrival) leaves the core free before it.
+    auto r = tree("[network]\ngroup_sizes = 4\nnode_bandwidth = 1e12\nlatency = 0\nhost_nodes = 4\n"
+                  "host_cores = 1\nsend_cpu_rate = 1e9\nreduce_rate = 1e9\n",
+                  4);
+    CHECK(r->reduce(0, 1e6, 0.005) == doctest::Approx(0.006));
+    CHECK(r->transmit(1, 2, 1e6, 0.0) == doctest::Approx(1e-3));    // fits before it
+    CHECK(r->transmit(2, 3, 4.5e6, 0.0) == doctest::Approx(0.0105));  // does not: after it
+    // Without host CPUs a reduction costs γ·b on the rank's clock, as before.
+    auto plain = tree("[network]\ngroup_sizes = 4\nnode_bandwidth = 1e9\nreduce_rate = 1e9\n", 4);
+    CHECK(!plain->models_cpu());
+    CHECK(plain->reduce(0, 1e6, 0.5) == 0.5 + 1e6 / 1e9);
+  }
+
+  TEST_CASE("bucket and host-CPU config errors name the key") {
+    auto message = [](const std::string& text) {
+      return taihu::testing::error_message<ConfigError>([&] { tree("[network]\ngroup_sizes = 4\n" + text, 4); });
+    };
+    CHECK(message("node_bandwidth = 1e9\nnode_burst = 1e5\n").find("node_peak_bandwidth") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nnode_burst = 1e5\nnode_peak_bandwidth = 1e8\n").find("node_peak_bandwidth") !=
+          std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nnode_burst = 1e5\nnode_peak_bandwidth = 1e10\ncontention = none\n")
+              .find("node_burst") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nsend_cpu_rate = 1e9\n").find("send_cpu_rate") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nhost_cores = 2\ntls = on\n").find("tls") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nhost_cores = 2\nhost_core_share = 1.5\n").find("host_core_share") !=
+          std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nhost_cores = 2\ncontention = none\n").find("host_cores") !=
+          std::string::npos);
+  }
 }
