@@ -5,6 +5,9 @@
 # (bench_mpi_transport_actors): taihu's shard actors over the data plane with tls = off and with
 # TLS (between hosts: on), over the MPI transport, and Open MPI's MPI_Allreduce over TCP
 # (btl tcp,self). Every time also as a share of the ring's bound 2(N-1)/N x S / B.
+# Open MPI runs with mpi_yield_when_idle = 1 (YIELD=0: without): the bed's 4 ranks share 2 cores,
+# and MPI_Allreduce's busy polling while it waits would take the cores from the ranks that work
+# (measured at its best: see bench/RESULTS.md).
 # Needs root, openmpi-bin and libopenmpi-dev.
 #   usage: sudo bench/multihost_allreduce.sh [BUILD_DIR] [RATES] [SIZES_MB] [RUNS]
 #   e.g.   sudo bench/multihost_allreduce.sh build 1gbit,10gbit 1,16,100 5
@@ -27,7 +30,7 @@ for rate in ${rates//,/ }; do
 print(float(m[1]) * {'k': 1e-6, 'm': 1e-3, 'g': 1}[m[2]])" "$rate")
   echo "## 4 hosts, links at $rate, round trip $(tb_rtt h1 h2) us"
   tb_exec h1 mpirun --allow-run-as-root --hostfile "$work/hostfile" --mca plm_rsh_agent "$src/tests/multihost/tb-rsh" \
-    --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4 \
+    --mca btl tcp,self --mca mpi_yield_when_idle "${YIELD:-1}" --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4 \
     "$bench" --mb="$sizes" --runs="$runs" --algorithm=ring --tls=off,between_hosts --link-gbps="$gbps"
   tb_down
 done

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace taihu::transport {
 
@@ -22,5 +23,10 @@ std::string reachable_address(std::string_view listen);
 // one. Throws ConfigError naming the interface and the ones there are when it
 // does not exist or has no address.
 std::string interface_address(std::string_view interface_name);
+
+// What to do when listening on `address` failed with `error` (bind or
+// listen): a port another process holds, an address no interface of this
+// host has, a privileged port; empty for other errors.
+std::string listen_failure_hint(const std::error_code& error, std::string_view address);
 
 }  // namespace taihu::transport

@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "transport/addresses.hpp"
 #include "transport/listener.hpp"
 #include "transport/log_limiter.hpp"
 #include "transport/crypto.hpp"
@@ -994,8 +995,9 @@ DataPlane::DataPlane(DataPlaneOptions options, FrameSink* sink)
   try {
     impl_->start();
   } catch (const std::system_error& e) {
-    raise<NetError>("data plane: cannot listen on {}:{}: {}", impl_->options.listen_address, impl_->options.port,
-                    e.what());
+    const std::string hint = listen_failure_hint(e.code(), impl_->options.listen_address);
+    raise<NetError>("data plane: cannot listen on {}:{}: {}{}{}", impl_->options.listen_address, impl_->options.port,
+                    e.what(), hint.empty() ? "" : ": ", hint);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "transport/addresses.hpp"
 #include "transport/data_plane.hpp"
 #include "core/common/check.hpp"
 
@@ -21,7 +22,9 @@ Listener::Listener(asio::io_context& io, ListenerOptions options, Handler handle
     acceptor_.listen();
     port_ = acceptor_.local_endpoint().port();
   } catch (const std::system_error& e) {
-    raise<NetError>("{}: cannot listen on {}:{}: {}", options_.what, options_.address, options_.port, e.what());
+    const std::string hint = listen_failure_hint(e.code(), options_.address);
+    raise<NetError>("{}: cannot listen on {}:{}: {}{}{}", options_.what, options_.address, options_.port, e.what(),
+                    hint.empty() ? "" : ": ", hint);
   }
 }
 

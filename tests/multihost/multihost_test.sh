@@ -474,6 +474,79 @@ mpirun_case() {
   tb_down
 }
 
+# Bad input across hosts, each a clear error that names the host or address and says what to do,
+# within a bound, nothing left behind: a bed left by a killed run (found and removed by the next
+# one), a coordinator address nobody answers at, a port another process holds on the
+# coordinator's host, an address that is not the host's own, a hostfile naming a host the bed does
+# not have, a user without root (the bed skips with one line). About 20 s.
+bad_input_case() {
+  local old rc t0 out
+  # A bed whose owner was killed (SIGKILL: no trap ran) is found by the next tb_up.
+  old=$(bash -c 'source "$1" && tb_up 2 1gbit >/dev/null 2>&1 && echo "$TB_ID" && kill -KILL $$' _ \
+    "$src/tests/multihost/testbed.sh")
+  [[ -n $old ]] && ip netns list | grep -q "^tb$old-h1"
+  check "a killed run leaves its bed behind (tb$old-*)" $?
+  tb_up 2 1gbit >"$work/leftover.log" 2>&1 || return $?
+  grep -q "removing a test bed left by an earlier run .*: $old" "$work/leftover.log" &&
+    ! ip netns list | grep -q "^tb$old-" && [[ ! -e /run/taihu-testbed/$old ]]
+  check "the next bed finds it, says so and removes its namespaces and state" $? "$work/leftover.log"
+
+  # A node given an address where no coordinator answers: exit 4 naming it, after join_timeout.
+  t0=$(now)
+  tb_exec h2 "$node" --coordinator="$TB_SUBNET.9:7777" --secret-file="$work/secret" --join-timeout=3 \
+    >"$work/unreachable.log" 2>&1
+  rc=$?
+  [[ $rc -eq 4 ]] && grep -q "cannot reach the coordinator at $TB_SUBNET.9:7777 within 3 s" "$work/unreachable.log" &&
+    python3 -c "import sys; sys.exit(not float(sys.argv[1]) - float(sys.argv[2]) < 8)" "$(now)" "$t0"
+  check "a node whose coordinator address nobody answers at exits 4 within 8 s, naming it (exit $rc)" \
+    $? "$work/unreachable.log"
+
+  # The coordinator's port is held by another process on its host (h1); the same port is free on h2.
+  tb_exec h1 python3 -c "import socket, time; s = socket.socket(); s.bind(('$(tb_addr h1)', 7777)); s.listen();
+time.sleep(30)" &
+  local holder=$!
+  sleep 0.5
+  tb_exec h1 "$train" "${common[@]}" nodes=2 workers=2 cluster.listen="$(tb_addr h1)" cluster.port=7777 \
+    output.dir="$work/busy" >"$work/busy.log" 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]] && grep -q "cannot listen on $(tb_addr h1):7777: .*another process on this host holds that port" \
+    "$work/busy.log"
+  check "a coordinator whose port another process holds on its host exits 2 saying so (exit $rc)" \
+    $? "$work/busy.log"
+  kill "$holder" 2>/dev/null
+  wait "$holder" 2>/dev/null
+
+  # An address of another host: the error names this host and lists its own addresses.
+  tb_exec h1 "$train" "${common[@]}" nodes=2 workers=2 cluster.listen="$(tb_addr h2)" cluster.port=0 \
+    output.dir="$work/other" >"$work/other.log" 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]] && grep -q "no network interface of host 'h1' has the address $(tb_addr h2); its addresses: .*$(tb_addr h1)" \
+    "$work/other.log"
+  check "a coordinator told to listen on another host's address exits 2 naming its own (exit $rc)" \
+    $? "$work/other.log"
+
+  # A hostfile naming a host the bed does not have: mpirun fails at once, the agent names the host.
+  if command -v mpirun >/dev/null; then
+    printf 'h1 slots=1\nh9 slots=1\n' >"$work/bad-hostfile"
+    tb_exec h1 timeout 60 mpirun --allow-run-as-root --hostfile "$work/bad-hostfile" \
+      --mca plm_rsh_agent "$src/tests/multihost/tb-rsh" -np 2 hostname >"$work/bad-hostfile.log" 2>&1
+    rc=$?
+    [[ $rc -ne 0 && $rc -ne 124 ]] && grep -q "no host 'h9' in this test bed (hosts: h1..h2)" "$work/bad-hostfile.log"
+    check "mpirun with a hostfile naming a host that does not exist fails at once, naming it (exit $rc)" $? \
+      "$work/bad-hostfile.log"
+  fi
+  tb_down
+  ! ip netns list | grep -q "^tb$TB_ID-"
+  check "nothing of the bed is left after tb_down" $?
+
+  # Without root: one line, exit 77 (the skip code), nothing made.
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'source "$1" && tb_up 2 1gbit' _ \
+    "$src/tests/multihost/testbed.sh" 2>&1)
+  rc=$?
+  [[ $rc -eq 77 && $(wc -l <<<"$out") -eq 1 && $out == *"needs root"* ]]
+  check "a user without root gets one line, exit 77 ($out)" $?
+}
+
 for c in "${cases[@]}"; do
   case $c in
   short) short_case ;;
@@ -482,8 +555,9 @@ for c in "${cases[@]}"; do
   torchrun) torchrun_case ;;
   faults) faults_case ;;
   slurm) slurm_case ;;
+  bad_input) bad_input_case ;;
   *)
-    echo "unknown case '$c' (cases: short certificates torchrun mpirun slurm faults)"
+    echo "unknown case '$c' (cases: short bad_input certificates torchrun mpirun slurm faults)"
     exit 2
     ;;
   esac
