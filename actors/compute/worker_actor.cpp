@@ -63,11 +63,14 @@ struct WorkerState {
 
 using Self = worker_actor::stateful_pointer<WorkerState>;
 
-// Releases a compute slot when the scope ends (also on exceptions).
+// Holds a compute slot for the scope (released also on exceptions). Slots
+// closed while waiting (the run stopped): the step is given up by an
+// exception, which ends the worker, and no slot is held.
 struct SlotGuard {
   ComputeSlots* slots;
-  explicit SlotGuard(ComputeSlots* s) : slots(s) {
-    if (slots) slots->acquire();
+  SlotGuard(ComputeSlots* s, int rank, std::uint64_t iteration) : slots(s) {
+    if (slots && !slots->acquire())
+      raise("worker {}: the run stopped while step {} waited for a compute slot", rank, iteration);
   }
   ~SlotGuard() {
     if (slots) slots->release();
@@ -107,7 +110,7 @@ void run_step(Self self, std::uint64_t iteration) {
     if (m.fault.kind == WorkerFault::Kind::stall)
       std::this_thread::sleep_for(std::chrono::duration<double>(m.fault.stall_seconds));
   }
-  SlotGuard slot(m.compute_slots.get());
+  SlotGuard slot(m.compute_slots.get(), m.rank, iteration);
   const ReplicaStep step = m.replica->compute(iteration, [&](std::size_t stage) {
     if (m.shards.empty()) return;  // one replica: its gradient is the gradient
     for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b);

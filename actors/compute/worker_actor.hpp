@@ -35,10 +35,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <semaphore>
 #include <string>
 #include <vector>
 
+#include "actors/compute/compute_slots.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "core/train/replica.hpp"
 #include "messages/type_ids.hpp"
@@ -66,8 +66,6 @@ struct WorkerFault {
   std::uint64_t iteration = 0;
   double stall_seconds = 0.0;
 };
-
-using ComputeSlots = std::counting_semaphore<1024>;
 
 // Everything a replica owns; built by whoever hosts the rank (the
 // coordinator, or a node), then handed to (and only touched by) its worker.

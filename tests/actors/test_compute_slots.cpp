@@ -1,0 +1,104 @@
+// The compute slots (actors/compute/compute_slots.hpp): at most N workers
+// compute at once, a freed slot always reaches a waiter, and close() ends
+// every wait, so that a stopped run's worker threads can end.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "actors/compute/compute_slots.hpp"
+#include "support/eventually.hpp"
+
+using taihu::compute::ComputeSlots;
+using taihu::testing::eventually;
+
+namespace {
+
+struct LockStep {
+  int most = 0;   // workers that held a slot at the same time, at most
+  int stuck = 0;  // acquires that close() had to end
+};
+
+// `threads` workers in lock step for `steps` steps, as in a data-parallel run
+// (a step ends when every worker has computed), `slots` computing at once.
+LockStep lock_step(int threads, int slots, int steps) {
+  ComputeSlots compute(slots);
+  std::barrier step_over(threads);
+  std::atomic<int> holding{0}, most{0}, stuck{0}, finished{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      for (int s = 0; s < steps; ++s) {
+        if (compute.acquire()) {
+          const int now = ++holding;
+          for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+          }
+          std::this_thread::yield();
+          --holding;
+          compute.release();
+        } else {
+          ++stuck;
+        }
+        step_over.arrive_and_wait();
+      }
+      ++finished;
+    });
+  // A worker asleep while a slot is free never finishes its step: close()
+  // wakes it (and counts it), instead of the test hanging.
+  if (!eventually([&] { return finished.load() == threads; }, std::chrono::seconds(60))) compute.close();
+  for (auto& w : workers) w.join();
+  return {most.load(), stuck.load()};
+}
+
+}  // namespace
+
+TEST_SUITE("compute slots") {
+  TEST_CASE("workers in lock step never compute more than the slots, and never wait while a slot is free") {
+    for (const auto& [threads, slots] : {std::pair{3, 2}, std::pair{4, 1}, std::pair{8, 3}}) {
+      CAPTURE(threads);
+      CAPTURE(slots);
+      const LockStep run = lock_step(threads, slots, 2000);
+      CHECK(run.stuck == 0);
+      CHECK(run.most >= 1);
+      CHECK(run.most <= slots);
+    }
+  }
+
+  TEST_CASE("a freed slot goes to a waiter") {
+    ComputeSlots slots(1);
+    REQUIRE(slots.acquire());
+    std::atomic<bool> got{false};
+    std::thread waiter([&] { got = slots.acquire(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK_FALSE(got.load());
+    slots.release();
+    CHECK(eventually([&] { return got.load(); }));
+    slots.close();  // ends the wait should the slot not have reached it
+    waiter.join();
+  }
+
+  TEST_CASE("close() ends every wait: acquire fails at once, and the slots held can still be released") {
+    ComputeSlots slots(1);
+    REQUIRE(slots.acquire());  // a worker computing when the run stops
+    std::atomic<int> failed{0}, returned{0};
+    std::vector<std::thread> waiters;
+    for (int w = 0; w < 3; ++w)
+      waiters.emplace_back([&] {
+        if (!slots.acquire()) ++failed;
+        ++returned;
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(returned.load() == 0);
+    slots.close();
+    CHECK(eventually([&] { return returned.load() == 3; }));
+    CHECK(failed.load() == 3);
+    slots.release();
+    CHECK_FALSE(slots.acquire());
+    for (int w = returned.load(); w < 3; ++w) slots.release();  // waiters close() left asleep: let the joins end
+    for (auto& w : waiters) w.join();
+  }
+}
