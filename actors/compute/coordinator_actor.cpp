@@ -25,9 +25,12 @@ namespace {
 // --- ending --------------------------------------------------------------
 
 // Stops whatever the run started: local actors, nodes (told how the run
-// ended), the control port.
+// ended), the control port. The compute slots close first: a worker thread
+// waiting for one would never read its exit message, and the actor system
+// waits for every worker's thread before the process can end.
 void stop_members(Coordinator* self, const msg::RunEnded& end) {
   auto& s = self->state;
+  if (s.slots) s.slots->close();
   for (auto& a : s.members.local) {
     self->demonitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);

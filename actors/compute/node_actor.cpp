@@ -85,6 +85,7 @@ struct NodeState {
   std::vector<std::shared_ptr<WorkerModel>> models;
   std::shared_ptr<transport::ChunkLink> link;
   std::vector<caf::actor> workers, shards;
+  std::shared_ptr<ComputeSlots> slots;  // the workers'; closed by a teardown
   std::map<caf::actor_addr, std::string> who;
 
   // A teardown in progress: the actors told to exit that have not ended yet,
@@ -119,6 +120,7 @@ void finish_teardown(NodeAgent* self) {
   s.link.reset();
   s.workers.clear();
   s.shards.clear();
+  s.slots.reset();
   s.who.clear();
   s.models.clear();
   s.local_ranks.clear();
@@ -134,6 +136,7 @@ void teardown(NodeAgent* self, std::function<void()> then) {
   s.after_teardown.push_back(std::move(then));
   if (!s.stopping.empty()) return;  // one in progress: `then` runs after it
   if (s.link) s.link->detach_all();
+  if (s.slots) s.slots->close();  // a worker waiting for a slot could not stop
   for (auto* group : {&s.workers, &s.shards})
     for (auto& a : *group) {
       s.stopping.insert(a.address());
@@ -307,13 +310,13 @@ msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
     }
   }
   const int cores = blas::available_cores();
-  auto slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, blas::threads())));
+  s.slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, blas::threads())));
   msg::NodeStarted started{s.index, {}, {}};
   for (auto& m : s.models) {
     const int r = m->rank;
     if (ranks > 1)
       for (auto& bucket : bucket_shards) m->shards.push_back(bucket[static_cast<std::size_t>(r)]);
-    m->compute_slots = slots;
+    m->compute_slots = s.slots;
     auto w = caf::actor_cast<caf::actor>(spawn_worker(self->system(), std::move(m)));
     s.who[w.address()] = fmt::format("worker {}", r);
     s.workers.push_back(w);

@@ -109,6 +109,7 @@ void run_step(Self self, std::uint64_t iteration) {
       raise("worker {}: injected failure in step {}", m.rank, iteration);
     if (m.fault.kind == WorkerFault::Kind::stall)
       std::this_thread::sleep_for(std::chrono::duration<double>(m.fault.stall_seconds));
+    if (m.fault.kind == WorkerFault::Kind::lose_slot && m.compute_slots) (void)m.compute_slots->acquire();
   }
   SlotGuard slot(m.compute_slots.get(), m.rank, iteration);
   const ReplicaStep step = m.replica->compute(iteration, [&](std::size_t stage) {

@@ -58,9 +58,11 @@ using worker_actor = caf::typed_actor<
     caf::replies_to<msg::SaveCheckpoint>::with<bool>, caf::replies_to<msg::SaveCompressorState>::with<bool>,
     caf::replies_to<msg::CompressorRestore>::with<bool>, caf::replies_to<msg::RestoreCheckpoint>::with<bool>>;
 
-// A test hook: make one worker misbehave at one iteration.
+// A test hook: make one worker misbehave at one iteration. lose_slot: the
+// worker takes a compute slot for good before its step (as a lost wake-up
+// did), so with compute_slots = 1 it waits for a slot that never frees.
 struct WorkerFault {
-  enum class Kind : std::uint8_t { none, throw_in_step, wrong_gradient_size, stall };
+  enum class Kind : std::uint8_t { none, throw_in_step, wrong_gradient_size, stall, lose_slot };
   Kind kind = Kind::none;
   int rank = -1;
   std::uint64_t iteration = 0;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,13 @@
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/compressor_checkpoint.hpp"
+#include "support/finishes_within.hpp"
 #include "support/mlp_net.hpp"
 #include "support/temp_dir.hpp"
 #include "support/training.hpp"
 
 using namespace taihu;
+using taihu::testing::finishes_within;
 using taihu::testing::net_report;
 using taihu::testing::run_training;
 using taihu::testing::TempDir;
@@ -165,6 +168,28 @@ TEST_SUITE("data_parallel") {
       CHECK_MESSAGE(what.find("worker 1 stalled: iteration 1") != std::string::npos, what);
     }
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  }
+
+  TEST_CASE("a run that stops while workers wait for a compute slot ends") {
+    // Worker 1 takes the only slot for good at iteration 1, as a lost wake-up
+    // of the slots did: the iteration never ends and step_timeout stops the
+    // run. The workers' threads waiting for the slot must give up, or the
+    // actor system's destructor, which waits for them, never returns.
+    TempDir dir;
+    compute::WorkerFault fault;
+    fault.kind = compute::WorkerFault::Kind::lose_slot;
+    fault.rank = 1;
+    fault.iteration = 1;
+    auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 0.3\ncompute_slots = 1\n"));
+    auto what = std::make_shared<std::string>();
+    CHECK(finishes_within(std::chrono::seconds(20), [doc = std::move(doc), fault, what]() mutable {
+      try {
+        run_training(std::move(doc), Training{{}, fault});
+      } catch (const compute::WorkerFailure& e) {
+        *what = e.what();
+      }
+    }));
+    CHECK_MESSAGE(what->find("stalled: iteration 1 not done within step_timeout = 0.3 s") != std::string::npos, *what);
   }
 
   TEST_CASE("workers and topology must agree") {
