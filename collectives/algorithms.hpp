@@ -27,6 +27,18 @@ namespace taihu::collectives {
 // 2(P-1)/P·n elements. The owner of each chunk sums it once, in ring order.
 Schedule ring_allreduce(int ranks, std::size_t elements);
 
+// The ring pipelined: each of its ranges goes in segments of about
+// `segment_elements` (at most max_pipeline_segments per range), and a rank
+// passes a segment on as soon as it has combined it, instead of waiting for
+// the whole range. Same messages' bytes, same sums bit for bit as the ring;
+// no link waits while a step's last bytes arrive and are reduced (the ring's
+// 2(P-1) step boundaries), at the cost of more, smaller messages. Chosen by
+// name only (choose_algorithm's model has no such boundaries).
+inline constexpr std::size_t default_pipeline_segment = std::size_t{1} << 18;  // floats: 1 MiB
+inline constexpr std::size_t max_pipeline_segments = 64;
+Schedule pipelined_ring_allreduce(int ranks, std::size_t elements,
+                                  std::size_t segment_elements = default_pipeline_segment);
+
 // Direct: each rank sends every peer its chunk (P-1 messages in flight at
 // once), sums the contributions to its own chunk, then sends that sum to
 // every peer: two rounds of latency, 2(P-1)/P·n elements sent per rank.

@@ -26,17 +26,19 @@ std::string_view name(Algorithm a) {
     case Algorithm::binomial: return "binomial";
     case Algorithm::scatter_allgather: return "scatter_allgather";
     case Algorithm::direct: return "direct";
+    case Algorithm::pipelined_ring: return "pipelined_ring";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(std::string_view text) {
   for (auto a : {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                 Algorithm::hierarchical, Algorithm::binomial, Algorithm::scatter_allgather, Algorithm::direct}) {
+                 Algorithm::hierarchical, Algorithm::binomial, Algorithm::scatter_allgather, Algorithm::direct,
+                 Algorithm::pipelined_ring}) {
     if (name(a) == text) return a;
   }
-  raise("unknown collective algorithm '{}' (ring, rabenseifner, topology_aware, hierarchical, direct, binomial, "
-        "scatter_allgather)",
+  raise("unknown collective algorithm '{}' (ring, pipelined_ring, rabenseifner, topology_aware, hierarchical, direct, "
+        "binomial, scatter_allgather)",
         text);
 }
 

@@ -85,6 +85,7 @@ enum class Algorithm : std::uint8_t {
   binomial,        // broadcast: binomial tree from the root
   scatter_allgather,  // broadcast: binomial scatter of P chunks, then ring allgather
   direct,          // allreduce: each rank sends every peer its chunk at once, then the sums
+  pipelined_ring,  // allreduce: the ring in segments, each passed on as soon as it is combined
 };
 
 std::string_view name(Collective c);

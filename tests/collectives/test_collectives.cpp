@@ -24,7 +24,8 @@ namespace {
 using Buffers = std::vector<std::vector<float>>;
 
 constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                                              Algorithm::hierarchical, Algorithm::direct};
+                                              Algorithm::hierarchical, Algorithm::direct,
+                                              Algorithm::pipelined_ring};
 
 // Small integers: every partial sum is exact in float, so any summation
 // order must give exactly the plain sum.
@@ -108,7 +109,8 @@ std::vector<float> promised_sum(Algorithm a, const Topology& t, const Buffers& x
   switch (a) {
     // Chunk c starts from rank c's values; the ring adds the ranks after c,
     // direct the ranks before it, each one at a time.
-    case Algorithm::ring: return chunk_sums(x, p, +1);
+    case Algorithm::ring:
+    case Algorithm::pipelined_ring: return chunk_sums(x, p, +1);
     case Algorithm::direct: return chunk_sums(x, p, -1);
     case Algorithm::rabenseifner: return butterfly(x);
     case Algorithm::topology_aware: return butterfly(pick(round_robin_order(t)));
@@ -240,6 +242,48 @@ TEST_SUITE("collectives") {
       }
     }
     CHECK_THROWS_AS(segment(ring_allreduce(2, 10), 0), Error);
+  }
+
+  TEST_CASE("pipelined ring: segments pass on as they come, with the ring's bytes and bits, for P = 1..9") {
+    for (int p = 1; p <= 9; ++p) {
+      for (std::size_t n : {std::size_t{1}, std::size_t(p + 1), std::size_t{1000}}) {
+        for (std::size_t segment : {std::size_t{1}, std::size_t{7}, std::size_t{64}}) {
+          CAPTURE(p);
+          CAPTURE(n);
+          CAPTURE(segment);
+          const auto ring = ring_allreduce(p, n);
+          const auto pipelined = pipelined_ring_allreduce(p, n, segment);
+          for (int r = 0; r < p; ++r) {
+            CHECK(pipelined.elements_sent(r) == ring.elements_sent(r));
+            CHECK(pipelined.elements_received(r) == ring.elements_received(r));
+            for (const auto& step : pipelined.steps[static_cast<std::size_t>(r)]) {
+              // No step both sends and receives: a segment goes on after it was combined.
+              CHECK(!(step.sends() && step.receives()));
+              CHECK(step.send.length <= std::max<std::size_t>(segment, (n / p + 1) / max_pipeline_segments + 1));
+            }
+          }
+          auto ints = integer_inputs(p, n);
+          std::vector<float> expected(n, 0.0f);
+          for (const auto& b : ints)
+            for (std::size_t i = 0; i < n; ++i) expected[i] += b[i];
+          execute(pipelined, ints, 5);
+          for (const auto& b : ints) REQUIRE(b == expected);
+          const auto inputs = random_inputs(p, n, 17);
+          auto x = inputs, y = inputs;
+          execute(ring, x, 3);
+          const auto run = execute(pipelined, y, 99);
+          for (int r = 0; r < p; ++r) REQUIRE(same_bits(y[static_cast<std::size_t>(r)], x[0]));
+          if (p >= 3 && n == 1000 && segment == 7) CHECK(run.early > 0);  // segments overtake steps
+        }
+      }
+    }
+    // At most max_pipeline_segments per range, whatever the segment size asked for.
+    const auto capped = pipelined_ring_allreduce(2, 100000, 1);
+    CHECK(capped.messages_sent(0) == 2 * max_pipeline_segments);
+    // The default cuts 1 MiB segments: a 100 MB bucket over 4 ranks goes in 24 per range.
+    const auto big = make_allreduce(Algorithm::pipelined_ring, test_topology(4), 25'000'000);
+    CHECK(big.messages_sent(0) == 6 * 24);
+    CHECK(parse_algorithm("pipelined_ring") == Algorithm::pipelined_ring);
   }
 
   TEST_CASE("the shuffled executor really delivers messages out of order") {
