@@ -9,6 +9,9 @@
 # and MPI_Allreduce's busy polling while it waits would take the cores from the ranks that work
 # (measured at its best: see bench/RESULTS.md).
 # Needs root, openmpi-bin and libopenmpi-dev.
+# ALGORITHM=pipelined_ring: taihu's algorithm (default ring); MPI_MCA="--mca K V ...": more
+# settings for Open MPI (e.g. its allreduce algorithm: coll_tuned_use_dynamic_rules 1,
+# coll_tuned_allreduce_algorithm 4 for its ring).
 #   usage: sudo bench/multihost_allreduce.sh [BUILD_DIR] [RATES] [SIZES_MB] [RUNS]
 #   e.g.   sudo bench/multihost_allreduce.sh build 1gbit,10gbit 1,16,100 5
 set -uo pipefail
@@ -31,7 +34,8 @@ print(float(m[1]) * {'k': 1e-6, 'm': 1e-3, 'g': 1}[m[2]])" "$rate")
   echo "## 4 hosts, links at $rate, round trip $(tb_rtt h1 h2) us"
   tb_exec h1 mpirun --allow-run-as-root --hostfile "$work/hostfile" --mca plm_rsh_agent "$src/tests/multihost/tb-rsh" \
     --mca btl tcp,self --mca mpi_yield_when_idle "${YIELD:-1}" --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4 \
-    "$bench" --mb="$sizes" --runs="$runs" --algorithm=ring --tls=off,between_hosts --link-gbps="$gbps"
+    ${MPI_MCA:-} "$bench" --mb="$sizes" --runs="$runs" --algorithm="${ALGORITHM:-ring}" --tls=off,between_hosts \
+    --link-gbps="$gbps"
   tb_down
 done
 echo "load: $(uptime)"
