@@ -60,7 +60,7 @@ std::string interface_address(std::string_view interface_name) {
 
 namespace {
 
-// This host's IPv4 addresses, "name address" each (for a hint).
+// This host's IPv4 addresses, each as "address (interface)", for a hint.
 std::vector<std::string> ipv4_addresses() {
   std::vector<std::string> out;
   ifaddrs* list = nullptr;

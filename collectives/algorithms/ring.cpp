@@ -53,17 +53,17 @@ Schedule pipelined_ring_allreduce(int ranks, std::size_t elements, std::size_t s
     const std::size_t longest = chunk(elements, m, 0).length;
     const int segments = static_cast<int>(std::clamp<std::size_t>(
         (longest + segment_elements - 1) / segment_elements, 1, max_pipeline_segments));
-    auto segment = [&](Range r, int k) { return detail::chunks(r, segments, k, k + 1); };
+    auto cut = [&](Range r, int k) { return detail::chunks(r, segments, k, k + 1); };  // segment k of r
     for (int i = 0; i < m; ++i) {
       const int next = (i + 1) % m, prev = (i + m - 1) % m;
       // Step u receives piece(i - u - 1) (reduce) for u < m-1, then piece(i - u + m - 1) (copy).
       auto received = [&](int u) { return u < m - 1 ? piece(i - u - 1) : piece(i - u + m - 1); };
       const int steps = 2 * (m - 1);
-      for (int k = 0; k < segments; ++k) s.add(i, Step::send_only(next, segment(piece(i), k)));
+      for (int k = 0; k < segments; ++k) s.add(i, Step::send_only(next, cut(piece(i), k)));
       for (int u = 0; u < steps; ++u) {
         const Combine combine = u < m - 1 ? Combine::reduce : Combine::copy;
         for (int k = 0; k < segments; ++k) {
-          const Range r = segment(received(u), k);
+          const Range r = cut(received(u), k);
           s.add(i, Step::receive_only(prev, r, combine));
           if (u + 1 < steps) s.add(i, Step::send_only(next, r));
         }
