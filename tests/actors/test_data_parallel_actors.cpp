@@ -176,10 +176,7 @@ TEST_SUITE("data_parallel") {
     // run. The workers' threads waiting for the slot must give up, or the
     // actor system's destructor, which waits for them, never returns.
     TempDir dir;
-    compute::WorkerFault fault;
-    fault.kind = compute::WorkerFault::Kind::lose_slot;
-    fault.rank = 1;
-    fault.iteration = 1;
+    const compute::WorkerFault fault{compute::WorkerFault::Kind::lose_slot, 1, 1};
     auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 0.3\ncompute_slots = 1\n"));
     auto what = std::make_shared<std::string>();
     CHECK(finishes_within(std::chrono::seconds(20), [doc = std::move(doc), fault, what]() mutable {

@@ -501,29 +501,29 @@ bad_input_case() {
   check "a node whose coordinator address nobody answers at exits 4 within 8 s, naming it (exit $rc)" \
     $? "$work/unreachable.log"
 
-  # The coordinator's port is held by another process on its host (h1); the same port is free on h2.
+  # refused_listen NAME LISTEN PORT PATTERN WHAT: a coordinator on h1 told to listen on LISTEN:PORT
+  # exits 2 with PATTERN in its log.
+  refused_listen() {
+    tb_exec h1 "$train" "${common[@]}" nodes=2 workers=2 cluster.listen="$2" cluster.port="$3" \
+      output.dir="$work/$1" >"$work/$1.log" 2>&1
+    local rc=$?
+    [[ $rc -eq 2 ]] && grep -q -- "$4" "$work/$1.log"
+    check "$5 (exit $rc)" $? "$work/$1.log"
+  }
+  # The coordinator's port is held by another process on its host (h1).
   tb_exec h1 python3 -c "import socket, time; s = socket.socket(); s.bind(('$(tb_addr h1)', 7777)); s.listen();
 time.sleep(30)" &
   local holder=$!
   sleep 0.5
-  tb_exec h1 "$train" "${common[@]}" nodes=2 workers=2 cluster.listen="$(tb_addr h1)" cluster.port=7777 \
-    output.dir="$work/busy" >"$work/busy.log" 2>&1
-  rc=$?
-  [[ $rc -eq 2 ]] && grep -q "cannot listen on $(tb_addr h1):7777: .*another process on this host holds that port" \
-    "$work/busy.log"
-  check "a coordinator whose port another process holds on its host exits 2 saying so (exit $rc)" \
-    $? "$work/busy.log"
+  refused_listen busy "$(tb_addr h1)" 7777 \
+    "cannot listen on $(tb_addr h1):7777: .*another process on this host holds that port" \
+    "a coordinator whose port another process holds on its host exits 2 saying so"
   kill "$holder" 2>/dev/null
   wait "$holder" 2>/dev/null
-
   # An address of another host: the error names this host and lists its own addresses.
-  tb_exec h1 "$train" "${common[@]}" nodes=2 workers=2 cluster.listen="$(tb_addr h2)" cluster.port=0 \
-    output.dir="$work/other" >"$work/other.log" 2>&1
-  rc=$?
-  [[ $rc -eq 2 ]] && grep -q "no network interface of host 'h1' has the address $(tb_addr h2); its addresses: .*$(tb_addr h1)" \
-    "$work/other.log"
-  check "a coordinator told to listen on another host's address exits 2 naming its own (exit $rc)" \
-    $? "$work/other.log"
+  refused_listen other "$(tb_addr h2)" 0 \
+    "no network interface of host 'h1' has the address $(tb_addr h2); its addresses: .*$(tb_addr h1)" \
+    "a coordinator told to listen on another host's address exits 2 naming its own"
 
   # A hostfile naming a host the bed does not have: mpirun fails at once, the agent names the host.
   if command -v mpirun >/dev/null; then
