@@ -70,9 +70,9 @@ fetch_and_unpack() {
 # (PR #1135, scheduled_actor.cpp; taihu uses no CAF streams). check_headers below still compares
 # every installed header with Debian's.
 unpack_without_debian_tarball() {
-  local dsc=$1 dest=$2 sum size name
+  local dsc=$1 dest=$2 sum name
   echo "build_caf_tsan: Debian's tarball not available; upstream tarball + caf-0.17.6-gcc12.patch" >&2
-  read -r sum size name < <(sed -n '/^Checksums-Sha256:/,/^[^ ]/p' "$dsc" | grep 'orig\.tar')
+  read -r sum _ name < <(sed -n '/^Checksums-Sha256:/,/^[^ ]/p' "$dsc" | grep 'orig\.tar')
   (cd "$(dirname "$dsc")" && echo "$sum  $name" | sha256sum -c --quiet)
   rm -rf "$dest" && mkdir -p "$dest"
   tar -xf "$(dirname "$dsc")/$name" -C "$dest" --strip-components=1
@@ -85,6 +85,7 @@ build_and_install() {
   command -v ccache >/dev/null && launcher=(-DCAF_USE_CCACHE=ON)
   # CMAKE_BUILD_TYPE=None as Debian's build: only $flags. $ORIGIN: libcaf_io loads the
   # libcaf_core beside it, not Debian's of the same soname.
+  # shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader
   cmake -S "$source" -B "$build" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
@@ -106,7 +107,7 @@ check_headers() {
 }
 
 patches=""
-rm -rf "$prefix/stamp" "$prefix/include" "$prefix/lib"
+rm -rf "${prefix:?}/stamp" "${prefix:?}/include" "${prefix:?}/lib"
 setup_apt
 fetch_and_unpack "$prefix/src"
 build_and_install "$prefix/src"
