@@ -23,6 +23,19 @@
 #if TAIHU_ASAN_FIBERS
 #include <sanitizer/common_interface_defs.h>
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define TAIHU_TSAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TAIHU_TSAN_FIBERS 1
+#endif
+#endif
+#ifndef TAIHU_TSAN_FIBERS
+#define TAIHU_TSAN_FIBERS 0
+#endif
+#if TAIHU_TSAN_FIBERS
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace taihu::sw26010 {
 
@@ -97,32 +110,83 @@ taihu_sw26010_fiber_start:
   .size taihu_sw26010_fiber_start,.-taihu_sw26010_fiber_start
 )");
 
+namespace {
+
+// ThreadSanitizer keeps a call stack per thread; a hand-made context switch must
+// say which fiber runs next, or every fiber's calls pile onto the thread's stack
+// until it overflows (a CHECK failure in the runtime). A fiber started afresh
+// gets a new one: the frames it was left in are never returned from.
+class TsanFiber {
+ public:
+  TsanFiber() = default;
+  TsanFiber(const TsanFiber&) = delete;
+  TsanFiber& operator=(const TsanFiber&) = delete;
+  ~TsanFiber() { reset(nullptr); }
+  void renew() {
+#if TAIHU_TSAN_FIBERS
+    reset(__tsan_create_fiber(0));
+#endif
+  }
+  void* get() const { return fiber_; }
+
+ private:
+  void reset([[maybe_unused]] void* fiber) {
+#if TAIHU_TSAN_FIBERS
+    if (fiber_ != nullptr) __tsan_destroy_fiber(fiber_);
+    fiber_ = fiber;
+#endif
+  }
+  void* fiber_ = nullptr;
+};
+
+void* current_tsan_fiber() {
+#if TAIHU_TSAN_FIBERS
+  return __tsan_get_current_fiber();
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace
+
 struct Cpe::Context {
   void* sp = nullptr;
   std::unique_ptr<char[]> stack{new char[fiber_stack_bytes]};
   const std::function<void(Cpe&)>* body = nullptr;
+  bool parked = false;  // waits in run_fiber's loop for the next kernel
+  TsanFiber tsan;
 };
 
 struct CoreGroup::SchedulerContext {
   void* sp = nullptr;
   const void* stack_bottom = nullptr;  // the thread's stack, for AddressSanitizer
   std::size_t stack_size = 0;
+  void* tsan_fiber = nullptr;  // the thread's own, for ThreadSanitizer
 };
 
 namespace {
 
 // AddressSanitizer keeps one stack per thread; a hand-made context switch
 // must say which stack runs next, or it reports the fibers' stack frames as
-// out of scope. `dying`: the stack left behind will not run again.
-void switch_stack(void** save_sp, void* load_sp, const void* to_bottom, std::size_t to_size, bool dying = false) {
+// out of scope; `from_bottom`, `from_size`: where to keep the stack that
+// switches back here. `tsan_to`: ThreadSanitizer's fiber of the side that runs
+// next (TsanFiber); the switch orders what one side did before it with what the
+// other does after.
+void switch_stack(void** save_sp, void* load_sp, const void* to_bottom, std::size_t to_size,
+                  [[maybe_unused]] void* tsan_to, const void** from_bottom = nullptr,
+                  std::size_t* from_size = nullptr) {
 #if TAIHU_ASAN_FIBERS
   void* fake_stack = nullptr;
-  __sanitizer_start_switch_fiber(dying ? nullptr : &fake_stack, to_bottom, to_size);
-  taihu_sw26010_switch(save_sp, load_sp);
-  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+  __sanitizer_start_switch_fiber(&fake_stack, to_bottom, to_size);
 #else
-  (void)to_bottom, (void)to_size, (void)dying;
+  (void)to_bottom, (void)to_size, (void)from_bottom, (void)from_size;
+#endif
+#if TAIHU_TSAN_FIBERS
+  __tsan_switch_to_fiber(tsan_to, 0);
+#endif
   taihu_sw26010_switch(save_sp, load_sp);
+#if TAIHU_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake_stack, from_bottom, from_size);
 #endif
 }
 
@@ -315,9 +379,12 @@ CoreGroup::~CoreGroup() = default;
 
 int CoreGroup::active_cpes() const { return std::max(live_, 1); }
 
+// Back here when the scheduler picks the CPE again: in a later run() perhaps on
+// another thread (whichever runs the actor), whose stack AddressSanitizer learns.
 void CoreGroup::switch_to_scheduler(Cpe& cpe) {
   refresh(cpe);
-  switch_stack(&cpe.context_->sp, scheduler_->sp, scheduler_->stack_bottom, scheduler_->stack_size);
+  auto& s = *scheduler_;
+  switch_stack(&cpe.context_->sp, s.sp, s.stack_bottom, s.stack_size, s.tsan_fiber, &s.stack_bottom, &s.stack_size);
 }
 
 }  // namespace taihu::sw26010
@@ -335,19 +402,26 @@ void CoreGroup::run_fiber(Cpe& cpe) {
   // First run of this fiber: the switch in did not return through switch_stack.
   __sanitizer_finish_switch_fiber(nullptr, &scheduler_->stack_bottom, &scheduler_->stack_size);
 #endif
-  try {
-    (*cpe.context_->body)(cpe);
-  } catch (...) {
-    if (!failure_) failure_ = std::current_exception();
+  // One kernel after another: a fiber that ends one waits here for the next, so
+  // that it leaves no frames behind (ThreadSanitizer counts them) and the next
+  // run need not start it afresh.
+  auto& ctx = *cpe.context_;
+  for (;;) {
+    try {
+      (*ctx.body)(cpe);
+    } catch (...) {
+      if (!failure_) failure_ = std::current_exception();
+    }
+    cpe.state_ = Cpe::State::done;
+    --live_;
+    ctx.parked = true;
+    switch_to_scheduler(cpe);
+    ctx.parked = false;
   }
-  cpe.state_ = Cpe::State::done;
-  --live_;
-  refresh(cpe);
-  switch_stack(&cpe.context_->sp, scheduler_->sp, scheduler_->stack_bottom, scheduler_->stack_size,
-               /*dying=*/true);  // never resumed
 }
 
 void CoreGroup::schedule() {
+  scheduler_->tsan_fiber = current_tsan_fiber();  // run() is called on whichever thread runs the actor
   for (;;) {
     int best = -1;
     std::int64_t best_at = never;
@@ -360,7 +434,8 @@ void CoreGroup::schedule() {
     Cpe* next = &cpes_[std::size_t(best)];
     land_until(double(next->clock_));
     current_ = next;
-    switch_stack(&scheduler_->sp, next->context_->sp, next->context_->stack.get(), fiber_stack_bytes);
+    switch_stack(&scheduler_->sp, next->context_->sp, next->context_->stack.get(), fiber_stack_bytes,
+                 next->context_->tsan.get());
     current_ = nullptr;
     if (failure_) return;
   }
@@ -385,6 +460,19 @@ void CoreGroup::deadlock() {
                   listed > 8 ? "; ..." : "")));
 }
 
+void CoreGroup::start_fiber(Cpe& c) {
+  auto& ctx = *c.context_;
+  ctx.tsan.renew();
+  // initial stack: the 6 registers the switch pops (rbx = the CPE), then fiber_start
+  auto top = (reinterpret_cast<std::uintptr_t>(ctx.stack.get()) + fiber_stack_bytes) & ~std::uintptr_t(15);
+  auto* words = reinterpret_cast<void**>(top) - 7;
+  words[0] = words[1] = words[2] = words[3] = nullptr;  // r15 r14 r13 r12
+  words[4] = &c;                                         // rbx
+  words[5] = nullptr;                                    // rbp
+  words[6] = reinterpret_cast<void*>(&taihu_sw26010_fiber_start);
+  ctx.sp = words;
+}
+
 KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& body) {
   kernel_ = std::move(kernel);
   stats_ = KernelStats{};
@@ -405,16 +493,9 @@ KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& 
     c.dma_starts_.clear();
     c.issued_.clear();
     c.targeted_ = 0;
-    auto& ctx = *c.context_;
-    ctx.body = &body;
-    // initial stack: the 6 registers the switch pops (rbx = the CPE), then fiber_start
-    auto top = (reinterpret_cast<std::uintptr_t>(ctx.stack.get()) + fiber_stack_bytes) & ~std::uintptr_t(15);
-    auto* words = reinterpret_cast<void**>(top) - 7;
-    words[0] = words[1] = words[2] = words[3] = nullptr;  // r15 r14 r13 r12
-    words[4] = &c;                                         // rbx
-    words[5] = nullptr;                                    // rbp
-    words[6] = reinterpret_cast<void*>(&taihu_sw26010_fiber_start);
-    ctx.sp = words;
+    c.context_->body = &body;
+    // A fiber that a failed run left inside its kernel starts afresh.
+    if (!c.context_->parked) start_fiber(c);
   }
   live_ = cpes_per_group;
   schedule();

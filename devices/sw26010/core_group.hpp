@@ -271,6 +271,7 @@ class CoreGroup {
   };
 
   void schedule();
+  void start_fiber(Cpe& cpe);
   void run_fiber(Cpe& cpe);
  public:
   // (fiber entry point; not for kernels)
