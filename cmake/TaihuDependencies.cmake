@@ -38,6 +38,9 @@ find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h)
 
 # CAF 0.17.6 (libcaf-dev) has no CMake package on Debian: headers and the
 # core/io/openssl libraries are found by hand. Only messages/ and actors/ use it.
+# Another build of it is found first when its prefix is on CMAKE_PREFIX_PATH:
+# the ThreadSanitizer check's (tests/sanitizers/build_caf_tsan.sh, tsan.sh). The
+# build tree's executables then load it through the RPATH CMake gives them.
 find_path(CAF_INCLUDE_DIR caf/all.hpp)
 find_library(CAF_CORE_LIBRARY NAMES caf_core)
 find_library(CAF_IO_LIBRARY NAMES caf_io)
