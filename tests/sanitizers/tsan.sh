@@ -6,7 +6,8 @@
 # actor test. CAF's scheduler and mailboxes are then instrumented code too, so a message that
 # hands a buffer from one actor to another reads as the synchronised hand-off it is.
 #
-#   bash tests/sanitizers/tsan.sh [BUILD_DIR]     (default build-tsan; extra doctest args after it)
+#   bash tests/sanitizers/tsan.sh [BUILD_DIR]     (default build-tsan; extra doctest args after it,
+#                                                  given to both binaries)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(realpath -m "${1:-$src/build-tsan}")
