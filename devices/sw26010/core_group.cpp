@@ -21,6 +21,7 @@
 #define TAIHU_ASAN_FIBERS 0
 #endif
 #if TAIHU_ASAN_FIBERS
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(__SANITIZE_THREAD__)
@@ -463,6 +464,12 @@ void CoreGroup::deadlock() {
 void CoreGroup::start_fiber(Cpe& c) {
   auto& ctx = *c.context_;
   ctx.tsan.renew();
+#if TAIHU_ASAN_FIBERS
+  // The frames a failed run left on this stack keep their redzones poisoned. The
+  // sanitizer's own uninstrumented code writes there (__asan_handle_no_return,
+  // which the compiler calls first thing, seeing run_fiber never return).
+  __asan_unpoison_memory_region(ctx.stack.get(), fiber_stack_bytes);
+#endif
   // initial stack: the 6 registers the switch pops (rbx = the CPE), then fiber_start
   auto top = (reinterpret_cast<std::uintptr_t>(ctx.stack.get()) + fiber_stack_bytes) & ~std::uintptr_t(15);
   auto* words = reinterpret_cast<void**>(top) - 7;
