@@ -101,10 +101,13 @@ class Importer {
     reserve_caffe_names();
     add_legacy_inputs();
     for (int i = 0; i < parsed_.net.layer_size(); ++i) add_layer(i);
-    for (const auto& [name, shape] : options_.input_shapes)
+    // (Not a structured binding: clang 14 cannot capture one in a lambda.)
+    for (const auto& given : options_.input_shapes) {
+      const std::string& name = given.first;
       if (std::none_of(inputs_.begin(), inputs_.end(), [&](const auto& input) { return input.first == name; }))
         throw ConfigError(fmt::format("{}: --input-shape names '{}', which is not an input of the net", parsed_.source,
                                       excerpt(name)));
+    }
     return assemble();
   }
 
