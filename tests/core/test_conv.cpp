@@ -333,8 +333,7 @@ TEST_SUITE("conv") {
     for (const std::string options : {"num_output = 40\nkernel_size = 3\npad = 1",
                                       "num_output = 6\nkernel_h = 3\nkernel_w = 5\npad = 0 3\ndilation = 2 1\ngroup = 2",
                                       "num_output = 8\nkernel_size = 2\nbias_term = false"}) {
-      const auto& [options, shape] = config;
-      CAPTURE(config.first);
+      CAPTURE(options);
       std::vector<float> results[2];
       for (bool transposed : {true, false}) {
         ConvolutionLayer::tuning() = {3000, 1, 1, transposed};  // one image at a time, in bands
