@@ -9,19 +9,8 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build-asan}
-# Debian's clang and its sanitizer and libFuzzer runtimes, installed where missing (as
-# scripts/quickstart.sh installs the rest).
-missing=()
-for p in clang libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "installing: ${missing[*]}"
-  sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# Debian's clang and its sanitizer and libFuzzer runtimes, installed where missing.
+bash "$src/scripts/install_missing.sh" clang libclang-rt-14-dev
 # A build folder configured by another compiler is reconfigured from scratch (CMake cannot switch).
 if [[ -f $build/CMakeCache.txt ]] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++' "$build/CMakeCache.txt"; then
   echo "configure.sh: $build was configured with another compiler; configuring it afresh" >&2
