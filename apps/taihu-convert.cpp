@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <optional>
@@ -157,6 +158,21 @@ std::string commented(const std::vector<std::string>& lines) {
   return out;
 }
 
+// The file name the outputs take in --out: the net's name where it is a plain file name, else
+// the prototxt's own (a net named "../x" or "a/b" must not write outside --out).
+std::string output_stem(const std::string& net_name, const std::string& prototxt) {
+  const bool plain = !net_name.empty() && net_name.size() <= 200 && net_name.front() != '.' &&
+                     std::all_of(net_name.begin(), net_name.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+                     });
+  if (plain) return net_name;
+  std::string stem = std::filesystem::path(prototxt).stem().string();
+  if (stem.empty() || stem.front() == '.') stem = "net";
+  spdlog::warn("net name '{}' is not a plain file name: the outputs are named '{}' after the prototxt",
+               excerpt(net_name), stem);
+  return stem;
+}
+
 int convert_caffe(const Arguments& args) {
   if (args.positional.size() < 2 || args.positional.size() > 3)
     throw ConfigError("command line: caffe takes NET.prototxt and optionally WEIGHTS.caffemodel (try --help)");
@@ -186,7 +202,7 @@ int convert_caffe(const Arguments& args) {
   }
 
   // Nothing is written unless everything converted.
-  const std::string stem = net.name();
+  const std::string stem = output_stem(net.name(), prototxt);
   std::vector<std::string> header = {fmt::format("Converted by taihu-convert from {}.", prototxt)};
   header.insert(header.end(), imported.notes.begin(), imported.notes.end());
   const std::filesystem::path ini = out_dir / (stem + ".ini");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -247,6 +248,16 @@ std::vector<std::string> expand_host_list(std::string_view list, std::string_vie
       };
       if (!parse(low, first) || !parse(high, last) || last < first) return fail(fmt::format("bad range '{}'", range));
       if (last - first > 1000000) return fail(fmt::format("range '{}' is too large", range));
+      // Counted before any name is made: ranges nested ("a[0-999]b[0-999]c[0-999]")
+      // multiply, and once asked for 10^9 names. No launch has more hosts than ranks.
+      if ((last - first + 1) * tails.size() > static_cast<unsigned long>(max_ranks) - hosts.size())
+        return fail(fmt::format("it names more than {} hosts", max_ranks));
+      // And no name is longer than a host name can be (255, DNS's limit): a
+      // long prefix times a million numbers would be gigabytes.
+      std::size_t longest_tail = 0;
+      for (const auto& tail : tails) longest_tail = std::max(longest_tail, tail.size());
+      if (prefix.size() + std::max(low.size(), high.size()) + longest_tail > 255)
+        return fail(fmt::format("range '{}' makes host names longer than 255 characters", range));
       for (unsigned long n = first; n <= last; ++n)
         for (const auto& tail : tails) hosts.push_back(fmt::format("{}{:0{}}{}", prefix, n, low.size(), tail));
       from = comma + 1;

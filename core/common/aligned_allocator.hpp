@@ -28,8 +28,10 @@ struct AlignedAllocator {
   T* allocate(std::size_t n) {
     return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(host_alignment)));
   }
-  void deallocate(T* p, std::size_t n) noexcept {
-    ::operator delete(p, n * sizeof(T), std::align_val_t(host_alignment));
+  void deallocate(T* p, std::size_t) noexcept {
+    // Unsized: clang before 19 declares sized deallocation only with -fsized-deallocation,
+    // and glibc's free needs no size.
+    ::operator delete(p, std::align_val_t(host_alignment));
   }
 
   template <class U>

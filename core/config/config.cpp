@@ -1,4 +1,5 @@
 #include "core/config/config.hpp"
+#include "core/config/identifier.hpp"
 
 #include <fmt/format.h>
 
@@ -37,6 +38,8 @@ bool valid_identifier(std::string_view s) {
 }
 
 }  // namespace
+
+bool is_identifier(std::string_view text) { return valid_identifier(text); }
 
 std::string Location::str() const {
   if (line <= 0) return file.empty() ? "<unknown>" : file;

@@ -1,5 +1,6 @@
 #include "core/data/caffe_datum.hpp"
 
+#include <climits>
 #include <fstream>
 #include <iterator>
 
@@ -49,7 +50,9 @@ DatumImage parse_datum(std::span<const uint8_t> record, int channels, int min_sh
                      "a Datum of float_data: taihu reads 8-bit image records only");
   const int64_t c = datum.channels(), h = datum.height(), w = datum.width();
   require<DataError>(c == channels, "a raw record of {} channel(s), where the data set has {}", c, channels);
-  require<DataError>(h > 0 && w > 0 && static_cast<int64_t>(data.size()) == c * h * w,
+  // By division: c * h * w of a record's int32 sides overflowed int64 (fuzz_lmdb).
+  const auto bytes = static_cast<int64_t>(data.size());
+  require<DataError>(c > 0 && h > 0 && w > 0 && bytes % (c * w) == 0 && bytes / (c * w) == h,
                      "a raw record of {} bytes for {} x {} x {} pixels", data.size(), c, h, w);
   Image& image = out.image;
   image.height = static_cast<int>(h);
@@ -112,6 +115,13 @@ MeanImage read_mean_file(const fs::path& file) {
   require<DataError>(dims.size() == 3 && dims[0] > 0 && dims[1] > 0 && dims[2] > 0,
                      "the mean file '{}' holds a blob of {} dimension(s), not one image (1 x C x H x W)",
                      file.string(), dims.size());
+  // The sides' product is bounded by division before it is computed: it
+  // overflowed int64, and 2^30 x 2^30 x 2^30 wrapped to 0 and passed as an
+  // image that holds no values (fuzz_lmdb). A file holds at most INT_MAX
+  // values (a protobuf repeated field), so each side fits MeanImage's int too.
+  require<DataError>(dims[0] <= INT_MAX / dims[1] / dims[2],
+                     "the mean file '{}' declares a blob of {} x {} x {} values: more than a file can hold",
+                     file.string(), dims[0], dims[1], dims[2]);
   MeanImage mean;
   mean.channels = static_cast<int>(dims[0]);
   mean.height = static_cast<int>(dims[1]);

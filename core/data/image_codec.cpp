@@ -51,7 +51,9 @@ std::string_view other_format(std::span<const uint8_t> bytes) {
   const std::string_view head(reinterpret_cast<const char*>(bytes.data()), std::min<size_t>(bytes.size(), 12));
   if (head.starts_with("GIF8")) return ": a GIF image";
   if (head.starts_with("BM")) return ": a BMP image, perhaps";
-  if (head.starts_with("RIFF") && head.substr(8) == "WEBP") return ": a WebP image";
+  // (Only a head of 12 bytes has a form at 8: substr past the end throws
+  // std::out_of_range, which a 4-byte "RIFF" once made of a DataError.)
+  if (head.starts_with("RIFF") && head.size() == 12 && head.substr(8) == "WEBP") return ": a WebP image";
   if (head.starts_with("II*") || head.starts_with(std::string_view("MM\0*", 4))) return ": a TIFF image";
   if (head.starts_with("<")) return ": text, an HTML or XML page perhaps";
   return "";

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <vector>
@@ -116,6 +117,32 @@ const char* find_map(const void* inside, uint64_t map_size) {
   return nullptr;
 }
 
+// LMDB takes its page size from the file's meta pages unchecked and divides
+// by it as it opens (a page size of 0 killed the process with SIGFPE, in
+// mdb_env_open, before any guarded call); a small or odd one makes its page
+// arithmetic wrap. The meta pages LMDB reads (the first at 0, the second one
+// page on) must give a page size LMDB writes: a power of two up to its 32 KB
+// (the machine's page size). A file that is not LMDB's is left to LMDB to refuse.
+void check_page_sizes(const fs::path& path, const fs::path& data_file) {
+  std::ifstream in(data_file, std::ios::binary);
+  uint64_t offset = 0;
+  for (int meta = 0; meta < 2; ++meta) {
+    // The page header (16 bytes), then MDB_meta: magic, version, address,
+    // map size, and the first database record, whose first field is the page size.
+    char header[44] = {};
+    if (!in.seekg(static_cast<std::streamoff>(offset)) || !in.read(header, sizeof header)) return;
+    uint32_t magic = 0, page_size = 0;
+    std::memcpy(&magic, header + 16, sizeof magic);
+    std::memcpy(&page_size, header + 40, sizeof page_size);
+    if (magic != 0xBEEFC0DE) return;
+    if (page_size < 512 || page_size > 32768 || (page_size & (page_size - 1)) != 0)
+      raise<DataError>("LMDB database '{}' is damaged: meta page {} gives a page size of {} bytes; rebuild it "
+                       "(taihu-convert imageset)",
+                       path.string(), meta, page_size);
+    offset = page_size;
+  }
+}
+
 // LMDB aborts the process when one of its own checks fails (a page of the
 // wrong kind where a tree expects a leaf): inside a guarded call, that call
 // is left instead.
@@ -140,6 +167,7 @@ LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
     require<DataError>(fs::is_regular_file(d.data_file, ec), "'{}' is not an LMDB database: it holds no data.mdb",
                        path.string());
   }
+  check_page_sizes(path, d.data_file);
   auto open = [&](unsigned open_flags) {
     check(mdb_env_create(&d.env), "creating an environment", path);
     check(mdb_env_set_maxreaders(d.env, 512), "setting the readers", path);

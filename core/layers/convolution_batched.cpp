@@ -140,11 +140,14 @@ void ConvolutionLayer::batched_backward(const float* x, const float* dy, float* 
   const int64_t shares = std::min(chunks, plan_.gradient_shares);
   const int64_t weight_count = num_output_ * k;
   const int64_t slot = weight_count + num_output_;
-  if (shares > 1 && (dweight || dbias)) partials_.reshape(Shape{shares * slot});
+  // (No slots when no parameter gradient is wanted: partials_ may then be empty, a null pointer
+  // that must not be offset.)
+  const bool into_slots = shares > 1 && (dweight || dbias);
+  if (into_slots) partials_.reshape(Shape{shares * slot});
 
   for_each_unit(shares, [&](int64_t share) {
-    float* share_weight = shares > 1 ? partials_.ptr() + share * slot : dweight;
-    float* share_bias = shares > 1 ? partials_.ptr() + share * slot + weight_count : dbias;
+    float* share_weight = into_slots ? partials_.ptr() + share * slot : dweight;
+    float* share_bias = into_slots ? partials_.ptr() + share * slot + weight_count : dbias;
     const int64_t chunk_begin = share * chunks / shares, chunk_end = (share + 1) * chunks / shares;
     for (int64_t index = chunk_begin; index < chunk_end; ++index) {
       const Chunk chunk = chunk_of(index, per_chunk, batch);
@@ -186,7 +189,7 @@ void ConvolutionLayer::batched_backward(const float* x, const float* dy, float* 
       });
     }
   });
-  if (shares <= 1) return;
+  if (!into_slots) return;
   // The shares' sums, in share order, into the parameters' diffs.
   auto add_shares = [&](float* diff, int64_t offset, int64_t count) {
     parallel_ranges(count, parallel_grain / shares, [&](int64_t begin, int64_t end) {

@@ -8,6 +8,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/excerpt.hpp"
+#include "core/config/identifier.hpp"
 #include "interop/caffe/layer_translation.hpp"
 #include "interop/caffe/proto_files.hpp"
 
@@ -31,12 +32,39 @@ const std::map<std::string, std::vector<std::string>>& input_layer_fields() {
   return table;
 }
 
-// Characters that the net config's lists and section headers cannot hold.
+// Layer and blob names become section names ([layer NAME], [input NAME]) and
+// list items of the net config: they must be what its sections' names may be
+// (config::is_identifier). A name with other characters (a space, '[', '(',
+// '+', a byte above 127) made a description that taihu-convert wrote and no
+// reader could read back (fuzz_prototxt).
+std::string name_problem(const std::string& what, const std::string& name) {
+  if (name.empty()) return fmt::format("has an empty {} name", what);
+  if (!config::is_identifier(name))
+    return fmt::format("{} name '{}' holds characters that taihu's net config cannot hold in a name (letters, "
+                       "digits and _ - / . only)",
+                       what, excerpt(name));
+  return "";
+}
+
 void check_name(const LayerContext& c, const std::string& what, const std::string& name) {
-  if (name.empty()) c.fail(fmt::format("has an empty {} name", what));
-  if (name.find_first_of(" \t\r\n[],#;=") != std::string::npos)
-    c.fail(fmt::format("{} name '{}' holds a space or one of []#;=, which taihu's net config cannot hold", what,
-                       excerpt(name)));
+  if (const std::string problem = name_problem(what, name); !problem.empty()) c.fail(problem);
+}
+
+// The net's name is a value of the config's [net] section, which cannot hold
+// a control character, a blank at either end (trimmed away) or a '#' or ';'
+// after a blank (a comment): such a name read back as another (fuzz_prototxt).
+void check_net_name(const ParsedNet& parsed) {
+  const std::string& name = parsed.net.name();
+  bool writable = name.empty() || (name.front() != ' ' && name.front() != '\t' && name.back() != ' ' && name.back() != '\t');
+  for (size_t i = 0; i < name.size() && writable; ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    writable = !((c < 0x20 && c != '\t') || c == 0x7f) &&
+               !((c == '#' || c == ';') && i > 0 && (name[i - 1] == ' ' || name[i - 1] == '\t'));
+  }
+  if (!writable)
+    throw ConfigError(fmt::format("{}: the net's name '{}' cannot be written to taihu's net config (a control "
+                                  "character, a blank at either end, or '#' or ';' after a blank): rename it",
+                                  parsed.source, excerpt(name)));
 }
 
 // Every field the layer sets must be one that taihu reads for its type.
@@ -98,13 +126,17 @@ class Importer {
   Importer(const ParsedNet& parsed, const ImportOptions& options) : parsed_(parsed), options_(options) {}
 
   ImportedNet run() {
+    check_net_name(parsed_);
     reserve_caffe_names();
     add_legacy_inputs();
     for (int i = 0; i < parsed_.net.layer_size(); ++i) add_layer(i);
-    for (const auto& [name, shape] : options_.input_shapes)
+    // (Not a structured binding: clang 14 cannot capture one in a lambda.)
+    for (const auto& given : options_.input_shapes) {
+      const std::string& name = given.first;
       if (std::none_of(inputs_.begin(), inputs_.end(), [&](const auto& input) { return input.first == name; }))
         throw ConfigError(fmt::format("{}: --input-shape names '{}', which is not an input of the net", parsed_.source,
                                       excerpt(name)));
+    }
     return assemble();
   }
 
@@ -146,6 +178,8 @@ class Importer {
       std::optional<Shape> shape;
       if (net.input_shape_size()) shape = without_batch(nullptr, net.input_shape(i), net.input(i));
       if (net.input_dim_size()) shape = Shape(net.input_dim().begin() + 4 * i + 1, net.input_dim().begin() + 4 * i + 4);
+      if (const std::string problem = name_problem("input", net.input(i)); !problem.empty())
+        throw ConfigError(fmt::format("{}: `input:` {}: {}", parsed_.source, i + 1, problem));
       add_input(net.input(i), shape, nullptr);
     }
   }

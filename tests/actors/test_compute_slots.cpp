@@ -58,7 +58,8 @@ LockStep lock_step(int threads, int slots, int steps) {
 
 TEST_SUITE("compute slots") {
   TEST_CASE("workers in lock step never compute more than the slots, and never wait while a slot is free") {
-    for (const auto& [threads, slots] : {std::pair{3, 2}, std::pair{4, 1}, std::pair{8, 3}}) {
+    for (const auto& sizes : {std::pair{3, 2}, std::pair{4, 1}, std::pair{8, 3}}) {
+      const int threads = sizes.first, slots = sizes.second;  // not a structured binding: CAPTURE is a lambda
       CAPTURE(threads);
       CAPTURE(slots);
       const LockStep run = lock_step(threads, slots, 2000);

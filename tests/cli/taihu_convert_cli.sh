@@ -116,6 +116,12 @@ expect "legacy V1 nets" 2 "upgrade_net_proto_text" -- "$convert" caffe "$work/v1
 expect "missing prototxt" 2 "cannot open Caffe net" -- "$convert" caffe "$work/none.prototxt" --out="$work/bad"
 expect "unknown command" 2 "unknown command 'tensorflow'" -- "$convert" tensorflow x --out="$work/bad"
 expect "nothing written on failure" 1 "" -- test -e "$work/bad/tiny.ini"
+# A net's name is not trusted as a path: "../escape" must not write beside --out.
+sed 's|name: "tiny"|name: "../escape"|' "$work/tiny.prototxt" >"$work/named.prototxt"
+expect "a net name that is a path" 0 "not a plain file name: the outputs are named 'named'" -- \
+  "$convert" caffe "$work/named.prototxt" --out="$work/named" --input-shape=data=1,8,8
+expect "is written inside --out" 0 "" -- test -e "$work/named/named.ini"
+expect "and nowhere else" 1 "" -- test -e "$work/escape.ini"
 
 # Translating needs the shapes, not the blobs: a declared input of 10^9 values
 # per sample (which allocated 14 GB and ran over a minute) takes the memory of

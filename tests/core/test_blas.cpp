@@ -109,7 +109,8 @@ TEST_SUITE("blas") {
 
   TEST_CASE("gemv is correct and bit-identical on 1 and 2 threads, both orientations") {
     for (Trans t : {Trans::no, Trans::yes})
-      for (auto [m, n] : {std::pair<int64_t, int64_t>{65, 2000}, {3000, 300}, {17, 700}, {5, 3}}) {
+      for (auto dims : {std::pair<int64_t, int64_t>{65, 2000}, {3000, 300}, {17, 700}, {5, 3}}) {
+        const int64_t m = dims.first, n = dims.second;
         CAPTURE(m);
         CAPTURE(n);
         const auto a = random_values(m * n, 4);

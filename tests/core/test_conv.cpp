@@ -454,8 +454,9 @@ TEST_SUITE("conv") {
         {"pool = max\nkernel_h = 3\nkernel_w = 2\nstride_h = 1\nstride_w = 2", Shape{2, 1, 5, 6}},
         {"pool = max\nglobal_pooling = true", Shape{2, 3, 4, 3}},
     };
-    for (const auto& [options, shape] : configs) {
-      CAPTURE(options);
+    for (const auto& config : configs) {
+      const auto& [options, shape] = config;
+      CAPTURE(config.first);
       auto l = make_layer("Pooling", options);
       Blob in(shape), out;
       // A random permutation of distinct values spaced 0.1 apart: no ties, and
@@ -553,11 +554,12 @@ TEST_SUITE("conv") {
       CHECK(gy.data()[p] == doctest::Approx(sum / 12));
     }
 
-    for (const auto& [options, shape] : std::vector<std::pair<std::string, Shape>>{
+    for (const auto& config : std::vector<std::pair<std::string, Shape>>{
              {"pool = ave\nkernel_size = 3\nstride = 2\npad = 1", Shape{2, 2, 5, 6}},
              {"pool = ave\nkernel_size = 2 3\nstride = 1 2", Shape{1, 2, 4, 7}},
              {"pool = ave\nglobal_pooling = true", Shape{2, 3, 3, 5}}}) {
-      CAPTURE(options);
+      const auto& [options, shape] = config;
+      CAPTURE(config.first);
       auto l = make_layer("Pooling", options);
       Blob in(shape), out;
       fill_uniform(in, 8);
@@ -603,11 +605,12 @@ TEST_SUITE("conv") {
     CHECK(y3.shape() == Shape{2, 3, 4});
     CHECK(axis2->params()[0].blob->shape() == Shape{4, 5});
 
-    for (const auto& [options, shape] : std::vector<std::pair<std::string, Shape>>{
+    for (const auto& config : std::vector<std::pair<std::string, Shape>>{
              {"num_output = 3\nbias_filler = uniform -1 1", Shape{4, 2, 3}},
              {"num_output = 2\naxis = 2\nweight_filler = gaussian 1", Shape{2, 3, 4}},
              {"num_output = 5\nbias_term = false\naxis = -1", Shape{3, 6}}}) {
-      CAPTURE(options);
+      const auto& [options, shape] = config;
+      CAPTURE(config.first);
       auto l = make_layer("InnerProduct", options);
       Blob in(shape), out;
       fill_uniform(in, 13);

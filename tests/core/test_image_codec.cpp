@@ -329,7 +329,9 @@ TEST_CASE("a corrupt JPEG does not make the next good ones fail on the same thre
   for (size_t i = flipped.size() / 2; i < flipped.size() / 2 + 32; ++i) flipped[i] ^= 0x5a;
   bad.emplace_back("bytes flipped in its entropy data", flipped);
 
-  for (const auto& [what, bytes] : bad) {
+  for (const auto& entry : bad) {
+    const std::string& what = entry.first;  // not a structured binding: clang before 16 cannot capture one
+    const Bytes& bytes = entry.second;
     CAPTURE(what);
     std::vector<std::string> failures;
     std::thread([&] {

@@ -125,8 +125,9 @@ TEST_CASE("image transform: mirroring flips rows exactly, for about half the dra
 }
 
 TEST_CASE("image transform: resizing keeps a constant image constant, down and up") {
-  for (auto [from_h, from_w, to_h, to_w] :
+  for (const auto& sizes :
        std::vector<std::array<int, 4>>{{100, 80, 25, 20}, {37, 53, 11, 29}, {10, 10, 31, 17}, {64, 48, 64, 12}}) {
+    const int from_h = sizes[0], from_w = sizes[1], to_h = sizes[2], to_w = sizes[3];
     CAPTURE(from_h);
     CAPTURE(to_w);
     TransformConfig config;

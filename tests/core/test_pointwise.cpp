@@ -401,13 +401,14 @@ TEST_SUITE("pointwise") {
     set_values(scores, {5, 5, 5, 0, std::log(2.0f), std::log(3.0f)});
     set_values(labels, {0, 2});
     const double total = std::log(3.0) - std::log(0.5);
-    for (const auto& [options, normalizer] :
+    for (const auto& config :
          std::vector<std::pair<std::string, double>>{{"", 2},
                                                      {"normalization = valid", 2},
                                                      {"normalization = batch_size", 2},
                                                      {"normalization = full", 2},
                                                      {"normalization = none", 1}}) {
-      CAPTURE(options);
+      const auto& [options, normalizer] = config;
+      CAPTURE(config.first);
       auto layer = make_layer("SoftmaxWithLoss", options);
       CHECK(layer->default_loss_weight() == 1.0f);
       run_forward(*layer, {&scores, &labels}, {&top});
@@ -417,12 +418,13 @@ TEST_SUITE("pointwise") {
     // Ignoring sample 1 leaves log 3 over one valid label (valid), two samples
     // (batch_size, full) or 1 (none).
     set_values(labels, {0, -1});
-    for (const auto& [options, expected] : std::vector<std::pair<std::string, double>>{
+    for (const auto& config : std::vector<std::pair<std::string, double>>{
              {"ignore_label = -1", std::log(3.0)},
              {"ignore_label = -1\nnormalization = batch_size", std::log(3.0) / 2},
              {"ignore_label = -1\nnormalization = full", std::log(3.0) / 2},
              {"ignore_label = -1\nnormalization = none", std::log(3.0)}}) {
-      CAPTURE(options);
+      const auto& [options, expected] = config;
+      CAPTURE(config.first);
       auto layer = make_layer("SoftmaxWithLoss", options);
       run_forward(*layer, {&scores, &labels}, {&top});
       CHECK(top.data()[0] == doctest::Approx(expected).epsilon(1e-6));

@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -22,6 +23,22 @@ namespace taihu::fuzz {
 
 inline std::string_view text_of(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};
+}
+
+// Whether every decimal number in `text` is at most `limit`: descriptions of
+// large nets are legitimate input, and building one would only measure
+// malloc, so the targets that build nets skip the others.
+inline bool small_numbers_only(std::string_view text, std::int64_t limit) {
+  std::int64_t value = 0;
+  for (const char c : text) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      value = value * 10 + (c - '0');
+      if (value > limit) return false;
+    } else {
+      value = 0;
+    }
+  }
+  return true;
 }
 
 template <class F>

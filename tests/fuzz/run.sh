@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# Builds the fuzz targets with clang (libFuzzer + ASan + UBSan) in
-# build-fuzz/ and runs each for SECONDS, from the seed corpora in
-# tests/fuzz/corpus/ (new inputs go to build-fuzz/corpus/, the seeds stay as
-# committed). Prints executions per target; exits 1 if any target crashed,
-# leaked, hung or allocated past the limit, with the input in
-# build-fuzz/crashes/ (turn each into a regression test).
+# Runs each libFuzzer target for SECONDS, from the seed corpora in
+# tests/fuzz/corpus/ (new inputs go to BUILD/corpus/, the seeds stay as
+# committed). The targets live in the checking build (tests/sanitizers/configure.sh:
+# clang, AddressSanitizer and UndefinedBehaviorSanitizer; build-asan/ unless
+# FUZZ_BUILD_DIR says otherwise), which this builds as far as they need. Prints
+# executions per target; exits 1 if any target crashed, leaked, hung or
+# allocated past the limit, with the input in BUILD/crashes/ (turn each into a
+# regression test).
 #
-#   bash tests/fuzz/run.sh SECONDS [TARGET ...]
+#   bash tests/fuzz/run.sh SECONDS [TARGET ...]     (every tests/fuzz/fuzz_*.cpp by default)
 set -euo pipefail
 seconds=${1:?usage: bash tests/fuzz/run.sh SECONDS [TARGET ...]}
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+build=${FUZZ_BUILD_DIR:-$root/build-asan}
 targets=("$@")
-((${#targets[@]})) || targets=(config net idx cifar bracket_tree ptb checkpoint data_plane gatekeeper status_request)
+if ((${#targets[@]} == 0)); then
+  for source in "$root"/tests/fuzz/fuzz_*.cpp; do
+    name=$(basename "$source" .cpp)
+    targets+=("${name#fuzz_}")
+  done
+fi
 
-command -v clang++ >/dev/null || { echo "run.sh: needs clang (apt-get install clang)" >&2; exit 2; }
-CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAIHU_FUZZ=ON \
-  -DTAIHU_BUILD_TESTS=OFF -DTAIHU_BUILD_BENCH=OFF -DTAIHU_NATIVE=OFF >/dev/null
+bash "$root/tests/sanitizers/configure.sh" "$build"
 cmake --build "$build" --target $(printf 'fuzz_%s ' "${targets[@]}")
 
 mkdir -p "$build/crashes"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitizers/ubsan.supp}
 export OPENBLAS_NUM_THREADS=1
 failed=0
 printf '| target | executions | per second | corpus | result |\n|---|---|---|---|---|\n'

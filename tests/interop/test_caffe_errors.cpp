@@ -96,7 +96,7 @@ TEST_SUITE("caffe") {
     CHECK(type.find("layer type '" + name.substr(0, 100) + "… (1000000 bytes)' is not supported") != std::string::npos);
     CHECK(type.size() < 1000);
     const std::string space = message("layer { name: \"a " + name + "\" type: \"ReLU\" bottom: \"data\" top: \"a\" }");
-    CHECK(space.find("holds a space") != std::string::npos);
+    CHECK(space.find("holds characters that taihu's net config cannot hold") != std::string::npos);
     CHECK(space.size() < 1000);
     // protobuf's own message quoting an unknown field (matched by a regex that recursed per character).
     const std::string field = message("layer { name: \"a\" type: \"ReLU\" " + name + ": 1 }");

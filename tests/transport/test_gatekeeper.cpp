@@ -400,8 +400,9 @@ TEST_SUITE("net") {
         {other.issue("intruder"), "unable to get local issuer certificate"},
         {cluster.self_signed("self"), "self-signed certificate"},
         {cluster.issue("late", testing::expired), "certificate has expired"}};
-    for (const auto& [own, reason] : rejected) {
-      CAPTURE(reason);
+    for (const auto& entry : rejected) {
+      const auto& [own, reason] = entry;
+      CAPTURE(entry.second);
       const std::string expected = "the coordinator proved the secret, but rejected this node's certificate: " + reason +
                                    "; give this node a certificate that the cluster's CA";
       CHECK_THROWS_WITH_AS(admit(trusting(own)), doctest::Contains(expected.c_str()), GateRefused);
