@@ -107,7 +107,9 @@ TEST_SUITE("fuzz findings") {
     REQUIRE(good.size() >= 2 * page_size);
     CHECK(LmdbReader(dir / "good").size() == 1);
     // Either meta page: LMDB divides by the page size of the one it picks (the second, the newer).
-    for (const auto& [meta, bad_size] : {std::pair{0, 0u}, {1, 0u}, {0, 3000u}, {1, 1u << 20}}) {
+    for (const auto& damage : {std::pair{0, 0u}, {1, 0u}, {0, 3000u}, {1, 1u << 20}}) {
+      const int meta = damage.first;  // not a structured binding: clang < 16 cannot capture those (CAPTURE)
+      const uint32_t bad_size = damage.second;
       CAPTURE(meta);
       CAPTURE(bad_size);
       std::vector<char> bytes = good;
