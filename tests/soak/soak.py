@@ -260,6 +260,11 @@ def main():
     counts = {"kills": 0, "stops": 0, "stops past dead_after": 0, "restarts": 0, "garbage connections": 0}
     kinds = {}
     memory = []  # (seconds since start, coordinator RSS MB)
+
+    def sample_memory():  # and every 5 minutes a line, so that a run cut short still leaves them
+        memory.append((time.time() - t0, rss_mb(cluster.coordinator.pid)))
+        if memory[-1][1] is not None and (len(memory) == 1 or int(memory[-1][0] // 300) != int(memory[-2][0] // 300)):
+            log(f"coordinator RSS {memory[-1][1]:.0f} MB after {memory[-1][0]:.0f} s")
     checkpoint = os.path.join(work, "out", "lenet-fashion-cluster.ckpt")
     kept, last_mtime = [], None
     os.makedirs(os.path.join(work, "kept"))
@@ -270,7 +275,7 @@ def main():
         time.sleep(rng.uniform(0.5, 2.0))
         cluster.reap()
         garbage.release()
-        memory.append((time.time() - t0, rss_mb(cluster.coordinator.pid)))
+        sample_memory()
         try:
             mtime = os.stat(checkpoint).st_mtime_ns
             if mtime != last_mtime:
@@ -327,7 +332,7 @@ def main():
     while cluster.coordinator.poll() is None and time.time() < end_by:
         time.sleep(1)
         cluster.reap()
-        memory.append((time.time() - t0, rss_mb(cluster.coordinator.pid)))
+        sample_memory()
         while len(cluster.nodes) < NODES and cluster.coordinator.poll() is None:
             cluster.start_node()
             counts["restarts"] += 1
@@ -373,19 +378,38 @@ def main():
         if problem:
             failures.append(f"checkpoint does not resume: {problem}")
 
+    figures = {"seed": seed, "minutes": args.minutes, "epochs": epochs, "images_per_epoch": args.images,
+               **counts, "garbage_by_kind": kinds, "checkpoints_seen": len(kept),
+               "checkpoints_resumed": len(sample), "coordinator_rss_mb": {
+                   "start": round(start_mb, 1), "end": round(end_mb, 1), "peak": round(peak_mb, 1),
+                   "by_second": {int(t // 30) * 30: round(m) for t, m in memory if m is not None}},
+               "disturbed_seconds": round(disturbed, 1), "run_seconds": round(run_seconds, 1)}
+
+    def write_figures():
+        figures["failures"] = failures
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(figures, f, indent=2)
+
+    # The soak run's verdicts now, before the long reference run: a run cut short keeps them.
+    log(f"soak run: {run_seconds:.0f} s, coordinator RSS {start_mb:.0f} MB early, {end_mb:.0f} MB at the end, "
+        f"{peak_mb:.0f} MB peak; {len(kept)} checkpoints whole, {len(sample)} resumed; "
+        f"failures so far: {failures or 'none'}")
+    figures["reference"] = "running"
+    try:
+        figures["test_accuracy"] = {"soak": cluster.report()["test_accuracy"]}
+    except (OSError, ValueError, KeyError):
+        pass
+    write_figures()
+
     # 6. The same run undisturbed (not worth its time when the soak run failed).
     reference, reference_seconds = None, 0.0
     if cluster.coordinator.returncode == 0:
         rc, reference_seconds, reference = run_undisturbed(args, work, "reference", epochs)
         if rc != 0:
             failures.append(f"the undisturbed reference run failed (exit {rc})")
-    figures = {"seed": seed, "minutes": args.minutes, "epochs": epochs, "images_per_epoch": args.images,
-               **counts, "garbage_by_kind": kinds, "checkpoints_seen": len(kept),
-               "checkpoints_resumed": len(sample), "coordinator_rss_mb": {
-                   "start": round(start_mb, 1), "end": round(end_mb, 1), "peak": round(peak_mb, 1),
-                   "by_second": {int(t // 30) * 30: round(m) for t, m in memory if m is not None}},
-               "disturbed_seconds": round(disturbed, 1),
-               "run_seconds": round(run_seconds, 1), "reference_seconds": round(reference_seconds, 1)}
+    figures["reference"] = "done" if reference is not None else "not run"
+    figures["reference_seconds"] = round(reference_seconds, 1)
     try:
         if reference is None:
             raise ValueError("the soak run failed")
@@ -395,11 +419,8 @@ def main():
             failures.append(f"accuracy {soak['test_accuracy']:.4f} vs {ref['test_accuracy']:.4f} undisturbed")
     except (OSError, ValueError, KeyError) as e:
         failures.append(f"no report to compare: {e}")
-    figures["failures"] = failures
+    write_figures()
     print(json.dumps(figures, indent=2))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
     if failures:
         log("soak FAILED (work kept in " + work + "):")
         for f in failures:
