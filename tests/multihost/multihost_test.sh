@@ -40,7 +40,7 @@ check() {  # check NAME STATUS [log file]
   else
     failed=$((failed + 1))
     echo "FAIL: $1"
-    [[ -n ${3:-} && -f $3 ]] && tail -n 15 "$3" | sed 's/^/    /'
+    [[ -n ${3:-} && -f $3 ]] && bash "$src/tests/support/failure_log.sh" "$3"
   fi
 }
 wait_for_line() {  # wait_for_line FILE PATTERN SECONDS

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# failure_log.sh FILE: what a shell test prints of a failed step's log. A sanitizer report is
+# printed whole (its first lines name the defect; a report cut to the log's last lines, as a CI
+# leak once was, shows only indirect leaks); anything else, the last 15 lines.
+log=${1:?usage: failure_log.sh FILE}
+if grep -qE '^==[0-9]+==ERROR: |^WARNING: ThreadSanitizer|runtime error: ' "$log"; then
+  sed -nE '/^==[0-9]+==ERROR: |^WARNING: ThreadSanitizer|runtime error: /,$p' "$log" | head -n 400
+else
+  tail -n 15 "$log"
+fi | sed 's/^/    /'
