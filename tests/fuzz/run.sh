@@ -9,6 +9,8 @@
 # regression test).
 #
 #   bash tests/fuzz/run.sh SECONDS [TARGET ...]     (every tests/fuzz/fuzz_*.cpp by default)
+#   FUZZ_RUNS=1000000 bash tests/fuzz/run.sh 3600 idx   (the long run: stops at a million
+#                                                      executions, or at SECONDS)
 set -euo pipefail
 seconds=${1:?usage: bash tests/fuzz/run.sh SECONDS [TARGET ...]}
 shift
@@ -30,7 +32,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitizers/ubsan.supp}
 export OPENBLAS_NUM_THREADS=1
 failed=0
-printf '| target | executions | per second | corpus | result |\n|---|---|---|---|---|\n'
+printf '| target | executions | seconds | per second | corpus | result |\n|---|---|---|---|---|---|\n'
 for t in "${targets[@]}"; do
   work="$build/corpus/$t"
   mkdir -p "$work"
@@ -39,13 +41,15 @@ for t in "${targets[@]}"; do
   seeds=("$root/tests/fuzz/corpus/$t")
   [[ $t == config ]] && seeds+=("$root/config")  # the shipped configs are the parser's real inputs
   "$build/tests/fuzz/fuzz_$t" "$work" "${seeds[@]}" -max_total_time="$seconds" \
-    -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=20 -print_final_stats=1 \
+    ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=20 -print_final_stats=1 \
     -artifact_prefix="$build/crashes/$t-" >"$log" 2>&1 || rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
   runs=${runs:-0}
-  rate=$(( runs / (seconds > 0 ? seconds : 1) ))
+  took=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | tail -1 | awk '{print $5}' || true)
+  took=${took:-$seconds}  # libFuzzer says how long only when it stops at -runs
+  rate=$(( runs / (took > 0 ? took : 1) ))
   files=$(find "$work" -type f | wc -l)
   if ((rc == 0)); then result=clean; else result="FOUND (exit $rc, $build/fuzz_$t.log)"; failed=1; fi
-  printf '| %s | %s | %s | %s | %s |\n' "$t" "$runs" "$rate" "$files" "$result"
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$t" "$runs" "$took" "$rate" "$files" "$result"
 done
 exit $failed
