@@ -15,10 +15,9 @@ cmake --build "$build" -j "${JOBS:-$(nproc)}"
 # Every report is fatal (halt_on_error) except those tests/sanitizers/*.supp exempt, each of which
 # is code that is not ours; a stack for each.
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$src/tests/sanitizers/ubsan.supp"
-# Leaks in Open MPI, PMIx and hwloc (lsan.supp); Open MPI keeps its components loaded, so that a
-# leak in one still names it (a dlclose'd library is an "unknown module" to the report).
+# Leaks in libraries that are not ours (lsan.supp: Open MPI, PMIx and hwloc; CAF's BASP broker at
+# shutdown), each with its reason there.
 export LSAN_OPTIONS="suppressions=$src/tests/sanitizers/lsan.supp${LSAN_EXTRA:+:$LSAN_EXTRA}"
-export OMPI_MCA_mca_base_component_disable_dlclose=1
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1${ASAN_EXTRA:+:$ASAN_EXTRA}"
 cd "$build"
 # shellcheck disable=SC2086  # a list of ctest options
