@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -27,7 +28,8 @@ inline bool exchange(std::uint16_t port, std::string_view prefix, std::string_vi
     std::size_t sent = 0;
     while (sent < part.size()) {
       const ssize_t n = ::send(fd, part.data() + sent, part.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;  // the server closed early: a refusal
+      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer (loopback.hpp)
+      if (n <= 0) break;                      // the server closed early: a refusal
       sent += static_cast<std::size_t>(n);
     }
   }
