@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <cerrno>
 #include <string>
 
 #include "fuzz_socket.hpp"
@@ -42,13 +43,14 @@ bool handshaken(std::uint16_t port, std::string_view frames) {
   hello.detail = static_cast<std::uint32_t>(TlsMode::off);
   random_bytes(hello.nonce);
   Hello challenge;
-  if (::send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello ||
-      ::recv(fd, &challenge, sizeof challenge, MSG_WAITALL) != sizeof challenge)
+  // (the loopback helpers carry on after libFuzzer's timer interrupts them)
+  if (!taihu::testing::send_all(fd, &hello, sizeof hello) ||
+      !taihu::testing::receive_all(fd, &challenge, sizeof challenge))
     std::abort();
   const Digest proof = handshake_proof(secret, "taihu-dp client", hello.version, hello.node, hello.nonce, challenge.nonce);
   Digest welcome{};
-  if (::send(fd, proof.data(), proof.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(proof.size()) ||
-      ::recv(fd, welcome.data(), welcome.size(), MSG_WAITALL) != static_cast<ssize_t>(welcome.size()))
+  if (!taihu::testing::send_all(fd, proof.data(), proof.size()) ||
+      !taihu::testing::receive_all(fd, welcome.data(), welcome.size()))
     std::abort();
   struct {
     FrameHeader header{probe_frame_magic, 0, 32, 0, {}};
@@ -58,12 +60,13 @@ bool handshaken(std::uint16_t port, std::string_view frames) {
   } probe;
   probe.mac = probe_mac(secret, hello.version, hello.node, probe.span, probe.token, hello.nonce, challenge.nonce);
   std::array<std::uint8_t, 33> answer{};
-  if (::send(fd, &probe, sizeof probe, MSG_NOSIGNAL) != sizeof probe ||
-      ::recv(fd, answer.data(), answer.size(), MSG_WAITALL) != static_cast<ssize_t>(answer.size()))
+  if (!taihu::testing::send_all(fd, &probe, sizeof probe) ||
+      !taihu::testing::receive_all(fd, answer.data(), answer.size()))
     std::abort();
   std::size_t sent = 0;
   while (sent < frames.size()) {
     const ssize_t n = ::send(fd, frames.data() + sent, frames.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     sent += static_cast<std::size_t>(n);
   }
