@@ -47,11 +47,16 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
                      path.string());
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   require<DataError>(file != nullptr, "cannot open data file {}: {}", path.string(), std::strerror(errno));
-  gzbuffer(file.get(), 1 << 20);
+  // zlib keeps an input buffer of this size and an output buffer of twice it:
+  // 1 MiB reads the big files in few calls, and a small file (a label file,
+  // one of thousands) is not given 3 MiB it never fills.
+  const size_t hint = size_hint(path);
+  const auto file_size = std::filesystem::file_size(path, ec);
+  gzbuffer(file.get(), static_cast<unsigned>(std::clamp<std::uintmax_t>(ec ? 0 : file_size, 8 << 10, 1 << 20)));
 
   std::vector<uint8_t> bytes;
   // One extra byte so that a correct hint ends in a short read, not a regrowth.
-  bytes.resize(std::max<size_t>(size_hint(path), 4096) + 1);
+  bytes.resize(std::max<size_t>(hint, 4096) + 1);
   size_t filled = 0;
   for (;;) {
     if (filled == bytes.size()) bytes.resize(bytes.size() * 2);
