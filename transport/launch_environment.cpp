@@ -22,7 +22,14 @@ long long parse_integer(std::string_view name, const std::string& text, long lon
   return value;
 }
 
-constexpr long long max_ranks = 1 << 20;
+// No launch has more ranks (nor nodes, nor hosts) than this. The launcher
+// fuzz target compiles this file with a smaller limit (tests/fuzz/CMakeLists.txt):
+// valid host lists expand to up to this many names, and at 2^20 each such
+// input took a second, so a million would have taken days.
+#ifndef TAIHU_LAUNCH_MAX_RANKS
+#define TAIHU_LAUNCH_MAX_RANKS (1 << 20)
+#endif
+constexpr long long max_ranks = TAIHU_LAUNCH_MAX_RANKS;
 
 // Whether a family's size variable alone says that its launcher started this
 // process (Family::present).
