@@ -21,7 +21,7 @@
 #include "core/common/error.hpp"
 #include "transport/addresses.hpp"
 #include "transport/cluster_secret.hpp"
-#include "transport/data_plane.hpp"  // NetError
+#include "transport/net_error.hpp"
 #include "transport/launcher_store.hpp"
 
 namespace taihu::app {

@@ -13,7 +13,7 @@
 #include "actors/compute/cluster.hpp"
 #include "transport/addresses.hpp"
 #include "transport/cluster_secret.hpp"
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 #include "apps/app_support.hpp"
 #include "apps/version.hpp"
 #include "core/blas/kernel_selection.hpp"

@@ -12,7 +12,7 @@
 
 #include "core/common/check.hpp"
 #include "transport/crypto.hpp"
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 
 namespace taihu::transport {
 

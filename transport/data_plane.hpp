@@ -49,16 +49,12 @@
 #include <string>
 
 #include "transport/chunk_transport.hpp"
+#include "transport/net_error.hpp"
 #include "transport/tls.hpp"
 #include "transport/wire.hpp"
 #include "core/common/error.hpp"
 
 namespace taihu::transport {
-
-class NetError : public Error {
- public:
-  using Error::Error;
-};
 
 // Where an incoming message's bytes go: `data` is writable for the message's
 // length and stays valid while `owner` lives.

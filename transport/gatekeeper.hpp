@@ -63,8 +63,9 @@
 #include <string_view>
 #include <type_traits>
 
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 #include "transport/tls.hpp"
+#include "transport/wire.hpp"
 
 namespace taihu::transport {
 

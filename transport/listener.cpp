@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "transport/addresses.hpp"
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::transport {

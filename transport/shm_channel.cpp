@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 #include "transport/shared_arena.hpp"
 #include "core/common/check.hpp"
 

@@ -7,7 +7,7 @@
 #include <array>
 
 #include "core/common/check.hpp"
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 
 namespace taihu::transport {
 namespace {

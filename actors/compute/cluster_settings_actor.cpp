@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "transport/cluster_secret.hpp"
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 #include "transport/mpi_transport.hpp"
 
 namespace taihu::compute {

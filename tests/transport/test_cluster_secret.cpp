@@ -9,7 +9,7 @@
 #include "support/error_message.hpp"
 #include "support/temp_dir.hpp"
 #include "transport/cluster_secret.hpp"
-#include "transport/data_plane.hpp"
+#include "transport/net_error.hpp"
 
 using namespace taihu;
 using namespace taihu::transport;
