@@ -13,6 +13,7 @@
 #include "apps/version.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
+#include "core/kernels/compute_threads.hpp"
 
 namespace taihu::app {
 namespace {
@@ -80,11 +81,11 @@ void default_threads(const config::Document& doc) {
   const auto workers = std::max<int64_t>(1, doc.root().get_or<int64_t>("workers", 0));
   const auto nodes = doc.root().get_or<int64_t>("nodes", 0);
   if (workers > 1 || nodes > 0)
-    blas::set_threads(std::max(1, cores / static_cast<int>(workers)));
+    set_compute_threads(std::max(1, cores / static_cast<int>(workers)));
   else if (doc.find("model") != nullptr)
-    blas::set_threads(std::max(1, cores / std::max(1, doc.root().get_or<int>("executors", cores))));
+    set_compute_threads(std::max(1, cores / std::max(1, doc.root().get_or<int>("executors", cores))));
   else if (doc.root().get_or<std::string>("device", "cpu") != "cpu")
-    blas::set_threads(1);
+    set_compute_threads(1);
 }
 
 }  // namespace

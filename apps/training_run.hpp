@@ -11,7 +11,7 @@
 #include "actors/compute/cluster.hpp"
 #include "actors/compute/coordinator.hpp"
 #include "core/config/config.hpp"
-#include "core/train/progress.hpp"
+#include "core/common/progress.hpp"
 
 namespace taihu::app {
 

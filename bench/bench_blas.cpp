@@ -22,6 +22,7 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/random.hpp"
+#include "core/kernels/compute_threads.hpp"
 
 using namespace taihu;
 
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   ::unsetenv("OPENBLAS_CORETYPE");
   ::unsetenv("TAIHU_BLAS_KERNEL_SELECTION");
   const std::string base =
-      fmt::format("'{}' --child --kernel=openblas --runs={} --threads={}", self_path(), runs, blas::threads());
+      fmt::format("'{}' --child --kernel=openblas --runs={} --threads={}", self_path(), runs, compute_threads());
   auto run_child = [&](const std::string& command, std::string& name, std::vector<double>& results) {
     FILE* pipe = ::popen(command.c_str(), "r");
     if (pipe == nullptr) return;
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
   run_child(base + " --name-only", openblas_name, openblas_results);
   const bool same = openblas_name == selected;
 
-  std::printf("SGEMM, %d threads, median of %d runs\n", blas::threads(), runs);
+  std::printf("SGEMM, %d threads, median of %d runs\n", compute_threads(), runs);
   std::printf("selected kernel: %s (%s)\nOpenBLAS default: %s%s\n\n", selected.c_str(), blas::kernel_reason().c_str(),
               openblas_name.c_str(), same ? " (same kernel: not measured twice)" : "");
   std::vector<double> selected_results;
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   const std::string json = arg_value(argc, argv, "json", "");
   if (!json.empty()) {
     std::ofstream out(json);
-    out << "{\n  \"threads\": " << blas::threads() << ",\n  \"selected_kernel\": \"" << selected
+    out << "{\n  \"threads\": " << compute_threads() << ",\n  \"selected_kernel\": \"" << selected
         << "\",\n  \"openblas_kernel\": \"" << openblas_name << "\",\n  \"results\": [\n";
     for (size_t i = 0; i < shapes.size(); ++i) {
       const auto& s = shapes[i];

@@ -33,6 +33,7 @@
 #include "core/cavs/models/tree_lstm.hpp"
 #include "core/common/flush_to_zero.hpp"
 #include "core/graph/tree_generators.hpp"
+#include "core/kernels/compute_threads.hpp"
 
 using namespace taihu;
 using namespace taihu::cavs;
@@ -131,7 +132,7 @@ int main(int argc, char** argv) {
   fmt::print("cavs {}: E={} H={} vocabulary {}, {} samples ({:.1f} vertices each), batch {}, BLAS threads {}, "
              "{} replica thread(s)\n",
              model, embedding, hidden, vocabulary, samples, static_cast<double>(vertices) / samples, batch,
-             blas::threads(), replicas);
+             compute_threads(), replicas);
 
   std::stringstream modes(arg("modes", "batched,serial"));
   std::string mode;

@@ -34,6 +34,7 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/config/config.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "core/layers/convolution.hpp"
 #include "core/layers/registry.hpp"
 
@@ -175,7 +176,7 @@ int main(int argc, char** argv) {
 
   std::printf(
       "Convolution vs SGEMM: batch %lld, %d threads, kernel %s, median of %d runs (%s time), column budget %lld MB\n",
-      static_cast<long long>(batch), blas::threads(), blas::kernel_name().c_str(), runs, use_cpu_clock ? "CPU" : "wall",
+      static_cast<long long>(batch), compute_threads(), blas::kernel_name().c_str(), runs, use_cpu_clock ? "CPU" : "wall",
       static_cast<long long>(tuning.column_budget_bytes >> 20));
   std::printf("%-9s %-22s %5s %6s | %8s %8s %5s | %8s %8s %5s | plan\n", "net", "layer", "HW", "K", "fwd GF/s", "gemm",
               "ratio", "bwd GF/s", "gemm", "ratio");
@@ -237,7 +238,7 @@ int main(int argc, char** argv) {
   const std::string json = arg_value(argc, argv, "json", "");
   if (!json.empty()) {
     std::ofstream out(json);
-    out << "{\n  \"batch\": " << batch << ",\n  \"threads\": " << blas::threads() << ",\n  \"kernel\": \""
+    out << "{\n  \"batch\": " << batch << ",\n  \"threads\": " << compute_threads() << ",\n  \"kernel\": \""
         << blas::kernel_name() << "\",\n  \"runs\": " << runs << ",\n  \"layers\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];

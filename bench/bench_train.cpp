@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/bench_args.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "core/layers/convolution.hpp"
 #include "core/layers/convolution_choices.hpp"
 #include "core/blas/blas.hpp"
@@ -185,7 +186,7 @@ int main(int argc, char** argv) {
   const double median = sorted[sorted.size() / 2];
   std::printf("taihu %s batch %lld: %.1f images/s (median of %d; min %.1f max %.1f) kernel %s threads %d\n",
               net.name().c_str(), static_cast<long long>(batch), median, repeats, sorted.front(),
-              sorted.back(), blas::kernel_name().c_str(), blas::threads());
+              sorted.back(), blas::kernel_name().c_str(), compute_threads());
   // What --conv=measured chose, pass by pass (the layers log it at info).
   for (const auto& d : ConvolutionChoices::process().decisions())
     std::printf("  measured %s: %s (oneDNN %.3f ms, im2col+GEMM %.3f ms)\n", d.key.c_str(),
@@ -195,7 +196,7 @@ int main(int argc, char** argv) {
     out << fmt::format(
         "{{\"framework\": \"taihu\", \"net\": \"{}\", \"batch\": {}, \"images_per_second\": {:.2f}, "
         "\"repeats\": [{:.2f}], \"kernel\": \"{}\", \"threads\": {}}}\n",
-        net.name(), batch, median, fmt::join(rates, ", "), blas::kernel_name(), blas::threads());
+        net.name(), batch, median, fmt::join(rates, ", "), blas::kernel_name(), compute_threads());
   }
   return 0;
 }

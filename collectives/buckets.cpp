@@ -2,8 +2,6 @@
 
 #include <cstring>
 
-#include "core/net/net.hpp"
-#include "core/train/net_replica.hpp"
 
 namespace taihu::collectives {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Fusion buckets: a model's learnable parameters grouped, in the order
 // backward produces their gradients (last gradient stage first; a stage is a
-// layer of a net, core/train/replica.hpp), into buckets of at most
+// layer of a net, core/net/gradient_stages.hpp), into buckets of at most
 // `bucket_bytes` each, so that one collective moves many small gradients at
 // once and starts as soon as the bucket's lowest stage has run backward.
 //
@@ -18,12 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "core/layers/layer.hpp"
-#include "core/train/replica.hpp"
-
-namespace taihu {
-class Net;
-}
+#include "core/net/gradient_stages.hpp"
 
 namespace taihu::collectives {
 

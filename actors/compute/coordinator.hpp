@@ -61,7 +61,7 @@
 #include "core/common/error.hpp"
 #include "core/train/graph_report.hpp"
 #include "core/train/metrics_log.hpp"
-#include "core/train/progress.hpp"
+#include "core/common/progress.hpp"
 #include "core/train/replica.hpp"
 #include "core/train/train_report.hpp"
 

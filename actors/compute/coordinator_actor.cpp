@@ -14,6 +14,7 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/loss_check.hpp"
 #include "messages/type_ids.hpp"
@@ -418,11 +419,11 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
       std::filesystem::equivalent(s.options.resume, p.checkpoint_path, ec))
     s.checkpoints.latest = {p.checkpoint_path, static_cast<std::uint64_t>(start.epoch * p.per_epoch + start.batch), 0.0};
   const int cores = blas::available_cores();
-  const int slots = p.compute_slots > 0 ? p.compute_slots : std::max(1, cores / std::max(1, blas::threads()));
+  const int slots = p.compute_slots > 0 ? p.compute_slots : std::max(1, cores / std::max(1, compute_threads()));
   s.slots = std::make_shared<ComputeSlots>(slots);
   if (p.ranks > 1)
     spdlog::info("{} workers (detached threads), {} computing at once x {} BLAS threads", p.ranks,
-                 std::min(slots, p.ranks), blas::threads());
+                 std::min(slots, p.ranks), compute_threads());
   open_status(self);
   if (p.clustered()) {
     gather_nodes(self);

@@ -22,7 +22,7 @@
 #include "actors/compute/run_plan.hpp"
 #include "core/train/epoch_cursor.hpp"
 #include "core/train/loss_check.hpp"
-#include "core/train/progress.hpp"
+#include "core/common/progress.hpp"
 #include "core/train/run_log.hpp"
 #include "core/train/run_status.hpp"
 #include "transport/status_server.hpp"

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "actors/compute/control_plane.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "transport/addresses.hpp"
 #include "actors/compute/replica_services.hpp"
 #include "actors/compute/run_plan.hpp"
@@ -218,7 +219,7 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
   const int blas_threads = doc.section("blas").get_or<int>("threads", 0);
   const int sharing = std::max(1, s.options.processes_on_host) * std::max(1, static_cast<int>(s.local_ranks.size()));
-  blas::set_threads(blas_threads > 0 ? blas_threads : std::max(1, blas::available_cores() / sharing));
+  set_compute_threads(blas_threads > 0 ? blas_threads : std::max(1, blas::available_cores() / sharing));
   ConvolutionLayer::configure(doc.section("conv"));
   // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
   const config::Section& cluster_section = doc.section("cluster");
@@ -310,7 +311,7 @@ msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
     }
   }
   const int cores = blas::available_cores();
-  s.slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, blas::threads())));
+  s.slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, compute_threads())));
   msg::NodeStarted started{s.index, {}, {}};
   for (auto& m : s.models) {
     const int r = m->rank;

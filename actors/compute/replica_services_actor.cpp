@@ -10,6 +10,7 @@
 #include "actors/graph_runtime/graph_runner.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "devices/sw26010/params.hpp"
 
 namespace taihu::compute {
@@ -33,9 +34,9 @@ ReplicaServices replica_services(caf::actor_system& system, int replicas) {
     if (root.get_choice("graph_runtime", {"actors", "inline"}, "actors") == "inline")
       return std::make_unique<cavs::InlineRunner>(f);
     if (root.get_or<int>("executors", 0) == 0)
-      options.executors = std::max(1, blas::available_cores() / (std::max(1, blas::threads()) * per_process));
+      options.executors = std::max(1, blas::available_cores() / (std::max(1, compute_threads()) * per_process));
     spdlog::info("graph runtime: {} vertex executors x {} BLAS threads per replica", options.executors,
-                 blas::threads());
+                 compute_threads());
     return graph::make_graph_runner(system, f, options);
   };
   services.feeds = feed::actor_batch_feeds(system);

@@ -259,42 +259,14 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
           promise.deliver(true);
           return promise;
         }
-        std::vector<CompressorCheckpoint> files;
-        for (const std::int32_t source : r.sources) {
-          const auto file_path = compressor_checkpoint_path(r.path, source);
-          try {
-            files.push_back(load_compressor_checkpoint(file_path, r.iteration));
-          } catch (const Error& e) {
-            start_from_zero(e.what());
-            return promise;
-          }
-          const CompressorCheckpoint& file = files.back();
-          if (file.ranks != r.ranks || file.rank != source || file.buckets.size() != m.shards.size()) {
-            start_from_zero(fmt::format("'{}' holds rank {} of {} ranks and {} buckets; expected rank {} of {} ranks "
-                                        "and {} buckets",
-                                        file_path.string(), file.rank, file.ranks, file.buckets.size(), source,
-                                        r.ranks, m.shards.size()));
-            return promise;
-          }
-        }
-        // By bucket: one file's bytes as they are, or the merge of all.
-        std::vector<std::string> buckets(m.shards.size());
+        std::vector<std::string> buckets;
         try {
-          for (std::size_t b = 0; b < buckets.size(); ++b) {
-            if (files.front().buckets[b].empty()) continue;
-            if (files.size() == 1 && r.weight == 1.0f) {
-              buckets[b] = std::move(files.front().buckets[b]);
-              continue;
-            }
-            std::vector<std::vector<compress::CompressorState>> states;
-            for (const auto& file : files) states.push_back(decode_states(file.buckets[b]));
-            buckets[b] = encode_states(merge_states(states, r.weight));
-          }
+          buckets = load_rank_compressor_states(r.path, r.sources, r.ranks, r.iteration, m.shards.size(), r.weight);
         } catch (const Error& e) {
           start_from_zero(e.what());
           return promise;
         }
-        if (files.size() > 1 || r.weight != 1.0f)
+        if (r.sources.size() > 1 || r.weight != 1.0f)
           spdlog::info("worker {}: compressor residuals and momentum of rank(s) {} of {} carried over (x {:.4g})",
                        m.rank, fmt::join(r.sources, ", "), r.ranks, r.weight);
         // Each bucket's shard takes its states (a bucket the plan does not

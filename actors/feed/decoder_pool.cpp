@@ -15,6 +15,7 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
+#include "core/kernels/compute_threads.hpp"
 
 namespace taihu::feed {
 namespace {
@@ -70,7 +71,7 @@ std::shared_ptr<DecoderPool> DecoderPool::of(caf::actor_system& system, int deco
   // Decoders are threads beside the compute threads, on the same cores.
   const int cores = blas::available_cores(), count = static_cast<int>(pool->decoders()->size());
   spdlog::info("batch input: {} decoder actor(s) beside {} BLAS thread(s) per replica, {} core(s)", count,
-               blas::threads(), cores);
+               compute_threads(), cores);
   if (count >= cores)
     spdlog::warn("[data] decoders = {} takes every core ({}) from compute: batches are read faster than they "
                  "can be used unless decoding is the bottleneck (the report's data.wait_share says)",

@@ -16,6 +16,7 @@
 #include "core/cavs/batch_split.hpp"
 #include "core/common/check.hpp"
 #include "core/common/error.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::graph {
@@ -139,7 +140,7 @@ GraphRunnerOptions read_graph_runner_options(const config::Document& doc) {
   GraphRunnerOptions options;
   const int executors = root.get_or<int>("executors", 0);
   if (executors < 0) throw root.error("executors", "must be >= 0 (0 = cores / BLAS threads)");
-  options.executors = executors > 0 ? executors : std::max(1, blas::available_cores() / std::max(1, blas::threads()));
+  options.executors = executors > 0 ? executors : std::max(1, blas::available_cores() / std::max(1, compute_threads()));
   options.step_timeout = root.get_or<double>("step_timeout", 600.0);
   if (!(options.step_timeout > 0)) throw root.error("step_timeout", "must be positive (seconds)");
   return options;

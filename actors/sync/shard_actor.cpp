@@ -15,7 +15,7 @@
 #include "collectives/zero_copy.hpp"
 #include "core/common/check.hpp"
 #include "core/compress/packed.hpp"
-#include "core/train/compressor_checkpoint.hpp"
+#include "core/compress/compressor_states.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {

@@ -3,11 +3,10 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
-#include <mutex>
 
 #include "core/blas/tiling.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "core/kernels/parallel.hpp"
 
 namespace taihu::blas {
@@ -17,25 +16,11 @@ namespace {
 CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::yes ? CblasTrans : CblasNoTrans; }
 blasint as_blasint(int64_t v) { return static_cast<blasint>(v); }
 
-std::atomic<int> g_threads{0};
-
-// Once per process, before the first product: OpenBLAS goes single-threaded
-// for good (tiling.hpp says why), and taihu's thread count starts from what
-// OpenBLAS read (OPENBLAS_NUM_THREADS, else one per core).
-void take_over_threads() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    int expected = 0;
-    g_threads.compare_exchange_strong(expected, std::max(1, openblas_get_num_threads()));
-    openblas_set_num_threads(1);
-  });
-}
-
 }  // namespace
 
 void gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  take_over_threads();
+  keep_openblas_single_threaded();
   const Tiling tiling = gemm_tiling(m, n, k);
   // Tile [begin, end) of C's rows (or columns) reads the same rows of op(A)
   // (or columns of op(B)); the other operand is read whole.
@@ -67,7 +52,7 @@ void gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float a
 
 void gemv(Trans trans_a, int64_t m, int64_t n, float alpha, const float* a, const float* x, float beta,
           float* y) {
-  take_over_threads();
+  keep_openblas_single_threaded();
   // Tiles of y: rows of A (no transpose) or columns of A (transposed).
   const bool rows = trans_a == Trans::no;
   const int64_t outputs = rows ? m : n;
@@ -81,38 +66,28 @@ void gemv(Trans trans_a, int64_t m, int64_t n, float alpha, const float* a, cons
 }
 
 void axpy(int64_t n, float alpha, const float* x, float* y) {
-  take_over_threads();
+  keep_openblas_single_threaded();
   cblas_saxpy(as_blasint(n), alpha, x, 1, y, 1);
 }
 
 void scal(int64_t n, float alpha, float* x) {
-  take_over_threads();
+  keep_openblas_single_threaded();
   cblas_sscal(as_blasint(n), alpha, x, 1);
 }
 
 float dot(int64_t n, const float* x, const float* y) {
-  take_over_threads();
+  keep_openblas_single_threaded();
   return cblas_sdot(as_blasint(n), x, 1, y, 1);
 }
 
 float nrm2(int64_t n, const float* x) {
-  take_over_threads();
+  keep_openblas_single_threaded();
   return cblas_snrm2(as_blasint(n), x, 1);
 }
 
 float asum(int64_t n, const float* x) {
-  take_over_threads();
+  keep_openblas_single_threaded();
   return cblas_sasum(as_blasint(n), x, 1);
-}
-
-void set_threads(int threads) {
-  take_over_threads();
-  g_threads.store(std::max(1, threads));
-}
-
-int threads() {
-  take_over_threads();
-  return g_threads.load();
 }
 
 }  // namespace taihu::blas

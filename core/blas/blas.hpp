@@ -4,7 +4,8 @@
 //
 // Results do not depend on the thread count: OpenBLAS runs single-threaded
 // and gemm/gemv are cut into tiles fixed by their shape, run on taihu's pool
-// (core/blas/tiling.hpp; core/kernels/parallel.hpp).
+// (core/blas/tiling.hpp; core/kernels/parallel.hpp) on compute_threads()
+// threads (core/kernels/compute_threads.hpp).
 
 #include <cstdint>
 
@@ -27,11 +28,5 @@ void scal(int64_t n, float alpha, float* x);
 float dot(int64_t n, const float* x, const float* y);
 float nrm2(int64_t n, const float* x);
 float asum(int64_t n, const float* x);
-
-// Compute threads of this process (taihu's pool, core/kernels/parallel.hpp):
-// at first OPENBLAS_NUM_THREADS, else one per core. OpenBLAS itself is kept
-// single-threaded.
-void set_threads(int threads);
-int threads();
 
 }  // namespace taihu::blas

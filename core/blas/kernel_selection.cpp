@@ -22,6 +22,7 @@
 #include "core/blas/blas.hpp"
 #include "core/common/check.hpp"
 #include "core/common/cpu_features.hpp"
+#include "core/kernels/compute_threads.hpp"
 
 namespace taihu::blas {
 
@@ -331,8 +332,8 @@ void select_kernel(const KernelRequest& request, int argc, char** argv) {
 
   const int cores = available_cores();
   int threads = request.threads;
-  if (threads <= 0) threads = env("OPENBLAS_NUM_THREADS") ? blas::threads() : cores;
-  set_threads(std::clamp(threads, 1, cores));
+  if (threads <= 0) threads = env("OPENBLAS_NUM_THREADS") ? compute_threads() : cores;
+  set_compute_threads(std::clamp(threads, 1, cores));
 
   if (request.verify) {
     const std::string problem = verify_sgemm();
@@ -355,7 +356,7 @@ void select_kernel(const KernelRequest& request, int argc, char** argv) {
   }
   g_reason = d.reason;
   spdlog::info("BLAS: OpenBLAS kernel {} ({}), {} threads; taihu's vector kernels: {}", kernel_name(), d.reason,
-               blas::threads(), cpu::simd_name(cpu::simd()));
+               compute_threads(), cpu::simd_name(cpu::simd()));
 }
 
 std::string library_config() {

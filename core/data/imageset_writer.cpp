@@ -12,7 +12,7 @@
 #include "core/data/file_bytes.hpp"
 #include "core/data/image_transform.hpp"
 #include "core/data/lmdb_database.hpp"
-#include "core/train/progress.hpp"
+#include "core/common/progress.hpp"
 
 namespace taihu {
 

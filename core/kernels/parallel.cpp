@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/blas/blas.hpp"
 #include "core/common/flush_to_zero.hpp"
+#include "core/kernels/compute_threads.hpp"
 
 namespace taihu {
 
@@ -103,7 +103,7 @@ class Pool {
 
 }  // namespace
 
-int parallel_threads() { return inside_pool ? 1 : blas::threads(); }  // BLAS calls use this pool too
+int parallel_threads() { return inside_pool ? 1 : compute_threads(); }  // BLAS calls use this pool too
 
 namespace detail {
 

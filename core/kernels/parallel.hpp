@@ -18,7 +18,7 @@ namespace detail {
 void run_pieces(int64_t pieces, void (*call)(void*, int64_t), void* context);
 }
 
-// Threads used by parallel_for: blas::threads() (1 inside a parallel_for).
+// Threads used by parallel_for: compute_threads() (1 inside a parallel_for).
 int parallel_threads();
 
 // Calls fn(piece) for every piece in [0, pieces), possibly concurrently.

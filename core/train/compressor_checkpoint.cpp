@@ -1,15 +1,10 @@
 #include "core/train/compressor_checkpoint.hpp"
 
-#include <cereal/archives/portable_binary.hpp>
-#include <cereal/types/array.hpp>
-#include <cereal/types/string.hpp>
-#include <cereal/types/vector.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include <sstream>
-
+#include "core/common/cereal_bytes.hpp"
 #include "core/common/check.hpp"
 #include "core/train/checkpoint.hpp"
 
@@ -17,33 +12,6 @@ namespace taihu {
 namespace {
 
 constexpr std::string_view magic{"TAIHUCS1", 8};
-
-template <class T>
-std::string encode(const T& value) {
-  std::ostringstream out;
-  {
-    cereal::PortableBinaryOutputArchive archive(out);
-    archive(value);
-  }
-  return out.str();
-}
-
-template <class T>
-T decode(const std::string& bytes, std::string_view what) {
-  std::istringstream in{bytes};
-  T value;
-  try {
-    const DecodeBudget budget(bytes.size());
-    cereal::PortableBinaryInputArchive archive(in);
-    archive(bounded(value));
-  } catch (const std::exception& e) {
-    raise("{} cannot be decoded: {}", what, e.what());
-  }
-  // Every byte is the value's: more is a made-up or foreign payload.
-  const auto read = static_cast<std::size_t>(in.tellg());
-  require(read == bytes.size(), "{} is malformed: {} bytes follow its {}", what, bytes.size() - read, read);
-  return value;
-}
 
 std::filesystem::path previous(const std::filesystem::path& path) {
   auto p = path;
@@ -66,7 +34,34 @@ void save_compressor_checkpoint(const CompressorCheckpoint& checkpoint, const st
     require(!ec, "cannot keep the compressor checkpoint '{}' as '{}': {}", path.string(), previous(path).string(),
             ec.message());
   }
-  save_framed(path, magic, encode(checkpoint));
+  save_framed(path, magic, encode_bytes(checkpoint));
+}
+
+std::vector<std::string> load_rank_compressor_states(const std::filesystem::path& checkpoint,
+                                                     const std::vector<std::int32_t>& sources, std::int32_t ranks,
+                                                     int64_t iteration, std::size_t buckets, float weight) {
+  std::vector<CompressorCheckpoint> files;
+  for (const std::int32_t source : sources) {
+    const auto path = compressor_checkpoint_path(checkpoint, source);
+    files.push_back(load_compressor_checkpoint(path, iteration));
+    const CompressorCheckpoint& file = files.back();
+    require(file.ranks == ranks && file.rank == source && file.buckets.size() == buckets,
+            "'{}' holds rank {} of {} ranks and {} buckets; expected rank {} of {} ranks and {} buckets", path.string(),
+            file.rank, file.ranks, file.buckets.size(), source, ranks, buckets);
+  }
+  std::vector<std::string> states(buckets);
+  if (files.empty()) return states;
+  for (std::size_t b = 0; b < buckets; ++b) {
+    if (files.front().buckets[b].empty()) continue;
+    if (files.size() == 1 && weight == 1.0f) {
+      states[b] = std::move(files.front().buckets[b]);
+      continue;
+    }
+    std::vector<std::vector<compress::CompressorState>> sources_states;
+    for (const auto& file : files) sources_states.push_back(decode_states(file.buckets[b]));
+    states[b] = encode_states(merge_states(sources_states, weight));
+  }
+  return states;
 }
 
 void keep_sane_compressor_state(const std::filesystem::path& file, const std::filesystem::path& sane_checkpoint,
@@ -89,7 +84,7 @@ void keep_sane_compressor_state(const std::filesystem::path& file, const std::fi
 
 CompressorCheckpoint decode_compressor_checkpoint(const std::string& payload, const std::string& source) {
   // (Its rank and ranks are checked against the run that restores it.)
-  CompressorCheckpoint c = decode<CompressorCheckpoint>(payload, source);
+  CompressorCheckpoint c = decode_bytes<CompressorCheckpoint>(payload, source);
   require(c.iteration >= 0, "{} is malformed: field 'iteration' is {}, but it counts solver steps (0 or more)", source,
           c.iteration);
   return c;
@@ -117,39 +112,5 @@ CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& pat
   raise("no compressor checkpoint of iteration {}: {}", iteration, fmt::join(seen, "; "));
 }
 
-std::string encode_states(const std::vector<compress::CompressorState>& states) { return encode(states); }
-
-std::vector<compress::CompressorState> merge_states(const std::vector<std::vector<compress::CompressorState>>& sources,
-                                                    float weight) {
-  require(!sources.empty(), "merge_states: no sources");
-  std::vector<compress::CompressorState> merged = sources.front();
-  for (std::size_t s = 0; s < sources.size(); ++s) {
-    require(sources[s].size() == merged.size(), "merge_states: source {} has {} segments, source 0 has {}", s,
-            sources[s].size(), merged.size());
-    for (std::size_t i = 0; i < merged.size(); ++i)
-      require(sources[s][i].residual.size() == merged[i].residual.size() &&
-                  sources[s][i].velocity.size() == merged[i].velocity.size(),
-              "merge_states: segment {} of source {} holds {} + {} floats, of source 0 {} + {}", i, s,
-              sources[s][i].residual.size(), sources[s][i].velocity.size(), merged[i].residual.size(),
-              merged[i].velocity.size());
-  }
-  for (std::size_t i = 0; i < merged.size(); ++i) {
-    auto combine = [&](std::vector<float> compress::CompressorState::*field) {
-      std::vector<float>& out = merged[i].*field;
-      for (std::size_t s = 1; s < sources.size(); ++s) {
-        const std::vector<float>& in = sources[s][i].*field;
-        for (std::size_t k = 0; k < out.size(); ++k) out[k] += in[k];
-      }
-      for (float& v : out) v *= weight;
-    };
-    combine(&compress::CompressorState::residual);
-    combine(&compress::CompressorState::velocity);
-  }
-  return merged;
-}
-
-std::vector<compress::CompressorState> decode_states(const std::string& bytes) {
-  return decode<std::vector<compress::CompressorState>>(bytes, "compressor state");
-}
 
 }  // namespace taihu

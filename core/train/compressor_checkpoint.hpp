@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/compress/compressor.hpp"
+#include "core/compress/compressor_states.hpp"
 
 namespace taihu {
 
@@ -21,7 +21,7 @@ struct CompressorCheckpoint {
   int64_t iteration = 0;  // solver steps taken: the model checkpoint's
   int rank = 0;
   int ranks = 0;
-  std::vector<std::string> buckets;  // by bucket: encode_states() of its shard; empty: not compressed
+  std::vector<std::string> buckets;  // by bucket: encode_states() of its shard (compressor_states.hpp); empty: not compressed
 
   template <class Archive>
   void serialize(Archive& archive) {
@@ -40,6 +40,18 @@ CompressorCheckpoint decode_compressor_checkpoint(const std::string& payload, co
 // saying what is there when neither holds it.
 CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& path, int64_t iteration);
 
+// What each bucket's shard of a rank takes to go on from the model checkpoint
+// `checkpoint` at `iteration`: the files of the old ranks `sources` (this
+// rank when resuming; the old ranks of its node after an elastic regroup,
+// of `ranks` ranks then), each checked to be that rank's of `ranks` with
+// `buckets` buckets, their states merged with `weight` (merge_states; one
+// file at weight 1 passes as it is). By bucket, encode_states() bytes, empty
+// for a bucket without compression. Throws taihu::Error saying why they
+// cannot be used, so that the caller starts from zero saying so.
+std::vector<std::string> load_rank_compressor_states(const std::filesystem::path& checkpoint,
+                                                     const std::vector<std::int32_t>& sources, std::int32_t ranks,
+                                                     int64_t iteration, std::size_t buckets, float weight);
+
 // Before a save replaces `file` (this rank's state of the checkpoint now on
 // disk), keeps it as this rank's file of `sane_checkpoint` (a hard link; see
 // loss_check.hpp). Best effort, so training goes on: a rank without such a
@@ -48,19 +60,5 @@ CompressorCheckpoint load_compressor_checkpoint(const std::filesystem::path& pat
 // rank's compressor from zero, with the warning the restore gives.
 void keep_sane_compressor_state(const std::filesystem::path& file, const std::filesystem::path& sane_checkpoint,
                                 int rank);
-
-// A rank's states after an elastic regroup onto another number of ranks:
-// weight x the sum of the residuals and velocities of `sources` (each a
-// shard's states from one old rank, all of one layout); the threshold,
-// sampling and sign state of the first source. With weight = (new ranks /
-// old ranks) / (new ranks sharing these sources), the pending update
-// (sum of residuals / ranks) of the old ranks that survive carries over
-// exactly. Throws taihu::Error when the sources' layouts differ.
-std::vector<compress::CompressorState> merge_states(const std::vector<std::vector<compress::CompressorState>>& sources,
-                                                    float weight);
-
-// A shard's compressor states as bytes (what travels between actors).
-std::string encode_states(const std::vector<compress::CompressorState>& states);
-std::vector<compress::CompressorState> decode_states(const std::string& bytes);
 
 }  // namespace taihu

@@ -42,16 +42,6 @@ void log_cpu_kernels(const Net& net) {
 }
 }  // namespace
 
-std::vector<GradientStage> layer_stages(Net& net) {
-  std::vector<GradientStage> stages(net.num_layers());
-  for (std::size_t i = 0; i < net.num_layers(); ++i) {
-    stages[i].name = net.layer(i).name();
-    for (Param& p : net.layer(i).params())
-      if (p.learnable && p.blob->count() > 0) stages[i].params.push_back(&p);
-  }
-  return stages;
-}
-
 NetReplica::NetReplica(const config::Document& doc, const TrainSettings& settings, const ReplicaData& data,
                        int rank, int ranks, const ReplicaServices& services)
     : rank_(rank), settings_(settings) {

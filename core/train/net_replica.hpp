@@ -14,10 +14,6 @@ class Net;
 class Solver;
 class BatchFeed;
 
-// One stage per layer, in order: layer i is stage i (layers without learnable
-// parameters give empty stages).
-std::vector<GradientStage> layer_stages(Net& net);
-
 class NetReplica final : public Replica {
  public:
   // `services.devices` makes the executor for a `device` other than cpu (root

@@ -27,6 +27,7 @@
 #include "core/data/batch_feed.hpp"
 #include "core/data/dataset.hpp"
 #include "core/layers/layer.hpp"
+#include "core/net/gradient_stages.hpp"
 #include "core/net/layer_executor.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/train_setup.hpp"
@@ -39,13 +40,6 @@ class Net;
 namespace cavs {
 class VertexFunction;
 }
-
-// Parameters whose gradients become final together: a layer of a net, or all
-// of a vertex function (its weight gradients are computed after backward).
-struct GradientStage {
-  std::string name;
-  std::vector<Param*> params;  // learnable only
-};
 
 struct ReplicaStep {
   float loss = 0.0f;        // mean training loss of this rank's share

@@ -11,6 +11,7 @@
 #include "core/blas/blas.hpp"
 #include "core/blas/tiling.hpp"
 #include "core/common/random.hpp"
+#include "core/kernels/compute_threads.hpp"
 
 using namespace taihu;
 using blas::Trans;
@@ -38,11 +39,11 @@ std::vector<float> product(const Product& p, int threads, int64_t shift) {
   const int64_t lda = a_cols + 3, ldb = b_cols + 3, ldc = p.n + 3;
   const auto a = random_values(a_rows * lda, 1, shift), b = random_values(b_rows * ldb, 2, shift);
   auto c = random_values(p.m * ldc, 3, shift);
-  const int saved = blas::threads();
-  blas::set_threads(threads);
+  const int saved = compute_threads();
+  set_compute_threads(threads);
   blas::gemm(p.ta, p.tb, p.m, p.n, p.k, 0.75f, a.data() + shift, lda, b.data() + shift, ldb, 0.5f,
              c.data() + shift, ldc);
-  blas::set_threads(saved);
+  set_compute_threads(saved);
   // Checked against a double-precision product here, once per call.
   const auto c0 = random_values(p.m * ldc, 3, shift);
   auto at = [&](const std::vector<float>& v, int64_t ld, bool t, int64_t r, int64_t col) {
@@ -119,10 +120,10 @@ TEST_SUITE("blas") {
         std::vector<std::vector<float>> results;
         for (int threads : {1, 2}) {
           auto y = y0;
-          const int saved = blas::threads();
-          blas::set_threads(threads);
+          const int saved = compute_threads();
+          set_compute_threads(threads);
           blas::gemv(t, m, n, 1.5f, a.data(), x.data(), 0.25f, y.data());
-          blas::set_threads(saved);
+          set_compute_threads(saved);
           results.push_back(y);
         }
         REQUIRE(results[0] == results[1]);

@@ -936,6 +936,47 @@ TEST_SUITE("compress") {
     CHECK_THROWS_AS(merge_states({{state({1}, {}, 0)}, {}}, 1.0f), Error);
   }
 
+  TEST_CASE("a rank's compressor states to go on with: its own file as it is, old ranks' merged, a foreign file refused") {
+    testing::TempDir dir;
+    const auto checkpoint = dir.path() / "c.ckpt";
+    auto state = [](std::vector<float> residual) {
+      CompressorState s;
+      s.residual = std::move(residual);
+      return s;
+    };
+    // Three old ranks, two buckets each (the second not compressed).
+    for (int rank = 0; rank < 3; ++rank) {
+      CompressorCheckpoint file;
+      file.iteration = 40;
+      file.rank = rank;
+      file.ranks = 3;
+      file.buckets = {encode_states({state({float(rank), 1.0f})}), ""};
+      save_compressor_checkpoint(file, compressor_checkpoint_path(checkpoint, rank));
+    }
+    // Resuming rank 1: its own bytes, untouched.
+    const auto own = load_rank_compressor_states(checkpoint, {1}, 3, 40, 2, 1.0f);
+    REQUIRE(own.size() == 2);
+    CHECK(own[0] == encode_states({state({1.0f, 1.0f})}));
+    CHECK(own[1].empty());
+    // Ranks 0 and 2 onto one new rank: merged with the weight.
+    const auto merged = load_rank_compressor_states(checkpoint, {0, 2}, 3, 40, 2, 0.5f);
+    const auto states = decode_states(merged[0]);
+    REQUIRE(states.size() == 1);
+    CHECK(states[0].residual == std::vector<float>{1.0f, 1.0f});  // (0 + 2) x 0.5, (1 + 1) x 0.5
+    CHECK(merged[1].empty());
+    // No sources: nothing to take.
+    CHECK(load_rank_compressor_states(checkpoint, {}, 3, 40, 2, 1.0f) == std::vector<std::string>(2));
+    // Another run's layout, another iteration, a missing rank: refused, saying which and why.
+    CHECK_THROWS_WITH_AS(load_rank_compressor_states(checkpoint, {1}, 4, 40, 2, 1.0f),
+                         doctest::Contains("holds rank 1 of 3 ranks and 2 buckets; expected rank 1 of 4 ranks"), Error);
+    CHECK_THROWS_WITH_AS(load_rank_compressor_states(checkpoint, {1}, 3, 40, 5, 1.0f),
+                         doctest::Contains("and 5 buckets"), Error);
+    CHECK_THROWS_WITH_AS(load_rank_compressor_states(checkpoint, {1}, 3, 60, 2, 1.0f),
+                         doctest::Contains("no compressor checkpoint of iteration 60"), Error);
+    CHECK_THROWS_WITH_AS(load_rank_compressor_states(checkpoint, {0, 5}, 3, 40, 2, 1.0f),
+                         doctest::Contains("c.ckpt.compress-5' does not exist"), Error);
+  }
+
   TEST_CASE("a damaged compressor checkpoint is refused with the file's name") {
     testing::TempDir dir;
     const auto path = dir.path() / "c.compress-0";

@@ -13,6 +13,7 @@
 
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "core/kernels/im2col.hpp"
 #include "core/kernels/parallel.hpp"
 #include "core/layers/convolution.hpp"
@@ -200,8 +201,8 @@ TEST_SUITE("conv") {
   }
 
   TEST_CASE("parallel_for runs every piece exactly once, on several threads") {
-    const int saved = blas::threads();
-    blas::set_threads(2);
+    const int saved = compute_threads();
+    set_compute_threads(2);
     for (int64_t pieces : {1, 2, 7, 64}) {
       std::vector<std::atomic<int>> hits(static_cast<size_t>(pieces));
       parallel_for(pieces, [&](int64_t i) {
@@ -215,14 +216,14 @@ TEST_SUITE("conv") {
       for (int64_t i = b; i < e; ++i) covered[static_cast<size_t>(i)]++;
     });
     CHECK(std::count(covered.begin(), covered.end(), 1) == 1000);
-    blas::set_threads(saved);
+    set_compute_threads(saved);
   }
 
   TEST_CASE("convolution on two and three threads matches one thread and the direct convolution") {
     // Large enough that im2col, col2im and the gathers are split across threads.
     // Three threads with two chunks (or gradient shares) run the chunks in order
     // with the threads inside each; one or two threads run them side by side.
-    const int saved = blas::threads();
+    const int saved = compute_threads();
     TuningGuard guard;
     const std::vector<ConvolutionLayer::Tuning> tunings = {
         {int64_t{32} << 20, 1 << 20, 4096},  // every image batched
@@ -239,7 +240,7 @@ TEST_SUITE("conv") {
         CAPTURE(cc.options);
         std::vector<std::vector<float>> results[3];
         for (int threads : {1, 2, 3}) {
-          blas::set_threads(threads);
+          set_compute_threads(threads);
           auto layer = make_layer("Convolution", fmt::format("num_output = {}\n{}", cc.out, cc.options));
           Blob x(Shape{cc.n, cc.c, cc.h, cc.w}), y;
           fill_uniform(x, 31);
@@ -264,7 +265,7 @@ TEST_SUITE("conv") {
               REQUIRE(results[threads - 1][b][i] == results[0][b][i]);  // bits, by construction (tiling.hpp)
       }
     }
-    blas::set_threads(saved);
+    set_compute_threads(saved);
   }
 
   TEST_CASE("convolution plans: batching small images, bands for large ones") {
@@ -328,8 +329,8 @@ TEST_SUITE("conv") {
 
   TEST_CASE("stride-1 bottom gradient by the flipped-kernel convolution matches GEMM + col2im") {
     TuningGuard guard;
-    const int saved = blas::threads();
-    blas::set_threads(2);
+    const int saved = compute_threads();
+    set_compute_threads(2);
     for (const std::string options : {"num_output = 40\nkernel_size = 3\npad = 1",
                                       "num_output = 6\nkernel_h = 3\nkernel_w = 5\npad = 0 3\ndilation = 2 1\ngroup = 2",
                                       "num_output = 8\nkernel_size = 2\nbias_term = false"}) {
@@ -352,7 +353,7 @@ TEST_SUITE("conv") {
       for (size_t i = 0; i < results[0].size(); ++i)
         REQUIRE(results[0][i] == doctest::Approx(results[1][i]).epsilon(1e-4).scale(1.0));
     }
-    blas::set_threads(saved);
+    set_compute_threads(saved);
   }
 
   TEST_CASE("convolution backward accumulates parameter gradients and respects propagate_down") {

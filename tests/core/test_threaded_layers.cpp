@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/blas/blas.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "core/kernels/parallel.hpp"
 #include "support/layer_fixture.hpp"
 
@@ -86,28 +87,28 @@ TEST_SUITE("threads") {
         {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\ngroup = 2\nalgorithm = dnnl", {Shape{3, 32, 20, 20}}},
         {"Convolution", "num_output = 64\nkernel_size = 3\npad = 1\nalgorithm = im2col", {Shape{5, 32, 28, 28}}},
     };
-    const int saved = blas::threads();
+    const int saved = compute_threads();
     for (const Case& c : cases)
       for (Phase phase : {Phase::train, Phase::test}) {
         CAPTURE(c.type);
         CAPTURE(c.options);
         CAPTURE(c.bottoms.size());
-        blas::set_threads(1);
+        set_compute_threads(1);
         const auto one = run(c, phase);
         for (int threads : {2, 3}) {
           CAPTURE(threads);
-          blas::set_threads(threads);
+          set_compute_threads(threads);
           const auto more = run(c, phase);
           REQUIRE(one.size() == more.size());
           for (size_t b = 0; b < one.size(); ++b) REQUIRE(one[b] == more[b]);
         }
       }
-    blas::set_threads(saved);
+    set_compute_threads(saved);
   }
 
   TEST_CASE("BatchNorm on two threads matches the direct formula") {
-    const int saved = blas::threads();
-    blas::set_threads(2);
+    const int saved = compute_threads();
+    set_compute_threads(2);
     auto bn = make_layer("BatchNorm");
     Blob x(Shape{2, 64, 128, 128}), y;
     fill_uniform(x, 61, -1.0f, 3.0f);
@@ -129,6 +130,6 @@ TEST_SUITE("threads") {
           REQUIRE(y.data()[j] == doctest::Approx((x.data()[j] - mean) / std::sqrt(var + 1e-5)).epsilon(1e-4));
         }
     }
-    blas::set_threads(saved);
+    set_compute_threads(saved);
   }
 }

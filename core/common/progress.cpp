@@ -1,4 +1,4 @@
-#include "core/train/progress.hpp"
+#include "core/common/progress.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
