@@ -1,23 +1,19 @@
 #include "actors/sync/compressed_shard_actor.hpp"
 
 #include <caf/all.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <optional>
+#include <span>
+#include <utility>
 
-#include "actors/exception_reason.hpp"
-#include "actors/sync/chunk_poller.hpp"
 #include "actors/sync/float_buffer.hpp"
 #include "actors/sync/packed_slots.hpp"
-#include "actors/sync/send_chunk.hpp"
-#include "actors/sync/shard_inbox.hpp"
+#include "actors/sync/shard_skeleton.hpp"
 #include "actors/sync/step_engine.hpp"
 #include "core/common/check.hpp"
-#include "core/compress/packed.hpp"
 #include "core/compress/compressor_states.hpp"
+#include "core/compress/packed.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -39,209 +35,148 @@ struct Setup {
   std::unique_ptr<compress::BucketCompressor> dense_compressor;  // momentum / clipping of the dense part, or null
 };
 
-struct CompressedShardState {
-  static inline const char* name = "taihu.compressed_shard";
+// RedSync's reduction of one bucket: this rank's packed message gathered
+// around the ring with every other rank's, the dense part (split buckets)
+// allreduced beside it, and the sum of all messages written into the bucket.
+class CompressedReduction {
+ public:
+  static constexpr const char* actor_name = "taihu.compressed_shard";
 
-  std::shared_ptr<Setup> setup;  // owned by this actor only
-  std::shared_ptr<ChunkRouter> router;  // null in-process
-  const msg::PayloadAllocator* allocator() const { return router ? router->allocator() : nullptr; }
-  ChunkPoller poller;                   // after `router`: gives its hold back before the router goes
-  std::vector<std::uint32_t> words, dense_words;
-  std::vector<float> sparse_scratch;  // gather of the sparse part, then its sum (split buckets only)
+  CompressedReduction(std::shared_ptr<Setup> setup, const msg::PayloadAllocator* allocator)
+      : setup_(std::move(setup)), allocator_(allocator) {
+    const CompressedShardSpec& own = setup_->spec;
+    // Built once: the slots' schedule depends on nothing an iteration decides (packed_slots.hpp).
+    const std::size_t capacity = setup_->compressor->max_message_words();
+    messages_ = PackedSlots(own.ranks, capacity);
+    auto ring = PackedSlots::ring(own.ranks, capacity);
+    allgather_ = StepEngine(own.bucket, own.rank, std::move(ring.steps[static_cast<std::size_t>(own.rank)]));
+    allreduce_ = StepEngine(own.bucket, own.rank, std::move(setup_->spec.dense_steps), dense_seq_base);
+    if (!setup_->dense_parts.empty()) sparse_scratch_.resize(setup_->sparse_elements);
+    dense_ = FloatBuffer({}, allocator_);  // every send copies (see begin)
+  }
 
-  // The running iteration, if any.
-  bool running = false;
-  std::uint64_t iteration = 0;
-  msg::TensorPayload buffer;  // the gradient in, the sum out
-  StepEngine allgather;       // of the packed messages
-  PackedSlots messages;       // by origin rank
-  StepEngine allreduce;       // of the dense part (split buckets; else no steps)
-  FloatBuffer dense;          // the dense part, reduced in place
-  std::uint64_t iteration_bytes = 0;
+  ShardId id() const { return {spec().bucket, spec().rank, spec().ranks, spec().elements}; }
+  bool compresses() const { return true; }
+  bool peers_optional(bool) const { return false; }
 
-  ShardInbox inbox;  // inputs and early chunks
+  // Compresses this rank's gradient into its message (and the dense part,
+  // split buckets, into its own buffer) and starts both collectives.
+  void begin(msg::GradientReady ready) {
+    Setup& set = *setup_;
+    buffer_ = std::move(ready.buffer);
+    if (set.dense_parts.empty()) {
+      set.compressor->compress(buffer_.span(), 1.0f, words_);
+    } else {
+      const float* in = buffer_.data();
+      for (const Part& p : set.sparse_parts)
+        std::memcpy(sparse_scratch_.data() + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
+      set.compressor->compress(sparse_scratch_, 1.0f, words_);
+      // Sends copy their ranges, so the buffer is ours again after each iteration: reused.
+      msg::TensorPayload dense = dense_.release();
+      if (dense.size() != set.dense_elements || !dense.unique()) dense = msg::TensorPayload::allocate(set.dense_elements);
+      dense_.bind(std::move(dense));
+      float* d = dense_.data();
+      for (const Part& p : set.dense_parts)
+        std::memcpy(d + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
+      if (set.dense_compressor) {
+        const std::span<float> corrected(d, set.dense_elements);
+        set.dense_compressor->compress(corrected, 1.0f, dense_words_);
+        std::fill(corrected.begin(), corrected.end(), 0.0f);
+        compress::decompress_add(dense_words_, corrected);
+      }
+    }
+    entries_sent_ += set.compressor->last_sent_entries();
+    auto own = msg::TensorPayload::allocate(words_.size(), allocator_);
+    std::memcpy(own.mutable_data(), words_.data(), words_.size() * sizeof(std::uint32_t));
+    messages_.put(set.spec.rank, std::move(own));
+    allgather_.start(ready.iteration);
+    allreduce_.start(ready.iteration);
+  }
 
-  std::uint64_t chunks_sent = 0;
-  std::uint64_t early_chunks = 0;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t entries_sent = 0;
+  // Both collectives, each up to its first missing chunk.
+  bool advance(ShardInbox& inbox, const SendChunk& send) {
+    const bool gathered = allgather_.advance(inbox, messages_, send);
+    const bool reduced = allreduce_.advance(inbox, dense_, send);
+    return gathered && reduced;
+  }
 
-  const CompressedShardSpec& spec() const { return setup->spec; }
+  // Adds every message, in rank order, into the sparse part; the bucket.
+  msg::TensorPayload finish(std::uint64_t iteration) {
+    const Setup& set = *setup_;
+    const bool split = !set.dense_parts.empty();
+    float* out = buffer_.mutable_data();
+    const std::span<float> sum = split ? std::span<float>(sparse_scratch_) : std::span<float>(out, set.spec.elements);
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (int r = 0; r < set.spec.ranks; ++r) {
+      try {
+        compress::decompress_add(messages_.message(r).span(), sum);
+      } catch (const std::exception& e) {
+        raise("compressed shard {}/{}: the packed message of rank {} in iteration {} is malformed: {}",
+              set.spec.bucket, set.spec.rank, r, iteration, e.what());
+      }
+    }
+    if (split) {
+      for (const Part& p : set.sparse_parts)
+        std::memcpy(out + p.bucket_offset, sum.data() + p.compact_offset, p.count * sizeof(float));
+      for (const Part& p : set.dense_parts)
+        std::memcpy(out + p.bucket_offset, dense_.data() + p.compact_offset, p.count * sizeof(float));
+    }
+    messages_.clear();
+    return std::exchange(buffer_, {});
+  }
+
+  // A chunk no step takes would wait in the inbox for ever: refused now.
+  bool arrives_early(const msg::Chunk& chunk, bool current) const {
+    require(allgather_.expects(chunk) || allreduce_.expects(chunk),
+            "compressed shard {}/{}: no step of this rank receives chunk {} from rank {}", spec().bucket,
+            spec().rank, chunk.seq, chunk.sender);
+    return !current;
+  }
+
+  msg::ShardStats stats(const ShardCounters& c) const {
+    return msg::ShardStats{c.chunks_sent, c.early_chunks, 0, 0, c.bytes_sent, entries_sent_};
+  }
+
+  // Residuals and momentum: the sparse part's, then the dense part's.
+  std::string states() const {
+    auto states = setup_->compressor->state();
+    if (setup_->dense_compressor)
+      for (auto& d : setup_->dense_compressor->state()) states.push_back(std::move(d));
+    return encode_states(states);
+  }
+  void restore(const std::string& bytes) {
+    auto states = decode_states(bytes);
+    const std::size_t sparse = setup_->compressor->segments();
+    const std::size_t dense = setup_->dense_compressor ? setup_->dense_compressor->segments() : 0;
+    require(states.size() == sparse + dense, "{} compressor states for {} segments", states.size(), sparse + dense);
+    std::vector<compress::CompressorState> rest(std::make_move_iterator(states.begin() + static_cast<std::ptrdiff_t>(sparse)),
+                                                std::make_move_iterator(states.end()));
+    states.resize(sparse);
+    setup_->compressor->restore(states);
+    if (setup_->dense_compressor) setup_->dense_compressor->restore(rest);
+  }
+
+ private:
+  const CompressedShardSpec& spec() const { return setup_->spec; }
+
+  std::shared_ptr<Setup> setup_;  // this actor's only
+  const msg::PayloadAllocator* allocator_ = nullptr;
+  std::vector<std::uint32_t> words_, dense_words_;
+  std::vector<float> sparse_scratch_;  // gather of the sparse part, then its sum (split buckets only)
+  msg::TensorPayload buffer_;  // the gradient in, the sum out
+  StepEngine allgather_;       // of the packed messages
+  PackedSlots messages_;       // by origin rank
+  StepEngine allreduce_;       // of the dense part (split buckets; else no steps)
+  FloatBuffer dense_;          // the dense part, reduced in place
+  std::uint64_t entries_sent_ = 0;
 };
 
-using Self = shard_actor::stateful_base<CompressedShardState>;
+using Self = shard_actor::stateful_base<ShardCore<CompressedReduction>>;
 
-void start_next(Self* self);
-
-// Adds every message, in rank order, into the sparse part; hands the bucket back.
-void finish(Self* self) {
-  auto& s = self->state;
-  const Setup& set = *s.setup;
-  const bool split = !set.dense_parts.empty();
-  float* out = s.buffer.mutable_data();
-  const std::span<float> sum = split ? std::span<float>(s.sparse_scratch) : std::span<float>(out, set.spec.elements);
-  std::fill(sum.begin(), sum.end(), 0.0f);
-  for (int r = 0; r < set.spec.ranks; ++r) {
-    try {
-      compress::decompress_add(s.messages.message(r).span(), sum);
-    } catch (const std::exception& e) {
-      raise("compressed shard {}/{}: the packed message of rank {} in iteration {} is malformed: {}", set.spec.bucket,
-            set.spec.rank, r, s.iteration, e.what());
-    }
-  }
-  if (split) {
-    for (const Part& p : set.sparse_parts)
-      std::memcpy(out + p.bucket_offset, sum.data() + p.compact_offset, p.count * sizeof(float));
-    for (const Part& p : set.dense_parts)
-      std::memcpy(out + p.bucket_offset, s.dense.data() + p.compact_offset, p.count * sizeof(float));
-  }
-  s.poller.release();
-  s.running = false;
-  s.inbox.complete(s.iteration);
-  s.messages.clear();
-  const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  msg::Reduced reduced{set.spec.bucket, s.iteration, set.spec.rank, std::move(s.buffer),
-                       std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), s.iteration_bytes};
-  s.buffer = {};
-  self->send(s.inbox.owner(), std::move(reduced));
-  start_next(self);
-}
-
-// Both collectives, each up to its first missing chunk.
-void advance(Self* self) {
-  auto& s = self->state;
-  auto post = [self](int to, msg::Chunk chunk) {
-    auto& s = self->state;
-    s.iteration_bytes += chunk.size() * sizeof(float);
-    s.bytes_sent += chunk.size() * sizeof(float);
-    ++s.chunks_sent;
-    send_chunk(self, s.router.get(), s.inbox, to, std::move(chunk));
-  };
-  const bool gathered = s.allgather.advance(s.inbox, s.messages, post);
-  const bool reduced = s.allreduce.advance(s.inbox, s.dense, post);
-  if (gathered && reduced) {
-    finish(self);
-  } else if (s.poller.wait()) {
-    self->send(self, msg::poll_atom_v);  // look for the missing chunk rather than sleep
-  }
-}
-
-void start_next(Self* self) {
-  auto& s = self->state;
-  if (!s.inbox.wired() || s.running || !s.inbox.has_input()) return;
-  Setup& set = *s.setup;
-  msg::GradientReady ready = s.inbox.next_input();
-  s.running = true;
-  s.iteration = ready.iteration;
-  s.buffer = std::move(ready.buffer);
-  s.iteration_bytes = 0;
-  if (set.dense_parts.empty()) {
-    set.compressor->compress(s.buffer.span(), 1.0f, s.words);
-  } else {
-    const float* in = s.buffer.data();
-    for (const Part& p : set.sparse_parts)
-      std::memcpy(s.sparse_scratch.data() + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
-    set.compressor->compress(s.sparse_scratch, 1.0f, s.words);
-    // Sends copy their ranges, so the buffer is ours again after each iteration: reused.
-    msg::TensorPayload dense = s.dense.release();
-    if (dense.size() != set.dense_elements || !dense.unique()) dense = msg::TensorPayload::allocate(set.dense_elements);
-    s.dense.bind(std::move(dense));
-    float* d = s.dense.data();
-    for (const Part& p : set.dense_parts)
-      std::memcpy(d + p.compact_offset, in + p.bucket_offset, p.count * sizeof(float));
-    if (set.dense_compressor) {
-      const std::span<float> corrected(d, set.dense_elements);
-      set.dense_compressor->compress(corrected, 1.0f, s.dense_words);
-      std::fill(corrected.begin(), corrected.end(), 0.0f);
-      compress::decompress_add(s.dense_words, corrected);
-    }
-  }
-  s.entries_sent += set.compressor->last_sent_entries();
-  auto own = msg::TensorPayload::allocate(s.words.size(), s.allocator());
-  std::memcpy(own.mutable_data(), s.words.data(), s.words.size() * sizeof(std::uint32_t));
-  s.messages.put(set.spec.rank, std::move(own));
-  s.allgather.start(s.iteration);
-  s.allreduce.start(s.iteration);
-  advance(self);
-}
-
-shard_actor::behavior_type compressed_shard(Self* self, std::shared_ptr<Setup> setup, std::shared_ptr<ChunkRouter> router) {
-  auto& st = self->state;
-  const CompressedShardSpec& own = setup->spec;
-  // Built once: the slots' schedule depends on nothing an iteration decides (packed_slots.hpp).
-  const std::size_t capacity = setup->compressor->max_message_words();
-  st.messages = PackedSlots(own.ranks, capacity);
-  auto ring = PackedSlots::ring(own.ranks, capacity);
-  st.allgather = StepEngine(own.bucket, own.rank, std::move(ring.steps[static_cast<std::size_t>(own.rank)]));
-  st.allreduce = StepEngine(own.bucket, own.rank, std::move(setup->spec.dense_steps), dense_seq_base);
-  if (!setup->dense_parts.empty()) st.sparse_scratch.resize(setup->sparse_elements);
-  st.router = std::move(router);
-  st.dense = FloatBuffer({}, st.allocator());  // every send copies (see start_next)
-  st.setup = std::move(setup);
-  st.poller.attach(st.router.get());
-  st.inbox.init(fmt::format("compressed shard {}/{}", own.bucket, own.rank), own.bucket, own.elements, own.ranks);
-  self->set_exception_handler(exception_reason);
-  return {
-      [=](msg::ShardInit& init) {
-        self->state.inbox.wire(std::move(init), false);
-        start_next(self);
-      },
-      [=](msg::GradientReady& ready) {
-        auto& s = self->state;
-        s.inbox.queue(std::move(ready), s.running ? std::optional{s.iteration} : std::nullopt);
-        start_next(self);
-      },
-      [=](msg::Chunk& chunk) {
-        auto& s = self->state;
-        // A chunk no step takes would wait in the inbox for ever: refuse it now.
-        require(s.allgather.expects(chunk) || s.allreduce.expects(chunk),
-                "compressed shard {}/{}: no step of this rank receives chunk {} from rank {}",
-                s.spec().bucket, s.spec().rank, chunk.seq, chunk.sender);
-        const bool current = s.running && chunk.iteration == s.iteration;
-        if (!current) ++s.early_chunks;
-        s.inbox.keep(std::move(chunk));
-        if (current) advance(self);
-      },
-      [=](msg::poll_atom) {
-        if (self->state.poller.poll(self->state.running)) self->send(self, msg::poll_atom_v);
-      },
-      [=](msg::stats_atom) {
-        const auto& s = self->state;
-        return msg::ShardStats{s.chunks_sent, s.early_chunks, 0, 0, s.bytes_sent, s.entries_sent};
-      },
-      // Residuals and momentum, for checkpoints: the sparse part's, then the dense part's.
-      [=](msg::compressor_atom) {
-        const Setup& setup = *self->state.setup;
-        auto states = setup.compressor->state();
-        if (setup.dense_compressor)
-          for (auto& d : setup.dense_compressor->state()) states.push_back(std::move(d));
-        return encode_states(states);
-      },
-      [=](msg::compressor_atom, const std::string& bytes) {
-        auto& s = self->state;
-        require(!s.running && !s.inbox.has_input(), "compressed shard {}/{}: compressor state restored mid-iteration",
-                s.spec().bucket, s.spec().rank);
-        // States of another layout (e.g. after a regroup that re-planned the
-        // compression): the shard goes on from where it is, and says so.
-        try {
-          auto states = decode_states(bytes);
-          const std::size_t sparse = s.setup->compressor->segments();
-          const std::size_t dense = s.setup->dense_compressor ? s.setup->dense_compressor->segments() : 0;
-          require(states.size() == sparse + dense, "{} compressor states for {} segments", states.size(),
-                  sparse + dense);
-          std::vector<compress::CompressorState> rest(
-              std::make_move_iterator(states.begin() + static_cast<std::ptrdiff_t>(sparse)),
-              std::make_move_iterator(states.end()));
-          states.resize(sparse);
-          s.setup->compressor->restore(states);
-          if (s.setup->dense_compressor) s.setup->dense_compressor->restore(rest);
-        } catch (const Error& e) {
-          spdlog::warn("{}: compressor state not restored: {}", s.inbox.name(), e.what());
-          return false;
-        }
-        return true;
-      },
-  };
+shard_actor::behavior_type compressed_shard(Self* self, std::shared_ptr<Setup> setup,
+                                            std::shared_ptr<ChunkRouter> router) {
+  auto reduction = std::make_shared<CompressedReduction>(std::move(setup), router ? router->allocator() : nullptr);
+  return shard_behavior(self, std::move(reduction), std::move(router), "compressed shard");
 }
 
 // Splits the segments into the packed part and, with dense_steps, the allreduced dense part.
