@@ -1,5 +1,6 @@
 #include "core/cavs/models/chain_lm.hpp"
 
+#include "core/cavs/models/cell_parts.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::cavs {
@@ -35,7 +36,7 @@ VertexFunction make_lstm_language_model(const ChainLmOptions& o) {
   Value h_prev = f.slice(prev, 0, H), c_prev = f.slice(prev, H, H);
   Value x = f.embedding(E, f.pull());
   Value pre[4];
-  for (int g = 0; g < 4; ++g) pre[g] = f.add_bias(f.add(f.matmul(x, W[g]), f.matmul(h_prev, U[g])), b[g]);
+  for (int g = 0; g < 4; ++g) pre[g] = gate_input(f, x, W[g], h_prev, U[g], b[g]);
   Value i = f.sigmoid(pre[0]), fg = f.sigmoid(pre[1]), u = f.tanh(pre[2]), out = f.sigmoid(pre[3]);
   Value c = f.add(f.mul(i, u), f.mul(fg, c_prev));
   Value h = f.mul(out, f.tanh(c));
@@ -50,18 +51,13 @@ VertexFunction make_gru_language_model(const ChainLmOptions& o) {
   const int32_t H = o.hidden, X = o.embedding;
   FunctionBuilder f({.max_arity = 1, .seed = o.seed});
   auto E = f.parameter("embedding", {o.vocabulary, X}, uniform(o.embedding_scale));
-  auto W_z = f.parameter("W_z", {H, X}), W_r = f.parameter("W_r", {H, X}), W_n = f.parameter("W_n", {H, X});
-  auto U_z = f.parameter("U_z", {H, H}), U_r = f.parameter("U_r", {H, H}), U_n = f.parameter("U_n", {H, H});
-  auto b_z = f.parameter("b_z", {H}), b_r = f.parameter("b_r", {H}), b_n = f.parameter("b_n", {H});
+  const GruParameters gru = gru_parameters(f, H, X, H);
   auto W_out = f.parameter("W_out", {o.vocabulary, H});
   auto b_out = f.parameter("b_out", {o.vocabulary});
 
   Value h_prev = f.gather(0, H);
   Value x = f.embedding(E, f.pull());
-  Value z = f.sigmoid(f.add_bias(f.add(f.matmul(x, W_z), f.matmul(h_prev, U_z)), b_z));
-  Value r = f.sigmoid(f.add_bias(f.add(f.matmul(x, W_r), f.matmul(h_prev, U_r)), b_r));
-  Value n = f.tanh(f.add_bias(f.add(f.matmul(x, W_n), f.matmul(f.mul(r, h_prev), U_n)), b_n));
-  Value h = f.add(f.mul(f.one_minus(z), n), f.mul(z, h_prev));
+  Value h = gru_cell(f, gru, x, h_prev, [&] { return h_prev; });
   f.scatter(h);
   f.push(h);
   f.softmax_cross_entropy(f.add_bias(f.matmul(h, W_out), b_out), f.label());

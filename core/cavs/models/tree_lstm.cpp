@@ -1,5 +1,6 @@
 #include "core/cavs/models/tree_lstm.hpp"
 
+#include "core/cavs/models/cell_parts.hpp"
 #include "core/common/check.hpp"
 
 namespace taihu::cavs {
@@ -38,9 +39,9 @@ VertexFunction make_binary_tree_lstm(const TreeLstmOptions& o) {
   Value hc = f.concat({h_l, h_r});
   Value x = f.embedding(E, f.pull());
   Value xf = f.matmul(x, W_f);
-  Value i = f.sigmoid(f.add_bias(f.add(f.matmul(x, W_i), f.matmul(hc, U_i)), b_i));
-  Value out = f.sigmoid(f.add_bias(f.add(f.matmul(x, W_o), f.matmul(hc, U_o)), b_o));
-  Value u = f.tanh(f.add_bias(f.add(f.matmul(x, W_u), f.matmul(hc, U_u)), b_u));
+  Value i = f.sigmoid(gate_input(f, x, W_i, hc, U_i, b_i));
+  Value out = f.sigmoid(gate_input(f, x, W_o, hc, U_o, b_o));
+  Value u = f.tanh(gate_input(f, x, W_u, hc, U_u, b_u));
   Value f_l = f.sigmoid(f.add_bias(f.add(xf, f.matmul(hc, U_fl)), b_f));
   Value f_r = f.sigmoid(f.add_bias(f.add(xf, f.matmul(hc, U_fr)), b_f));
   Value c = f.add(f.add(f.mul(i, u), f.mul(f_l, c_l)), f.mul(f_r, c_r));
@@ -69,9 +70,9 @@ VertexFunction make_child_sum_tree_lstm(const TreeLstmOptions& o) {
   Value h_k = f.slice(kids, 0, H), c_k = f.slice(kids, H, H);
   Value h_sum = f.sum_children(h_k);
   Value x = f.embedding(E, f.pull());
-  Value i = f.sigmoid(f.add_bias(f.add(f.matmul(x, W_i), f.matmul(h_sum, U_i)), b_i));
-  Value out = f.sigmoid(f.add_bias(f.add(f.matmul(x, W_o), f.matmul(h_sum, U_o)), b_o));
-  Value u = f.tanh(f.add_bias(f.add(f.matmul(x, W_u), f.matmul(h_sum, U_u)), b_u));
+  Value i = f.sigmoid(gate_input(f, x, W_i, h_sum, U_i, b_i));
+  Value out = f.sigmoid(gate_input(f, x, W_o, h_sum, U_o, b_o));
+  Value u = f.tanh(gate_input(f, x, W_u, h_sum, U_u, b_u));
   Value xf = f.to_edges(f.add_bias(f.matmul(x, W_f), b_f));
   Value f_k = f.sigmoid(f.add(xf, f.matmul(h_k, U_f)));
   Value c = f.add(f.mul(i, u), f.sum_children(f.mul(f_k, c_k)));
