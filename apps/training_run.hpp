@@ -10,8 +10,8 @@
 
 #include "actors/compute/cluster.hpp"
 #include "actors/compute/coordinator.hpp"
-#include "core/config/config.hpp"
 #include "core/common/progress.hpp"
+#include "core/config/config.hpp"
 
 namespace taihu::app {
 

@@ -59,9 +59,9 @@
 #include "actors/compute/run_plan.hpp"
 #include "actors/compute/worker_actor.hpp"
 #include "core/common/error.hpp"
+#include "core/common/progress.hpp"
 #include "core/train/graph_report.hpp"
 #include "core/train/metrics_log.hpp"
-#include "core/common/progress.hpp"
 #include "core/train/replica.hpp"
 #include "core/train/train_report.hpp"
 

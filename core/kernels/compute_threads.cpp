@@ -15,7 +15,7 @@ std::atomic<int> g_threads{0};  // 0: not yet taken from OpenBLAS
 void keep_openblas_single_threaded() {
   static std::once_flag once;
   std::call_once(once, [] {
-    int expected = 0;  // a count set before the first call stays
+    int expected = 0;
     g_threads.compare_exchange_strong(expected, std::max(1, openblas_get_num_threads()));
     openblas_set_num_threads(1);
   });
