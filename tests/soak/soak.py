@@ -213,14 +213,15 @@ def run_undisturbed(args, work, name, epochs):
     return rc, time.time() - t0, cluster
 
 
-def verify_checkpoint(args, work, path):
-    """Framing and checksum, then one more iteration resumed from it in one process."""
+def verify_checkpoint(args, work, path, epochs):
+    """Framing and checksum, then one more iteration resumed from it in one process (given one
+    epoch more than the run's `epochs`, so that the run's final checkpoint can go on too)."""
     try:
         iteration = checkpoint_iteration(path)
     except (OSError, ValueError, struct.error) as e:
         return f"{path}: {e}"
     out = subprocess.run([os.path.join(args.build, "apps", "taihu-train")] + train_args(args, work, "verify") + [
-        "nodes=0", f"iterations={iteration + 1}", "epochs=1000", f"--resume={path}"], capture_output=True, text=True, timeout=120)
+        "nodes=0", f"iterations={iteration + 1}", f"epochs={epochs + 1}", f"--resume={path}"], capture_output=True, text=True, timeout=120)
     if out.returncode != 0 or "resumed from" not in out.stdout + out.stderr:
         return f"{path} (iteration {iteration}): exit {out.returncode}: {(out.stdout + out.stderr)[-400:]}"
     return None
@@ -374,7 +375,7 @@ def main():
         except (OSError, ValueError, struct.error) as e:
             failures.append(f"checkpoint {path}: {e}")
     for path in sample:
-        problem = verify_checkpoint(args, work, path)
+        problem = verify_checkpoint(args, work, path, epochs)
         if problem:
             failures.append(f"checkpoint does not resume: {problem}")
 
