@@ -20,13 +20,11 @@ struct GzCloser {
 
 // The gzip trailer stores the uncompressed size modulo 2^32; used only to
 // size the buffer up front, so a wrong guess costs nothing but a regrowth.
-size_t size_hint(const std::filesystem::path& path) {
+// `file_size` is the file's size on disk.
+size_t size_hint(const std::filesystem::path& path, std::uintmax_t file_size) {
   std::ifstream in(path, std::ios::binary);
   unsigned char magic[2] = {0, 0};
   in.read(reinterpret_cast<char*>(magic), 2);
-  std::error_code ec;
-  const auto file_size = std::filesystem::file_size(path, ec);
-  if (ec) return 0;
   if (!in || magic[0] != 0x1f || magic[1] != 0x8b || file_size < 18) return file_size;
   unsigned char trailer[4];
   in.seekg(-4, std::ios::end);
@@ -50,8 +48,8 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   // zlib keeps an input buffer of this size and an output buffer of twice it:
   // 1 MiB reads the big files in few calls, and a small file (a label file,
   // one of thousands) is not given 3 MiB it never fills.
-  const size_t hint = size_hint(path);
-  const auto file_size = std::filesystem::file_size(path, ec);
+  const std::uintmax_t file_size = std::filesystem::file_size(path, ec);
+  const size_t hint = ec ? 0 : size_hint(path, file_size);
   gzbuffer(file.get(), static_cast<unsigned>(std::clamp<std::uintmax_t>(ec ? 0 : file_size, 8 << 10, 1 << 20)));
 
   std::vector<uint8_t> bytes;
