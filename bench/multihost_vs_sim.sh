@@ -7,8 +7,9 @@
 #              with tls = off and with TLS and LeNet with TLS train, and the training cases'
 #              CPU rates and per-message latency are fitted to them (bench/multihost_vs_sim.py).
 #   allreduce  4 hosts, 1gbit: bench_mpi_transport_actors, ring, 64 KiB (to which the model's
-#              per-message latency is fitted: 16 KiB messages, all latency) and 1/16/100 MiB (the
-#              cases compared), tls = off and between_hosts, RUNS runs each (median).
+#              per-message latency is fitted: 16 KiB messages, all latency; LATENCY_RUNS runs,
+#              default 31) and 1/16/100 MiB (the cases compared), tls = off and between_hosts,
+#              RUNS runs each (median).
 #   unshaped   the same on the unshaped bed: the allreduce cases' CPU rates are fitted to its
 #              16 MiB runs (the bench's processes cost more CPU per byte than taihu-node's: an
 #              MPI progress thread that polls; see the table's notes).
@@ -69,21 +70,24 @@ probe() {
   cat "$work"/probe.* | paste -sd+ | bc >>"$1"
 }
 
-# allreduce_runs FILE SIZES_MIB...: the bench on the bed that is up, one invocation per argument
-# (a comma-separated list of sizes) between two probes; every run a JSON line in FILE with the
-# probes' mean ("cores").
+# allreduce_runs FILE SIZES_MIB[@RUNS]...: the bench on the bed that is up, one invocation per
+# argument (a comma-separated list of sizes, RUNS runs each, default $runs) between two probes;
+# every run a JSON line in FILE with the probes' mean ("cores").
 allreduce_runs() {
   [[ -x $bench ]] || { echo "no $bench: build it (needs libopenmpi-dev)" >&2; return 2; }
-  local mb file=$1
+  local spec mb n file=$1
   shift
   : >"$file"
-  for mb in "$@"; do
+  for spec in "$@"; do
+    mb=${spec%@*}
+    n=$runs
+    [[ $spec == *@* ]] && n=${spec#*@}
     rm -f "$work/cores"
     probe "$work/cores" rsh
     # mpi_yield_when_idle: 4 ranks on 2 cores; busy-polling barriers would starve the others.
     tb_exec h1 mpirun --allow-run-as-root --hostfile "$work/hostfile" \
       --mca plm_rsh_agent "$src/tests/multihost/tb-rsh" --mca btl tcp,self --mca mpi_yield_when_idle 1 \
-      --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4 "$bench" --mb="$mb" --runs="$runs" \
+      --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4 "$bench" --mb="$mb" --runs="$n" \
       --algorithm=ring --ways=plane --tls=off,between_hosts --baseline=no --samples="$work/samples.jsonl" 2>&1 |
       grep "^| [0-9]"
     probe "$work/cores" rsh
@@ -133,9 +137,11 @@ allreduce() {
   load
   tb_up 4 "$1" >/dev/null || return $?
   echo "## 4 hosts at $1: ring allreduce (median of $runs runs, the slowest rank's start -> result)"
-  # 64 KiB with 1 MiB: the latency fitted to the first holds for the second as far as it holds at
-  # all (the per-message latency of threads waking up on shared cores varies from run to run).
-  allreduce_runs "$out/allreduce-$1.jsonl" 0.0625,1 16 100
+  # 64 KiB, to which the per-message latency is fitted, LATENCY_RUNS times (default 31): the
+  # latency of threads waking up on shared cores varies from run to run, and on some days a
+  # third of the runs stall for 30-150 ms (bench/RESULTS.md, "Across hosts"); the median of
+  # many runs is the typical latency, which 7 runs do not pin down.
+  allreduce_runs "$out/allreduce-$1.jsonl" "0.0625@${LATENCY_RUNS:-31}" 1 16 100
   tb_down
   load
 }

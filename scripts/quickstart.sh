@@ -40,12 +40,21 @@ if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bi
 # The references the tests check taihu against: PyTorch for nets' forward and backward
 # (tests/python/test_pytorch.py) and NPZ exports, ONNX's checker for ONNX exports (ctest
 # export_python). Each test skips where its package is missing.
-if [[ "$mode" == "test" ]]; then packages+=(python3-torch python3-onnx); fi
+# ONNX Runtime runs every ONNX export (tests/interop/test_export.py): its npm package ships its CPU
+# build inside (--ignore-scripts: the install script only fetches GPU binaries), driven by Node.js.
+if [[ "$mode" == "test" ]]; then packages+=(python3-torch python3-onnx nodejs); fi
 
 bash scripts/install_missing.sh "${packages[@]}"
 
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
+onnxruntime_node=onnxruntime-node@1.31.1
+if [[ "$mode" == "test" && ! -d "$build/onnxruntime-node/node_modules/onnxruntime-node" ]]; then
+  command -v npm >/dev/null || bash scripts/install_missing.sh npm  # NodeSource's nodejs bundles npm, Debian's not
+  npm install --ignore-scripts --no-audit --no-fund --loglevel=error --prefix "$build/onnxruntime-node" \
+    "$onnxruntime_node" >/dev/null ||
+    echo "quickstart: could not install $onnxruntime_node from the npm registry: the ONNX Runtime checks will skip" >&2
+fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"
 

@@ -3,10 +3,13 @@
 A net trained briefly by taihu-train is exported as NPZ and ONNX:
   - the NPZ loads (numpy.load) into the same net written in PyTorch, whose
     outputs equal taihu's on the export's sample input (--sample);
-  - the ONNX models pass onnx.checker with shape inference, their outputs
-    have the shapes taihu computes, and evaluated operator by operator with
-    PyTorch's functions they give taihu's outputs.
-Each part is skipped when its package (numpy, torch, onnx) is missing.
+  - the ONNX models run in ONNX Runtime (the npm package onnxruntime-node,
+    driven from Node.js by onnxruntime_run.js) and give taihu's outputs;
+  - they pass onnx.checker with shape inference, their outputs have the
+    shapes taihu computes, and evaluated operator by operator with PyTorch's
+    functions (a second opinion on every attribute) they give taihu's outputs.
+Each part is skipped when its package (numpy, torch, onnx; node and
+onnxruntime-node, see ort_reference.py) is missing.
 
     usage: test_export.py BUILD_DIR SOURCE_DIR
 """
@@ -22,6 +25,7 @@ TRAIN = os.path.join(BUILD, 'apps', 'taihu-train')
 
 try:
     import numpy as np
+    import ort_reference
 except ImportError:
     np = None
 try:
@@ -34,6 +38,15 @@ except ImportError:
     onnx = None
 
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS='1')
+ORT_MISSING = ort_reference.missing(BUILD) if np is not None else 'numpy is not installed'
+
+# Every net the export promises; TAIHU_EXPORT_QUICK (ctest export_python) keeps the first two,
+# the slow entry runs all.
+NETS = [('lenet', '1 28 28', 10), ('lenet-bn', '1 28 28', 10), ('alexnet', '3 227 227', 1000),
+        ('alexnet-bn', '3 227 227', 1000), ('vgg16', '3 224 224', 1000), ('googlenet', '3 224 224', 1000),
+        ('resnet50', '3 224 224', 1000)]
+if os.environ.get('TAIHU_EXPORT_QUICK'):
+    NETS = NETS[:2]
 
 
 def train_briefly(work, net, sample_shape, classes):
@@ -156,8 +169,15 @@ def run_onnx(model, inputs):
 
 
 class ExportTest(unittest.TestCase):
-    def setUp(self):
-        self.work = tempfile.mkdtemp(prefix='taihu-export-')
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.TemporaryDirectory(prefix='taihu-export-')  # VGG-16's files: ~1 GB
+        cls.work = cls.scratch.name
+        cls.onnx_exports = {}  # each net is trained and exported once for both ONNX tests
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.scratch.cleanup()
 
     @unittest.skipIf(np is None or torch is None, 'numpy or torch is not installed')
     def test_npz_in_pytorch_gives_taihus_outputs(self):
@@ -178,16 +198,26 @@ class ExportTest(unittest.TestCase):
                 self.assertEqual(out.shape, expected.shape)
                 np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
+    def export_onnx(self, net, shape, classes):
+        if net not in self.onnx_exports:
+            checkpoint = train_briefly(self.work, net, shape, classes)
+            self.onnx_exports[net] = export(self.work, checkpoint, net, 'onnx')
+        return self.onnx_exports[net]
+
+    @unittest.skipIf(ORT_MISSING, ORT_MISSING)
+    def test_onnx_in_onnxruntime_gives_taihus_outputs(self):
+        for net, shape, classes in NETS:
+            with self.subTest(net=net):
+                path, sample = self.export_onnx(net, shape, classes)
+                run = np.load(sample)
+                outputs = ort_reference.run(BUILD, self.work, path, ort_reference.sample_inputs(run), ENV)
+                ort_reference.assert_taihus_outputs(self, outputs, run)
+
     @unittest.skipIf(np is None or onnx is None, 'numpy or onnx is not installed')
     def test_onnx_passes_the_checker_and_gives_taihus_outputs(self):
-        nets = [('lenet', '1 28 28', 10), ('lenet-bn', '1 28 28', 10), ('alexnet', '3 227 227', 1000),
-                ('googlenet', '3 224 224', 1000), ('resnet50', '3 224 224', 1000)]
-        if os.environ.get('TAIHU_EXPORT_QUICK'):
-            nets = nets[:2]
-        for net, shape, classes in nets:
+        for net, shape, classes in NETS:
             with self.subTest(net=net):
-                checkpoint = train_briefly(self.work, net, shape, classes)
-                path, sample = export(self.work, checkpoint, net, 'onnx')
+                path, sample = self.export_onnx(net, shape, classes)
                 model = onnx.load(path)
                 onnx.checker.check_model(model, full_check=True)
                 inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
@@ -200,9 +230,7 @@ class ExportTest(unittest.TestCase):
                 inputs = {i.name: run['input.' + i.name] for i in model.graph.input}
                 with torch.no_grad():
                     outputs = run_onnx(model, inputs)
-                for name, out in outputs.items():
-                    expected = run['output.' + name]
-                    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+                ort_reference.assert_taihus_outputs(self, outputs, run)
 
 
 if __name__ == '__main__':
