@@ -2,6 +2,7 @@
 //
 //   taihu-convert caffe NET.prototxt [WEIGHTS.caffemodel] --out=DIR [--input-shape=NAME=C,H,W ...] [--seed=N]
 //   taihu-convert caffe-export NET.ini --out=FILE.prototxt
+//   taihu-convert onnx MODEL.onnx --out=DIR [--input-shape=NAME=C,H,W] [--seed=N] [--no-training-head]
 //   taihu-convert export CHECKPOINT --net=NET.ini --format=npz|onnx --out=FILE [--sample=FILE.npz]
 //   taihu-convert imageset FOLDER|LIST --out=DB [--root=DIR] [--encoded] [--gray] [--resize=H,W] [--shuffle]
 //                          [--seed=N] [--classes=N] [--mean=FILE]
@@ -11,20 +12,18 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <optional>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "apps/model_files.hpp"
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
 #include "core/common/excerpt.hpp"
@@ -45,6 +44,9 @@
 namespace {
 
 using namespace taihu;
+using app::commented;
+using app::output_stem;
+using app::write_text_atomically;
 
 constexpr const char* usage = R"(usage: taihu-convert COMMAND ARGUMENTS [options]
 
@@ -62,6 +64,18 @@ commands:
                                    fillers (fine-tuning) instead of being an error
   caffe-export NET.ini --out=FILE.prototxt
         Writes a taihu net config as a Caffe prototxt.
+  onnx MODEL.onnx --out=DIR
+        Writes DIR/NAME.ini and DIR/NAME.ckpt (the model's weights) from an
+        ONNX model (torch.onnx.export's, taihu's own export): Conv, Gemm,
+        MatMul, BatchNormalization, pooling, Relu, Add, Concat, Flatten,
+        Reshape, Softmax, LRN, Dropout and what folds into them. Anything else
+        is an error naming the node, its operator and why. The net gets a
+        label input, SoftmaxWithLoss and Accuracy on its class scores, so
+        that it trains (fine-tuning: taihu-train ... --resume=DIR/NAME.ckpt).
+        --input-shape=NAME=C,H,W   the per-sample shape of an input the file
+                                   leaves symbolic
+        --seed=N                   as for caffe
+        --no-training-head         the inference graph alone
   export CHECKPOINT --net=NET.ini --format=npz|onnx --out=FILE
         Writes a checkpoint's parameters for other frameworks: npz (numpy.load;
         PyTorch's state_dict names: conv1.weight, bn1.running_mean, ...) or
@@ -133,44 +147,12 @@ Arguments parse_arguments(int argc, char** argv, const std::vector<std::string>&
   return args;
 }
 
-// Written to a temporary file and renamed into place, as checkpoints are:
-// an interrupted conversion never leaves half a file.
-void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const std::filesystem::path temp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error(fmt::format("cannot write '{}'", temp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw Error(fmt::format("cannot move '{}' into place: {}", path.string(), ec.message()));
-  }
-}
-
-std::string commented(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& line : lines) out += "# " + line + "\n";
-  return out;
-}
-
-// The file name the outputs take in --out: the net's name where it is a plain file name, else
-// the prototxt's own (a net named "../x" or "a/b" must not write outside --out).
-std::string output_stem(const std::string& net_name, const std::string& prototxt) {
-  const bool plain = !net_name.empty() && net_name.size() <= 200 && net_name.front() != '.' &&
-                     std::all_of(net_name.begin(), net_name.end(), [](char c) {
-                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-                     });
-  if (plain) return net_name;
-  std::string stem = std::filesystem::path(prototxt).stem().string();
-  if (stem.empty() || stem.front() == '.') stem = "net";
-  spdlog::warn("net name '{}' is not a plain file name: the outputs are named '{}' after the prototxt",
-               excerpt(net_name), stem);
-  return stem;
+uint64_t seed_flag(const Arguments& args) {
+  const auto seed_text = args.flag("seed").value_or("1");
+  const auto seed = config::parse_value<uint64_t>(seed_text);
+  if (!seed)
+    throw ConfigError(fmt::format("command line: --seed='{}' is not a non-negative integer", excerpt(seed_text)));
+  return *seed;
 }
 
 int convert_caffe(const Arguments& args) {
@@ -180,10 +162,7 @@ int convert_caffe(const Arguments& args) {
   caffe::ImportOptions options;
   for (const auto& [key, value] : args.flags)
     if (key == "input-shape") options.input_shapes.insert(caffe::parse_input_shape(value));
-  const auto seed_text = args.flag("seed").value_or("1");
-  const auto seed = config::parse_value<uint64_t>(seed_text);
-  if (!seed)
-    throw ConfigError(fmt::format("command line: --seed='{}' is not a non-negative integer", excerpt(seed_text)));
+  const auto seed = seed_flag(args);
 
   const std::string prototxt = args.positional[1];
   caffe::ImportedNet imported = caffe::import_net(caffe::read_net(prototxt), options);
@@ -192,11 +171,11 @@ int convert_caffe(const Arguments& args) {
   // the first training run, and the checkpoint gets the net's parameter order.
   // Its parameters only, not its blobs: a translation computes nothing, and a
   // declared input of 1x1000x1000x1000 must not cost 10^9 floats per blob.
-  Net net(std::make_shared<config::Document>(imported.description), 1, *seed, Net::Storage::parameters_only);
+  Net net(std::make_shared<config::Document>(imported.description), 1, seed, Net::Storage::parameters_only);
   std::optional<caffe::ImportedWeights> weights;
   if (args.positional.size() == 3) {
     const std::string weights_path = args.positional[2];
-    weights = caffe::import_weights(caffe::read_weights(weights_path), weights_path, net, *seed,
+    weights = caffe::import_weights(caffe::read_weights(weights_path), weights_path, net, seed,
                                     args.flag("keep-missing").has_value());
     for (const auto& note : weights->notes) spdlog::warn("{}", note);
   }
@@ -213,8 +192,22 @@ int convert_caffe(const Arguments& args) {
     const std::filesystem::path ckpt = out_dir / (stem + ".ckpt");
     save_checkpoint(weights->checkpoint, ckpt);
     spdlog::info("weights of {} parameter blobs -> {} (seed {})", weights->checkpoint.params.size(), ckpt.string(),
-                 *seed);
+                 seed);
   }
+  return 0;
+}
+
+int convert_onnx(const Arguments& args) {
+  if (args.positional.size() != 2) throw ConfigError("command line: onnx takes MODEL.onnx (try --help)");
+  interop::OnnxImportOptions options;
+  options.training_head = !args.flag("no-training-head").has_value();
+  for (const auto& [key, value] : args.flags)
+    if (key == "input-shape") options.input_shapes.insert(caffe::parse_input_shape(value));
+  const auto seed = seed_flag(args);
+  const app::ImportedFiles files = app::import_onnx_files(args.positional[1], args.required("out"), options, seed);
+  for (const auto& note : files.notes) spdlog::warn("{}", note);
+  spdlog::info("net '{}': {} layers, {} learnable parameters -> {}, weights -> {} (seed {})", files.net, files.layers,
+               files.learnable_parameters, files.config.string(), files.checkpoint.string(), seed);
   return 0;
 }
 
@@ -337,7 +330,7 @@ int main(int argc, char** argv) {
   return taihu::app::run_app([&]() -> int {
     const Arguments args =
         parse_arguments(argc, argv, {"help", "version", "log-level", "out", "input-shape", "seed", "net", "format", "sample",
-                                      "keep-missing", "root", "encoded", "gray", "resize", "shuffle", "classes",
+                                      "keep-missing", "no-training-head", "root", "encoded", "gray", "resize", "shuffle", "classes",
                                       "mean", "progress"});
     if (args.flag("help")) {
       std::fputs(usage, stdout);
@@ -351,10 +344,11 @@ int main(int argc, char** argv) {
     const std::string command = args.positional.empty() ? "" : args.positional[0];
     if (command == "caffe") return convert_caffe(args);
     if (command == "caffe-export") return export_caffe(args);
+    if (command == "onnx") return convert_onnx(args);
     if (command == "export") return export_model(args);
     if (command == "imageset") return convert_imageset(args);
     throw ConfigError(
-        fmt::format("command line: unknown command '{}' (caffe, caffe-export, export, imageset; try --help)",
+        fmt::format("command line: unknown command '{}' (caffe, caffe-export, onnx, export, imageset; try --help)",
                     excerpt(command)));
   });
 }

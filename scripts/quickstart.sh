@@ -38,11 +38,12 @@ packages=(
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).
 if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin); fi
 # The references the tests check taihu against: PyTorch for nets' forward and backward
-# (tests/python/test_pytorch.py) and NPZ exports, ONNX's checker for ONNX exports (ctest
-# export_python). Each test skips where its package is missing.
+# (tests/python/test_pytorch.py) and NPZ exports, torchvision's models exported by PyTorch for ONNX
+# import (ctest onnx_import), ONNX's checker for ONNX exports (ctest export_python). Each test
+# skips where its package is missing.
 # ONNX Runtime runs every ONNX export (tests/interop/test_export.py): its npm package ships its CPU
 # build inside (--ignore-scripts: the install script only fetches GPU binaries), driven by Node.js.
-if [[ "$mode" == "test" ]]; then packages+=(python3-torch python3-onnx nodejs); fi
+if [[ "$mode" == "test" ]]; then packages+=(python3-torch python3-torchvision python3-onnx nodejs); fi
 
 bash scripts/install_missing.sh "${packages[@]}"
 

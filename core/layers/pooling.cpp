@@ -17,9 +17,11 @@ namespace {
 
 // Caffe's pooled size: ceil division, then drop a last window that would
 // start beyond the input and its leading padding (Caffe only does this when
-// pad > 0; without padding such a window would be empty).
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+// pad > 0; without padding such a window would be empty). Floor division
+// never makes such a window.
+int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool floor) {
   const int64_t span = in + 2 * pad - kernel;  // >= 0, checked by the caller
+  if (floor) return span / stride + 1;
   int64_t out = (span + stride - 1) / stride + 1;
   if ((out - 1) * stride >= in + pad) --out;
   return out;
@@ -104,6 +106,7 @@ PoolingLayer::PoolingLayer(const LayerSpec& spec) : Layer(spec) {
   const auto& o = options();
   method_ = o.get_choice("pool", {"max", "ave"}, "max") == "max" ? Method::max : Method::average;
   global_ = o.get_or<bool>("global_pooling", false);
+  floor_ = o.get_choice("round_mode", {"ceil", "floor"}, "ceil") == "floor";
   if (global_) {
     for (const char* key : {"kernel_size", "kernel_h", "kernel_w"})
       if (o.has(key)) throw o.error(key, "global_pooling takes the whole image; give no kernel size");
@@ -131,8 +134,8 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
     shape_error(fmt::format("kernel {}x{} is larger than the padded input {}x{} (bottom {}, pad {}x{})", eff_kernel_h_,
                             eff_kernel_w_, in_h_ + 2 * pad_h_, in_w_ + 2 * pad_w_, s.str(), pad_h_, pad_w_));
   if (in_h_ * in_w_ > std::numeric_limits<int32_t>::max()) shape_error("input plane too large: " + s.str());
-  out_h_ = pooled_size(in_h_, eff_kernel_h_, stride_h_, pad_h_);
-  out_w_ = pooled_size(in_w_, eff_kernel_w_, stride_w_, pad_w_);
+  out_h_ = pooled_size(in_h_, eff_kernel_h_, stride_h_, pad_h_, floor_);
+  out_w_ = pooled_size(in_w_, eff_kernel_w_, stride_w_, pad_w_, floor_);
   top[0]->reshape(Shape{s[0], s[1], out_h_, out_w_});
   // As large as the top, and as much not wanted by a net built for its shapes (ShapesOnly).
   if (method_ == Method::max && !ShapesOnly::active()) argmax_.resize(static_cast<size_t>(top[0]->count()));

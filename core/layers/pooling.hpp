@@ -6,9 +6,13 @@
 //   stride = 2               # or stride_h + stride_w (default 1)
 //   pad = 0                  # or pad_h + pad_w; must be smaller than the kernel
 //   global_pooling = false   # true: the window is the whole image
+//   round_mode = ceil        # ceil | floor (as Caffe's PoolingParameter)
 //
 // Output size is ceil((in + 2 pad - kernel) / stride) + 1, less one if the
-// last window would start in the padding. Average pooling divides by the
+// last window would start in the padding (Caffe's, and PyTorch's and ONNX's
+// ceil_mode); with round_mode = floor, floor((in + 2 pad - kernel) / stride)
+// + 1 (PyTorch's and ONNX's default, which models imported from ONNX need).
+// Average pooling divides by the
 // window size clipped to the padded input (padding counts as zeros, the area
 // beyond it does not). Max pooling remembers the argmax for backward.
 
@@ -39,6 +43,7 @@ class PoolingLayer final : public Layer {
 
   Method method_ = Method::max;
   bool global_ = false;
+  bool floor_ = false;  // round_mode = floor
   int64_t kernel_h_ = 0, kernel_w_ = 0, stride_h_ = 1, stride_w_ = 1, pad_h_ = 0, pad_w_ = 0;
   // The effective kernel (global pooling: the whole image).
   int64_t eff_kernel_h_ = 0, eff_kernel_w_ = 0;

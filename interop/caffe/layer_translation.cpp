@@ -57,9 +57,8 @@ void convolution(const LayerContext& c, LayerOptions& out) {
 void pooling(const LayerContext& c, LayerOptions& out) {
   const PoolingParameter& p = c.layer->pooling_param();
   if (p.pool() == PoolingParameter::STOCHASTIC) c.fail("pooling_param.pool = STOCHASTIC is not supported (MAX or AVE)");
-  if (p.round_mode() == PoolingParameter::FLOOR)
-    c.fail("pooling_param.round_mode = FLOOR is not supported: taihu rounds output sizes up, as Caffe's default CEIL");
   put(out, "pool", p.pool() == PoolingParameter::MAX ? "max" : "ave");
+  if (p.round_mode() == PoolingParameter::FLOOR) put(out, "round_mode", "floor");
   if (p.global_pooling()) put(out, "global_pooling", "true");
   put_window(c, out, "kernel_size", p.kernel_size(), p.has_kernel_h(), p.kernel_h(), p.has_kernel_w(), p.kernel_w());
   put_window(c, out, "stride", p.stride(), p.has_stride_h(), p.stride_h(), p.has_stride_w(), p.stride_w());

@@ -82,6 +82,7 @@ void export_pooling(const Section& s, PoolingParameter* p) {
   p->set_pool(s.get_choice("pool", {"max", "ave"}, "max") == "max" ? PoolingParameter::MAX : PoolingParameter::AVE);
   const bool global = s.get_or<bool>("global_pooling", false);
   if (global) p->set_global_pooling(true);
+  if (s.get_choice("round_mode", {"ceil", "floor"}, "ceil") == "floor") p->set_round_mode(PoolingParameter::FLOOR);
   export_kernel_stride_pad(s, !global, p);
 }
 

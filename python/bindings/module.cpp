@@ -13,4 +13,5 @@ PYBIND11_MODULE(_taihu, m) {
   taihu::python::bind_net(m);
   taihu::python::bind_checkpoint(m);
   taihu::python::bind_graph_data(m);
+  taihu::python::bind_conversion(m);
 }

@@ -12,6 +12,7 @@
     net = taihu.Net.from_config("config/nets/lenet.ini", batch=64)
     outputs = net.forward(data=x, label=y); net.backward(); net.grads()["conv1/weight"]
     ckpt = taihu.load_checkpoint("out/lenet-fashion/lenet-fashion.ckpt")
+    files = taihu.import_onnx("resnet50.onnx", "out/resnet50")   # as taihu-convert onnx: .ini + .ckpt
 
 The training run is taihu-train's, with the same config files and overrides;
 errors are taihu.ConfigError (a ValueError), taihu.NumericError (an
@@ -22,11 +23,11 @@ import json as _json
 import os as _os
 
 from ._taihu import (ConfigError, Error, GraphData, Net, NumericError, blas_kernel,  # noqa: F401
-                     load_checkpoint, save_checkpoint)
+                     import_onnx, load_checkpoint, save_checkpoint)
 from ._taihu import _Run
 
-__all__ = ["train", "Trainer", "GraphData", "Net", "load_checkpoint", "save_checkpoint", "blas_kernel", "Error",
-           "ConfigError", "NumericError"]
+__all__ = ["train", "Trainer", "GraphData", "Net", "load_checkpoint", "save_checkpoint", "import_onnx", "blas_kernel",
+           "Error", "ConfigError", "NumericError"]
 
 
 def _override(key, value):

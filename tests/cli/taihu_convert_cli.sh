@@ -86,6 +86,11 @@ expect "npz is a zip of .npy files" 0 "conv1.weight.npy" -- cat "$work/tiny.npz"
 expect "export onnx with a sample run" 0 "sample inputs and outputs" -- \
   "$convert" export "$work/run/checkpoint.ckpt" --net="$work/out/tiny.ini" --format=onnx --out="$work/tiny.onnx" \
   --sample="$work/sample.npz"
+expect "the onnx export imports again" 0 "net 'tiny': .* learnable parameters -> .*tiny.ini" -- \
+  "$convert" onnx "$work/tiny.onnx" --out="$work/onnx-in"
+expect "and the imported net trains" 0 "type = SoftmaxWithLoss" -- cat "$work/onnx-in/tiny.ini"
+expect "onnx import of no model" 2 "not an ONNX model" -- "$convert" onnx "$work/out/tiny.ini" --out="$work/onnx-bad"
+expect "and it leaves nothing" 2 "No such file" -- ls "$work/onnx-bad"
 expect "export against another net" 2 "has 4 parameter blobs, net 'lenet' .* has 8: not a checkpoint of this net" -- \
   "$convert" export "$work/run/checkpoint.ckpt" --net="$src/config/nets/lenet.ini" --format=npz --out="$work/x.npz"
 expect "export format" 2 "--format=tflite: expected npz or onnx" -- \

@@ -448,9 +448,25 @@ TEST_SUITE("conv") {
     Blob x3(Shape{1, 1, 3, 3}), y3;
     clipped->reshape({&x3}, {&y3});
     CHECK(y3.shape() == Shape{1, 1, 2, 2});
+    // round_mode = floor (PyTorch's and ONNX's default): floor(3/2) + 1 = 2
+    // windows for 5x5 / kernel 2 / stride 2, and ResNet's stem pool (112,
+    // kernel 3, stride 2, pad 1) gives 56 where ceil gives 57.
+    auto floor = make_layer("Pooling", "pool = max\nkernel_size = 2\nstride = 2\nround_mode = floor");
+    floor->reshape({&x}, {&y});
+    CHECK(y.shape() == Shape{1, 1, 2, 2});
+    floor->forward({&x}, {&y});
+    CHECK(y.data()[3] == std::max({x.data()[12], x.data()[13], x.data()[17], x.data()[18]}));  // rows, columns 2-3
+    Blob stem(Shape{1, 1, 112, 112}), pooled;
+    make_layer("Pooling", "kernel_size = 3\nstride = 2\npad = 1\nround_mode = floor")->reshape({&stem}, {&pooled});
+    CHECK(pooled.shape() == Shape{1, 1, 56, 56});
+    make_layer("Pooling", "kernel_size = 3\nstride = 2\npad = 1")->reshape({&stem}, {&pooled});
+    CHECK(pooled.shape() == Shape{1, 1, 57, 57});
+    CHECK(error_of([] { make_layer("Pooling", "kernel_size = 2\nround_mode = down"); }).find("round_mode") !=
+          std::string::npos);
 
     const std::vector<std::pair<std::string, Shape>> configs = {
         {"pool = max\nkernel_size = 2\nstride = 2", Shape{2, 2, 5, 5}},
+        {"pool = max\nkernel_size = 3\nstride = 2\npad = 1\nround_mode = floor", Shape{1, 2, 6, 7}},
         {"pool = max\nkernel_size = 3\nstride = 2\npad = 1", Shape{1, 3, 6, 5}},
         {"pool = max\nkernel_h = 3\nkernel_w = 2\nstride_h = 1\nstride_w = 2", Shape{2, 1, 5, 6}},
         {"pool = max\nglobal_pooling = true", Shape{2, 3, 4, 3}},

@@ -90,7 +90,7 @@ TEST_SUITE("caffe") {
       layer { name: "nobias" type: "Convolution" bottom: "conv" top: "nobias"
               convolution_param { num_output: 4 kernel_size: 1 bias_term: false weight_filler { type: "msra" } } }
       layer { name: "pool" type: "Pooling" bottom: "nobias" top: "pool"
-              pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 } }
+              pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR } }
       layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip" inner_product_param { num_output: 3 } }
       layer { name: "acc" type: "Accuracy" bottom: "ip" bottom: "label" top: "acc" include { phase: TEST } }
       layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss"
@@ -110,6 +110,7 @@ TEST_SUITE("caffe") {
     CHECK(value(net, "nobias", "weight_filler") == "msra");
     CHECK(value(net, "ip", "weight_filler") == "constant 0");  // Caffe's default filler, not taihu's xavier
     CHECK(value(net, "pool", "pool") == "ave");
+    CHECK(value(net, "pool", "round_mode") == "floor");
     CHECK(value(net, "acc", "phase") == "test");
     CHECK(value(net, "loss", "phase") == "train");
     CHECK(value(net, "loss", "loss_weight") == "0.5");

@@ -73,9 +73,10 @@ int main(int argc, char** argv) {
       fs::create_directories(folder);
       for (int i = 0; i < per_class; ++i) {
         const auto bytes = taihu::encode_jpeg(draw(c, i, rng), 90);
-        std::ofstream file(folder / fmt::format("{}_{}.JPEG", c, i), std::ios::binary);
+        const fs::path path = folder / fmt::format("{}_{}.JPEG", c, i);
+        std::ofstream file(path, std::ios::binary);
         file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        if (!file.flush()) throw std::runtime_error("cannot write " + (folder / fmt::format("{}_{}.JPEG", c, i)).string());
+        if (!file.flush()) throw std::runtime_error("cannot write " + path.string());
       }
     }
     return 0;
