@@ -90,6 +90,9 @@ expect "the onnx export imports again" 0 "net 'tiny': .* learnable parameters ->
   "$convert" onnx "$work/tiny.onnx" --out="$work/onnx-in"
 expect "and the imported net trains" 0 "type = SoftmaxWithLoss" -- cat "$work/onnx-in/tiny.ini"
 expect "onnx import of no model" 2 "not an ONNX model" -- "$convert" onnx "$work/out/tiny.ini" --out="$work/onnx-bad"
+head -c $(($(stat -c %s "$work/tiny.onnx") / 2)) "$work/tiny.onnx" >"$work/half.onnx"
+expect "onnx import of half a model" 2 "half.onnx: (not an ONNX model|.*needs? [0-9]+ values|.*not computed)" -- \
+  "$convert" onnx "$work/half.onnx" --out="$work/onnx-bad"
 expect "and it leaves nothing" 2 "No such file" -- ls "$work/onnx-bad"
 expect "export against another net" 2 "has 4 parameter blobs, net 'lenet' .* has 8: not a checkpoint of this net" -- \
   "$convert" export "$work/run/checkpoint.ckpt" --net="$src/config/nets/lenet.ini" --format=npz --out="$work/x.npz"
