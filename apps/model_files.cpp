@@ -2,36 +2,18 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <memory>
 
+#include "core/common/atomic_file.hpp"
 #include "core/common/error.hpp"
 #include "core/common/excerpt.hpp"
 #include "core/net/net.hpp"
 #include "core/train/checkpoint.hpp"
 
 namespace taihu::app {
-
-void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const std::filesystem::path temp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error(fmt::format("cannot write '{}'", temp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw Error(fmt::format("cannot move '{}' into place: {}", path.string(), ec.message()));
-  }
-}
 
 std::string commented(const std::vector<std::string>& lines) {
   std::string out;
@@ -69,7 +51,7 @@ ImportedFiles import_onnx_files(const std::filesystem::path& model, const std::f
   files.checkpoint = out_dir / (files.net + ".ckpt");
   std::vector<std::string> header = {fmt::format("Converted by taihu-convert from {}.", source)};
   header.insert(header.end(), imported.notes.begin(), imported.notes.end());
-  write_text_atomically(files.config, commented(header) + "\n" + imported.description.dump());
+  write_file_atomically(files.config, commented(header) + "\n" + imported.description.dump());
   save_checkpoint(checkpoint, files.checkpoint);
   return files;
 }

@@ -11,10 +11,6 @@
 
 namespace taihu::app {
 
-// Written to a temporary file and renamed into place, as checkpoints are:
-// an interrupted conversion never leaves half a file.
-void write_text_atomically(const std::filesystem::path& path, const std::string& text);
-
 // Each line as a config comment ("# line\n").
 std::string commented(const std::vector<std::string>& lines);
 

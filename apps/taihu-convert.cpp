@@ -25,6 +25,7 @@
 #include "apps/app_support.hpp"
 #include "apps/model_files.hpp"
 #include "apps/version.hpp"
+#include "core/common/atomic_file.hpp"
 #include "core/common/error.hpp"
 #include "core/common/excerpt.hpp"
 #include "core/common/random.hpp"
@@ -46,7 +47,6 @@ namespace {
 using namespace taihu;
 using app::commented;
 using app::output_stem;
-using app::write_text_atomically;
 
 constexpr const char* usage = R"(usage: taihu-convert COMMAND ARGUMENTS [options]
 
@@ -185,7 +185,7 @@ int convert_caffe(const Arguments& args) {
   std::vector<std::string> header = {fmt::format("Converted by taihu-convert from {}.", prototxt)};
   header.insert(header.end(), imported.notes.begin(), imported.notes.end());
   const std::filesystem::path ini = out_dir / (stem + ".ini");
-  write_text_atomically(ini, commented(header) + "\n" + imported.description.dump());
+  write_file_atomically(ini, commented(header) + "\n" + imported.description.dump());
   spdlog::info("net '{}': {} layers, {} learnable parameters -> {}", stem, net.num_layers(),
                net.num_learnable_parameters(), ini.string());
   if (weights) {
@@ -215,7 +215,7 @@ int export_caffe(const Arguments& args) {
   if (args.positional.size() != 2) throw ConfigError("command line: caffe-export takes NET.ini (try --help)");
   const std::filesystem::path out = args.required("out");
   const auto description = config::Document::parse_file(args.positional[1]);
-  write_text_atomically(out, caffe::prototxt_of(caffe::export_net(description)));
+  write_file_atomically(out, caffe::prototxt_of(caffe::export_net(description)));
   spdlog::info("{} -> {}", args.positional[1], out.string());
   return 0;
 }
@@ -256,10 +256,10 @@ int export_model(const Arguments& args) {
   } else if (!interop::export_onnx(*net).SerializeToString(&bytes)) {
     throw Error("ONNX export: protobuf could not serialise the model (over 2 GiB?)");
   }
-  write_text_atomically(out, bytes);
+  write_file_atomically(out, bytes);
   spdlog::info("{} ({}) -> {} ({} bytes)", args.positional[1], net->name(), out.string(), bytes.size());
   if (auto sample = args.flag("sample")) {
-    write_text_atomically(*sample, npz::npz_bytes(sample_run(*net)));
+    write_file_atomically(*sample, npz::npz_bytes(sample_run(*net)));
     spdlog::info("sample inputs and outputs -> {}", *sample);
   }
   return 0;

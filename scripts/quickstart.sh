@@ -43,9 +43,11 @@ if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bi
 # skips where its package is missing.
 # ONNX Runtime runs every ONNX export (tests/interop/test_export.py): its npm package ships its CPU
 # build inside (--ignore-scripts: the install script only fetches GPU binaries), driven by Node.js.
-# `pip install .` into a venv (ctest pip_install): Debian's PEP 517 backend and venv.
+# `pip install .` into a venv (ctest pip_install): Debian's PEP 517 backend and venv. Headless
+# Chromium draws the training dashboard (ctest dashboard).
 if [[ "$mode" == "test" ]]; then
-  packages+=(python3-torch python3-torchvision python3-onnx nodejs python3-venv python3-setuptools python3-wheel)
+  packages+=(python3-torch python3-torchvision python3-onnx nodejs python3-venv python3-setuptools python3-wheel
+             chromium)
 fi
 
 bash scripts/install_missing.sh "${packages[@]}"

@@ -13,9 +13,11 @@
 #include "collectives/algorithms.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
+#include "core/common/atomic_file.hpp"
 #include "core/common/check.hpp"
 #include "core/kernels/compute_threads.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/dashboard_page.hpp"
 #include "core/train/loss_check.hpp"
 #include "messages/type_ids.hpp"
 
@@ -42,10 +44,23 @@ void stop_members(Coordinator* self, const msg::RunEnded& end) {
   if (s.cluster) s.cluster->stop(self, end);
 }
 
+// The dashboard with the run's data inside, beside the metrics file: a
+// record of the run to open later. A failure to write it costs a warning.
+void write_dashboard(const CoordinatorState& s) {
+  if (s.options.evaluate_only || s.plan->metrics_path.empty()) return;
+  const auto path = s.plan->metrics_path.parent_path() / "dashboard.html";
+  try {
+    write_file_atomically(path, dashboard_page(s.status->json(), s.series->json()));
+  } catch (const std::exception& e) {
+    spdlog::warn("dashboard: {}", e.what());
+  }
+}
+
 void deliver(Coordinator* self, Outcome outcome) {
   auto& s = self->state;
   if (s.over) return;
   s.over = true;
+  write_dashboard(s);
   if (s.iteration) s.iteration->cancel();
   stop_members(self, outcome.error ? msg::RunEnded{false, exception_text(outcome.error)} : msg::RunEnded{});
   s.progress.reset();
@@ -81,7 +96,7 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   const RunPlan& plan = *s.plan;
   const std::uint64_t iteration = s.cursor.iteration();
   double loss = 0.0;
-  double compute = 0.0, update = 0.0;
+  double compute = 0.0, update = 0.0, exposed = 0.0, sent = 0.0;
   for (const auto& d : done) {
     compute = std::max(compute, d.stats.forward_seconds + d.stats.backward_seconds);
     update = std::max(update, d.stats.update_seconds);
@@ -93,9 +108,12 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
     s.record.comm_seconds += d.stats.comm_seconds;
     s.record.hidden_comm_seconds += d.stats.hidden_comm_seconds;
     s.record.bytes_sent += static_cast<double>(d.stats.bytes_sent);
+    exposed += d.stats.exposed_comm_seconds / plan.ranks;
+    sent += static_cast<double>(d.stats.bytes_sent);
   }
   loss /= plan.ranks;
-  s.record.iteration_walls.push_back(std::chrono::duration<double>(Clock::now() - s.iteration_start).count());
+  const double wall = std::chrono::duration<double>(Clock::now() - s.iteration_start).count();
+  s.record.iteration_walls.push_back(wall);
   s.record.computes.push_back(compute);
   s.record.updates.push_back(update);
   ++s.record.iterations;
@@ -116,8 +134,13 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   s.status->set_progress(iteration + 1, s.cursor.epoch() + 1, loss, s.progress->items_per_second());
   const bool display_due =
       plan.settings.display > 0 && (iteration + 1) % static_cast<std::uint64_t>(plan.settings.display) == 0;
+  // Data-parallel runs: how much of the iteration waited for the allreduce,
+  // and the bytes sent against a dense ring's (RedSync's density, 1 dense).
+  MetricRecord sync;
+  if (plan.ranks > 1) sync.emplace_back("allreduce_share", wall > 0 ? std::min(1.0, exposed / wall) : 0.0);
+  if (plan.ranks > 1 && plan.dense_bytes > 0) sync.emplace_back("density", sent / static_cast<double>(plan.dense_bytes));
   s.log->iteration(s.cursor.epoch() + 1, static_cast<int64_t>(iteration + 1), loss, done.front().stats.learning_rate,
-                   s.progress->items_per_second(), display_due);
+                   s.progress->items_per_second(), display_due, sync);
   if (!s.cursor.batch_left()) return end_epoch(self);
   if (s.cursor.checkpoint_due()) return save_checkpoint(self, position(s, epoch_seconds(s)), [self] { next(self); });
   next(self);
@@ -218,7 +241,7 @@ void end_epoch(Coordinator* self) {
 // Every rank's parameters and figures, then the outcome.
 void finish(Coordinator* self) {
   auto& s = self->state;
-  s.status->set_state("finished");
+  if (!s.record.stopped) s.status->set_state("finished");
   ask_workers<msg::Parameters>(
       self, caf::get_atom_v,
       [self](std::vector<msg::Parameters>& parameters) {
@@ -335,12 +358,18 @@ void open_status(Coordinator* self) {
   s.status->set_state(plan.clustered() ? "waiting for nodes" : "training");
   if (!plan.status.enabled) return;
   auto status = s.status;
+  auto series = s.series;
+  const transport::StatusPage dashboard{"text/html; charset=utf-8", [] { return dashboard_page(); }};
   s.status_server = std::make_unique<transport::StatusServer>(
       plan.status.listen, plan.status.port,
       std::map<std::string, transport::StatusPage>{
           {"/metrics", {"text/plain; version=0.0.4", [status] { return status->prometheus(); }}},
-          {"/status", {"application/json", [status] { return status->json(); }}}});
-  spdlog::info("status endpoint: http://{}:{}/metrics and /status", plan.status.listen, s.status_server->port());
+          {"/status", {"application/json", [status] { return status->json(); }}},
+          {"/series", {"application/json", [series] { return series->json(); }}},
+          {"/", dashboard},
+          {"/dashboard", dashboard}});
+  spdlog::info("status endpoint: http://{}:{}/ (dashboard), /metrics and /status", plan.status.listen,
+               s.status_server->port());
   if (!plan.status.port_file.empty()) {
     std::ofstream(plan.status.port_file + ".tmp") << s.status_server->port() << "\n";
     std::filesystem::rename(plan.status.port_file + ".tmp", plan.status.port_file);
@@ -398,6 +427,7 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
   s.outcome = std::move(outcome);
   s.restore = std::move(restore);
   s.status = std::make_shared<RunStatus>();
+  s.series = std::make_shared<RunSeries>();
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exception_handler([self](std::exception_ptr& e) -> caf::error {
     abort_with(self, e);
@@ -407,7 +437,10 @@ caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, Trai
   s.log.emplace(s.options.evaluate_only ? std::filesystem::path() : p.metrics_path, p.settings.epochs,
                 RunLog::Model{p.graphs.has_value(), p.graphs && p.graphs->language_model, p.graphs && p.graphs->has_dev,
                               p.sample_unit},
-                s.options.observer);
+                [series = s.series, observer = s.options.observer](const MetricRecord& record) {
+                  series->add(record);
+                  if (observer) observer(record);
+                });
   s.cursor = EpochCursor(p.settings.epochs, p.per_epoch, p.max_iterations, p.checkpoint_every, start);
   s.elapsed = start.elapsed_seconds;
   s.loss_sum = start.epoch_loss_sum;

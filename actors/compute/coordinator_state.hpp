@@ -24,6 +24,7 @@
 #include "core/train/epoch_cursor.hpp"
 #include "core/train/loss_check.hpp"
 #include "core/train/run_log.hpp"
+#include "core/train/run_series.hpp"
 #include "core/train/run_status.hpp"
 #include "transport/status_server.hpp"
 
@@ -101,6 +102,7 @@ struct CoordinatorState {
 
   std::optional<RunLog> log;
   std::shared_ptr<RunStatus> status;
+  std::shared_ptr<RunSeries> series;  // the dashboard's curves
   std::unique_ptr<transport::StatusServer> status_server;
   std::shared_ptr<FanIn<msg::IterationDone>> iteration;  // the one in flight
 };

@@ -13,13 +13,14 @@ RunLog::RunLog(const std::filesystem::path& metrics, int64_t epochs, Model model
 }
 
 void RunLog::iteration(int64_t epoch, int64_t iteration, double loss, double learning_rate,
-                       double samples_per_second, bool display_due) {
-  const MetricRecord record{{"type", std::string("train")},
+                       double samples_per_second, bool display_due, const MetricRecord& extra) {
+  MetricRecord record{{"type", std::string("train")},
                             {"epoch", epoch},
                             {"iteration", iteration},
                             {"loss", loss},
                             {"lr", learning_rate},
                             {model_.dynamic ? "samples_per_second" : "images_per_second", samples_per_second}};
+  record.insert(record.end(), extra.begin(), extra.end());
   if (display_due)
     metrics_.write(record);
   else

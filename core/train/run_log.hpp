@@ -42,9 +42,10 @@ class RunLog {
   RunLog(const std::filesystem::path& metrics, int64_t epochs, Model model, MetricObserver observer = {});
 
   // After iteration `iteration` (1-based count of iterations done); the
-  // file keeps it when `display_due`, the observer always.
+  // file keeps it when `display_due`, the observer always. `extra`: more
+  // figures of the iteration, appended to its record.
   void iteration(int64_t epoch, int64_t iteration, double loss, double learning_rate, double samples_per_second,
-                 bool display_due);
+                 bool display_due, const MetricRecord& extra = {});
   // An evaluated epoch; `iteration`: iterations done by its end.
   void epoch(const EpochRecord& e, int64_t iteration);
 
