@@ -132,7 +132,7 @@ struct OneNode {
 };
 
 std::string refusal(const onnx::ModelProto& model) {
-  return taihu::testing::error_message<ConfigError>([&] { import_model(model, {.training_head = false}); });
+  return taihu::testing::error_message<ConfigError>([&] { import_model(model, {.training_head = false, .input_shapes = {}}); });
 }
 
 }  // namespace
