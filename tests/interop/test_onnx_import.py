@@ -110,6 +110,8 @@ class OnnxImportTest(unittest.TestCase):
 
     @unittest.skipIf(QUICK, 'the quick entry imports AlexNet only')
     def test_python_import_onnx_writes_what_the_app_writes(self):
+        if os.environ.get('TAIHU_SANITIZED'):
+            self.skipTest('an instrumented module does not load into this python (ctest python checks it instead)')
         sys.path.insert(0, os.path.join(BUILD, 'python'))
         try:
             import taihu
