@@ -31,7 +31,7 @@ except ImportError:
     ORT_MISSING = 'numpy is not installed'
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS='1')
 CONFIGS = sorted(glob.glob(os.path.join(SOURCE, 'config', '*-imagenet*.ini')))
-CLASSES, TRAIN_PER_CLASS, TEST_PER_CLASS = 4, 6, 2
+CLASSES, TRAIN_PER_CLASS, TEST_PER_CLASS = 4, 4, 1
 
 
 def run(*args):
@@ -80,11 +80,11 @@ class ImageConfigsTest(unittest.TestCase):
                 report = out + '.json'
                 run(os.path.join(APPS, 'taihu-train'), '--config-file=' + config,
                     'data.train=' + self.data['train'][which], 'data.test=' + self.data['val'][which],
-                    'batch_size=4', 'test_batch_size=4', 'iterations=3', 'display=1', 'data.decoders=1',
+                    'batch_size=2', 'test_batch_size=2', 'iterations=2', 'display=1', 'data.decoders=1',
                     'output.dir=' + out, '--progress=quiet', '--log-level=warn', '--report=' + report)
                 with open(report) as f:
                     r = json.load(f)
-                self.assertEqual(r['iterations'], 3)
+                self.assertEqual(r['iterations'], 2)
                 self.assertEqual(r['data']['skipped'], 0)
                 self.assertEqual(r['data']['left_out'], 0)
                 epoch = r['history'][-1]
