@@ -131,9 +131,26 @@ TrainPosition restore_checkpoint(const Checkpoint& c, const std::string& name, c
   return TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
 }
 
+namespace {
+
+void capture_rngs(const Net& net, Checkpoint& c) {
+  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+}
+
+}  // namespace
+
+Checkpoint starting_checkpoint(const Net& net, uint64_t seed) {
+  Checkpoint c;
+  c.net_name = net.name();
+  c.seed = seed;
+  for (const Param* p : net.params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
+  capture_rngs(net, c);
+  return c;
+}
+
 Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position) {
   Checkpoint c = capture_checkpoint(net.name(), net.params(), solver, seed, position);
-  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+  capture_rngs(net, c);
   c.kernel_choices = ConvolutionChoices::process().choices();
   return c;
 }

@@ -75,6 +75,10 @@ TrainPosition restore_checkpoint(const Checkpoint& checkpoint, const std::string
                                  const std::vector<Param*>& params, Solver& solver, uint64_t seed);
 // The same for a net, with every layer's random generator.
 Checkpoint capture_checkpoint(const Net& net, Solver& solver, uint64_t seed, const TrainPosition& position);
+// A net's parameters and generators as a checkpoint of iteration 0 without
+// solver state: weights imported from another framework (taihu-convert),
+// which a run resumes from as a starting point.
+Checkpoint starting_checkpoint(const Net& net, uint64_t seed);
 // Restores params and solver state (and, if `rngs`, every layer's random
 // generator) after checking that the checkpoint fits; returns its position.
 TrainPosition restore_checkpoint(const Checkpoint& checkpoint, Net& net, Solver& solver, uint64_t seed, bool rngs);

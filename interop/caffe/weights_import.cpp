@@ -10,6 +10,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/excerpt.hpp"
+#include "core/train/train_setup.hpp"
 
 namespace taihu::caffe {
 
@@ -162,11 +163,7 @@ ImportedWeights import_weights(const CaffeWeights& weights, const std::string& s
     out.notes.push_back(fmt::format("{}: {} layer(s) with weights are not in the net and were skipped: {}", source,
                                     unused.size(), fmt::join(unused, ", ")));
 
-  Checkpoint& c = out.checkpoint;
-  c.net_name = net.name();
-  c.seed = seed;
-  for (const Param* p : std::as_const(net).params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
-  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
+  out.checkpoint = starting_checkpoint(net, seed);
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/excerpt.hpp"
+#include "core/train/train_setup.hpp"
 #include "interop/onnx/onnx_importer.hpp"
 
 namespace taihu::interop {
@@ -341,12 +342,7 @@ Checkpoint onnx_checkpoint(const ImportedOnnx& imported, Net& net, uint64_t seed
                                     p->name, it->second.values.size(), t.count(), t.shape().str()));
     std::copy(it->second.values.begin(), it->second.values.end(), t.ptr());
   }
-  Checkpoint c;
-  c.net_name = net.name();
-  c.seed = seed;
-  for (const Param* p : std::as_const(net).params()) c.params.push_back(NamedTensor::from(p->name, p->blob->data()));
-  for (size_t i = 0; i < net.num_layers(); ++i) c.rngs.emplace_back(net.layer(i).name(), net.layer(i).rng().state());
-  return c;
+  return starting_checkpoint(net, seed);
 }
 
 }  // namespace taihu::interop
