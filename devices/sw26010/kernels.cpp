@@ -191,7 +191,8 @@ KernelStats channel_sums(CoreGroup& cg, const float* x, const float* y, std::int
 // ------------------------------------------------------------- pooling
 
 namespace {
-std::int64_t pooled(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
+std::int64_t pooled(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad, bool floor) {
+  if (floor) return (in + 2 * pad - kernel) / stride + 1;
   std::int64_t out = (in + 2 * pad - kernel + stride - 1) / stride + 1;
   if ((out - 1) * stride >= in + pad) --out;
   return out;
@@ -205,8 +206,8 @@ Window window(std::int64_t o, std::int64_t stride, std::int64_t pad, std::int64_
 }
 }  // namespace
 
-std::int64_t PoolGeometry::out_height() const { return pooled(height, kernel_h, stride_h, pad_h); }
-std::int64_t PoolGeometry::out_width() const { return pooled(width, kernel_w, stride_w, pad_w); }
+std::int64_t PoolGeometry::out_height() const { return pooled(height, kernel_h, stride_h, pad_h, floor); }
+std::int64_t PoolGeometry::out_width() const { return pooled(width, kernel_w, stride_w, pad_w, floor); }
 
 namespace {
 // Output-row bands of a plane whose input rows and output rows fit `budget` floats.

@@ -39,6 +39,7 @@ KernelStats channel_sums(CoreGroup& cg, const float* x, const float* y, std::int
 struct PoolGeometry {
   std::int64_t height = 0, width = 0, kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
   bool max = true;
+  bool floor = false;  // round_mode = floor (PyTorch's sizes); Caffe's ceiling otherwise
   std::int64_t out_height() const;
   std::int64_t out_width() const;
 };

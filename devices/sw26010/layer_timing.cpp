@@ -123,6 +123,7 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
         g.stride_h = g.stride_w = option_hw(opt, "stride", "stride_h", 1);
         g.pad_h = g.pad_w = option_hw(opt, "pad", "pad_h", 0);
         g.max = !opt || opt->get_or<std::string>("pool", "max") == "max";
+        g.floor = opt && opt->get_or<std::string>("round_mode", "ceil") == "floor";
         const std::int64_t planes = q * bs[1];
         timing.forward += pool_forward(cg, g, scratch.get(0, in_n), scratch.get(1, out_n), planes).cycles;
         timing.backward += pool_backward(cg, g, scratch.get(0, in_n), scratch.get(1, out_n), scratch.get(2, in_n), planes).cycles;

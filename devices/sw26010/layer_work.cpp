@@ -256,6 +256,7 @@ std::unique_ptr<LayerWork> make_layer_work(NetPlan& plan, std::size_t i, std::st
     PoolGeometry& g = w->geo;
     g.height = in[2], g.width = in[3];
     g.max = !opt || opt->get_or<std::string>("pool", "max") == "max";
+    g.floor = opt && opt->get_or<std::string>("round_mode", "ceil") == "floor";
     if (opt && opt->get_or<bool>("global_pooling", false)) {
       g.kernel_h = in[2], g.kernel_w = in[3];
     } else if (opt) {

@@ -688,7 +688,11 @@ TEST_SUITE("sw26010") {
           Case{"pool = ave\nkernel_size = 3\nstride = 2\npad = 1", {13, 13, 3, 3, 2, 2, 1, 1, false}},
           Case{"pool = max\nkernel_size = 2\nstride = 2", {12, 12, 2, 2, 2, 2, 0, 0, true}},
           Case{"pool = ave\nkernel_size = 3\nstride = 1", {150, 150, 3, 3, 1, 1, 0, 0, false}},
-          Case{"pool = max\nkernel_size = 3\nstride = 2", {150, 150, 3, 3, 2, 2, 0, 0, true}}}) {
+          Case{"pool = max\nkernel_size = 3\nstride = 2", {150, 150, 3, 3, 2, 2, 0, 0, true}},
+          // PyTorch's sizes (ONNX imports): 112 -> 56 where Caffe's ceiling gives 57.
+          Case{"pool = max\nkernel_size = 3\nstride = 2\npad = 1\nround_mode = floor",
+               {112, 112, 3, 3, 2, 2, 1, 1, true, true}},
+          Case{"pool = ave\nkernel_size = 2\nstride = 2\nround_mode = floor", {13, 13, 2, 2, 2, 2, 0, 0, false, true}}}) {
       CAPTURE(cs.options);
       const std::int64_t planes = 2 * 3;
       Blob x(Shape{2, 3, cs.g.height, cs.g.width}), y;
