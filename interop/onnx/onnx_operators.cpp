@@ -125,6 +125,10 @@ void Importer::inner_product(const NodeProto& node) {
   const Constant& b = weight(node, 1, "weight matrix");
   if (b.dims.size() != 2) fail(node, "the weight must be a matrix");
   if (gemm && get_int(node, "transA", 0) != 0) fail(node, "transA = 1 (a transposed input) has no taihu layer");
+  if (x.rank > 2)
+    fail(node, fmt::format("a rank-{} input: {} multiplies its last axis, taihu's InnerProduct all but the first "
+                           "(flatten it first)",
+                           x.rank, node.op_type()));
   const bool trans = gemm && get_int(node, "transB", 0) != 0;
   const float alpha = gemm ? get_float(node, "alpha", 1.0f) : 1.0f;
   const int64_t n = trans ? b.dims[0] : b.dims[1], k = trans ? b.dims[1] : b.dims[0];

@@ -192,6 +192,11 @@ TEST_SUITE("onnx") {
     auto_pad->set_s("SAME_UPPER");
     CHECK(refusal(conv.model).find("auto_pad = SAME_UPPER") != std::string::npos);
 
+    OneNode matmul("MatMul");  // on N x 3 x 8 x 8: ONNX multiplies the last axis, InnerProduct would flatten
+    matmul.node->add_input("b");
+    matmul.initializer("b", {8, 4}, 32);
+    CHECK(refusal(matmul.model).find("a rank-4 input: MatMul multiplies its last axis") != std::string::npos);
+
     // A weight that claims 10^12 values and holds 4 bytes: refused before anything that size is made.
     OneNode huge("Conv");
     huge.node->add_input("w");
