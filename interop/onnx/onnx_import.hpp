@@ -4,7 +4,8 @@
 // taihu's own export (onnx_export.hpp) write them.
 //
 //   Conv (2-D; symmetric pads)                 -> Convolution
-//   Gemm, MatMul with a constant matrix        -> InnerProduct (alpha, beta and
+//   Gemm, MatMul with a constant matrix, on a
+//     matrix (Flatten first, as exports do)    -> InnerProduct (alpha, beta and
 //                                                 transB folded into the weights)
 //   BatchNormalization                         -> BatchNorm (+ Scale for a scale or
 //                                                 bias that is not 1 / 0)
