@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -115,7 +114,8 @@ Importer::Importer(const onnx::ModelProto& model, const std::string& source, con
 
 ImportedOnnx Importer::run() {
   for (const TensorProto& t : graph_.initializer())
-    constants_[t.name()] = decode(t, fmt::format("{}: initializer '{}'", source_, excerpt(t.name())));
+    constants_[t.name()] =
+        std::make_shared<const Constant>(decode(t, fmt::format("{}: initializer '{}'", source_, excerpt(t.name()))));
   read_input();
   for (const NodeProto& node : graph_.node())
     for (const auto& name : node.input()) ++uses_[name];
@@ -160,7 +160,7 @@ std::vector<int64_t> Importer::get_ints(const NodeProto& node, const std::string
 // ---- values -----------------------------------------------------------
 const Constant* Importer::constant(const std::string& name) const {
   auto it = constants_.find(name);
-  return it == constants_.end() ? nullptr : &it->second;
+  return it == constants_.end() ? nullptr : it->second.get();
 }
 
 const Value& Importer::value(const NodeProto& node, int k) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -120,7 +121,9 @@ class Importer {
   const std::string source_;
   const OnnxImportOptions& options_;
   int64_t opset_ = 1;
-  std::map<std::string, Constant> constants_;
+  // Shared: an Identity of an initializer (torch.onnx.export writes dozens)
+  // names the same tensor again, without a copy of its values.
+  std::map<std::string, std::shared_ptr<const Constant>> constants_;
   std::map<std::string, Value> values_;
   std::map<std::string, int> uses_;
   std::map<std::string, std::size_t> biasless_;  // blob -> the bias-free layer computing it

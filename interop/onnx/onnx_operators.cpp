@@ -27,8 +27,8 @@ void Importer::add(const NodeProto& node) {
   const std::string& op = node.op_type();
   if (op == "Constant") return constant_node(node);
   if (op == "Identity") {  // of a computed value, or of an initializer (torch.onnx.export writes those)
-    if (const Constant* c = has_input(node, 0) ? constant(node.input(0)) : nullptr)
-      return void(constants_[node.output(0)] = *c);
+    if (auto it = has_input(node, 0) ? constants_.find(node.input(0)) : constants_.end(); it != constants_.end())
+      return void(constants_[node.output(0)] = it->second);
     return alias(node, value(node, 0));
   }
   if (op == "Conv") return conv(node);
@@ -63,13 +63,14 @@ void Importer::add(const NodeProto& node) {
 
 void Importer::constant_node(const NodeProto& node) {
   const std::string what = fmt::format("{}: node '{}' (Constant)", source_, excerpt(node.name()));
-  if (const auto* a = attribute(node, "value")) return void(constants_[node.output(0)] = decode(a->t(), what));
+  if (const auto* a = attribute(node, "value"))
+    return void(constants_[node.output(0)] = std::make_shared<const Constant>(decode(a->t(), what)));
   if (const auto* a = attribute(node, "value_ints")) {
     Constant c;
     c.integer = true;
     c.ints.assign(a->ints().begin(), a->ints().end());
     c.dims = {static_cast<int64_t>(c.ints.size())};
-    return void(constants_[node.output(0)] = std::move(c));
+    return void(constants_[node.output(0)] = std::make_shared<const Constant>(std::move(c)));
   }
   fail(node, "only `value` and `value_ints` constants are read");
 }
