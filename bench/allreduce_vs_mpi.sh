@@ -4,7 +4,9 @@
 #     free to run on any core, then with rank r pinned to core r mod cores
 #   OpenMPI MPI_Allreduce over TCP on loopback (--mca btl tcp,self), with its
 #     default shared-memory transport, and with that transport and its ranks
-#     bound to cores the same way (--map-by core --bind-to core).
+#     bound to cores the same way (--map-by core --bind-to core), each under
+#     its fastest allocator here (glibc, tcmalloc, jemalloc: probed at the
+#     largest size, default transports; bench/peer_at_its_best.sh).
 # Needs openmpi-bin and libopenmpi-dev (only for this benchmark).
 #   usage: bench/allreduce_vs_mpi.sh [BUILD_DIR] [SIZES_MB] [RUNS]
 set -euo pipefail
@@ -19,6 +21,9 @@ mpicc -O2 -o "$tmp/allreduce_mpi" "$here/mpi/allreduce_mpi.c"
 root=()
 [[ $(id -u) -eq 0 ]] && root=(--allow-run-as-root)
 mpi=(mpirun "${root[@]}" --oversubscribe -np 4)
+source "$here/peer_at_its_best.sh"
+pick_mpi_allocator "$tmp/allreduce_mpi" "${sizes##*,}" "${mpi[@]}"
+mpi=(env "${allocator_args[@]}" "${mpi[@]}")
 echo "load: $(uptime)"
 echo "## taihu (4 processes, data plane: TCP loopback and same-host channels)"
 "$build/bench/bench_remote_allreduce_actors" --ranks=4 --mb="$sizes" --runs="$runs" --algorithm=ring,rabenseifner,direct

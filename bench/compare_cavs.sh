@@ -8,8 +8,10 @@
 #           headline configurations only, for a busy machine); default tree lm
 #
 # Writes one JSON object per run to bench/results/cavs/<system>_<model>.jsonl
-# (CSV rows next to them) and prints medians over rounds per configuration
-# into bench/results/cavs/summary.json. Workloads are written once into
+# (CSV rows next to them; OUT=DIR writes elsewhere, and rows already there
+# enter the medians) and prints medians over rounds per configuration into
+# summary.json there, and taihu / PyTorch per round. ISA=avx2 holds both sides
+# to AVX2 (bench/peer_at_its_best.sh). Workloads are written once into
 # BUILD_DIR/workloads by make_tree_workload (never into the repository).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ shift $(($# < 2 ? $# : 2))
 parts=${*:-tree lm}
 threads_list=${THREADS_LIST:-"1 $(nproc)"}
 py=/usr/bin/python3   # Debian's python3-torch; another python3 on PATH may lack torch
-out=bench/results/cavs
+out=${OUT:-bench/results/cavs}
 wl=$build/workloads
 mkdir -p "$out"
 
@@ -27,17 +29,29 @@ if [[ ! -f $wl/sst-like.txt ]]; then
   "$build/bench/make_tree_workload" --out="$wl"
 fi
 echo "# $(date -u +%FT%TZ) $(uptime)" | tee -a "$out/load.log"
-# PyTorch's best OpenBLAS kernel here, probed on the Tree-LSTM at batch 25
-# (bench/pytorch_best_coretype.sh; the baseline script itself defaults to
-# SkylakeX on AVX-512 CPUs where no kernel is forced). taihu runs under its
-# own kernel choice, as taihu-train does (OpenBLAS's own detection misdetects
-# some Xeons), never under a kernel the environment forces.
-source bench/pytorch_best_coretype.sh
-pick_best_coretype $py bench/pytorch/treelstm_baseline.py --workload "$wl/sst-like.txt" --impl p1 --batch 25 \
+# PyTorch at its best here (bench/peer_at_its_best.sh): its fastest allocator
+# and OpenBLAS kernel, probed on the Tree-LSTM at batch 25, and the allocator
+# probed again on the language model, whose activations are larger (the
+# baseline scripts themselves default to SkylakeX on AVX-512 CPUs where no
+# kernel is forced). taihu runs under its own kernel choice, as taihu-train
+# does (OpenBLAS's own detection misdetects some Xeons), never under a kernel
+# the environment forces.
+source bench/peer_at_its_best.sh
+hold_to_isa
+pick_peer_best $py bench/pytorch/treelstm_baseline.py --workload "$wl/sst-like.txt" --impl p1 --batch 25 \
   --threads "$(nproc)" --warmup 2 --batches 10 --repeats 1
+tree_env=("${torch_env[@]}")
+echo "PyTorch Tree-LSTM: $peer_choice" | tee -a "$out/load.log"
+lm_env=("${torch_env[@]}")
+if [[ " $parts " == *" lm "* || " $parts " == *" quick "* ]]; then
+  pick_peer_allocator $py bench/pytorch/lstm_lm_baseline.py --lengths fixed --bptt 35 --threads "$(nproc)" \
+    --warmup 1 --steps 2
+  lm_env=("${torch_env[@]}")
+  echo "PyTorch language model: $peer_choice" | tee -a "$out/load.log"
+fi
 
 tree_lstm() {  # extra arguments go to treelstm_baseline.py; --untuned runs in the caller's environment
-  local tuning=("${torch_env[@]}")
+  local tuning=("${tree_env[@]}")
   [[ " $* " == *" --untuned "* ]] && tuning=()
   env "${tuning[@]}" $py bench/pytorch/treelstm_baseline.py --json "$out/pytorch_treelstm.jsonl" --csv "$out/pytorch_treelstm.csv" "$@"
 }
@@ -47,12 +61,12 @@ taihu_tree_lstm() {  # workload batch threads mode(train|infer) serial|batched
   # executors with one BLAS thread each (taihu-train's default).
   local bin=$build/bench/bench_graph_train_actors
   [[ -x $bin ]] || return 0
-  env -u OPENBLAS_CORETYPE "$bin" --model=tree_lstm --workload="$1" --batch="$2" --executors="$3" --threads=1 --phase="$4" --mode="$5" \
+  env -u OPENBLAS_CORETYPE "$bin" --kernel="$taihu_kernel" --model=tree_lstm --workload="$1" --batch="$2" --executors="$3" --threads=1 --phase="$4" --mode="$5" \
     --embed=300 --hidden=150 --system="taihu-$5" --json="$out/taihu_treelstm.jsonl" --csv="$out/taihu_treelstm.csv"
 }
 
 lm() {
-  env "${torch_env[@]}" $py bench/pytorch/lstm_lm_baseline.py --json "$out/pytorch_lm.jsonl" --csv "$out/pytorch_lm.csv" "$@"
+  env "${lm_env[@]}" $py bench/pytorch/lstm_lm_baseline.py --json "$out/pytorch_lm.jsonl" --csv "$out/pytorch_lm.csv" "$@"
 }
 
 taihu_lm() {  # workload-or-fixedN threads cell
@@ -61,7 +75,7 @@ taihu_lm() {  # workload-or-fixedN threads cell
   [[ -x $bin ]] || return 0
   local source=$1 chunk=0
   if [[ $source == fixed* ]]; then chunk=${source#fixed}; source=$wl/ptb-valid.txt; fi
-  env -u OPENBLAS_CORETYPE "$bin" --model="$3" --workload="$source" --chunk="$chunk" --batch=64 --embed=512 --hidden=512 --executors="$2" \
+  env -u OPENBLAS_CORETYPE "$bin" --kernel="$taihu_kernel" --model="$3" --workload="$source" --chunk="$chunk" --batch=64 --embed=512 --hidden=512 --executors="$2" \
     --threads=1 --warmup=2 --batches=4 --lr=1.0 --system="taihu-$3" --json="$out/taihu_lm.jsonl" --csv="$out/taihu_lm.csv"
 }
 

@@ -13,11 +13,13 @@
 #
 # Each side runs at its best here: glibc's malloc, which returns freed image
 # buffers to the kernel, makes this VM's costly page faults slow PIL down, so
-# both sides are first timed with and without MALLOC_MMAP_THRESHOLD_ /
-# MALLOC_TRIM_THRESHOLD_ (best of 2 alternating short runs each: taihu's
-# ImageDataset on one thread, torchvision's PIL+draft DataLoader in-process)
-# and each then runs with whichever was faster for it. torchvision's PIL
-# ImageFolder out of the box (default environment) runs too, as a reference.
+# both sides are first timed under every allocator installed (glibc, glibc
+# with MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ raised, tcmalloc,
+# jemalloc; bench/peer_at_its_best.sh; best of 2 alternating short runs each:
+# taihu's ImageDataset on one thread, torchvision's PIL+draft DataLoader
+# in-process) and each then runs under whichever was faster for it.
+# torchvision's PIL ImageFolder out of the box (default environment) runs too,
+# as a reference.
 #
 # Writes bench/results/image_pipeline/{taihu,pytorch}.{jsonl,csv} (one row per
 # run; pytorch_default_env.* for the out-of-the-box PIL path), env.txt (the
@@ -43,35 +45,23 @@ list=$(echo $threads | tr ' ' ',')
 
 # Neither side uses BLAS here; taihu runs without the VM's OPENBLAS_CORETYPE as
 # everywhere (it picks its own kernel). torch.set_num_threads(1) is in the script.
-malloc_env="MALLOC_MMAP_THRESHOLD_=67108864 MALLOC_TRIM_THRESHOLD_=268435456"
-rate_of() { grep -o '"images_per_second": [0-9.]*' | tail -1 | cut -d' ' -f2; }
-faster() { $py -c "import sys; sys.exit(0 if float('$1' or 0) > float('$2' or 0) else 1)"; }
-declare -A best_rate=([taihu,default]=0 [taihu,malloc]=0 [torch,default]=0 [torch,malloc]=0)
-for round in 1 2; do
-  for e in default malloc; do
-    extra=""; [[ $e == malloc ]] && extra=$malloc_env
-    rate=$(env -u OPENBLAS_CORETYPE $extra "$bin" --dir="$images" --cases=dataset --threads=1 --json=/dev/stdout | rate_of)
-    faster "$rate" "${best_rate[taihu,$e]}" && best_rate[taihu,$e]=$rate
-    rate=$(env $extra $py bench/image_pipeline_torch.py --dir "$images" --variants pil-draft-u8 --cases loader \
-      --workers 0 --json /dev/stdout | rate_of)
-    faster "$rate" "${best_rate[torch,$e]}" && best_rate[torch,$e]=$rate
-  done
-done
-taihu_env="" torch_env=""
-faster "${best_rate[taihu,malloc]}" "${best_rate[taihu,default]}" && taihu_env=$malloc_env
-faster "${best_rate[torch,malloc]}" "${best_rate[torch,default]}" && torch_env=$malloc_env
+source bench/peer_at_its_best.sh
+pick_allocator env -u OPENBLAS_CORETYPE "$bin" --dir="$images" --cases=dataset --threads=1 --json=/dev/stdout
+taihu_env=("${allocator_args[@]}") taihu_allocator=$best_allocator
+pick_allocator $py bench/image_pipeline_torch.py --dir "$images" --variants pil-draft-u8 --cases loader --workers 0 \
+  --json /dev/stdout
+torch_env=("${allocator_args[@]}") torch_allocator=$best_allocator
 {
-  for k in taihu,default taihu,malloc torch,default torch,malloc; do echo "calibration $k: ${best_rate[$k]} images/s (best of 2)"; done
-  echo "taihu env: ${taihu_env:-default}"
-  echo "pytorch env: ${torch_env:-default}"
+  echo "taihu allocator: $taihu_allocator"
+  echo "pytorch allocator: $torch_allocator"
 } | tee "$out/env.txt"
 
 taihu() {
-  env -u OPENBLAS_CORETYPE $taihu_env "$bin" --dir="$images" --threads="$list" --decoders="$list" --batch=32 \
+  env -u OPENBLAS_CORETYPE "${taihu_env[@]}" "$bin" --dir="$images" --threads="$list" --decoders="$list" --batch=32 \
     --prefetch=4 --repeats=1 --label="round$1" --json="$out/taihu.jsonl" --csv="$out/taihu.csv"
 }
 pytorch() {
-  env $torch_env $py bench/image_pipeline_torch.py --dir "$images" --variants pil,pil-draft,tvio,pil-draft-u8,tvio-u8 \
+  env "${torch_env[@]}" $py bench/image_pipeline_torch.py --dir "$images" --variants pil,pil-draft,tvio,pil-draft-u8,tvio-u8 \
     --workers "0,$list" --batch 32 --repeats 1 --label "round$1" --json "$out/pytorch.jsonl" --csv "$out/pytorch.csv"
   # out of the box: torchvision's ImageFolder recipe, default environment
   $py bench/image_pipeline_torch.py --dir "$images" --variants pil --cases loader --workers "0,$list" --batch 32 \

@@ -19,10 +19,11 @@ data=/usr/share/datasets/fashion-mnist
 out=bench/results/lenet_fashion.jsonl
 mkdir -p bench/results
 : >"$out"
-# PyTorch's best OpenBLAS kernel, probed on LeNet as compare_pytorch.sh does
-# (CORETYPE=NAME or CORETYPE=unset skips the probe).
-source bench/pytorch_best_coretype.sh
-pick_best_coretype /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
+# PyTorch's fastest allocator and OpenBLAS kernel, probed on LeNet as
+# compare_pytorch.sh does (ALLOCATOR=NAME, CORETYPE=NAME or CORETYPE=unset skip
+# a probe; bench/peer_at_its_best.sh).
+source bench/peer_at_its_best.sh
+pick_peer_best /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
   --repeats 3 --threads "$cores"
 echo "PyTorch's threads: torch.set_num_threads($cores)"
 tmp=$(mktemp -d)

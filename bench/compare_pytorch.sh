@@ -1,37 +1,48 @@
 #!/usr/bin/env bash
-# Side-by-side training throughput: taihu against PyTorch out of the box and
-# PyTorch at its best on this machine (OpenBLAS single-threaded, torch's pool
-# sized to the cores, and the fastest OpenBLAS kernel the CPU runs: OpenBLAS
-# misdetects some CPUs, e.g. Emerald Rapids, and falls back to a slow kernel),
-# alternating runs so that machine noise hits all three.
+# Side-by-side training throughput: taihu against PyTorch at its best on this
+# machine and PyTorch out of the box, alternating runs so that machine noise
+# hits all three. PyTorch at its best (bench/peer_at_its_best.sh): OpenBLAS
+# single-threaded under torch's pool sized to the cores, the fastest OpenBLAS
+# kernel the CPU runs (OpenBLAS misdetects some CPUs, e.g. Emerald Rapids, and
+# falls back to a slow kernel), and for each net the fastest allocator (glibc,
+# tcmalloc, jemalloc: glibc's malloc makes PyTorch pay page faults for every
+# large activation each step).
 #
 #   bash bench/compare_pytorch.sh [BUILD_DIR] [ROUNDS]
-# Writes bench/results/compare_pytorch.jsonl and prints the best configuration,
-# medians and ratios. MODELS="lenet" limits the nets (default: lenet alexnet
-# resnet50 resnet50-b32, the last ResNet-50 at batch 32).
+# Writes bench/results/compare_pytorch.jsonl (taihu), .tuned and .default
+# (PyTorch), .peer (what PyTorch at its best ran under, per net) and prints the
+# medians and ranges of the per-round ratios. MODELS="lenet" limits the nets
+# (default: lenet alexnet resnet50 resnet50-b32, the last ResNet-50 at batch 32).
+# ISA=avx2 holds both sides to AVX2 (an AVX2-only machine's table); OUT=FILE
+# writes elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-3}
 cores=$(nproc)
-out=bench/results/compare_pytorch.jsonl
-mkdir -p bench/results
+out=${OUT:-bench/results/compare_pytorch.jsonl}
+mkdir -p "$(dirname "$out")"
 : >"$out"
 : >"$out.tuned"  # (stale rows of an earlier run would enter the medians)
 : >"$out.default"
+: >"$out.peer"
 
-# PyTorch's best OpenBLAS kernel here, on LeNet (bench/pytorch_best_coretype.sh).
-source bench/pytorch_best_coretype.sh
-pick_best_coretype /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
+# PyTorch's best OpenBLAS kernel here, on LeNet; the allocator again per net below.
+source bench/peer_at_its_best.sh
+hold_to_isa
+pick_peer_best /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
   --repeats 3 --threads "$cores"
-tuned_env=("${torch_env[@]}")
 echo "PyTorch's threads: torch.set_num_threads($cores)"
 
 run_case() {  # model batch net classes iters warmup
   local model=$1 batch=$2 net=$3 classes=$4 iters=$5 warmup=$6
+  pick_peer_allocator /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model "$model" --batch "$batch" \
+    --iters "$(((iters + 3) / 4))" --warmup 1 --repeats 1 --threads "$cores"
+  local tuned_env=("${torch_env[@]}")
+  echo "{\"model\": \"$model\", \"batch\": $batch, \"peer\": \"$peer_choice, torch threads $cores\"}" >>"$out.peer"
   for ((r = 0; r < rounds; r++)); do
     # taihu at its best too: its own kernel choice, not one the environment forces
-    env -u OPENBLAS_CORETYPE "$build/bench/bench_train" --net="$net" --batch="$batch" --classes="$classes" --iters="$iters" \
+    env -u OPENBLAS_CORETYPE "$build/bench/bench_train" --net="$net" --kernel="$taihu_kernel" --batch="$batch" --classes="$classes" --iters="$iters" \
       --warmup="$warmup" --repeats=3 --json="$out"
     # A failed or killed PyTorch run is reported and leaves its row out.
     env "${tuned_env[@]}" /usr/bin/python3 bench/pytorch/pytorch_baseline.py --model "$model" --batch "$batch" \
@@ -58,19 +69,24 @@ base = sys.argv[1]
 def load(path, key):
     rows = {}
     for line in open(path):
-        line = line.strip()
-        if line:
+        if line.strip():
             r = json.loads(line)
-            rows.setdefault((r.get(key), r.get("batch")), []).append(r["images_per_second"])
+            rows.setdefault((r.get(key), r.get("batch")), []).append(r)
     return rows
-taihu = load(base, "net")
-tuned = load(base + ".tuned", "model")
-default = load(base + ".default", "model")
-print(f"{'model':10} {'batch':>5} {'taihu':>10} {'torch best':>11} {'torch default':>14} {'vs best':>8} {'vs default':>11} {'runs':>5}")
-for (model, batch) in sorted(tuned):
-    if (model, batch) not in taihu:
+taihu, tuned, default, peer = (load(base + suffix, key) for suffix, key in
+                               (("", "net"), (".tuned", "model"), (".default", "model"), (".peer", "model")))
+def ratios(a, b):  # per round: the i-th run of each side ran side by side
+    return [x["images_per_second"] / y["images_per_second"] for x, y in zip(a, b)]
+def fmt(rs):
+    return f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})" if rs else "-"
+print(f"{'model':10} {'batch':>5} {'taihu':>8} {'torch best':>10} {'vs best':>17} {'vs default':>17} {'rounds':>6}  peer")
+for key in sorted(tuned):
+    if key not in taihu:
         continue
-    t, b = (statistics.median(x[(model, batch)]) for x in (taihu, tuned))
-    d = statistics.median(default[(model, batch)]) if (model, batch) in default else float("nan")
-    print(f"{model:10} {batch:5} {t:10.1f} {b:11.1f} {d:14.1f} {t / b:8.2f} {t / d:11.2f} {len(taihu[(model, batch)]):5}")
+    t = [r["images_per_second"] for r in taihu[key]]
+    b = [r["images_per_second"] for r in tuned[key]]
+    vs_default = ratios(taihu[key], default.get(key, []))
+    print(f"{key[0]:10} {key[1]:5} {statistics.median(t):8.1f} {statistics.median(b):10.1f} "
+          f"{fmt(ratios(taihu[key], tuned[key])):>17} {fmt(vs_default):>17} {len(t):6}  "
+          f"{peer[key][-1]['peer'] if key in peer else '-'}")
 PY

@@ -2,7 +2,9 @@
 # [cluster] transport = taihu against transport = mpi, side by side in one session:
 #   1. allreduce across 4 MPI ranks at 1/16/100 MB: the shard actors over taihu's data plane,
 #      the same shard actors over the MPI transport, and Open MPI's MPI_Allreduce, alternating
-#      run by run inside one mpirun (bench_mpi_transport_actors);
+#      run by run inside one mpirun (bench_mpi_transport_actors), under the allocator fastest
+#      for MPI_Allreduce alone here (glibc, tcmalloc, jemalloc; bench/peer_at_its_best.sh:
+#      the three share each process, so MPI_Allreduce's best is the one they run under);
 #   2. LeNet on Fashion-MNIST, 4 ranks under mpirun, end to end (2 epochs), both transports
 #      alternating, ROUNDS rounds: training images/s from the reports (median).
 # Needs openmpi-bin and libopenmpi-dev (bash scripts/quickstart.sh bench-mpi installs them).
@@ -20,9 +22,12 @@ as_root=()
 mpi=(mpirun "${as_root[@]}" --oversubscribe -np 4)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+mpicc -O2 -o "$work/allreduce_mpi" "$src/bench/mpi/allreduce_mpi.c"
+source "$src/bench/peer_at_its_best.sh"
+pick_mpi_allocator "$work/allreduce_mpi" "${sizes##*,}" "${mpi[@]}"
 echo "load: $(uptime)"
-echo "## allreduce, 4 ranks (ring), median of $runs runs"
-"${mpi[@]}" "$build/bench/bench_mpi_transport_actors" --mb="$sizes" --runs="$runs" --algorithm=ring
+echo "## allreduce, 4 ranks (ring), median of $runs runs, allocator $best_allocator"
+env "${allocator_args[@]}" "${mpi[@]}" "$build/bench/bench_mpi_transport_actors" --mb="$sizes" --runs="$runs" --algorithm=ring
 echo
 echo "## LeNet, Fashion-MNIST, 4 ranks under mpirun, 2 epochs: training images/s"
 for round in $(seq "$rounds"); do

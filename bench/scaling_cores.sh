@@ -23,9 +23,9 @@
 # environment forces) with t compute threads (ResNet-50) or t vertex executors of
 # one BLAS thread each (Tree-LSTM, as taihu-train runs it); PyTorch with
 # torch.set_num_threads(t), flush-to-zero, ResNet-50 in its faster layout (NCHW or
-# channels_last, probed once), and, where its BLAS is OpenBLAS, the
-# fastest OpenBLAS kernel the CPU runs (bench/pytorch_best_coretype.sh) kept
-# single-threaded under torch's pool. A PyTorch built on MKL needs neither.
+# channels_last, probed once), its fastest allocator (glibc, tcmalloc or
+# jemalloc) and, where its BLAS is OpenBLAS, the fastest OpenBLAS kernel the
+# CPU runs, kept single-threaded under torch's pool (bench/peer_at_its_best.sh).
 #
 # Writes OUT_DIR/{taihu,pytorch}_{resnet50,treelstm}.jsonl (one row per run),
 # OUT_DIR/machine.txt and OUT_DIR/summary.md (images/s or trees/s, speed-up over
@@ -63,16 +63,16 @@ if [[ " $models " == *" treelstm "* && ! -f $wl/sst-like.txt ]]; then
   "$build/bench/make_tree_workload" --out="$wl" --sets=sst-like
 fi
 
-torch_env=()
-# Debian's torch reports BLAS_INFO=generic and runs on the system's libblas, OpenBLAS: probe
-# unless the BLAS is MKL.
-if ! $py -c 'import torch, sys; sys.exit(0 if "BLAS_INFO=mkl" in torch.__config__.show() else 1)' 2>/dev/null; then
-  source bench/pytorch_best_coretype.sh
-  pick_best_coretype "$py" bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
-    --repeats 3 --threads "$cores"
-else
+# PyTorch's allocator and, where its BLAS is OpenBLAS (Debian's torch reports BLAS_INFO=generic
+# and runs on the system's libblas), its OpenBLAS kernel (bench/peer_at_its_best.sh).
+source bench/peer_at_its_best.sh
+if $py -c 'import torch, sys; sys.exit(0 if "BLAS_INFO=mkl" in torch.__config__.show() else 1)' 2>/dev/null; then
   echo "PyTorch's BLAS is MKL: no OpenBLAS kernel to pick"
+  CORETYPE=unset
 fi
+pick_peer_best "$py" bench/pytorch/pytorch_baseline.py --model lenet --batch 64 --iters 20 --warmup 5 \
+  --repeats 3 --threads "$cores"
+echo "PyTorch: $peer_choice" >>"$out/machine.txt"
 
 # PyTorch's ResNet-50 in the faster of its two layouts on this machine: channels_last ran
 # 1.4-1.5x faster than NCHW on a 16-core Emerald Rapids VM (oneDNN), which need not hold for a
@@ -84,7 +84,7 @@ if [[ " $models " == *" resnet50 "* ]]; then
       --batch "$resnet_batch" --threads "$cores" --iters 1 --warmup 1 --repeats 1 "$@" 2>/dev/null |
       grep -o '[0-9.]* images/s' | head -1 | cut -d' ' -f1 || true
   }
-  # Two alternating rounds, the better of each layout (as pytorch_best_coretype.sh does).
+  # Two alternating rounds, the better of each layout (as peer_at_its_best.sh does).
   nchw=$(layout_rate) nhwc=$(layout_rate --channels-last)
   nchw="$nchw $(layout_rate)" nhwc="$nhwc $(layout_rate --channels-last)"
   nchw=$(echo $nchw | tr ' ' '\n' | sort -g | tail -1) nhwc=$(echo $nhwc | tr ' ' '\n' | sort -g | tail -1)

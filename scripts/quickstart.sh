@@ -37,6 +37,9 @@ packages=(
 # Open MPI's mpirun for the cluster test's launcher and MPI-transport cases, and for the
 # comparisons with MPI (bench/allreduce_vs_mpi.sh, bench/mpi_transport.sh).
 if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(openmpi-bin); fi
+# The allocators a benchmark's peer (PyTorch, Open MPI) may run fastest under
+# (bench/peer_at_its_best.sh): a comparison against a peer on glibc's malloc alone flatters taihu.
+if [[ "$mode" == "test" || "$mode" == "bench-mpi" ]]; then packages+=(libtcmalloc-minimal4 libjemalloc2); fi
 # The references the tests check taihu against: PyTorch for nets' forward and backward
 # (tests/python/test_pytorch.py) and NPZ exports, torchvision's models exported by PyTorch for ONNX
 # import (ctest onnx_import), ONNX's checker for ONNX exports (ctest export_python). Each test

@@ -27,6 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from allocator import allocator_in_use
 from pytorch_baseline import LeNet
 
 
@@ -103,6 +104,7 @@ def main():
         "test_accuracy": correct / len(test_x),
         "final_loss": loss.item(),
         "threads": torch.get_num_threads(),
+        "allocator": allocator_in_use(),
     }
     print(json.dumps(result))
     if args.json:

@@ -260,7 +260,7 @@ def main():
           f"{row['vertices_per_s']:.0f} tokens/s (median of {args.repeats} x {args.steps} steps, "
           f"range {min(rates):.0f}..{max(rates):.0f}), ms/step p50 {row['ms_p50']:.1f} p90 {row['ms_p90']:.1f}, "
           f"{result['mean_tokens_per_step']:.0f} tokens/step, threads {row['threads']}, openblas core {core}, "
-          f"ftz {row['ftz']}, loss {loss:.3f}, load {result['loadavg'][0]:.2f}")
+          f"allocator {result['allocator']}, ftz {row['ftz']}, loss {loss:.3f}, load {result['loadavg'][0]:.2f}")
     common.write_rows(args, row, result)
 
 

@@ -42,6 +42,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from allocator import allocator_in_use  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # Networks
@@ -324,6 +326,7 @@ def main():
         "mkldnn_available": torch.backends.mkldnn.is_available(),
         "mkl_available": torch.backends.mkl.is_available(),
         "openblas": openblas_info(libs),
+        "allocator": allocator_in_use(),
         "math_libraries": libs,
         "env": {k: os.environ.get(k) for k in ENV_VARS},
         "cpu": cpu_model(),
@@ -337,7 +340,7 @@ def main():
           f"{median:.1f} images/s (median of {args.repeats} x {args.iters} iters, "
           f"range {spread}), threads {result['threads']}, "
           f"openblas core {(result['openblas'] or {}).get('corename', '-')}, "
-          f"layout {'NHWC' if args.channels_last else 'NCHW'}, "
+          f"layout {'NHWC' if args.channels_last else 'NCHW'}, allocator {result['allocator']}, "
           f"loss {final_loss:.3f}" + (f", env {env}" if env else ""))
     if not torch.isfinite(loss):
         print("warning: loss is not finite; try a smaller --lr", file=sys.stderr)

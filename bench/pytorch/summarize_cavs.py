@@ -59,3 +59,24 @@ else:
         print(f"{r['system']:24} {r['workload']:22} {r['bs']:3} {r['threads']:3} {r['mode']:5} {r['runs']:4} "
               f"{r['trees_per_s']:9.1f} {r['trees_per_s_min']:7.1f}..{r['trees_per_s_max']:<7.1f} "
               f"{r['vertices_per_s']:11.0f} {r['ms_p50']:8.1f} {r['load_median']!s:>5}")
+
+# Ratios per round: the i-th run of taihu against the i-th run of its PyTorch peer on the same
+# configuration (the rounds alternate them), median and range.
+PEERS = (("taihu-batched", "pytorch-p1"), ("taihu-lstm", "pytorch-nn.LSTM"), ("taihu-gru", "pytorch-nn.GRU"))
+
+
+def workload_key(r):
+    return r["workload"].replace("-variable", "")  # PyTorch names the variable-length PTB workload so
+
+
+print("\ntaihu / PyTorch per round (vertices/s; median, range):")
+for ours, theirs in PEERS:
+    for key in sorted(k for k in groups if k[0] == ours):
+        _, workload, bs, threads, mode = key
+        peer = [rs for k, rs in groups.items()
+                if k[0] == theirs and k[2:] == key[2:] and workload_key(rs[0]) == workload]
+        if not peer:
+            continue
+        ratios = [a["vertices_per_s"] / b["vertices_per_s"] for a, b in zip(groups[key], peer[0])]
+        print(f"  {ours:14} / {theirs:16} {workload:20} bs {bs:3} threads {threads} {mode:5}: "
+              f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}), {len(ratios)} rounds")

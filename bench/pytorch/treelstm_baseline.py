@@ -93,6 +93,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from allocator import allocator_in_use  # noqa: E402
 from tree_workload import read_workload  # noqa: E402
 
 SPARSE_EMBEDDING = False  # --sparse-embedding
@@ -332,6 +333,7 @@ def environment(args, ftz):
     return {
         "torch_version": torch.__version__, "python": platform.python_version(),
         "threads": torch.get_num_threads(), "flush_denormal": ftz, "openblas": openblas_info(),
+        "allocator": allocator_in_use(),
         "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")},
         "avx512": _has_avx512(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
         "loadavg": os.getloadavg(), "tuned": not args.untuned,
@@ -508,7 +510,8 @@ def main():
           f"{row['trees_per_s']:.1f} trees/s, {row['vertices_per_s']:.0f} vertices/s "
           f"(median of {args.repeats} x {args.batches} batches, range {min(rates):.1f}..{max(rates):.1f}), "
           f"ms/batch p50 {row['ms_p50']:.2f} p90 {row['ms_p90']:.2f}, threads {row['threads']}, "
-          f"openblas core {core}, ftz {row['ftz']}, loss {loss:.3f}, load {result['loadavg'][0]:.2f}")
+          f"openblas core {core}, allocator {result['allocator']}, ftz {row['ftz']}, loss {loss:.3f}, "
+          f"load {result['loadavg'][0]:.2f}")
     if losses:
         print("losses: " + " ".join(f"{x:.6f}" for x in losses))
     write_rows(args, row, result)
