@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "collectives/sparse_allgather.hpp"
 #include "collectives/algorithms.hpp"
 #include "apps/app_support.hpp"
+#include "apps/sim_output.hpp"
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
 #include "core/net/net.hpp"
@@ -54,6 +56,14 @@ and algorithm of [simulation]:
   size_mb = 100              gradient bytes per iteration, in MB (10^6 bytes, fp32)
   compute_seconds = 0        > 0: training; time per iteration of one node's
                              forward + backward (synchronisation follows it)
+  buckets = E@T[:ALG] ...    training as taihu-train runs it: the gradient in
+                             buckets of E elements, each handed to its collective
+                             T seconds into the iteration (while backward goes
+                             on), ALG its algorithm (default: the row's); from
+                             taihu-train's report (buckets: elements, algorithm,
+                             ready_seconds). Needs compute_seconds >= every T;
+                             the gradient's size is theirs (size_mb is not used).
+  update_seconds = 0         with buckets: the solver step after the last bucket
   net = FILE                 training of this net (config/nets/*.ini): compute time
                              per iteration from the SW26010 model, gradient size
                              from its parameters (size_mb, if given, wins)
@@ -78,18 +88,13 @@ options:
   --version       taihu's version, git revision, build and libraries
 )";
 
-struct Row {
-  std::string algorithm;
-  int nodes = 0;
-  double comm = 0;      // simulated synchronisation time, seconds
-  double seconds = 0;   // per iteration (compute + comm), or comm alone
-  double bandwidth = 0;  // gradient bytes / comm
-  double speedup = 0;
-  double comm_share = 0;
-  double host_seconds = 0;
-  std::uint64_t messages = 0;
-  double bytes = 0;          // payload all ranks sent
-  std::uint64_t probes = 0;  // times the clock waited for a shard
+using sim_app::Row;
+
+// A bucket of a training iteration's gradient (simulation.buckets).
+struct Bucket {
+  std::size_t elements = 0;
+  double ready = 0;       // seconds into the iteration when backward hands it over
+  std::string algorithm;  // empty: the row's
 };
 
 struct Settings {
@@ -105,7 +110,45 @@ struct Settings {
   int threads = 1;
   std::string svg;
   std::string net;  // the net whose training is simulated, if any
+  std::vector<Bucket> buckets;  // in ready order; empty: one collective after compute
+  double update = 0;            // with buckets: the solver step
+  bool training() const { return compute > 0; }
 };
+
+void check_algorithm(const config::Section& s, const char* key, const std::string& algorithm) {
+  if (algorithm == "sparse_allgather") return;
+  try {
+    (void)collectives::parse_algorithm(algorithm);
+  } catch (const Error& e) {
+    throw s.error(key, e.what());
+  }
+}
+
+// "E@T[:ALG]" tokens of simulation.buckets.
+std::vector<Bucket> read_buckets(const config::Section& s) {
+  std::vector<Bucket> out;
+  for (const auto& token : s.get_list<std::string>("buckets")) {
+    const auto at = token.find('@');
+    const auto colon = token.find(':', at == std::string::npos ? 0 : at);
+    Bucket b;
+    const auto elements = at == std::string::npos ? std::nullopt
+                                                  : config::parse_value<std::int64_t>(token.substr(0, at));
+    const auto ready = at == std::string::npos ? std::nullopt
+                                               : config::parse_value<double>(token.substr(at + 1, colon - at - 1));
+    if (!elements || *elements < 1 || !ready || !(*ready >= 0))
+      throw s.error("buckets", fmt::format("'{}' is not ELEMENTS@SECONDS[:ALGORITHM] (elements >= 1, seconds >= 0)",
+                                           token));
+    b.elements = static_cast<std::size_t>(*elements);
+    b.ready = *ready;
+    if (colon != std::string::npos) {
+      b.algorithm = token.substr(colon + 1);
+      check_algorithm(s, "buckets", b.algorithm);
+    }
+    out.push_back(std::move(b));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Bucket& x, const Bucket& y) { return x.ready < y.ready; });
+  return out;
+}
 
 // One training iteration of `net_path` on one SW26010 node (the model of
 // devices/sw26010/, as bench_sw26010_nets runs it): each core group runs a
@@ -142,15 +185,7 @@ Settings read_settings(const config::Document& doc, const config::Section& s) {
   }
   out.algorithms = s.get_list_or<std::string>(
       "algorithms", {"ring", "rabenseifner", "topology_aware", "hierarchical", "sparse_allgather"});
-  for (const auto& a : out.algorithms) {
-    if (a != "sparse_allgather") {
-      try {
-        (void)collectives::parse_algorithm(a);
-      } catch (const Error& e) {
-        throw s.error("algorithms", e.what());
-      }
-    }
-  }
+  for (const auto& a : out.algorithms) check_algorithm(s, "algorithms", a);
   const double mb = s.get_or<double>("size_mb", 100.0);
   if (!(mb > 0)) throw s.error("size_mb", "must be positive");
   out.elements = static_cast<std::size_t>(std::llround(mb * 1e6 / 4));
@@ -176,6 +211,22 @@ Settings read_settings(const config::Document& doc, const config::Section& s) {
                           path.filename().string(), batch, 1e3 * seconds, out.bytes / 1e6);
   } else if (s.has("batch") || s.has("device_config")) {
     throw s.error(s.has("batch") ? "batch" : "device_config", "only with net");
+  }
+  if (s.has("buckets")) {
+    if (s.has("net")) throw s.error("buckets", "give compute_seconds (a measured iteration's), not net");
+    if (!(out.compute > 0)) throw s.error("buckets", "need compute_seconds > 0 (forward + backward)");
+    out.buckets = read_buckets(s);
+    if (out.buckets.empty()) throw s.error("buckets", "lists no bucket");
+    out.elements = 0;
+    for (const auto& b : out.buckets) out.elements += b.elements;
+    out.bytes = 4.0 * static_cast<double>(out.elements);
+    if (!(out.compute >= out.buckets.back().ready))
+      throw s.error("compute_seconds", fmt::format("a bucket is ready at {} s, after backward ended ({} s)",
+                                                   out.buckets.back().ready, out.compute));
+    out.update = s.get_or<double>("update_seconds", 0.0);
+    if (!(out.update >= 0)) throw s.error("update_seconds", "must not be negative");
+  } else if (s.has("update_seconds")) {
+    throw s.error("update_seconds", "only with buckets");
   }
   out.density = s.get_or<double>("density", 0.001);
   if (!(out.density > 0 && out.density <= 1)) throw s.error("density", "must be in (0, 1]");
@@ -225,58 +276,109 @@ void check_sums(const sim::SimResult& result, const std::vector<msg::TensorPaylo
   }
 }
 
-Row simulate_one(caf::actor_system& system, const config::Section& network_section, const Settings& s,
-                 const std::string& algorithm, int p) {
-  auto network = simulator::Network::from_config(network_section, p);
-  // Training: the links rest during compute (their buckets refill), after the
-  // previous iteration's collective; one collective starts from idle links.
-  if (s.compute > 0) network->set_idle_before(s.compute);
-  const bool sparse = algorithm == "sparse_allgather";
-  std::vector<std::size_t> packed;
+// One collective of a row: its schedule and, for RedSync's sparse allgather,
+// each rank's packed size.
+struct Collective {
   collectives::Schedule schedule;
-  if (sparse) {
-    packed = collectives::packed_sizes(p, s.elements, s.density, s.spread);
-    schedule = collectives::sparse_allgather(packed);
+  std::vector<std::size_t> packed;  // sparse only
+  bool sparse() const { return !packed.empty(); }
+};
+
+Collective make_collective(const std::string& algorithm, const simulator::Network& network, std::size_t elements,
+                           const Settings& s) {
+  Collective c;
+  if (algorithm == "sparse_allgather") {
+    c.packed = collectives::packed_sizes(network.ranks(), elements, s.density, s.spread);
+    c.schedule = collectives::sparse_allgather(c.packed);
   } else {
-    schedule = collectives::make_allreduce(collectives::parse_algorithm(algorithm), network->topology(), s.elements);
+    c.schedule = collectives::make_allreduce(collectives::parse_algorithm(algorithm), network.topology(), elements);
   }
-  Row row;
-  row.algorithm = algorithm;
-  row.nodes = p;
-  const std::string what = fmt::format("{} on {} nodes", algorithm, p);
+  return c;
+}
+
+struct Run {
+  double finish = 0;  // simulated: the last rank's result, RedSync's decompression included
+  std::uint64_t messages = 0, probes = 0;
+  double bytes = 0, host_seconds = 0;
+};
+
+// Runs one collective whose inputs are ready at `ready` on every rank, on the
+// network as it is (fresh_network) or as earlier runs left it.
+Run run_collective(caf::actor_system& system, simulator::Network& network, const Collective& c, const Settings& s,
+                   double ready, bool fresh_network, const std::string& what) {
+  const int p = network.ranks();
+  if (fresh_network) network.reset();
   // RedSync compresses every rank's gradient before the allgather: each rank starts when its
   // compressor step is done (on its host's cores, where those are modelled).
-  std::vector<double> starts;
-  if (sparse && s.compress_rate > 0) {
-    network->reset();
+  std::vector<double> starts(static_cast<std::size_t>(p), ready);
+  if (c.sparse() && s.compress_rate > 0)
     for (int r = 0; r < p; ++r)
-      starts.push_back(network->work(r, static_cast<double>(s.elements) / s.compress_rate, 0.0));
-  }
+      starts[static_cast<std::size_t>(r)] =
+          network.work(r, static_cast<double>(c.schedule.elements) / s.compress_rate, ready);
+  Run run;
   if (s.actors) {
     sim::SimOptions options;
     options.start_times = starts;
+    options.fresh_network = false;  // reset above where wanted: the compressor's jobs are on it
     std::vector<msg::TensorPayload> inputs;
     if (s.data) {
       options.carry_data = true;
-      inputs = integer_inputs(p, schedule.elements);
+      inputs = integer_inputs(p, c.schedule.elements);
     }
-    const auto result = sim::simulate(system, schedule, *network, options, inputs);
-    if (s.data && !sparse) check_sums(result, inputs, what);
-    row.comm = result.seconds;
-    row.host_seconds = result.host_seconds;
-    row.messages = result.stats.messages;
-    row.bytes = result.stats.bytes;
-    row.probes = result.probes;
+    const auto result = sim::simulate(system, c.schedule, network, options, inputs);
+    if (s.data && !c.sparse()) check_sums(result, inputs, what);
+    run = {result.seconds, result.stats.messages, result.probes, result.stats.bytes, result.host_seconds};
   } else {
-    const auto timing = simulator::time_without_actors(schedule, *network, starts);
-    row.comm = timing.seconds;
-    row.host_seconds = timing.host_seconds;
-    row.messages = timing.stats.messages;
-    row.bytes = timing.stats.bytes;
+    const auto timing = simulator::time_without_actors(c.schedule, network, starts, false);
+    run = {timing.seconds, timing.stats.messages, 0, timing.stats.bytes, timing.host_seconds};
   }
   // RedSync adds the P packed vectors into the gradients after the allgather.
-  if (sparse) row.comm += network->reduce_time(collectives::sparse_decompress_bytes(packed));
-  row.seconds = s.compute + row.comm;
+  if (c.sparse()) run.finish += network.reduce_time(collectives::sparse_decompress_bytes(c.packed));
+  return run;
+}
+
+Row simulate_one(caf::actor_system& system, const config::Section& network_section, const Settings& s,
+                 const std::string& algorithm, int p) {
+  auto network = simulator::Network::from_config(network_section, p);
+  Row row;
+  row.algorithm = algorithm;
+  row.nodes = p;
+  auto add = [&row](const Run& run) {
+    row.messages += run.messages;
+    row.bytes += run.bytes;
+    row.probes += run.probes;
+    row.host_seconds += run.host_seconds;
+  };
+  if (s.buckets.empty()) {
+    // One collective after compute. Training: the links rest during compute
+    // (their buckets refill), after the previous iteration's collective; one
+    // collective starts from idle links.
+    if (s.training()) network->set_idle_before(s.compute);
+    const Run run = run_collective(system, *network, make_collective(algorithm, *network, s.elements, s), s, 0.0,
+                                   true, fmt::format("{} on {} nodes", algorithm, p));
+    add(run);
+    row.comm = run.finish;
+    row.seconds = s.compute + row.comm;
+  } else {
+    // As taihu-train runs an iteration: each bucket's collective starts when
+    // backward hands the bucket over, on the network as the buckets before it
+    // left it (their traffic still queued on the links and cores); the solver
+    // step follows the last result or backward's end, whichever is later. The
+    // links rested during the previous iteration's solver step.
+    network->set_idle_before(s.update);
+    network->reset();
+    double end = s.compute;
+    for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+      const Bucket& bucket = s.buckets[b];
+      const std::string& a = bucket.algorithm.empty() ? algorithm : bucket.algorithm;
+      const Run run = run_collective(system, *network, make_collective(a, *network, bucket.elements, s), s,
+                                     bucket.ready, false, fmt::format("bucket {} ({}) on {} nodes", b, a, p));
+      add(run);
+      end = std::max(end, run.finish);
+    }
+    row.seconds = end + s.update;
+    row.comm = end - s.compute;
+  }
   row.bandwidth = row.comm > 0 ? s.bytes / row.comm : 0;
   row.comm_share = row.seconds > 0 ? row.comm / row.seconds : 0;
   return row;
@@ -291,137 +393,12 @@ void fill_speedups(std::vector<Row>& rows, const Settings& s) {
   }
   for (auto& r : rows) {
     if (s.compute > 0) {
-      r.speedup = r.nodes * s.compute / r.seconds;
+      r.speedup = r.nodes * (s.compute + s.update) / r.seconds;
     } else {
       auto it = baseline.find(r.nodes);
       r.speedup = it != baseline.end() && r.comm > 0 ? it->second / r.comm : 1.0;
     }
   }
-}
-
-void print_tables(const std::vector<Row>& rows, const Settings& s) {
-  std::vector<int> nodes;
-  std::vector<std::string> algorithms;
-  for (const auto& r : rows) {
-    if (std::find(nodes.begin(), nodes.end(), r.nodes) == nodes.end()) nodes.push_back(r.nodes);
-    if (std::find(algorithms.begin(), algorithms.end(), r.algorithm) == algorithms.end()) algorithms.push_back(r.algorithm);
-  }
-  auto find = [&](int n, const std::string& a) -> const Row* {
-    for (const auto& r : rows) {
-      if (r.nodes == n && r.algorithm == a) return &r;
-    }
-    return nullptr;
-  };
-  auto table = [&](const std::string& title, auto value) {
-    std::string out = fmt::format("\n{}\n{:>7}", title, "nodes");
-    for (const auto& a : algorithms) out += fmt::format(" {:>17}", a);
-    out += "\n";
-    for (int n : nodes) {
-      out += fmt::format("{:>7}", n);
-      for (const auto& a : algorithms) {
-        const Row* r = find(n, a);
-        out += r ? fmt::format(" {:>17}", value(*r)) : fmt::format(" {:>17}", "-");
-      }
-      out += "\n";
-    }
-    std::fputs(out.c_str(), stdout);
-  };
-  table(s.compute > 0 ? "synchronisation time per iteration (simulated seconds)" : "collective time (simulated seconds)",
-        [](const Row& r) { return fmt::format("{:.6g}", r.comm); });
-  table("effective bandwidth (gradient GB / simulated second)",
-        [](const Row& r) { return fmt::format("{:.3f}", r.bandwidth / 1e9); });
-  table(s.compute > 0 ? "speedup (P x one-node compute / iteration time)" : "speedup over ring",
-        [](const Row& r) { return fmt::format("{:.2f}", r.speedup); });
-  if (s.compute > 0) {
-    table("communication share of the iteration", [](const Row& r) { return fmt::format("{:.1f}%", 100 * r.comm_share); });
-  }
-  table("host seconds (simulation cost)", [](const Row& r) { return fmt::format("{:.3f}", r.host_seconds); });
-}
-
-std::string to_json(const std::vector<Row>& rows) {
-  std::string out = "[\n";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    out += fmt::format(
-        "  {{\"algorithm\": \"{}\", \"nodes\": {}, \"seconds\": {:.9g}, \"comm_seconds\": {:.9g}, \"speedup\": {:.6g}, "
-        "\"comm_share\": {:.6g}, \"bandwidth\": {:.6g}, \"messages\": {}, \"bytes\": {:.9g}, \"host_seconds\": {:.4f}}}{}\n",
-        r.algorithm, r.nodes, r.seconds, r.comm, r.speedup, r.comm_share, r.bandwidth, r.messages, r.bytes,
-        r.host_seconds,
-        i + 1 < rows.size() ? "," : "");
-  }
-  return out + "]\n";
-}
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
-
-// Speedup against nodes, log2 x axis; no dependencies.
-std::string to_svg(const std::vector<Row>& rows, const Settings& s, const std::string& title) {
-  const double W = 760, H = 480, left = 70, right = 190, top = 40, bottom = 50;
-  const double pw = W - left - right, ph = H - top - bottom;
-  std::vector<std::string> algorithms;
-  int max_nodes = 1, min_nodes = 1 << 30;
-  double max_speedup = 1;
-  for (const auto& r : rows) {
-    if (std::find(algorithms.begin(), algorithms.end(), r.algorithm) == algorithms.end()) algorithms.push_back(r.algorithm);
-    max_nodes = std::max(max_nodes, r.nodes);
-    min_nodes = std::min(min_nodes, r.nodes);
-    max_speedup = std::max(max_speedup, r.speedup);
-  }
-  if (s.compute > 0) max_speedup = std::max(max_speedup, static_cast<double>(max_nodes));
-  const double x0 = std::log2(std::max(1, min_nodes)), x1 = std::max(x0 + 1, std::log2(max_nodes));
-  auto X = [&](double n) { return left + (std::log2(n) - x0) / (x1 - x0) * pw; };
-  auto Y = [&](double v) { return top + ph - v / (max_speedup * 1.05) * ph; };
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n",
-      W, H, left, xml_escape(title));
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", left, top,
-                     pw, ph);
-  for (double e = std::ceil(x0); e <= x1 + 1e-9; e += 1) {
-    const double x = X(std::exp2(e));
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#eee\"/>"
-                       "<text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                       x, top, top + ph, top + ph + 16, static_cast<long>(std::exp2(e)));
-  }
-  const double step = std::pow(10.0, std::floor(std::log10(max_speedup))) / (max_speedup / std::pow(10.0, std::floor(std::log10(max_speedup))) < 3 ? 4 : 1);
-  for (double v = 0; v <= max_speedup * 1.05; v += step) {
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#eee\"/>"
-                       "<text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5:g}</text>\n",
-                       left, Y(v), left + pw, left - 6, Y(v) + 4, v);
-  }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">nodes</text>\n", left + pw / 2, H - 12);
-  svg += fmt::format("<text transform=\"translate(18 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n", top + ph / 2,
-                     s.compute > 0 ? "speedup" : "speedup over ring");
-  if (s.compute > 0) {
-    svg += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#bbb\" stroke-dasharray=\"4 4\"/>\n",
-                       X(min_nodes), Y(min_nodes), X(max_nodes), Y(max_nodes));
-  }
-  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"};
-  for (std::size_t i = 0; i < algorithms.size(); ++i) {
-    const char* color = colors[i % 7];
-    std::string points;
-    for (const auto& r : rows) {
-      if (r.algorithm != algorithms[i]) continue;
-      points += fmt::format("{:.1f},{:.1f} ", X(r.nodes), Y(r.speedup));
-      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", X(r.nodes), Y(r.speedup), color);
-    }
-    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", points, color);
-    const double ly = top + 16 + 20 * static_cast<double>(i);
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"/>"
-                       "<text x=\"{4}\" y=\"{5}\">{6}</text>\n",
-                       left + pw + 12, ly, left + pw + 36, color, left + pw + 42, ly + 4, algorithms[i]);
-  }
-  return svg + "</svg>\n";
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -476,10 +453,10 @@ int main(int argc, char** argv) {
       }
     }
     fill_speedups(rows, settings);
-    print_tables(rows, settings);
-    if (auto report = cl.flag("report")) write_file(*report, to_json(rows));
+    sim_app::print_tables(rows, settings.training());
+    if (auto report = cl.flag("report")) write_file(*report, sim_app::rows_json(rows));
     const std::string svg = cl.flag("svg").value_or(settings.svg);
-    if (!svg.empty()) write_file(svg, to_svg(rows, settings, title));
+    if (!svg.empty()) write_file(svg, sim_app::speedup_svg(rows, settings.training(), title));
     return 0;
   });
 }

@@ -130,28 +130,21 @@ def training_case(out, name, rate):
 
 
 def predict_training(build, topology, out, name, rate, keys, tls=None):
-    """taihu-sim's iteration for a training run: its measured compute (+ solver step), then the
-    synchronisation of its buckets: dense ones as one ring allreduce of their elements, RedSync's
-    compressed ones as one sparse allgather (density 0.001) of theirs; the two run one after the
-    other (taihu runs them at once, each bucket as soon as backward has produced it)."""
+    """taihu-sim's iteration for a training run, as taihu-train ran it: the measured forward +
+    backward; each bucket's collective (dense ones as their allreduce, RedSync's compressed ones
+    as a sparse allgather of density 0.001) from when backward handed it over (the report's
+    ready_seconds, the slowest worker's); then the measured solver step. A report without
+    ready_seconds (before they were measured) has every bucket start when backward ends."""
     r, cores = training_case(out, name, rate)
-    compute = r["compute_seconds"] + r["update_seconds"]
-    base = {**at_rate(rate), **keys, "simulation.compute_seconds": "%.6g" % compute,
-            "network.tls": tls or "on", "network.host_core_share": "%.4f" % min(1, cores / 2)}
-    dense = sum(b["elements"] for b in r["buckets"] if "compressed" not in b["algorithm"])
-    sparse = sum(b["elements"] for b in r["buckets"] if "compressed" in b["algorithm"])
-    comm, sent = 0.0, 0.0
-    if dense:
-        d = sim(build, topology, {**base, "simulation.size_mb": "%.9g" % (4 * dense / 1e6)})
-        comm += d["comm_seconds"]
-        sent += d["bytes"]
-    if sparse:
-        d = sim(build, topology, {**base, "simulation.size_mb": "%.9g" % (4 * sparse / 1e6),
-                                  "simulation.algorithms": "sparse_allgather", "simulation.density": "0.001",
-                                  "simulation.spread": "0"})
-        comm += d["comm_seconds"]
-        sent += d["bytes"]
-    return r, {"seconds": compute + comm, "compute": compute, "sent": sent, "cores": cores}
+    compute, update = r["compute_seconds"], r["update_seconds"]
+    buckets = " ".join("%d@%.6g:%s" % (b["elements"], min(b.get("ready_seconds", compute), compute),
+                                       "sparse_allgather" if "compressed" in b["algorithm"] else b["algorithm"])
+                       for b in r["buckets"])
+    d = sim(build, topology, {**at_rate(rate), **keys, "simulation.compute_seconds": "%.6g" % compute,
+                              "simulation.update_seconds": "%.6g" % update, "simulation.buckets": buckets,
+                              "simulation.density": "0.001", "simulation.spread": "0",
+                              "network.tls": tls or "on", "network.host_core_share": "%.4f" % min(1, cores / 2)})
+    return r, {"seconds": d["seconds"], "compute": compute + update, "sent": d["bytes"], "cores": cores}
 
 
 def fit_training(build, topology, out):

@@ -8,6 +8,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <vector>
 
 namespace taihu::msg {
 
@@ -38,13 +39,16 @@ struct IterationStats {
   float learning_rate = 0;  // of this iteration's solver step
   // Of forward_seconds: waiting for a batch the feed had not ready yet.
   double data_wait_seconds = 0;
+  // Per bucket: seconds from the start of forward to when backward handed the
+  // bucket to its collective (what taihu-sim's buckets take).
+  std::vector<double> bucket_ready_seconds;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, IterationStats& x) {
   return f(caf::meta::type_name("taihu::msg::IterationStats"), x.forward_seconds, x.backward_seconds,
            x.update_seconds, x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds,
-           x.bytes_sent, x.learning_rate, x.data_wait_seconds);
+           x.bytes_sent, x.learning_rate, x.data_wait_seconds, x.bucket_ready_seconds);
 }
 
 struct IterationDone {

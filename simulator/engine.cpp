@@ -142,9 +142,10 @@ void Engine::next_step(int r, double t) {
   }
 }
 
-Timing time_without_actors(const collectives::Schedule& schedule, Network& network, std::vector<double> start_times) {
+Timing time_without_actors(const collectives::Schedule& schedule, Network& network, std::vector<double> start_times,
+                           bool fresh_network) {
   const auto begin = std::chrono::steady_clock::now();
-  network.reset();
+  if (fresh_network) network.reset();
   Engine engine(network, schedule.steps, std::move(start_times), {});
   engine.make_sends_itself();
   engine.run();

@@ -140,7 +140,11 @@ struct Timing {
 };
 
 // The engine alone, making the sends itself: the timing the actors get, for
-// cross-checks and for runs larger than actors can hold. Resets the network first.
-Timing time_without_actors(const collectives::Schedule& schedule, Network& network, std::vector<double> start_times = {});
+// cross-checks and for runs larger than actors can hold. Resets the network
+// first unless `fresh_network` is false: then the run finds the links and
+// cores as earlier runs left them (a training iteration's buckets one after
+// another, each queuing behind the traffic of those before it).
+Timing time_without_actors(const collectives::Schedule& schedule, Network& network, std::vector<double> start_times = {},
+                           bool fresh_network = true);
 
 }  // namespace taihu::simulator

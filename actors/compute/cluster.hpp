@@ -94,7 +94,8 @@ namespace taihu::compute {
 // 7: a node may ask for its index (a launcher's rank) when it joins.
 // 8: with certificates, the coordinator's verdict on the node's certificate follows TLS.
 // 9: a launcher's rank names its own [cluster] tls in its hello (refused unless the coordinator's).
-inline constexpr int cluster_protocol_version = 9;
+// 10: a worker's iteration figures carry when each bucket was ready.
+inline constexpr int cluster_protocol_version = 10;
 
 class ClusterError : public Error {
  public:

@@ -97,9 +97,13 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   const std::uint64_t iteration = s.cursor.iteration();
   double loss = 0.0;
   double compute = 0.0, update = 0.0, exposed = 0.0, sent = 0.0;
+  std::vector<double> ready;
   for (const auto& d : done) {
     compute = std::max(compute, d.stats.forward_seconds + d.stats.backward_seconds);
     update = std::max(update, d.stats.update_seconds);
+    const auto& r = d.stats.bucket_ready_seconds;
+    if (ready.size() < r.size()) ready.resize(r.size(), 0.0);
+    for (std::size_t b = 0; b < r.size(); ++b) ready[b] = std::max(ready[b], r[b]);
     loss += d.loss;
     s.epoch.samples += d.stats.samples;
     s.epoch.vertices += d.stats.vertices;
@@ -116,6 +120,8 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   s.record.iteration_walls.push_back(wall);
   s.record.computes.push_back(compute);
   s.record.updates.push_back(update);
+  if (s.record.bucket_ready.size() < ready.size()) s.record.bucket_ready.resize(ready.size());
+  for (std::size_t b = 0; b < ready.size(); ++b) s.record.bucket_ready[b].push_back(ready[b]);
   ++s.record.iterations;
   if (const std::string why =
           loss_failure(loss, iteration, s.cursor.epoch(), s.cursor.batch(), s.checkpoints,
@@ -648,6 +654,8 @@ void add_data_parallel_figures(const RunPlan& plan, const RunRecord& record, Rep
   report.iteration_seconds = median(record.iteration_walls);
   report.compute_seconds = median(record.computes);
   report.update_seconds = median(record.updates);
+  for (std::size_t b = 0; b < report.buckets.size() && b < record.bucket_ready.size(); ++b)
+    report.buckets[b].ready_seconds = median(record.bucket_ready[b]);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ struct WorkerState {
   std::size_t pending = 0;  // buckets not yet reduced
   float loss = 0.0f;
   msg::IterationStats stats;
-  Clock::time_point backward_end;
+  Clock::time_point compute_start, backward_end;
 };
 
 using Self = worker_actor::stateful_pointer<WorkerState>;
@@ -91,6 +91,7 @@ void send_bucket(Self self, std::uint32_t b) {
     buffer = msg::TensorPayload::allocate(n + 1);
   }
   s.sent_at[b] = Clock::now();
+  s.stats.bucket_ready_seconds[b] = seconds_between(s.compute_start, s.sent_at[b]);
   // The shard answers the owner named in its ShardInit (this worker), not the sender.
   caf::anon_send(m.shards[b], msg::GradientReady{b, s.iteration, std::move(buffer)});
   s.buffers[b] = {};
@@ -112,6 +113,8 @@ void run_step(Self self, std::uint64_t iteration) {
     if (m.fault.kind == WorkerFault::Kind::lose_slot && m.compute_slots) (void)m.compute_slots->acquire();
   }
   SlotGuard slot(m.compute_slots.get(), m.rank, iteration);
+  s.stats.bucket_ready_seconds.assign(m.shards.empty() ? 0 : m.buckets->size(), 0.0);
+  s.compute_start = Clock::now();
   const ReplicaStep step = m.replica->compute(iteration, [&](std::size_t stage) {
     if (m.shards.empty()) return;  // one replica: its gradient is the gradient
     for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b);

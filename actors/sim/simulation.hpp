@@ -38,6 +38,9 @@ struct SimOptions {
   bool carry_data = false;
   std::vector<double> start_times;  // per rank: when its input is ready (empty: all 0)
   std::uint32_t bucket = 0;
+  // false: the network keeps the traffic of earlier runs (see
+  // simulator::time_without_actors), as for a training iteration's later buckets.
+  bool fresh_network = true;
 };
 
 struct SimResult {

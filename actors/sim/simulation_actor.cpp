@@ -182,7 +182,7 @@ SimResult simulate(caf::actor_system& system, const collectives::Schedule& sched
   const auto begin = std::chrono::steady_clock::now();
   const int p = schedule.ranks;
   require(p == network.ranks(), "simulation: a schedule for {} ranks on a network of {}", p, network.ranks());
-  network.reset();
+  if (options.fresh_network) network.reset();
   auto run = std::make_shared<Run>();
   run->schedule = &schedule;
   run->network = &network;

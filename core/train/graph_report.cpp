@@ -38,9 +38,7 @@ std::string GraphTrainReport::to_json() const {
   if (workers > 1) {
     std::string buckets_json;
     for (const auto& b : buckets)
-      buckets_json += fmt::format("{}{{\"elements\": {}, \"algorithm\": {}, \"predicted_seconds\": {:.6g}}}",
-                                  buckets_json.empty() ? "" : ", ", b.elements, json_quote(b.algorithm),
-                                  b.predicted_seconds);
+      buckets_json += (buckets_json.empty() ? "" : ", ") + bucket_json(b);
     data_parallel = fmt::format(
         "  \"workers\": {},\n  \"buckets\": [{}],\n  \"exposed_comm_seconds\": {:.6g},\n"
         "  \"comm_hidden_fraction\": {:.4f},\n  \"bytes_sent_per_iteration\": {:.9g},\n"

@@ -8,6 +8,13 @@
 
 namespace taihu {
 
+std::string bucket_json(const BucketReport& bucket) {
+  return taihu::to_json({{"elements", bucket.elements},
+                         {"algorithm", bucket.algorithm},
+                         {"predicted_seconds", bucket.predicted_seconds},
+                         {"ready_seconds", bucket.ready_seconds}});
+}
+
 std::string TrainReport::to_json() const {
   std::string epochs_json;
   for (size_t i = 0; i < history.size(); ++i) {
@@ -24,10 +31,7 @@ std::string TrainReport::to_json() const {
   if (!buckets.empty()) {
     buckets_json = "\n  \"buckets\": [";
     for (size_t i = 0; i < buckets.size(); ++i) {
-      buckets_json += (i ? ",\n    " : "\n    ") +
-                      taihu::to_json({{"elements", buckets[i].elements},
-                                      {"algorithm", buckets[i].algorithm},
-                                      {"predicted_seconds", buckets[i].predicted_seconds}});
+      buckets_json += (i ? ",\n    " : "\n    ") + bucket_json(buckets[i]);
     }
     buckets_json += fmt::format(
         "\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},\n"

@@ -24,7 +24,13 @@ struct BucketReport {
   int64_t elements = 0;
   std::string algorithm;
   double predicted_seconds = 0.0;  // cost model's allreduce time
+  // Median over the iterations: seconds from the start of forward to when the
+  // slowest worker's backward handed the bucket over (taihu-sim's buckets).
+  double ready_seconds = 0.0;
 };
+
+// {"elements": …, "algorithm": …, "predicted_seconds": …, "ready_seconds": …}
+std::string bucket_json(const BucketReport& bucket);
 
 // How the training data were read: the source, the feed, the time workers
 // waited for batches (per worker, summed over the run), the samples skipped

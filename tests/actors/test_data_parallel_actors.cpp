@@ -106,8 +106,16 @@ TEST_SUITE("data_parallel") {
         net_report(run_training(load(dir, app_config(dir, 2, 4, "algorithm = auto\nbucket_mb = 0.0005\n"))));
     const std::string json = report.to_json();
     for (const char* key : {"\"net\"", "\"test_accuracy\"", "\"images_per_second\"", "\"history\"", "\"workers\": 2",
-                            "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\""})
+                            "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"ready_seconds\"",
+                            "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\""})
       CHECK_MESSAGE(json.find(key) != std::string::npos, key);
+    // Each bucket is handed over during backward: after forward began, no later than the
+    // slowest worker's forward + backward (a median of maxima under one of maxima).
+    REQUIRE(report.buckets.size() >= 2);
+    for (const auto& b : report.buckets) {
+      CHECK(b.ready_seconds > 0.0);
+      CHECK(b.ready_seconds <= report.compute_seconds);
+    }
     CHECK(report.batch_size == 8);
     CHECK(report.test_accuracy > 0.0);
   }

@@ -29,6 +29,30 @@ expect "training a net on the SW26010 model" 0 "lenet.ini \(batch 8/node: [0-9.]
   "$sim" --config-file="$src/config/topologies/taihulight.ini" simulation.net=../nets/lenet.ini simulation.batch=8 \
   simulation.nodes="2 4"
 
+# Training as taihu-train runs it: a bucket handed over when backward ends gives the serial
+# iteration (compute, then the collective) to the digits printed; the same elements in buckets
+# handed over earlier overlap backward; neither beats compute + solver step.
+testbed=(--config-file="$src/config/topologies/testbed.ini" --log-level=warn simulation.compute_seconds=0.05)
+"$sim" "${testbed[@]}" simulation.size_mb=4 --report="$work/serial.json" >/dev/null
+"$sim" "${testbed[@]}" simulation.buckets=1000000@0.05 --report="$work/late.json" >/dev/null
+"$sim" "${testbed[@]}" simulation.buckets="600000@0.01 400000@0.03:ring" simulation.update_seconds=0.002 \
+  --report="$work/early.json" >/dev/null
+expect "buckets: late = serial, early overlaps backward" 0 "^overlap ok" -- python3 - "$work" <<'PY'
+import json, sys
+serial, late, early = (json.load(open(f"{sys.argv[1]}/{n}.json"))[0] for n in ("serial", "late", "early"))
+assert abs(late["seconds"] - serial["seconds"]) <= 1e-8 * serial["seconds"], (late, serial)  # 9 digits printed
+assert late["bytes"] == serial["bytes"], (late, serial)
+assert 0.05 + 0.002 <= early["seconds"] < late["seconds"], (early, late)
+assert abs(early["comm_seconds"] - (early["seconds"] - 0.052)) < 1e-8, early
+print("overlap ok: serial %.6f s, late %.6f s, early %.6f s" % (serial["seconds"], late["seconds"], early["seconds"]))
+PY
+expect "a bad bucket is named" 2 "buckets.*'12@x' is not ELEMENTS@SECONDS" -- \
+  "$sim" "${testbed[@]}" simulation.buckets="100@0.01 12@x"
+expect "a bucket after backward" 2 "compute_seconds.*ready at 0.2 s, after backward ended" -- \
+  "$sim" "${testbed[@]}" simulation.buckets=100@0.2
+expect "update_seconds without buckets" 2 "update_seconds.*only with buckets" -- \
+  "$sim" "${testbed[@]}" simulation.update_seconds=0.01
+
 cat >"$work/bad.ini" <<INI
 [network]
 model = tree

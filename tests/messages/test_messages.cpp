@@ -139,7 +139,14 @@ TEST_SUITE("messages") {
 
     CHECK(round_trip(system, Iterate{123456789012ull}).iteration == 123456789012ull);
 
-    IterationDone done{41, 2, 0.625f, IterationStats{0.5, 1.25, 0.125, 0.0625, 64}};
+    IterationStats stats;
+    stats.forward_seconds = 0.5;
+    stats.backward_seconds = 1.25;
+    stats.update_seconds = 0.125;
+    stats.exposed_comm_seconds = 0.0625;
+    stats.samples = 64;
+    stats.bucket_ready_seconds = {0.75, 0.5, 1.5};
+    IterationDone done{41, 2, 0.625f, stats};
     const auto d = round_trip(system, done);
     CHECK(d.iteration == 41);
     CHECK(d.rank == 2);
@@ -149,8 +156,12 @@ TEST_SUITE("messages") {
     CHECK(d.stats.update_seconds == 0.125);
     CHECK(d.stats.exposed_comm_seconds == 0.0625);
     CHECK(d.stats.samples == 64);
-    CHECK(round_trip(system, IterationStats{1, 2, 3, 4, 5, 6}).samples == 5);
-    CHECK(round_trip(system, IterationStats{1, 2, 3, 4, 5, 6}).vertices == 6);
+    CHECK(d.stats.bucket_ready_seconds == std::vector<double>{0.75, 0.5, 1.5});
+    IterationStats counts;
+    counts.samples = 5;
+    counts.vertices = 6;
+    CHECK(round_trip(system, counts).samples == 5);
+    CHECK(round_trip(system, counts).vertices == 6);
     IterationStats with_bytes_stats;
     with_bytes_stats.bytes_sent = 987654321;
     CHECK(round_trip(system, with_bytes_stats).bytes_sent == 987654321u);
