@@ -144,11 +144,30 @@ std::vector<std::unique_ptr<FusedRun>> fuse_runs(std::vector<NetNode>& nodes) {
     if (is(nodes[i], "BatchNorm")) run = batch_norm_run(nodes, i);
     if (is(nodes[i], "Eltwise")) run = eltwise_relu_run(nodes, i);
     if (!run) continue;
+    std::vector<Blob*> inside;
+    for (size_t j = run->first(); j < run->last(); ++j)
+      for (Blob* top : nodes[j].top)
+        if (top != nodes[run->last()].top[0]) inside.push_back(top);
+    run->set_intermediates(std::move(inside));
     for (size_t j = run->first(); j <= run->last(); ++j) nodes[j].fused_run = static_cast<int>(runs.size());
     i = run->last();
     runs.push_back(std::move(run));
   }
   return runs;
+}
+
+std::vector<Blob*> possible_intermediates(const std::vector<NetNode>& nodes) {
+  std::vector<Blob*> out;
+  for (size_t i = 0; i + 1 < nodes.size(); ++i) {
+    const NetNode& producer = nodes[i];
+    const NetNode& next = nodes[i + 1];
+    const bool starts_or_continues = is(producer, "BatchNorm") || is(producer, "Scale") || is(producer, "Eltwise");
+    const bool joins = is(next, "Scale") || is(next, "ReLU");
+    if (starts_or_continues && joins && producer.top.size() == 1 && next.bottom.size() == 1 &&
+        next.bottom[0] == producer.top[0] && next.top[0] != producer.top[0])
+      out.push_back(producer.top[0]);
+  }
+  return out;
 }
 
 std::string describe_fused_runs(const std::vector<std::unique_ptr<FusedRun>>& runs) {

@@ -14,8 +14,10 @@
 // whenever it runs for any. Then every blob read after the run, every
 // parameter diff and every state equals what the layers compute one by one,
 // bit for bit: the fused kernels evaluate the same expressions in the same
-// order. Only the intermediate blobs are not written, so `[net] fuse = false`
-// keeps them for whoever wants to look at them.
+// order. Only the intermediate blobs are not written, and so they hold no
+// memory (Net keeps them shapes only; in ResNet-50, BatchNorm's outputs: a
+// quarter of the activations and their diffs); `[net] fuse = false` keeps
+// them for whoever wants to look at them.
 
 #include <cstddef>
 #include <memory>
@@ -35,6 +37,10 @@ class FusedRun {
   size_t last() const { return last_; }
   // The layer types joined by '+', e.g. "BatchNorm+Scale+ReLU".
   virtual std::string kind() const = 0;
+  // The blobs inside the run: tops of its layers other than the run's output,
+  // which the fused passes neither write nor read.
+  const std::vector<Blob*>& intermediates() const { return intermediates_; }
+  void set_intermediates(std::vector<Blob*> blobs) { intermediates_ = std::move(blobs); }
   // The run's forward (every layer of it reshaped) and backward (when the
   // net runs the last layer's backward).
   virtual void forward() = 0;
@@ -42,11 +48,17 @@ class FusedRun {
 
  private:
   size_t first_, last_;
+  std::vector<Blob*> intermediates_;
 };
 
 // The runs found in `nodes` (in order; none overlap), each node's fused_run
 // set to its run's index. The nodes must outlive the runs and not move.
 std::vector<std::unique_ptr<FusedRun>> fuse_runs(std::vector<NetNode>& nodes);
+
+// Before the layers set up (no shapes yet): every blob that a run found by
+// fuse_runs could hold inside (a superset of the runs' intermediates), so
+// that a net need not allocate them first.
+std::vector<Blob*> possible_intermediates(const std::vector<NetNode>& nodes);
 
 // "12 BatchNorm+Scale+ReLU, 4 Eltwise+ReLU" (or "none"), for logs and reports.
 std::string describe_fused_runs(const std::vector<std::unique_ptr<FusedRun>>& runs);

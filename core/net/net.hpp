@@ -54,7 +54,9 @@ class Net {
 
   // Runs every layer's forward and backward through `executor` instead of the
   // layer's own code (null: the layers' code); not owned, must outlive its use.
-  void set_executor(LayerExecutor* executor) { executor_ = executor; }
+  // An executor runs the layers one by one, fused runs' insides included:
+  // those blobs get storage while it is set.
+  void set_executor(LayerExecutor* executor);
   LayerExecutor* executor() const { return executor_; }
 
   // Reshapes the inputs to `batch` samples and every layer after them.
@@ -117,6 +119,8 @@ class Net {
   void insert_splits(std::vector<LayerDraft>& drafts) const;
   Blob* blob_for(const std::string& name);
   void plan_backward();
+  // Storage for the blobs inside fused runs (none unless an executor runs the layers).
+  void store_fused_intermediates(bool store);
   void reshape_all();
   void require_storage() const;
 

@@ -26,6 +26,13 @@ class Blob {
   Tensor& diff() { return diff_; }
   const Tensor& diff() const { return diff_; }
 
+  // Data and diff without storage (see Tensor::set_shape_only), or with it again.
+  void set_shape_only(bool on) {
+    data_.set_shape_only(on);
+    diff_.set_shape_only(on);
+  }
+  bool shape_only() const { return data_.shape_only(); }
+
   // Makes this blob a view of another's data and diff (for in-place reshapes).
   void share(const Blob& other) {
     data_.share(other.data_);

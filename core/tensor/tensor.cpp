@@ -48,7 +48,7 @@ void Tensor::reshape(const Shape& shape) {
   shape_ = shape;
   count_ = shape.count();
   if (static_cast<size_t>(count_) > capacity_ || !storage_) {
-    if (shapes_only) {
+    if (shapes_only || shape_only_) {
       // No storage rather than too little: a later reshape outside allocates.
       storage_.reset();
       capacity_ = 0;
@@ -57,6 +57,16 @@ void Tensor::reshape(const Shape& shape) {
     capacity_ = static_cast<size_t>(count_);
     storage_ = allocate(capacity_, shape);
     std::memset(storage_.get(), 0, capacity_ * sizeof(float));
+  }
+}
+
+void Tensor::set_shape_only(bool on) {
+  shape_only_ = on;
+  if (on) {
+    storage_.reset();
+    capacity_ = 0;
+  } else {
+    reshape(shape_);
   }
 }
 

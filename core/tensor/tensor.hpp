@@ -65,7 +65,14 @@ class Tensor {
   void share(const Tensor& other);
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
 
+  // on: holds no storage from now on, and reshape() takes shapes only, as
+  // under a ShapesOnly (for a blob nothing writes: a fused run's inside,
+  // fusion.hpp); off: storage again, allocated (zeroed) for the current shape.
+  void set_shape_only(bool on);
+  bool shape_only() const { return shape_only_; }
+
  private:
+  bool shape_only_ = false;
   Shape shape_;
   int64_t count_ = 0;
   size_t capacity_ = 0;

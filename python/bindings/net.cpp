@@ -82,6 +82,10 @@ class PyNet {
   // A blob's values (a copy: the blob is reused by the next pass).
   py::array blob(const std::string& name) const {
     if (!net_->has_blob(name)) throw ConfigError(fmt::format("net '{}' has no blob '{}'", net_->name(), name));
+    if (net_->blob(name).shape_only())
+      throw ConfigError(fmt::format("net '{}': blob '{}' lies inside a fused run of layers and is never computed; "
+                                    "set `fuse = false` in [net] to keep it",
+                                    net_->name(), name));
     return copy(net_->blob(name).data());
   }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/net/layer_executor.hpp"
 #include "core/net/net.hpp"
 
 using namespace taihu;
@@ -212,6 +213,66 @@ TEST_SUITE("fusion") {
     // bn5's output is read by the pooling too (a Split): it stays alone.
     CHECK(firsts == std::vector<std::string>{"bn_in", "bn1", "bn2", "bn3", "bn4", "sum"});
     CHECK(make_net("fuse = false")->fused_runs().empty());
+  }
+
+  TEST_CASE("a fused run's inside holds no memory, unless an executor runs the layers one by one") {
+    // A stand-in for a device executor: it only has to be set.
+    struct OneByOne final : LayerExecutor {
+      void forward(std::size_t) override {}
+      void backward(std::size_t) override {}
+    } executor;
+    auto net = make_net("");
+    const Blob& inside = net->blob("bn1");  // BatchNorm's top, read by the run's Scale alone
+    CHECK(inside.shape_only());
+    CHECK(inside.data().ptr() == nullptr);
+    CHECK(inside.diff().ptr() == nullptr);
+    CHECK(inside.shape() == net->blob("scale1").shape());
+    CHECK(net->blob("scale1").data().ptr() != nullptr);  // the run's output, and its input, keep theirs
+    CHECK(net->blob("conv1").diff().ptr() != nullptr);
+    CHECK_FALSE(net->blob("bn3").shape_only());  // the output of a BatchNorm+ReLU in place
+    net->set_batch(3);  // every layer reshapes: the inside stays without storage, with its new shape
+    CHECK(inside.data().ptr() == nullptr);
+    CHECK(inside.shape()[0] == 3);
+    net->set_executor(&executor);
+    CHECK(inside.data().ptr() != nullptr);
+    CHECK(inside.diff().ptr() != nullptr);
+    CHECK(inside.data().count() == net->blob("scale1").count());
+    net->set_executor(nullptr);
+    CHECK(inside.data().ptr() == nullptr);
+    CHECK_FALSE(make_net("fuse = false")->blob("bn1").shape_only());
+
+    // A BatchNorm -> Scale on flat features is no run (the fused pass wants feature maps): its
+    // middle blob, held back while the layers set up, gets storage and is computed.
+    auto flat = std::make_unique<Net>(std::make_shared<config::Document>(config::Document::parse(R"(
+[net]
+name = flat
+[input data]
+shape = 5
+[layer ip]
+type = InnerProduct
+bottom = data
+top = ip
+num_output = 4
+weight_filler = gaussian 0.3
+[layer bn]
+type = BatchNorm
+bottom = ip
+top = bn
+[layer scale]
+type = Scale
+bottom = bn
+top = scale
+)",
+                                                                                                  "flat.ini")),
+                                      3, 7);
+    CHECK(flat->fused_runs().empty());
+    REQUIRE_FALSE(flat->blob("bn").shape_only());
+    Rng rng(3);
+    for (int64_t i = 0; i < flat->blob("data").count(); ++i) flat->blob("data").data()[i] = rng.uniform(-1.0f, 1.0f);
+    flat->forward();
+    double magnitude = 0;
+    for (int64_t i = 0; i < flat->blob("bn").count(); ++i) magnitude += std::abs(flat->blob("bn").data()[i]);
+    CHECK(magnitude > 0.1);
   }
 
   TEST_CASE("fused and separate layers give the same bits: training steps, batch changes, evaluation") {
