@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <set>
 
 #include "core/common/check.hpp"
@@ -24,6 +25,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   const config::Section& net = doc.section("net");
   name_ = net.get_or<std::string>("name", "net");
   const bool fuse = net.get_or<bool>("fuse", true);
+  share_gradients_ = net.get_or<bool>("share_gradients", true) && storage_ == Storage::full;
   net.reject_unused();
 
   for (const config::Section* input : doc.sections("input")) {
@@ -112,11 +114,54 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   for (Blob* b : maybe_inside)
     if (!inside.count(b)) b->set_shape_only(false);  // one at a time: no run holds it
   store_fused_intermediates(false);
+  // Blobs whose gradients are one tensor already (Flatten's and Reshape's views).
+  std::map<const float*, size_t> group_of_storage;
+  std::vector<Blob*> all;  // in the order the layers name them (deterministic buffers)
+  std::set<Blob*> seen;
+  for (auto& node : layers_)
+    for (const BlobVec* blobs : {&node.bottom, &node.top})
+      for (Blob* b : *blobs)
+        if (seen.insert(b).second) all.push_back(b);
+  for (Blob* b : all) {
+    const float* storage = b->diff().ptr();
+    auto it = storage ? group_of_storage.find(storage) : group_of_storage.end();
+    if (it != group_of_storage.end()) {
+      gradient_groups_[it->second].push_back(b);
+    } else {
+      if (storage) group_of_storage[storage] = gradient_groups_.size();
+      gradient_groups_.push_back({b});
+    }
+  }
+  plan_gradient_sharing();
+}
+
+void Net::plan_gradient_sharing() {
+  shared_gradients_.clear();
+  if (!share_gradients_) return;
+  // Gradients someone sees outside backward keep their own storage: the
+  // inputs', the outputs' (loss tops filled before backward among them), and
+  // those zeroed before backward because no reader writes them.
+  std::set<const Blob*> keep(diffs_to_zero_.begin(), diffs_to_zero_.end());
+  for (const auto& name : input_names_) keep.insert(blobs_.at(name).get());
+  for (const auto& name : output_names_) keep.insert(blobs_.at(name).get());
+  for (const auto& node : layers_)
+    if (node.loss_weight != 0.0f) keep.insert(node.top.begin(), node.top.end());
+  std::vector<size_t> step(layers_.size(), std::numeric_limits<size_t>::max());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Node& node = layers_[i];
+    if (!node.needs_backward || !node.active(Phase::train)) continue;
+    step[i] = !executor_ && node.fused_run >= 0 ? fused_runs_[static_cast<size_t>(node.fused_run)]->last() : i;
+  }
+  gradient_sharing_ = share_gradients(layers_, step, gradient_groups_, keep);
+  for (const auto& group : gradient_groups_)
+    for (Blob* b : group)
+      if (!keep.count(b)) shared_gradients_.emplace_back(b, b->diff().ptr());
 }
 
 void Net::set_executor(LayerExecutor* executor) {
   executor_ = executor;
   store_fused_intermediates(executor_ != nullptr);
+  plan_gradient_sharing();  // one layer at a time: other steps, and the runs' insides have gradients
 }
 
 void Net::store_fused_intermediates(bool store) {
@@ -262,6 +307,12 @@ void Net::reshape_all() {
     blobs_[name]->reshape(Shape(dims));
   }
   for (auto& node : layers_) node.layer->reshape(node.bottom, node.top);
+  // A gradient that outgrew its shared buffer took storage of its own: plan again.
+  for (const auto& [blob, storage] : shared_gradients_)
+    if (blob->diff().ptr() != storage) {
+      plan_gradient_sharing();
+      break;
+    }
 }
 
 float Net::forward() {

@@ -29,6 +29,7 @@
 #include "core/config/config.hpp"
 #include "core/layers/layer.hpp"
 #include "core/net/fusion.hpp"
+#include "core/net/gradient_sharing.hpp"
 #include "core/net/layer_executor.hpp"
 #include "core/net/net_node.hpp"
 
@@ -103,6 +104,10 @@ class Net {
   // The runs of layers computed together (core/net/fusion.hpp; `[net] fuse`,
   // default true). Not used while an executor is installed.
   const std::vector<std::unique_ptr<FusedRun>>& fused_runs() const { return fused_runs_; }
+  // What the gradient buffers' sharing saves (`[net] share_gradients`, default
+  // true): after backward, only the gradients of parameters, inputs and
+  // outputs are defined; `share_gradients = false` keeps every blob's.
+  const GradientSharing& gradient_sharing() const { return gradient_sharing_; }
 
   // Every parameter (learnable and state), in layer order.
   std::vector<Param*> params();
@@ -121,6 +126,8 @@ class Net {
   void plan_backward();
   // Storage for the blobs inside fused runs (none unless an executor runs the layers).
   void store_fused_intermediates(bool store);
+  // Shares gradient buffers between blobs (gradient_sharing.hpp; [net] share_gradients).
+  void plan_gradient_sharing();
   void reshape_all();
   void require_storage() const;
 
@@ -137,6 +144,10 @@ class Net {
   std::vector<std::unique_ptr<FusedRun>> fused_runs_;
   std::vector<Blob*> diffs_to_zero_;
   LayerExecutor* executor_ = nullptr;
+  bool share_gradients_ = true;
+  std::vector<std::vector<Blob*>> gradient_groups_;  // blobs whose gradients are one tensor
+  std::vector<std::pair<Blob*, const float*>> shared_gradients_;  // as planned: each blob's storage
+  GradientSharing gradient_sharing_;
 };
 
 }  // namespace taihu

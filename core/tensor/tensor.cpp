@@ -60,6 +60,13 @@ void Tensor::reshape(const Shape& shape) {
   }
 }
 
+void Tensor::use_storage_of(const Tensor& owner) {
+  require(owner.capacity_ >= static_cast<size_t>(count_), "a tensor of shape {} cannot use the storage of {} floats",
+          shape_.str(), owner.capacity_);
+  storage_ = owner.storage_;
+  capacity_ = owner.capacity_;
+}
+
 void Tensor::set_shape_only(bool on) {
   shape_only_ = on;
   if (on) {

@@ -64,6 +64,10 @@ class Tensor {
   // Makes this tensor a view of other's storage with other's shape.
   void share(const Tensor& other);
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // Keeps this tensor's shape but uses `owner`'s storage from now on (it must
+  // hold count() floats): tensors whose values are never needed at the same
+  // time take turns in one allocation (core/net/gradient_sharing.hpp).
+  void use_storage_of(const Tensor& owner);
 
   // on: holds no storage from now on, and reshape() takes shapes only, as
   // under a ShapesOnly (for a blob nothing writes: a fused run's inside,

@@ -30,6 +30,8 @@ namespace {
 const char* net_text = R"(
 [net]
 name = small-bn
+# the test reads pool1's gradient after backward: every blob keeps its own
+share_gradients = false
 [input data]
 shape = 2 14 14
 [input label]
