@@ -35,14 +35,15 @@ GradientSharing share_gradients(const std::vector<NetNode>& nodes, const std::ve
                                 const std::vector<std::vector<Blob*>>& groups, const std::set<const Blob*>& keep) {
   std::map<const Blob*, std::size_t> group_of;
   std::vector<Lifetime> life(groups.size());
-  std::vector<bool> kept(groups.size(), false);
+  std::vector<bool> kept(groups.size(), false), storage_less(groups.size(), false);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     life[g].group = g;
     for (Blob* b : groups[g]) {
       group_of[b] = g;
       life[g].floats = std::max(life[g].floats, b->diff().count());
-      // Without storage (a fused run's inside) a gradient has nothing to share.
-      if (keep.count(b) || b->diff().ptr() == nullptr) kept[g] = true;
+      if (keep.count(b)) kept[g] = true;
+      // A fused run's inside holds no storage at all, and needs none.
+      if (b->shape_only()) storage_less[g] = true;
     }
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -55,9 +56,18 @@ GradientSharing share_gradients(const std::vector<NetNode>& nodes, const std::ve
 
   // In backward order; each takes the smallest free buffer that holds it,
   // else grows the largest free one, else opens one.
+  // Kept and untouched gradients are their own (allocated here if the net
+  // held them back); the others take turns.
   std::vector<Lifetime> order;
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    if (!kept[g] && life[g].touched() && life[g].floats > 0) order.push_back(life[g]);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (storage_less[g] || life[g].floats == 0) continue;
+    if (!kept[g] && life[g].touched()) {
+      order.push_back(life[g]);
+    } else if (groups[g].front()->diff().ptr() == nullptr) {
+      const Tensor own(Shape{life[g].floats});
+      for (Blob* blob : groups[g]) blob->diff().use_storage_of(own);
+    }
+  }
   std::stable_sort(order.begin(), order.end(), [](const Lifetime& a, const Lifetime& b) {
     return a.from != b.from ? a.from > b.from : a.floats > b.floats;
   });
@@ -78,8 +88,7 @@ GradientSharing share_gradients(const std::vector<NetNode>& nodes, const std::ve
 
   GradientSharing out;
   for (const Buffer& b : buffers) {
-    if (b.groups.size() < 2) continue;  // alone: it keeps its own gradient
-    Tensor storage(Shape{b.floats});
+    const Tensor storage(Shape{b.floats});
     for (std::size_t g : b.groups) {
       out.floats_before += static_cast<double>(life[g].floats);
       for (Blob* blob : groups[g]) {

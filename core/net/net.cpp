@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -89,6 +90,11 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   std::vector<Blob*> maybe_inside;
   if (fuse) maybe_inside = possible_intermediates(layers_);
   for (Blob* b : maybe_inside) b->set_shape_only(true);
+  // Likewise the gradients, which take shared buffers once their lifetimes are known.
+  if (share_gradients_)
+    for (auto& [blob_name, blob] : blobs_)
+      if (std::find(input_names_.begin(), input_names_.end(), blob_name) == input_names_.end())
+        blob->diff().set_shape_only(true);
 
   // Set up in order, each layer seeing its bottoms' final shapes.
   for (const auto& name : input_names_) {
@@ -114,24 +120,17 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   for (Blob* b : maybe_inside)
     if (!inside.count(b)) b->set_shape_only(false);  // one at a time: no run holds it
   store_fused_intermediates(false);
-  // Blobs whose gradients are one tensor already (Flatten's and Reshape's views).
-  std::map<const float*, size_t> group_of_storage;
-  std::vector<Blob*> all;  // in the order the layers name them (deterministic buffers)
+  // Blobs whose gradients are one tensor (Flatten's and Reshape's views of their bottoms).
+  std::map<const Blob*, size_t> group_of_root;
   std::set<Blob*> seen;
   for (auto& node : layers_)
     for (const BlobVec* blobs : {&node.bottom, &node.top})
-      for (Blob* b : *blobs)
-        if (seen.insert(b).second) all.push_back(b);
-  for (Blob* b : all) {
-    const float* storage = b->diff().ptr();
-    auto it = storage ? group_of_storage.find(storage) : group_of_storage.end();
-    if (it != group_of_storage.end()) {
-      gradient_groups_[it->second].push_back(b);
-    } else {
-      if (storage) group_of_storage[storage] = gradient_groups_.size();
-      gradient_groups_.push_back({b});
-    }
-  }
+      for (Blob* b : *blobs) {
+        if (!seen.insert(b).second) continue;  // in the order the layers name them: deterministic buffers
+        auto [it, added] = group_of_root.emplace(&b->view_root(), gradient_groups_.size());
+        if (added) gradient_groups_.emplace_back();
+        gradient_groups_[it->second].push_back(b);
+      }
   plan_gradient_sharing();
 }
 

@@ -37,9 +37,13 @@ class Blob {
   void share(const Blob& other) {
     data_.share(other.data_);
     diff_.share(other.diff_);
+    view_of_ = &other.view_root();
   }
+  // The blob whose data and diff this one views (itself if none).
+  const Blob& view_root() const { return view_of_ ? *view_of_ : *this; }
 
  private:
+  const Blob* view_of_ = nullptr;
   Tensor data_;
   Tensor diff_;
 };

@@ -65,6 +65,7 @@ void Tensor::use_storage_of(const Tensor& owner) {
           shape_.str(), owner.capacity_);
   storage_ = owner.storage_;
   capacity_ = owner.capacity_;
+  shape_only_ = false;
 }
 
 void Tensor::set_shape_only(bool on) {
@@ -88,6 +89,7 @@ void Tensor::copy_from(const Tensor& other) {
 }
 
 void Tensor::share(const Tensor& other) {
+  shape_only_ = other.shape_only_;  // a view of a tensor without storage has none either
   shape_ = other.shape_;
   count_ = other.count_;
   capacity_ = other.capacity_;

@@ -61,12 +61,14 @@ class Tensor {
   void zero() { fill(0.0f); }
   // Copies values from a tensor of the same element count.
   void copy_from(const Tensor& other);
-  // Makes this tensor a view of other's storage with other's shape.
+  // Makes this tensor a view of other's storage with other's shape (and
+  // without storage while other has none: set_shape_only).
   void share(const Tensor& other);
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
   // Keeps this tensor's shape but uses `owner`'s storage from now on (it must
-  // hold count() floats): tensors whose values are never needed at the same
-  // time take turns in one allocation (core/net/gradient_sharing.hpp).
+  // hold count() floats; a shape-only tensor gets storage so): tensors whose
+  // values are never needed at the same time take turns in one allocation
+  // (core/net/gradient_sharing.hpp).
   void use_storage_of(const Tensor& owner);
 
   // on: holds no storage from now on, and reshape() takes shapes only, as
