@@ -58,7 +58,7 @@ dnnl::stream& thread_stream() {
 // tensors and oneDNN's scratchpad; and, on the thread that calls a layer's
 // weight gradient, the whole batch's input in the kernel's layout for that
 // call (one buffer as large as the largest layer's, not one per layer: held
-// per layer, these copies added about a third to ResNet-50's activations).
+// per layer, these copies added up to a copy of every convolution's input).
 enum Slot { slot_in, slot_out, slot_scratchpad, slot_diff, slot_batch_input, slot_count };
 void* thread_buffer(Slot slot, size_t bytes) {
   struct Buffer {

@@ -54,8 +54,6 @@ GradientSharing share_gradients(const std::vector<NetNode>& nodes, const std::ve
       if (node.propagate_down[k]) life[group_of.at(node.bottom[k])].touch(step[i]);
   }
 
-  // In backward order; each takes the smallest free buffer that holds it,
-  // else grows the largest free one, else opens one.
   // Kept and untouched gradients are their own (allocated here if the net
   // held them back); the others take turns.
   std::vector<Lifetime> order;
@@ -71,6 +69,8 @@ GradientSharing share_gradients(const std::vector<NetNode>& nodes, const std::ve
   std::stable_sort(order.begin(), order.end(), [](const Lifetime& a, const Lifetime& b) {
     return a.from != b.from ? a.from > b.from : a.floats > b.floats;
   });
+  // In backward order, each takes the smallest free buffer that holds it,
+  // else grows the largest free one, else opens one.
   std::vector<Buffer> buffers;
   for (const Lifetime& l : order) {
     Buffer* fit = nullptr;
