@@ -21,6 +21,8 @@ namespace {
 const char* small_net = R"(
 [net]
 name = alignment
+# NetPlan alone runs every layer itself (no executor is installed to say so)
+fuse = false
 [input data]
 shape = 64 8 8
 [layer conv1]
