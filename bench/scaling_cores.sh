@@ -15,6 +15,8 @@
 #   OUT_DIR       where the rows and the summary go (default bench/results/scaling)
 #   RESNET_BATCH  (default 32: a batch of 8 leaves 16 threads half idle on both sides)
 #   CASE_TIMEOUT  seconds for one run before it is killed and left out (default 300)
+#   DEADLINE      a time (seconds since the epoch) by which every run has ended: a run is cut
+#                 there and none starts after it (default none; a lent machine's call has a limit)
 #
 # One round at 1-16 threads took 8 minutes on a 16-core Emerald Rapids VM (2.1 GHz): about half
 # ResNet-50 (its one- and two-thread runs above all) and the rest the Tree-LSTM's 20 short runs.
@@ -93,15 +95,25 @@ if [[ " $models " == *" resnet50 "* ]]; then
     tee -a "$out/machine.txt"
 fi
 
-run() {  # a run that fails or outlives CASE_TIMEOUT is reported and leaves its row out
-  timeout "$case_timeout" "$@" || echo "failed or timed out ($?): $*"
+deadline=${DEADLINE:-0}
+run() {  # a run that fails or outlives CASE_TIMEOUT (or DEADLINE) is reported and leaves its row out
+  local limit=$case_timeout left
+  if ((deadline > 0)); then
+    left=$((deadline - $(date +%s)))
+    if ((left < 10)); then echo "skipped, DEADLINE reached: $*"; return 0; fi
+    ((left < limit)) && limit=$left
+  fi
+  timeout "$limit" "$@" || echo "failed or timed out ($?): $*"
 }
 
 resnet50() {  # threads
+  # Below 4 threads one step lasts 6-20 s on either side, long enough to time alone.
+  local iters=2
+  (($1 < 4)) && iters=1
   run env -u OPENBLAS_CORETYPE "$build/bench/bench_train" --net=config/nets/resnet50.ini --batch="$resnet_batch" \
-    --classes=1000 --threads="$1" --iters=2 --warmup=1 --repeats=1 --json="$out/taihu_resnet50.jsonl"
+    --classes=1000 --threads="$1" --iters=$iters --warmup=1 --repeats=1 --json="$out/taihu_resnet50.jsonl"
   run env "${torch_env[@]}" "$py" bench/pytorch/pytorch_baseline.py --model resnet50 --batch "$resnet_batch" \
-    --threads "$1" --iters 2 --warmup 1 --repeats 1 "${resnet_layout[@]}" --json "$out/pytorch_resnet50.jsonl"
+    --threads "$1" --iters $iters --warmup 1 --repeats 1 "${resnet_layout[@]}" --json "$out/pytorch_resnet50.jsonl"
 }
 
 treelstm() {  # threads

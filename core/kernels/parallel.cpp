@@ -1,5 +1,6 @@
 #include "core/kernels/parallel.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -14,6 +15,9 @@ namespace taihu {
 namespace {
 
 thread_local bool inside_pool = false;
+
+// parallel_grain(): the floats one piece of streaming work is worth waking a thread for.
+std::atomic<int64_t> grain{int64_t{1} << 16};
 
 struct Job {
   void (*call)(void*, int64_t);
@@ -102,6 +106,9 @@ class Pool {
 };
 
 }  // namespace
+
+int64_t parallel_grain() { return grain.load(std::memory_order_relaxed); }
+void set_parallel_grain(int64_t floats) { grain.store(std::max<int64_t>(floats, 1), std::memory_order_relaxed); }
 
 int parallel_threads() { return inside_pool ? 1 : compute_threads(); }  // BLAS calls use this pool too
 

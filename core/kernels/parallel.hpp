@@ -36,10 +36,9 @@ void parallel_for(int64_t pieces, Fn&& fn) {
 
 // Streaming work (floats read or written) below which waking another thread
 // does not pay: use as parallel_ranges' min_size, divided by the work per item.
-// Measured: at 32K floats, LeNet's layers at batch 64 (~0.7M floats) lost a
-// third of its throughput to wake-ups competing with OpenBLAS's spinning
-// threads; at 1M only ImageNet-sized tensors are split.
-constexpr int64_t parallel_grain = 1 << 20;
+// Settable (bench_train --grain) so that hosts of many cores can measure it.
+int64_t parallel_grain();
+void set_parallel_grain(int64_t floats);
 
 // Splits [0, n) into about `pieces_per_thread` pieces per thread, each at
 // least `min_size` long, and calls fn(begin, end) for each.

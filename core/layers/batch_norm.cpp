@@ -87,7 +87,7 @@ void BatchNormLayer::forward_with(const Blob& bottom, Blob& top, const Epilogue&
   // normalisation run back to back while its values are still in cache.
   const bool global = last_forward_global_;
   const int64_t m = N * S;
-  parallel_ranges(C, parallel_grain / std::max<int64_t>(m, 1), [&](int64_t begin, int64_t end) {
+  parallel_ranges(C, parallel_grain() / std::max<int64_t>(m, 1), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       if (global) {
         mean[c] = running_mean[c];
@@ -233,7 +233,7 @@ void BatchNormLayer::backward_with(const Blob& out, const Blob& bottom, Tensor* 
   // overwritten by an in-place successor. Channels run in parallel, each in
   // one go while its rows are in cache.
   const bool global = last_forward_global_;
-  parallel_ranges(C, parallel_grain / std::max<int64_t>(N * S, 1), [&](int64_t begin, int64_t end) {
+  parallel_ranges(C, parallel_grain() / std::max<int64_t>(N * S, 1), [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> buffer;  // one row of the chain's gradient
     for (int64_t c = begin; c < end; ++c)
       channel(then, c, N, C, S, mean[c], inv_std[c], global, x, dy, dx, buffer);

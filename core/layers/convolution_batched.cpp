@@ -69,7 +69,7 @@ void for_each_unit(int64_t count, Fn&& fn) {
 // range of all channels inside one (a chunk per thread, as before).
 template <class Fn>
 void for_channel_ranges(int64_t channels, int64_t floats_per_channel, Fn&& fn) {
-  parallel_ranges(channels, parallel_grain / std::max<int64_t>(floats_per_channel, 1), fn);
+  parallel_ranges(channels, parallel_grain() / std::max<int64_t>(floats_per_channel, 1), fn);
 }
 
 // Column matrix of images [first, first + count): the images side by side,
@@ -192,7 +192,7 @@ void ConvolutionLayer::batched_backward(const float* x, const float* dy, float* 
   if (!into_slots) return;
   // The shares' sums, in share order, into the parameters' diffs.
   auto add_shares = [&](float* diff, int64_t offset, int64_t count) {
-    parallel_ranges(count, parallel_grain / shares, [&](int64_t begin, int64_t end) {
+    parallel_ranges(count, parallel_grain() / shares, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float sum = 0.0f;
         for (int64_t share = 0; share < shares; ++share) sum += partials_.ptr()[share * slot + offset + i];

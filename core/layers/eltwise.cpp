@@ -41,7 +41,7 @@ void EltwiseLayer::forward(const BlobVec& bottom, const BlobVec& top) {
   float* out = top[0]->data().ptr();
   switch (operation_) {
     case Operation::sum:
-      parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) { sum_range(bottom, out, begin, end); });
+      parallel_ranges(n, parallel_grain(), [&](int64_t begin, int64_t end) { sum_range(bottom, out, begin, end); });
       break;
     case Operation::prod:
       kernels::mul(n, bottom[0]->data().ptr(), bottom[1]->data().ptr(), out);
@@ -74,7 +74,7 @@ void EltwiseLayer::backward(const BlobVec& top, const std::vector<bool>& propaga
     float* diff = bottom[b]->diff().ptr();
     switch (operation_) {
       case Operation::sum:
-        parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) {
+        parallel_ranges(n, parallel_grain(), [&](int64_t begin, int64_t end) {
           if (coeffs_[b] == 1.0f)
             std::copy(grad + begin, grad + end, diff + begin);
           else
@@ -129,7 +129,7 @@ constexpr int64_t fused_step = 4096;
 
 void EltwiseLayer::forward_then_relu(const BlobVec& bottom, Blob& out, float slope) {
   float* y = out.data().ptr();
-  parallel_ranges(out.count(), parallel_grain, [&](int64_t begin, int64_t end) {
+  parallel_ranges(out.count(), parallel_grain(), [&](int64_t begin, int64_t end) {
     for (int64_t step = begin; step < end; step += fused_step) {
       const int64_t step_end = std::min(step + fused_step, end);
       sum_range(bottom, y, step, step_end);
@@ -142,7 +142,7 @@ void EltwiseLayer::backward_through_relu(const Blob& out, float slope, const std
                                          const BlobVec& bottom) {
   const float* sign = out.data().ptr();  // slope >= 0: positive where the sum was
   const float* dy = out.diff().ptr();
-  parallel_ranges(out.count(), parallel_grain, [&](int64_t begin, int64_t end) {
+  parallel_ranges(out.count(), parallel_grain(), [&](int64_t begin, int64_t end) {
     float grad[fused_step];  // the sum's gradient, one step at a time
     for (int64_t step = begin; step < end; step += fused_step) {
       const int64_t step_end = std::min(step + fused_step, end);

@@ -162,7 +162,7 @@ void PoolingLayer::forward(const BlobVec& bottom, const BlobVec& top) {
                       : eff_kernel_h_ == 3 && eff_kernel_w_ == 3 ? &max_pool_inside<3, 3>
                                                                  : &max_pool_inside<0, 0>;
   const bool two_by_two = eff_kernel_h_ == 2 && eff_kernel_w_ == 2 && stride_h_ == 2 && stride_w_ == 2;
-  parallel_ranges(planes, parallel_grain / std::max<int64_t>(in_plane, 1), [&](int64_t first, int64_t last) {
+  parallel_ranges(planes, parallel_grain() / std::max<int64_t>(in_plane, 1), [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p) {
       const float* in = x + p * in_plane;
       float* out = y + p * out_plane;
@@ -207,7 +207,7 @@ void PoolingLayer::backward(const BlobVec& top, const std::vector<bool>& propaga
   const int64_t out_plane = out_h_ * out_w_;
   const float* dy = top[0]->diff().ptr();
   float* dx = bottom[0]->diff().ptr();
-  parallel_ranges(planes, parallel_grain / std::max<int64_t>(in_plane, 1), [&](int64_t first, int64_t last) {
+  parallel_ranges(planes, parallel_grain() / std::max<int64_t>(in_plane, 1), [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p) {
       const float* dout = dy + p * out_plane;
       float* din = dx + p * in_plane;

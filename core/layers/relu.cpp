@@ -23,7 +23,7 @@ void ReLULayer::reshape(const BlobVec& bottom, const BlobVec& top) {
 void ReLULayer::forward(const BlobVec& bottom, const BlobVec& top) {
   const float* x = bottom[0]->data().ptr();
   float* y = top[0]->data().ptr();
-  parallel_ranges(bottom[0]->count(), parallel_grain, [&](int64_t begin, int64_t end) {
+  parallel_ranges(bottom[0]->count(), parallel_grain(), [&](int64_t begin, int64_t end) {
     kernels::relu_forward(end - begin, negative_slope_, x + begin, y + begin);
   });
 }
@@ -33,7 +33,7 @@ void ReLULayer::backward(const BlobVec& top, const std::vector<bool>& propagate_
   const float* sign = negative_slope_ >= 0.0f ? top[0]->data().ptr() : bottom[0]->data().ptr();
   const float* dy = top[0]->diff().ptr();
   float* dx = bottom[0]->diff().ptr();
-  parallel_ranges(bottom[0]->count(), parallel_grain, [&](int64_t begin, int64_t end) {
+  parallel_ranges(bottom[0]->count(), parallel_grain(), [&](int64_t begin, int64_t end) {
     kernels::relu_backward(end - begin, negative_slope_, sign + begin, dy + begin, dx + begin);
   });
 }

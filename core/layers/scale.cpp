@@ -84,7 +84,7 @@ void ScaleLayer::forward(const BlobVec& bottom, const BlobVec& top) {
     }
     return;
   }
-  parallel_ranges(outer_ * D, parallel_grain / I, [&](int64_t begin, int64_t end) {
+  parallel_ranges(outer_ * D, parallel_grain() / I, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t d = row % D;
       const float* in = x + row * I;
@@ -132,7 +132,7 @@ void ScaleLayer::backward(const BlobVec& top, const std::vector<bool>& propagate
   // Per scale entry d, on all threads: its sums and its bottom gradient in
   // one sweep over its rows while they are in cache.
   float* dx = propagate_down[0] ? bottom[0]->diff().ptr() : nullptr;
-  parallel_ranges(D, parallel_grain / std::max<int64_t>(outer_ * I, 1), [&](int64_t begin, int64_t end) {
+  parallel_ranges(D, parallel_grain() / std::max<int64_t>(outer_ * I, 1), [&](int64_t begin, int64_t end) {
     for (int64_t d = begin; d < end; ++d) {
       double sum_xy = 0.0, sum_y = 0.0;
       const float scale = g[d];

@@ -22,7 +22,7 @@ void SplitLayer::backward(const BlobVec& top, const std::vector<bool>& propagate
   float* out = bottom[0]->diff().ptr();
   const int64_t n = bottom[0]->count();
   // Block by block, all tops at once: each block of the sum is written once.
-  parallel_ranges(n, parallel_grain, [&](int64_t begin, int64_t end) {
+  parallel_ranges(n, parallel_grain(), [&](int64_t begin, int64_t end) {
     std::copy(top[0]->diff().ptr() + begin, top[0]->diff().ptr() + end, out + begin);
     for (size_t t = 1; t < top.size(); ++t) {
       const float* in = top[t]->diff().ptr();

@@ -1,5 +1,7 @@
 #include "core/solver/solver.hpp"
 
+#include "core/kernels/parallel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
@@ -78,15 +80,30 @@ void Solver::step(std::span<const RowSparseGradient> sparse) {
     last_gradient_norm_ = static_cast<float>(norm);
     if (norm > clip_gradients_) grad_scale = static_cast<float>(clip_gradients_ / norm);
   }
-  for (Slot& slot : slots_) {
+  const auto update_slot = [&](Slot& slot) {
     const Param& p = *slot.param;
-    if (p.lr_mult == 0.0f) continue;
+    if (p.lr_mult == 0.0f) return;
     const auto hint = std::find_if(sparse.begin(), sparse.end(),
                                    [&](const RowSparseGradient& g) { return g.blob == p.blob.get(); });
     if (hint != sparse.end() && p.blob->shape().rank() == 2 &&
         update_rows(slot, lr * p.lr_mult, weight_decay_ * p.decay_mult, grad_scale, hint->rows))
-      continue;
+      return;
     update(slot, lr * p.lr_mult, weight_decay_ * p.decay_mult, grad_scale);
+  };
+  // Each update touches its own slot alone, so the slots run side by side on
+  // the compute threads, each on one thread: the same bits on any count. The
+  // largest are claimed first so that the last piece is a small one. A step
+  // too small to be worth waking threads for stays on this one.
+  std::vector<Slot*> order;
+  order.reserve(slots_.size());
+  int64_t floats = 0;
+  for (Slot& slot : slots_) order.push_back(&slot), floats += slot.param->blob->count();
+  if (floats < parallel_grain()) {
+    for (Slot* slot : order) update_slot(*slot);
+  } else {
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Slot* a, const Slot* b) { return a->param->blob->count() > b->param->blob->count(); });
+    parallel_for(static_cast<int64_t>(order.size()), [&](int64_t i) { update_slot(*order[static_cast<size_t>(i)]); });
   }
   ++iteration_;
 }

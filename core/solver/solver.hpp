@@ -88,6 +88,8 @@ class Solver {
 
   // Updates one param. The gradient is grad_scale * diff (grad_scale < 1
   // when clipping); lr and weight_decay already include the multipliers.
+  // Several slots' updates (and update_rows) run at once on the compute
+  // threads: each may touch its own slot only.
   virtual void update(Slot& slot, float lr, float weight_decay, float grad_scale) = 0;
   // The same update on the given rows of a 2-D param only, where it equals
   // update() on the whole param because every other row's gradient is zero.
