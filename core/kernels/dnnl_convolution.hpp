@@ -54,6 +54,7 @@ class DnnlConvolution {
  private:
   struct Impl;
   explicit DnnlConvolution(std::unique_ptr<Impl> impl);
+  void backward_weights_by_images(const float* x, const float* dy, float* dweight, float* dbias, int64_t batch);
   std::unique_ptr<Impl> impl_;
 };
 
