@@ -133,7 +133,9 @@ TEST_SUITE("dnnl convolution") {
         {"num_output = 128\nkernel_size = 3\npad = 1", Shape{2, 64, 5, 5}},
     };
     const int saved = compute_threads();
-    for (const auto& [options, shape] : cases) {
+    for (const auto& c : cases) {
+      const std::string& options = c.first;  // not a structured binding: clang's CAPTURE cannot name one
+      const Shape& shape = c.second;
       CAPTURE(options);
       if (!dnnl_applies(options, shape)) continue;
       set_compute_threads(1);
