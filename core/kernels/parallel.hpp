@@ -40,6 +40,18 @@ void parallel_for(int64_t pieces, Fn&& fn) {
 int64_t parallel_grain();
 void set_parallel_grain(int64_t floats);
 
+// Calls fn(i) for every item in [0, items): side by side on the compute
+// threads when the items' streaming work together (`floats`) is worth waking
+// threads for, else in order on this thread.
+template <class Fn>
+void parallel_for_items(int64_t items, int64_t floats, Fn&& fn) {
+  if (floats < parallel_grain()) {
+    for (int64_t i = 0; i < items; ++i) fn(i);
+    return;
+  }
+  parallel_for(items, fn);
+}
+
 // Splits [0, n) into about `pieces_per_thread` pieces per thread, each at
 // least `min_size` long, and calls fn(begin, end) for each.
 template <class Fn>

@@ -92,19 +92,15 @@ void Solver::step(std::span<const RowSparseGradient> sparse) {
   };
   // Each update touches its own slot alone, so the slots run side by side on
   // the compute threads, each on one thread: the same bits on any count. The
-  // largest are claimed first so that the last piece is a small one. A step
-  // too small to be worth waking threads for stays on this one.
+  // largest are claimed first so that the last piece is a small one.
   std::vector<Slot*> order;
   order.reserve(slots_.size());
   int64_t floats = 0;
   for (Slot& slot : slots_) order.push_back(&slot), floats += slot.param->blob->count();
-  if (floats < parallel_grain()) {
-    for (Slot* slot : order) update_slot(*slot);
-  } else {
-    std::stable_sort(order.begin(), order.end(),
-                     [](const Slot* a, const Slot* b) { return a->param->blob->count() > b->param->blob->count(); });
-    parallel_for(static_cast<int64_t>(order.size()), [&](int64_t i) { update_slot(*order[static_cast<size_t>(i)]); });
-  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Slot* a, const Slot* b) { return a->param->blob->count() > b->param->blob->count(); });
+  parallel_for_items(static_cast<int64_t>(order.size()), floats,
+                     [&](int64_t i) { update_slot(*order[static_cast<size_t>(i)]); });
   ++iteration_;
 }
 
