@@ -24,7 +24,6 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +41,7 @@
 #include "actors/chunk_link/chunk_link.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "bench/bench_args.hpp"
+#include "bench/process_usage.hpp"
 #include "collectives/algorithms.hpp"
 #include "messages/type_ids.hpp"
 #include "transport/cluster_secret.hpp"
@@ -128,14 +128,6 @@ class ShardRun {
   Clock::time_point start_, end_;
   std::promise<void> done_;
 };
-
-// CPU time of this process, all threads, user and system (the kernel's TCP work in its calls).
-double process_cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 double slowest(transport::MpiSession& mpi, double mine) {
   double all = 0;
@@ -279,9 +271,9 @@ int main(int argc, char** argv) {
       for (auto& [label, way] : shard_ways) {
         way->prepare();
         mpi.call([] { MPI_Barrier(MPI_COMM_WORLD); });
-        const double cpu_before = process_cpu_seconds();
+        const double cpu_before = bench::ProcessUsage::now().cpu_seconds();  // the kernel's TCP work counted
         const double mine = way->run(static_cast<std::uint64_t>(run));
-        const double cpu_used = process_cpu_seconds() - cpu_before;
+        const double cpu_used = bench::ProcessUsage::now().cpu_seconds() - cpu_before;
         const double t = slowest(mpi, mine);
         if (sampling) {
           // Every rank's start and end: on one machine (the test bed's hosts) one clock.

@@ -18,7 +18,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "bench/bench_args.hpp"
+#include "bench/process_usage.hpp"
 #include "core/kernels/compute_threads.hpp"
 #include "core/kernels/parallel.hpp"
 #include "core/layers/convolution.hpp"
@@ -67,19 +67,7 @@ double forward_flops(const Net& net, size_t i) {
   return 2.0 * weights * static_cast<double>(top.count() / std::max<int64_t>(outputs, 1));
 }
 
-// What the whole process has used so far: CPU time (user and system) and
-// minor page faults.
-struct Usage {
-  double user = 0, system = 0, faults = 0;
-
-  static Usage now() {
-    rusage r{};
-    ::getrusage(RUSAGE_SELF, &r);
-    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-    return {seconds(r.ru_utime), seconds(r.ru_stime), static_cast<double>(r.ru_minflt)};
-  }
-  Usage operator-(const Usage& o) const { return {user - o.user, system - o.system, faults - o.faults}; }
-};
+using Usage = taihu::bench::ProcessUsage;
 
 // One pass of one layer, or of the solver: wall time and the process's usage during it.
 struct Sample {
