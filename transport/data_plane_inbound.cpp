@@ -4,8 +4,6 @@
 
 #include "transport/data_plane_impl.hpp"
 
-#include "core/common/check.hpp"
-
 namespace taihu::transport {
 
 using namespace data_plane_detail;
