@@ -41,6 +41,9 @@ void print_tables(const std::vector<Row>& rows, bool training) {
         [](const Row& r) { return fmt::format("{:.3f}", r.bandwidth / 1e9); });
   table(training ? "speedup (P x one-node compute / iteration time)" : "speedup over ring",
         [](const Row& r) { return fmt::format("{:.2f}", r.speedup); });
+  if (std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.speedup_high > 0; }))
+    table("speedup, one-node compute across the SW26010 model's lock-step range (low-high)",
+          [](const Row& r) { return fmt::format("{:.2f}-{:.2f}", r.speedup_low, r.speedup_high); });
   if (training) {
     table("communication share of the iteration", [](const Row& r) { return fmt::format("{:.1f}%", 100 * r.comm_share); });
   }
@@ -53,10 +56,13 @@ std::string rows_json(const std::vector<Row>& rows) {
     const auto& r = rows[i];
     out += fmt::format(
         "  {{\"algorithm\": \"{}\", \"nodes\": {}, \"seconds\": {:.9g}, \"comm_seconds\": {:.9g}, \"speedup\": {:.6g}, "
-        "\"comm_share\": {:.6g}, \"bandwidth\": {:.6g}, \"messages\": {}, \"bytes\": {:.9g}, \"host_seconds\": {:.4f}}}{}\n",
-        r.algorithm, r.nodes, r.seconds, r.comm, r.speedup, r.comm_share, r.bandwidth, r.messages, r.bytes,
-        r.host_seconds,
-        i + 1 < rows.size() ? "," : "");
+        "{}\"comm_share\": {:.6g}, \"bandwidth\": {:.6g}, \"messages\": {}, \"bytes\": {:.9g}, "
+        "\"host_seconds\": {:.4f}}}{}\n",
+        r.algorithm, r.nodes, r.seconds, r.comm, r.speedup,
+        r.speedup_high > 0
+            ? fmt::format("\"speedup_low\": {:.6g}, \"speedup_high\": {:.6g}, ", r.speedup_low, r.speedup_high)
+            : "",
+        r.comm_share, r.bandwidth, r.messages, r.bytes, r.host_seconds, i + 1 < rows.size() ? "," : "");
   }
   return out + "]\n";
 }

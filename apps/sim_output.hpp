@@ -18,6 +18,9 @@ struct Row {
   double seconds = 0;    // per iteration (compute + comm + solver step), or comm alone
   double bandwidth = 0;  // gradient bytes / comm
   double speedup = 0;
+  // Training a net on the SW26010 model: the speedup with the one-node compute
+  // at the low and high ends of its lock-step range (both 0: no range).
+  double speedup_low = 0, speedup_high = 0;
   double comm_share = 0;
   double host_seconds = 0;
   std::uint64_t messages = 0;

@@ -34,9 +34,8 @@
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
 #include "core/net/net.hpp"
-#include "devices/sw26010/iteration.hpp"
-#include "devices/sw26010/kernels.hpp"
 #include "devices/sw26010/layer_timing.hpp"
+#include "devices/sw26010/lockstep_range.hpp"
 #include "devices/sw26010/params.hpp"
 #include "messages/type_ids.hpp"
 
@@ -103,6 +102,7 @@ struct Settings {
   double bytes = 0;
   std::size_t elements = 0;
   double compute = 0;
+  double compute_low = 0, compute_high = 0;  // a net on the SW26010 model: across the lock-step range
   double density = 0.001, spread = 0.1;
   double compress_rate = 0;
   bool data = false;
@@ -151,30 +151,21 @@ std::vector<Bucket> read_buckets(const config::Section& s) {
 }
 
 // One training iteration of `net_path` on one SW26010 node (the model of
-// devices/sw26010/, as bench_sw26010_nets runs it): each core group runs a
-// quarter of the batch, layer by layer, then core group 0's MPE sums the other
-// three groups' weight gradients and the SGD step runs (iteration.hpp).
+// devices/sw26010/, as bench_sw26010_nets runs it), at the model's central
+// lock-step parameters and across their range (lockstep_range.hpp).
 // Returns seconds and learnable parameters.
-std::pair<double, std::int64_t> sw26010_iteration(const std::filesystem::path& net_path, std::int64_t batch,
-                                                  const sw26010::Params& params) {
+std::pair<sw26010::OutputRange, std::int64_t> sw26010_iteration(const std::filesystem::path& net_path,
+                                                                std::int64_t batch, const sw26010::Params& params) {
   auto doc = std::make_shared<config::Document>(config::Document::parse_file(net_path));
-  const std::int64_t q = (batch + 3) / 4;  // the largest quarter
   Net net(doc, 1, 1);
   net.set_phase(Phase::train);
-  sw26010::CoreGroup cg(0, params);
-  cg.set_numerics(false);  // timing only: the kernels touch no data
-  sw26010::Scratch scratch(false);
-  std::map<std::string, sw26010::ConvChoice> choices;
-  // the layers with the layouts swCaffe's transform layer leaves between them
-  const auto shapes = sw26010::net_layer_shapes(net, q, params, &choices);
-  std::int64_t cycles = 0, parameters = 0;
-  for (std::size_t i = 0; i < net.num_layers(); ++i) {
+  const std::int64_t q = (batch + 3) / 4;  // the largest quarter
+  std::int64_t parameters = 0;
+  for (std::size_t i = 0; i < net.num_layers(); ++i)
     for (const auto& p : net.layer(i).params()) parameters += p.blob->count();
-    const auto timing = sw26010::time_layer(cg, shapes[i], scratch, &choices);
-    if (timing.simulated) cycles += timing.forward + timing.backward;
-  }
-  cycles += sw26010::gradient_sum_mpe(cg, parameters) + sw26010::sgd_update(cg, parameters);
-  return {params.seconds(static_cast<double>(cycles)), parameters};
+  const auto seconds = sw26010::across_lockstep_range(
+      params, [&](const sw26010::Params& p) { return sw26010::iteration_seconds(net, q, p); });
+  return {seconds, parameters};
 }
 
 Settings read_settings(const config::Document& doc, const config::Section& s) {
@@ -202,13 +193,17 @@ Settings read_settings(const config::Document& doc, const config::Section& s) {
                             : sw26010::Params::defaults();
     spdlog::info("timing one iteration of {} (batch {}) on the SW26010 model ...", path.string(), batch);
     const auto [seconds, parameters] = sw26010_iteration(path, batch, params);
-    out.compute = seconds;
+    out.compute = seconds.central;
+    out.compute_low = seconds.low;
+    out.compute_high = seconds.high;
     if (!s.has("size_mb")) {
       out.elements = static_cast<std::size_t>(parameters);
       out.bytes = 4.0 * static_cast<double>(out.elements);
     }
-    out.net = fmt::format("{} (batch {}/node: {:.1f} ms per iteration on SW26010, {:.1f} MB of gradients)",
-                          path.filename().string(), batch, 1e3 * seconds, out.bytes / 1e6);
+    out.net = fmt::format("{} (batch {}/node: {:.1f} ms per iteration on SW26010 ({:.1f}-{:.1f} across the "
+                          "lock-step range), {:.1f} MB of gradients)",
+                          path.filename().string(), batch, 1e3 * seconds.central, 1e3 * seconds.low,
+                          1e3 * seconds.high, out.bytes / 1e6);
   } else if (s.has("batch") || s.has("device_config")) {
     throw s.error(s.has("batch") ? "batch" : "device_config", "only with net");
   }
@@ -394,6 +389,14 @@ void fill_speedups(std::vector<Row>& rows, const Settings& s) {
   for (auto& r : rows) {
     if (s.compute > 0) {
       r.speedup = r.nodes * (s.compute + s.update) / r.seconds;
+      if (s.compute_high > 0) {
+        // a net's iteration is its compute then the collective (no buckets): the collective's
+        // time does not depend on the compute, so the range moves the compute alone
+        const double comm = r.seconds - s.compute - s.update;
+        const auto at = [&](double compute) { return r.nodes * (compute + s.update) / (compute + s.update + comm); };
+        r.speedup_low = at(s.compute_low);
+        r.speedup_high = at(s.compute_high);
+      }
     } else {
       auto it = baseline.find(r.nodes);
       r.speedup = it != baseline.end() && r.comm > 0 ? it->second / r.comm : 1.0;

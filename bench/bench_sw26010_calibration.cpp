@@ -17,8 +17,10 @@
 #include <spdlog/spdlog.h>
 
 #include "bench/bench_args.hpp"
+#include "bench/sw26010_blas_cross_validation.hpp"
 #include "bench/sw26010_explicit_split.hpp"
 #include "bench/sw26010_kernel_level.hpp"
+#include "bench/sw26010_lockstep_range.hpp"
 #include "devices/sw26010/core_group.hpp"
 #include "devices/sw26010/gemm.hpp"
 #include "devices/sw26010/vector.hpp"
@@ -172,8 +174,13 @@ int main(int argc, char** argv) {
     const int jobs = std::stoi(bench::arg_value(argc, argv, "jobs", "2"));
     const std::string json_path = bench::arg_value(argc, argv, "json", "");
     std::FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
-    kl::print(params, kl::measure(params, jobs), json);
-    kl::print_explicit_split(kl::measure_explicit_split(params, jobs), json);
+    const kl::Report report = kl::measure(params, jobs);
+    const kl::ExplicitSplit split = kl::measure_explicit_split(params, jobs);
+    kl::print(params, report, json);
+    kl::print_explicit_split(split, json);
+    kl::print_blas_cross_validation(params, report, split, json);
+    kl::print_lockstep_range(params, report, kl::measure_lockstep_range(params, report, jobs), json);
+    if (json) std::fprintf(json, "\n}\n");
     if (json) std::fclose(json);
     return 0;
   }

@@ -2,7 +2,10 @@
 // networks at swCaffe's batch sizes, each core group running a quarter of the
 // batch (the slowest quarter is reported), plus the 4-CG gradient sum.
 //   bench_sw26010_nets [--nets=alexnet-bn,vgg16,resnet50,googlenet] [--batch=N]
-//                      [--numerics=0|1] [--config=FILE] [--layers=1]
+//                      [--numerics=0|1] [--config=FILE] [--layers=1] [--lockstep-range=1]
+// --lockstep-range=1 (the default) also times each net at the corners of the
+// lock-step parameters' ranges (devices/sw26010/lockstep_range.hpp) and prints
+// the iteration's and images/s's range.
 // --numerics=1 also computes every kernel's numbers on the host (on zeros),
 // which measures how long simulating an iteration takes; the simulated times
 // are the same either way. Exit status 2: bad input (a net or batch whose
@@ -26,6 +29,7 @@
 #include "devices/sw26010/iteration.hpp"
 #include "devices/sw26010/kernels.hpp"
 #include "devices/sw26010/layer_timing.hpp"
+#include "devices/sw26010/lockstep_range.hpp"
 
 using namespace taihu;
 using namespace taihu::sw26010;
@@ -42,6 +46,7 @@ int run(int argc, char** argv) {
   const Params params = config_path.empty() ? Params::defaults() : Params::load(config_path);
   const bool numerics = bench::arg_value(argc, argv, "numerics", "0") == "1";
   const bool per_layer = bench::arg_value(argc, argv, "layers", "1") == "1";
+  const bool lockstep_range = bench::arg_value(argc, argv, "lockstep-range", "1") == "1";
   const std::string nets = bench::arg_value(argc, argv, "nets", "alexnet-bn,vgg16,resnet50,googlenet");
   const std::int64_t batch_override = std::stoll(bench::arg_value(argc, argv, "batch", "0"));
   const std::map<std::string, std::int64_t> swcaffe_batch = {
@@ -111,6 +116,17 @@ int run(int argc, char** argv) {
                 1e3 * params.seconds(double(solver)), 1e3 * iteration, double(batch) / iteration);
     std::printf("  host time for the simulated iteration: %.1f s (%s, one core group; x4 for the chip)\n",
                 host_seconds, numerics ? "with numerics" : "timing only");
+    if (lockstep_range) {
+      // the corners of the two lock-step ranges (timing only; the central value is the iteration above)
+      double low = iteration, high = iteration;
+      for (const Params& corner : lockstep_corners(params)) {
+        const double t = iteration_seconds(net, q, corner);
+        low = std::min(low, t);
+        high = std::max(high, t);
+      }
+      std::printf("  across the lock-step range: iteration %.1f-%.1f ms, %.1f-%.1f images/s (central %.1f)\n",
+                  1e3 * low, 1e3 * high, double(batch) / high, double(batch) / low, double(batch) / iteration);
+    }
   }
   return 0;
 }

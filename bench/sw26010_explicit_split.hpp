@@ -1,11 +1,11 @@
 #pragma once
 // Part 5 of the kernel-level report (bench_sw26010_calibration --level=kernel):
 // every explicit pass of VGG-16 split into what the model charges for the
-// layout step (im2col, or col2im for the data gradient) and for the GEMM, with
-// the GEMM time the published total leaves once the model's layout step is
-// taken off. The explicit column is where the model is furthest off (part 1),
-// and this split says whether the GEMM or the layout step carries the gap: the
-// next mechanism to model (a vendor-BLAS GEMM, issue 16) is chosen from it.
+// layout step (im2col, or col2im for the data gradient) and for the GEMM as
+// swGEMM would run it, with the GEMM time the published total leaves once the
+// model's layout step is taken off. With swGEMM's GEMM the explicit column was
+// where the model was furthest off, and this split showed the GEMM carrying the
+// gap: swCaffe calls the vendor BLAS there, modelled in part 6 from it.
 // Timing only; one image is timed and scaled to the batch (the explicit path
 // runs image by image, each image the same kernels on the same addresses).
 
@@ -73,8 +73,8 @@ inline ExplicitSplit measure_explicit_split(const Params& params, int jobs) {
   return split;
 }
 
-// Markdown on stdout; with json, the same rows as "explicit_split" and the
-// object print() left open closed.
+// Markdown on stdout; with json, the same rows as "explicit_split" (the object
+// print() left open stays open for part 6).
 inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
   const auto& layers = vgg16_layers();
   const char* pass_names[3] = {"fwd", "wgrad", "dgrad"};
@@ -83,13 +83,14 @@ inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
               "image (forward No x HW x 9Ni, weight gradient No x 9Ni x HW, data gradient 9Ni x HW x No).\n"
               "`layout`: the model's im2col (fwd, wgrad) or col2im (dgrad). `left for the GEMM`: the published\n"
               "explicit time minus the model's layout step, i.e. what the published GEMM took if the layout\n"
-              "step is right; its rate beside the model's GEMM rate. The bias is left out of both.\n"
+              "step is right; its rate beside swGEMM's rate in the model (what the model charged before the\n"
+              "vendor GEMM of part 6). The bias is left out of both.\n"
               "`ns / col`: the published total over the column matrix's elements (9Ni x HW per image, x 128),\n"
               "from the table alone. Each column element takes part in No multiply-adds in every pass, so a pass\n"
               "whose cost follows its flops shows this column growing with No; where it stays flat while No\n"
               "grows, the published pass pays per element of the column matrix (data handling), not per flop.\n\n"
-              "| layer | pass | GEMM m x n x k | layout model | GEMM model | GEMM model GF/s | published total | "
-              "left for the GEMM | its GF/s | model / left | ns / col |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "| layer | pass | GEMM m x n x k | layout model | swGEMM model | swGEMM GF/s | published total | "
+              "left for the GEMM | its GF/s | swGEMM / left | ns / col |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   if (json) std::fprintf(json, ",\n  \"explicit_split\": [");
   bool first_json = true;
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -119,7 +120,7 @@ inline void print_explicit_split(const ExplicitSplit& split, std::FILE* json) {
       }
     }
   }
-  if (json) std::fprintf(json, "\n  ]\n}\n");
+  if (json) std::fprintf(json, "\n  ]");
 }
 
 }  // namespace taihu::bench::sw26010_kernel_level

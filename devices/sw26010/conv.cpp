@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/common/check.hpp"
+#include "devices/sw26010/blas_gemm.hpp"
 #include "devices/sw26010/conv_bias.hpp"
 #include "devices/sw26010/conv_passes.hpp"
 #include "devices/sw26010/gemm.hpp"
@@ -46,7 +47,7 @@ KernelStats conv_forward_explicit(CoreGroup& cg, const ConvShape& s, std::int64_
       add(total, im2col(cg, s, x + i * in, col));
       cols = col;
     }
-    add(total, gemm(cg, Transpose::no, Transpose::no, s.num_output, out, s.col_rows(), 1.0f, w, s.col_rows(), cols,
+    add(total, blas_gemm(cg, Transpose::no, Transpose::no, s.num_output, out, s.col_rows(), 1.0f, w, s.col_rows(), cols,
                     out, 0.0f, y + i * s.num_output * out, out));
   }
   // swCaffe adds the bias after all images' GEMMs, one K = 1 GEMM per image (conv_bias.hpp)
@@ -67,7 +68,7 @@ KernelStats conv_weight_gradient_explicit(CoreGroup& cg, const ConvShape& s, std
       cols = col;
     }
     // dW (No x rows) += dY (No x out) * col^T
-    add(total, gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dy + i * s.num_output * out, out,
+    add(total, blas_gemm(cg, Transpose::no, Transpose::yes, s.num_output, rows, out, 1.0f, dy + i * s.num_output * out, out,
                     cols, out, 1.0f, dw, rows));
   }
   // the bias gradient: one MPE gemv per image (conv_bias.hpp)
@@ -83,7 +84,7 @@ KernelStats conv_data_gradient_explicit(CoreGroup& cg, const ConvShape& s, std::
   const std::int64_t rows = s.col_rows();
   for (std::int64_t i = 0; i < batch; ++i) {
     float* target = s.pointwise() ? dx + i * in : col;
-    add(total, gemm(cg, Transpose::yes, Transpose::no, rows, out, s.num_output, 1.0f, w, rows,
+    add(total, blas_gemm(cg, Transpose::yes, Transpose::no, rows, out, s.num_output, 1.0f, w, rows,
                     dy + i * s.num_output * out, out, 0.0f, target, out));
     if (!s.pointwise()) add(total, col2im(cg, s, col, dx + i * in));
   }

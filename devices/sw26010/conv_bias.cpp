@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "devices/sw26010/gemm.hpp"
+#include "devices/sw26010/blas_gemm.hpp"
 
 namespace taihu::sw26010 {
 
@@ -13,8 +13,8 @@ KernelStats conv_bias_forward(CoreGroup& cg, std::int64_t batch, std::int64_t ch
   const float* b = cg.numerics() ? ones.data() : timing_address();
   KernelStats total;
   for (std::int64_t i = 0; i < batch; ++i)
-    total += gemm(cg, Transpose::no, Transpose::no, channels, plane, 1, 1.0f, bias, 1, b, plane, 1.0f,
-                  y + i * channels * plane, plane);
+    total += blas_gemm(cg, Transpose::no, Transpose::no, channels, plane, 1, 1.0f, bias, 1, b, plane, 1.0f,
+                       y + i * channels * plane, plane);
   total.kernel = "conv_bias_forward";
   return total;
 }

@@ -5,8 +5,9 @@
 // src/caffe/layers/base_conv_layer.cpp):
 //  - forward: after the convolution, one forward_cpu_bias per image, i.e.
 //    caffe_cpu_gemm(No x (Ho*Wo) x K = 1, bias x ones, beta = 1) into the
-//    N x C x H x W output: a GEMM call of K = 1 (`gemm`, padded to swGEMM's
-//    block grid like any shape its blocks do not divide);
+//    N x C x H x W output: a vendor GEMM call of K = 1, below the range the
+//    vendor model was fitted on, so charged as swGEMM (`blas_gemm`, padded to
+//    swGEMM's block grid like any shape its blocks do not divide);
 //  - backward: one backward_cpu_bias per image, i.e. caffe_cpu_gemv(No x
 //    (Ho*Wo), dY_n, ones) added into db: cblas_sgemv, the host BLAS on the MPE
 //    (swCaffe's Makefile links the netlib CBLAS wrapper; its level-1/2 calls

@@ -174,8 +174,13 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
   std::vector<std::vector<double>> host_a(host_tiles ? cpes_per_group : 0), host_b(host_a.size()),
       host_c(host_a.size());
   const std::size_t esize = precision == GemmPrecision::double_data ? 8 : 4;  // bytes per element in memory
-  const double inner_cycles =
-      precision == GemmPrecision::single ? cg.params().gemm_single_cycles_per_16_vmad : 0;  // 0: the DP kernel's
+  // an iteration of the register-communication loop: the calibrated loop (DP, or the straightforward
+  // SP one) plus what running it in lock-step with DMA in flight costs each iteration (TH Fig. 3.6;
+  // not published: a parameter with a range, lockstep_range.hpp)
+  const Params& params = cg.params();
+  const double inner_cycles = (precision == GemmPrecision::single ? params.gemm_single_cycles_per_16_vmad
+                                                                  : params.gemm_cycles_per_16_vmad) +
+                              params.gemm_lockstep_iteration_cycles;
 
   return cg.run(kernel, [&](Cpe& cpe) {
     const int i = cpe.row(), j = cpe.col();

@@ -5,8 +5,10 @@
 #include <algorithm>
 
 #include "devices/sw26010/batch_norm.hpp"
+#include "devices/sw26010/blas_gemm.hpp"
 #include "devices/sw26010/conv_bias.hpp"
 #include "devices/sw26010/gemm.hpp"
+#include "devices/sw26010/iteration.hpp"
 #include "devices/sw26010/kernels.hpp"
 
 namespace taihu::sw26010 {
@@ -101,11 +103,11 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch, s
       } else if (type == "InnerProduct") {
         const std::int64_t k = per_sample(bottoms[0]), no = per_sample(tops[0]);
         float *x = scratch.get(0, q * k), *w = scratch.get(2, no * k), *y = scratch.get(1, q * no);
-        timing.forward += gemm(cg, Transpose::no, Transpose::yes, q, no, k, 1, x, k, w, k, 0, y, no).cycles;
+        timing.forward += blas_gemm(cg, Transpose::no, Transpose::yes, q, no, k, 1, x, k, w, k, 0, y, no).cycles;
         timing.forward += eltwise_sum(cg, y, scratch.get(3, q * no), y, q * no).cycles;  // + bias
         float *dw = scratch.get(7, no * k), *dx = scratch.get(9, q * k);
-        timing.backward += gemm(cg, Transpose::yes, Transpose::no, no, k, q, 1, y, no, x, k, 1, dw, k).cycles;
-        if (dx_needed) timing.backward += gemm(cg, Transpose::no, Transpose::no, q, k, no, 1, y, no, w, k, 0, dx, k).cycles;
+        timing.backward += blas_gemm(cg, Transpose::yes, Transpose::no, no, k, q, 1, y, no, x, k, 1, dw, k).cycles;
+        if (dx_needed) timing.backward += blas_gemm(cg, Transpose::no, Transpose::no, q, k, no, 1, y, no, w, k, 0, dx, k).cycles;
         timing.backward += eltwise_sum(cg, y, scratch.get(8, q * no), scratch.get(8, q * no), q * no).cycles;  // bias gradient
       } else if (type == "ReLU") {
         timing.forward += relu_forward(cg, scratch.get(0, in_n), scratch.get(1, in_n), in_n).cycles;
@@ -228,6 +230,22 @@ LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
                                                         : fmt::format("layer '{}' ({})", layer.name, layer.type),
                                      samples));
   }
+}
+
+double iteration_seconds(const Net& net, std::int64_t samples, const Params& params) {
+  CoreGroup cg(0, params);
+  cg.set_numerics(false);  // timing only: the kernels touch no data
+  Scratch scratch(false);
+  std::map<std::string, ConvChoice> choices;
+  const auto shapes = net_layer_shapes(net, samples, params, &choices);
+  std::int64_t cycles = 0, parameters = 0;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    for (const auto& p : net.layer(i).params()) parameters += p.blob->count();
+    const auto timing = time_layer(cg, shapes[i], scratch, &choices);
+    if (timing.simulated) cycles += timing.forward + timing.backward;
+  }
+  cycles += gradient_sum_mpe(cg, parameters) + sgd_update(cg, parameters);
+  return params.seconds(double(cycles));
 }
 
 }  // namespace taihu::sw26010

@@ -65,4 +65,10 @@ ConvChoice conv_layer_choice(const Params& params, const LayerShape& layer,
 std::vector<LayerShape> net_layer_shapes(const Net& net, std::int64_t samples, const Params& params,
                                          std::map<std::string, ConvChoice>* cache = nullptr);
 
+// One training iteration of `net` (train phase, shapes per sample) on one
+// chip, timing only: each core group runs `samples` (the largest quarter of
+// the batch) layer by layer, then core group 0's MPE sums the other groups'
+// weight gradients and the SGD step runs (iteration.hpp). Seconds.
+double iteration_seconds(const Net& net, std::int64_t samples, const Params& params);
+
 }  // namespace taihu::sw26010

@@ -31,6 +31,14 @@ Params Params::from(const config::Section& s) {
   Params p;
   auto num = [&](const char* key, double& v) { v = s.get_or<double>(key, v); };
   auto integer = [&](const char* key, int& v) { v = s.get_or<int>(key, v); };
+  // "low, high"
+  auto range = [&](const char* key, ParamRange& r) {
+    if (!s.has(key)) return;
+    const auto values = s.get_list<double>(key);
+    if (values.size() != 2 || !(values[0] <= values[1]))
+      throw s.error(key, "expected 'low, high' with low <= high");
+    r = {values[0], values[1]};
+  };
   num("clock_hz", p.clock_hz);
   integer("ldm_bytes", p.ldm_bytes);
   integer("ldm_budget_bytes", p.ldm_budget_bytes);
@@ -70,6 +78,9 @@ Params Params::from(const config::Section& s) {
   num("gemm_single_cycles_per_16_vmad", p.gemm_single_cycles_per_16_vmad);
   num("widen_p1_per_vector", p.widen_p1_per_vector);
   num("gemm_lockstep_dma_overlap", p.gemm_lockstep_dma_overlap);
+  num("gemm_lockstep_iteration_cycles", p.gemm_lockstep_iteration_cycles);
+  range("gemm_lockstep_dma_overlap_range", p.gemm_lockstep_dma_overlap_range);
+  range("gemm_lockstep_iteration_cycles_range", p.gemm_lockstep_iteration_cycles_range);
   num("vector_op_cycles", p.vector_op_cycles);
   num("ldm_access_cycles", p.ldm_access_cycles);
   num("ldm_load_latency_cycles", p.ldm_load_latency_cycles);
@@ -81,10 +92,29 @@ Params Params::from(const config::Section& s) {
   num("mpe_copy_gbps", p.mpe_copy_gbps);
   integer("mpe_l2_bytes", p.mpe_l2_bytes);
   num("cg_sync_cycles", p.cg_sync_cycles);
+  num("blas_gemm_call_cycles", p.blas_gemm.call_cycles);
+  num("blas_gemm_m_half", p.blas_gemm.m_half);
+  num("blas_gemm_n_half", p.blas_gemm.n_half);
+  num("blas_gemm_k_half", p.blas_gemm.k_half);
+  num("blas_gemm_exponent", p.blas_gemm.exponent);
+  integer("blas_gemm_min_dimension", p.blas_gemm.min_dimension);
   if (p.ldm_bytes <= 0 || p.ldm_budget_bytes > p.ldm_bytes) throw s.error("ldm_budget_bytes", "must be <= ldm_bytes");
   if (p.rlc_fifo_entries < 1) throw s.error("rlc_fifo_entries", "must be >= 1");
-  if (p.gemm_lockstep_dma_overlap < 0 || p.gemm_lockstep_dma_overlap > 1)
-    throw s.error("gemm_lockstep_dma_overlap", "must be in [0, 1]");
+  if (p.gemm_lockstep_dma_overlap_range.low < 0 || p.gemm_lockstep_dma_overlap_range.high > 1)
+    throw s.error("gemm_lockstep_dma_overlap_range", "must lie in [0, 1]");
+  if (!p.gemm_lockstep_dma_overlap_range.contains(p.gemm_lockstep_dma_overlap))
+    throw s.error("gemm_lockstep_dma_overlap", "must lie in gemm_lockstep_dma_overlap_range");
+  if (p.gemm_lockstep_iteration_cycles_range.low < 0)
+    throw s.error("gemm_lockstep_iteration_cycles_range", "must not be negative");
+  if (!p.gemm_lockstep_iteration_cycles_range.contains(p.gemm_lockstep_iteration_cycles))
+    throw s.error("gemm_lockstep_iteration_cycles", "must lie in gemm_lockstep_iteration_cycles_range");
+  for (const auto& [key, v] : {std::pair{"blas_gemm_call_cycles", p.blas_gemm.call_cycles},
+                                {"blas_gemm_m_half", p.blas_gemm.m_half},
+                                {"blas_gemm_n_half", p.blas_gemm.n_half},
+                                {"blas_gemm_k_half", p.blas_gemm.k_half}})
+    if (v < 0) throw s.error(key, "must be >= 0");
+  if (p.blas_gemm.exponent <= 0) throw s.error("blas_gemm_exponent", "must be > 0");
+  if (p.blas_gemm.min_dimension < 1) throw s.error("blas_gemm_min_dimension", "must be >= 1");
   if (p.dma_queue_depth < 1) throw s.error("dma_queue_depth", "must be >= 1");
   if (p.dma_turnaround_cycles < 0) throw s.error("dma_turnaround_cycles", "must be >= 0");
   if (p.dma_mixed_gbps <= 0) throw s.error("dma_mixed_gbps", "must be > 0");

@@ -12,6 +12,23 @@
 
 namespace taihu::sw26010 {
 
+// A parameter the reference does not pin down: the interval the published facts allow.
+struct ParamRange {
+  double low = 0, high = 0;
+  bool contains(double v) const { return v >= low && v <= high; }
+};
+
+// The vendor BLAS's GEMM: the inner loop's rate slowed along each skinny
+// dimension d by (d_half / d)^exponent (Hockney's half-performance length,
+// one per GEMM dimension), plus a cost per call. Shapes with a dimension below
+// min_dimension (the smallest the fit saw) keep swGEMM's memory-level model.
+struct BlasGemmParams {
+  double call_cycles = 0;
+  double m_half = 171, n_half = 279, k_half = 486;
+  double exponent = 1.45;
+  int min_dimension = 27;
+};
+
 struct Params {
   // chip
   double clock_hz = 1.45e9;
@@ -54,6 +71,15 @@ struct Params {
   // CPEs run the register-communication steps in lock-step (1: perfect
   // double-buffered overlap, 0: none; TH Fig. 3.6).
   double gemm_lockstep_dma_overlap = 0;
+  // Cycles each iteration (16 vmad) of a memory-level GEMM's register-
+  // communication loop pays beyond the calibrated loop while the 64 CPEs run
+  // it in lock-step with DMA in flight (TH Fig. 3.6's per-iteration cost).
+  double gemm_lockstep_iteration_cycles = 0;
+  // The two lock-step parameters are not published (TH Fig. 3.6 has no
+  // numbers): the ranges the published facts allow, over which every output
+  // is reported (lockstep_range.hpp); the values above are the central ones.
+  ParamRange gemm_lockstep_dma_overlap_range{0, 1};
+  ParamRange gemm_lockstep_iteration_cycles_range{0, 8};
   double vector_op_cycles = 1;     // one P0 vector op issued per cycle
   double ldm_access_cycles = 1;    // one P1 load/store issued per cycle
   double ldm_load_latency_cycles = 4;  // an LDM load's result is ready after
@@ -67,6 +93,11 @@ struct Params {
   double mpe_copy_gbps = 9.9;
   int mpe_l2_bytes = 256 * 1024;  // what an MPE pass can keep cached between uses
   double cg_sync_cycles = 2900;  // Simple_Sync between the 4 core groups, 2 us
+
+  // The vendor BLAS's GEMM that swCaffe's explicit convolutions call
+  // (libswblas cblas_sgemm; blas_gemm.hpp), fitted by cross-validation on
+  // P Table II's explicit column (blas_gemm_fit.hpp).
+  BlasGemmParams blas_gemm;
 
   double dma_get_bytes_per_cycle() const { return dma_get_gbps * 1e9 / clock_hz; }
   double dma_put_bytes_per_cycle() const { return dma_put_gbps * 1e9 / clock_hz; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/layers/convolution.hpp"
+#include "devices/sw26010/blas_gemm.hpp"
 #include "devices/sw26010/conv.hpp"
 #include "devices/sw26010/conv_bias.hpp"
 #include "devices/sw26010/gemm.hpp"
@@ -188,7 +189,7 @@ struct ConvWork final : WeightedWork {
         for (std::int64_t k = 0; k < conv_groups; ++k) {
           float* dxi = dx + i * in_size + k * group_in;
           float* target = s.pointwise() ? dxi : col;
-          add_to(total, gemm(c, Transpose::yes, Transpose::no, rows, out_plane, s.num_output, 1.0f,
+          add_to(total, blas_gemm(c, Transpose::yes, Transpose::no, rows, out_plane, s.num_output, 1.0f,
                              w + k * weights_per_group, rows, dy + i * out_size + k * group_out, out_plane, 0.0f,
                              target, out_plane));
           if (!s.pointwise()) add_to(total, col2im(c, s, col, dxi));
@@ -223,7 +224,7 @@ struct ConvWork final : WeightedWork {
           add_to(total, im2col(c, s, cols, col));
           cols = col;
         }
-        add_to(total, gemm(c, Transpose::no, Transpose::yes, s.num_output, rows, out_plane, 1.0f,
+        add_to(total, blas_gemm(c, Transpose::no, Transpose::yes, s.num_output, rows, out_plane, 1.0f,
                            dy + i * out_size + k * group_out, out_plane, cols, out_plane, 1.0f,
                            dw + k * weights_per_group, rows));
       }
@@ -265,7 +266,7 @@ struct InnerProductWork final : WeightedWork {
     KernelStats total;
     if (pass == Pass::forward) {
       float* y = top()[0]->data().ptr() + begin * outputs;
-      add_to(total, gemm(c, Transpose::no, Transpose::yes, count, outputs, inputs, 1.0f, x, inputs, w, inputs, 0.0f,
+      add_to(total, blas_gemm(c, Transpose::no, Transpose::yes, count, outputs, inputs, 1.0f, x, inputs, w, inputs, 0.0f,
                          y, outputs));
       if (has_bias) add_to(total, eltwise_sum(c, y, bias_rows.data(), y, count * outputs));
       return total;
@@ -274,16 +275,16 @@ struct InnerProductWork final : WeightedWork {
     const float* dy = top()[0]->diff().ptr() + begin * outputs;
     if (is_data_phase(phase)) {
       float* dx = bottom()[0]->diff().ptr() + begin * inputs;
-      return gemm(c, Transpose::no, Transpose::no, count, inputs, outputs, 1.0f, dy, outputs, w, inputs, 0.0f, dx,
+      return blas_gemm(c, Transpose::no, Transpose::no, count, inputs, outputs, 1.0f, dy, outputs, w, inputs, 0.0f, dx,
                   inputs);
     }
     GradientPartials partials;
     float* dw = partials.weight(*this, g, weight().count(), weight());
-    add_to(total, gemm(c, Transpose::yes, Transpose::no, outputs, inputs, count, 1.0f, dy, outputs, x, inputs, 1.0f,
+    add_to(total, blas_gemm(c, Transpose::yes, Transpose::no, outputs, inputs, count, 1.0f, dy, outputs, x, inputs, 1.0f,
                        dw, inputs));
     if (has_bias) {
       float* db = partials.bias(*this, g, outputs, *bias());
-      add_to(total, gemm(c, Transpose::no, Transpose::no, 1, outputs, count, 1.0f, ones.data(), count, dy, outputs,
+      add_to(total, blas_gemm(c, Transpose::no, Transpose::no, 1, outputs, count, 1.0f, ones.data(), count, dy, outputs,
                          1.0f, db, outputs));
     }
     return total;

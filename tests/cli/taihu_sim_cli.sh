@@ -25,9 +25,16 @@ expect "JSON has 15 rows" 0 '^15$' -- bash -c "grep -c '\"algorithm\"' '$work/r.
 expect "SVG plot" 0 '<polyline points=' -- cat "$work/s.svg"
 expect "SVG closes" 0 '</svg>' -- cat "$work/s.svg"
 
-expect "training a net on the SW26010 model" 0 "lenet.ini \(batch 8/node: [0-9.]+ ms per iteration on SW26010" -- \
+expect "training a net on the SW26010 model" 0 \
+  "lenet.ini \(batch 8/node: [0-9.]+ ms per iteration on SW26010 \([0-9.]+-[0-9.]+ across the lock-step range\)" -- \
   "$sim" --config-file="$src/config/topologies/taihulight.ini" simulation.net=../nets/lenet.ini simulation.batch=8 \
-  simulation.nodes="2 4"
+  simulation.nodes="2 4" --report="$work/net.json"
+expect "a net's speedup across the lock-step range brackets the central one" 0 "^range ok" -- python3 - "$work/net.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert rows and all(r["speedup_low"] <= r["speedup"] <= r["speedup_high"] for r in rows), rows
+print("range ok")
+PY
 
 # Training as taihu-train runs it: a bucket handed over when backward ends gives the serial
 # iteration (compute, then the collective) to the digits printed; the same elements in buckets
