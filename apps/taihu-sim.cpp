@@ -65,7 +65,9 @@ and algorithm of [simulation]:
   update_seconds = 0         with buckets: the solver step after the last bucket
   net = FILE                 training of this net (config/nets/*.ini): compute time
                              per iteration from the SW26010 model, gradient size
-                             from its parameters (size_mb, if given, wins)
+                             from its parameters (size_mb, if given, wins); the
+                             speedups also across the model's lock-step ranges
+                             (a table; speedup_low/high in the report)
   batch = 32                 with net: samples per node (split over the 4 core groups)
   device_config = FILE       with net: SW26010 parameters (default: the model's own)
   density = 0.001            sparse_allgather: fraction of entries each node sends

@@ -56,6 +56,9 @@ void log_report(const TrainReport& report) {
     spdlog::info("{}: {:.1f} simulated images/s ({:.1f} ms per simulated iteration, {:.1f} s of host time each)",
                  report.device, d.simulated_images_per_second(), 1e3 * d.simulated_iteration_seconds(),
                  d.iterations ? d.host_seconds / d.iterations : 0.0);
+    if (d.simulated_iteration_high > 0)
+      spdlog::info("{}: {:.1f}-{:.1f} ms per simulated iteration across the model's lock-step parameter ranges",
+                   report.device, 1e3 * d.simulated_iteration_low, 1e3 * d.simulated_iteration_high);
     if (!report.chip_iteration_seconds.empty())
       spdlog::info("{} chips: {:.1f} ms compute (slowest chip) + {:.1f} ms allreduce per iteration ({:.1f}% "
                    "allreduce), {:.1f} simulated images/s in all",

@@ -42,6 +42,9 @@ struct DeviceReport {
   double host_seconds = 0.0;        // host (wall) time spent simulating them
   double host_cpu_seconds = 0.0;    // process CPU time spent on them (all threads)
   std::vector<DeviceLayerTime> layers;  // per iteration (averaged)
+  // A simulated device whose model has parameters known only as ranges: the
+  // iteration's lowest and highest simulated seconds across them (0: none).
+  double simulated_iteration_low = 0.0, simulated_iteration_high = 0.0;
   // A total over the timed iterations, per iteration (0 before any).
   double per_iteration(double total) const { return iterations ? total / double(iterations) : 0.0; }
   double simulated_iteration_seconds() const { return per_iteration(simulated_seconds); }

@@ -78,6 +78,13 @@ std::string TrainReport::to_json() const {
           "\n  \"simulated_allreduce_share\": {:.4f},\n  \"simulated_system_images_per_second\": {:.6g},",
           chips, simulated_allreduce_seconds, simulated_allreduce_share(), simulated_system_images_per_second());
     }
+    if (d.simulated_iteration_high > 0)
+      device_json += fmt::format(
+          "\n  \"simulated_iteration_seconds_range\": [{:.6g}, {:.6g}],"
+          "\n  \"simulated_images_per_second_range\": [{:.6g}, {:.6g}],",
+          d.simulated_iteration_low, d.simulated_iteration_high,
+          d.iterations ? double(d.images) / double(d.iterations) / d.simulated_iteration_high : 0.0,
+          d.iterations ? double(d.images) / double(d.iterations) / d.simulated_iteration_low : 0.0);
     device_json += fmt::format(
         "\n  \"device\": {},\n  \"simulated_iterations\": {},\n  \"simulated_iteration_seconds\": {:.6g},"
         "\n  \"simulated_solver_step_seconds\": {:.6g},"

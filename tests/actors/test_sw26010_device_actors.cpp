@@ -16,6 +16,8 @@
 #include "core/net/net.hpp"
 #include "support/training.hpp"
 #include "devices/sw26010/iteration.hpp"
+#include "devices/sw26010/layer_timing.hpp"
+#include "devices/sw26010/lockstep_range.hpp"
 #include "devices/sw26010/net_plan.hpp"
 #include "support/actor_fixture.hpp"
 #include "support/error_message.hpp"
@@ -257,6 +259,13 @@ TEST_SUITE("sw26010_device") {
     CHECK(r.images == 16);
     CHECK(r.simulated_seconds > 0);
     CHECK(r.simulated_images_per_second() == doctest::Approx(16.0 / r.simulated_seconds));
+    // across the lock-step parameters' ranges: around the iteration, the same as timing it alone at each corner
+    CHECK(r.simulated_iteration_low <= r.simulated_iteration_seconds());
+    CHECK(r.simulated_iteration_high >= r.simulated_iteration_seconds());
+    double corner_high = 0;
+    for (const auto& corner : sw26010::lockstep_corners(sw26010::Params::defaults()))
+      corner_high = std::max(corner_high, sw26010::iteration_seconds(dev, 2, corner));
+    CHECK(r.simulated_iteration_high == doctest::Approx(std::max(corner_high, r.simulated_iteration_seconds())));
     double layers = 0.0;
     for (const auto& t : r.layers) {
       CAPTURE(t.name);
@@ -345,6 +354,7 @@ TEST_SUITE("sw26010_device") {
     CHECK(dev.device_report.simulated_images_per_second() > 0);
     const std::string json = dev.to_json();
     CHECK(json.find("\"simulated_images_per_second\": ") != std::string::npos);
+    CHECK(json.find("\"simulated_iteration_seconds_range\": [") != std::string::npos);
     CHECK(json.find("\"name\": \"conv1\", \"type\": \"Convolution\", \"method\": \"") != std::string::npos);
     CHECK(cpu.to_json().find("simulated") == std::string::npos);
   }
