@@ -265,7 +265,8 @@ std::vector<std::string> expand_host_list(std::string_view list, std::string_vie
       for (const auto& tail : tails) longest_tail = std::max(longest_tail, tail.size());
       if (prefix.size() + std::max(low.size(), high.size()) + longest_tail > 255)
         return fail(fmt::format("range '{}' makes host names longer than 255 characters", range));
-      for (unsigned long n = first; n <= last; ++n)
+      // (counted to `last` inclusive without `n <= last`, which never ends when last is the largest number)
+      for (unsigned long n = first, count = last - first + 1; count > 0; ++n, --count)
         for (const auto& tail : tails) hosts.push_back(fmt::format("{}{:0{}}{}", prefix, n, low.size(), tail));
       from = comma + 1;
     }

@@ -179,6 +179,12 @@ TEST_SUITE("net") {
     CHECK_THROWS_AS(expand_host_list("n[3-1]", "L"), ConfigError);
     CHECK_THROWS_AS(expand_host_list("n]1[", "L"), ConfigError);
     CHECK_THROWS_AS(expand_host_list("", "L"), ConfigError);
+    // the largest number there is, alone and at a range's end: one name, not a loop that wraps
+    // around (found by fuzz_launch_env)
+    CHECK(expand_host_list("n[18446744073709551615]", "L") == std::vector<std::string>{"n18446744073709551615"});
+    CHECK(expand_host_list("n[18446744073709551614-18446744073709551615]", "L") ==
+          std::vector<std::string>{"n18446744073709551614", "n18446744073709551615"});
+    CHECK_THROWS_AS(expand_host_list("n[18446744073709551616]", "L"), ConfigError);
   }
 
   TEST_CASE("addresses: wildcards are not advertised; an interface's address, or an error naming the ones there are") {
