@@ -118,14 +118,11 @@ int run(int argc, char** argv) {
                 host_seconds, numerics ? "with numerics" : "timing only");
     if (lockstep_range) {
       // the corners of the two lock-step ranges (timing only; the central value is the iteration above)
-      double low = iteration, high = iteration;
-      for (const Params& corner : lockstep_corners(params)) {
-        const double t = iteration_seconds(net, q, corner);
-        low = std::min(low, t);
-        high = std::max(high, t);
-      }
+      const OutputRange r =
+          across_lockstep_range(params, [&](const Params& corner) { return iteration_seconds(net, q, corner); },
+                                iteration);
       std::printf("  across the lock-step range: iteration %.1f-%.1f ms, %.1f-%.1f images/s (central %.1f)\n",
-                  1e3 * low, 1e3 * high, double(batch) / high, double(batch) / low, double(batch) / iteration);
+                  1e3 * r.low, 1e3 * r.high, double(batch) / r.high, double(batch) / r.low, double(batch) / iteration);
     }
   }
   return 0;

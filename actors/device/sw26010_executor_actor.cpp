@@ -77,9 +77,9 @@ struct Sw26010Executor::Impl {
   double host_seconds = 0.0, host_cpu_seconds = 0.0;
   std::chrono::steady_clock::time_point started;
   std::clock_t cpu_started = 0;
-  // The iteration at the corners of the lock-step ranges (timing only), timed
-  // once, when first reported.
-  mutable std::optional<std::pair<double, double>> lockstep_corners;
+  // The iteration across the lock-step ranges: the timed iteration and the
+  // corners (timing only, timed once, when first reported).
+  mutable std::optional<sw26010::OutputRange> lockstep_range;
 
   Impl(caf::actor_system& s, Net& n, const sw26010::Params& params)
       : system(s), net(n), plan(std::make_shared<NetPlan>(n, params)), cycles(n.num_layers()) {
@@ -203,21 +203,17 @@ DeviceReport Sw26010Executor::report() const {
   r.update_seconds = p.seconds(double(m.update_total));
   r.simulated_seconds += r.update_seconds;
   if (m.iterations > 0) {
-    if (!m.lockstep_corners) {
+    if (!m.lockstep_range) {
       // the same iteration, timing only, at each corner of the two ranges (lockstep_range.hpp)
       spdlog::info("sw26010: timing the iteration across the lock-step parameters' ranges ...");
       const std::int64_t share = (m.batch + sw26010::Chip::groups - 1) / sw26010::Chip::groups;
-      double low = 1e300, high = 0;
-      for (const auto& corner : sw26010::lockstep_corners(p)) {
-        const double t = sw26010::iteration_seconds(m.net, share, corner);
-        low = std::min(low, t);
-        high = std::max(high, t);
-      }
-      m.lockstep_corners = {low, high};
+      m.lockstep_range = sw26010::across_lockstep_range(
+          p, [&](const sw26010::Params& corner) { return sw26010::iteration_seconds(m.net, share, corner); },
+          r.simulated_iteration_seconds());
     }
-    const double central = r.simulated_iteration_seconds();
-    r.simulated_iteration_low = std::min(central, m.lockstep_corners->first);
-    r.simulated_iteration_high = std::max(central, m.lockstep_corners->second);
+    // (the simulated iteration is the same every time, but the range holds it if it ever moved)
+    r.simulated_iteration_low = std::min(m.lockstep_range->low, r.simulated_iteration_seconds());
+    r.simulated_iteration_high = std::max(m.lockstep_range->high, r.simulated_iteration_seconds());
   }
   return r;
 }

@@ -13,39 +13,36 @@ namespace taihu::sw26010 {
 
 namespace {
 
-constexpr int unknowns = 4;  // call cycles, m_half^e, n_half^e, k_half^e
+constexpr std::size_t unknowns = 4;  // call cycles, m_half^e, n_half^e, k_half^e
 using Row = std::array<double, unknowns>;
 
 // Least squares over the columns in `mask` by the normal equations (4 x 4 at
 // most, well scaled by the caller); nullopt if singular.
 std::optional<Row> solve_subset(const std::vector<Row>& rows, const std::vector<double>& target, unsigned mask) {
-  std::array<int, unknowns> cols{};
-  int n = 0;
-  for (int j = 0; j < unknowns; ++j)
-    if (mask >> j & 1u) cols[std::size_t(n++)] = j;
-  std::array<std::array<double, unknowns + 1>, unknowns> a{};
+  std::array<std::size_t, unknowns> cols{};
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < unknowns; ++j)
+    if (mask >> j & 1u) cols[n++] = j;
+  std::array<std::array<double, unknowns + 1>, unknowns> a{};  // [A^T A | A^T b] over the chosen columns
   for (std::size_t r = 0; r < rows.size(); ++r)
-    for (int i = 0; i < n; ++i) {
-      for (int j = 0; j < n; ++j)
-        a[std::size_t(i)][std::size_t(j)] +=
-            rows[r][std::size_t(cols[std::size_t(i)])] * rows[r][std::size_t(cols[std::size_t(j)])];
-      a[std::size_t(i)][std::size_t(n)] += rows[r][std::size_t(cols[std::size_t(i)])] * target[r];
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < n; ++j) a[i][j] += rows[r][cols[i]] * rows[r][cols[j]];
+      a[i][n] += rows[r][cols[i]] * target[r];
     }
-  for (int c = 0; c < n; ++c) {  // Gauss-Jordan with partial pivoting
-    int pivot = c;
-    for (int r = c + 1; r < n; ++r)
-      if (std::abs(a[std::size_t(r)][std::size_t(c)]) > std::abs(a[std::size_t(pivot)][std::size_t(c)])) pivot = r;
-    if (std::abs(a[std::size_t(pivot)][std::size_t(c)]) < 1e-300) return std::nullopt;
-    std::swap(a[std::size_t(c)], a[std::size_t(pivot)]);
-    for (int r = 0; r < n; ++r) {
+  for (std::size_t c = 0; c < n; ++c) {  // Gauss-Jordan with partial pivoting
+    std::size_t pivot = c;
+    for (std::size_t r = c + 1; r < n; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    if (std::abs(a[pivot][c]) < 1e-300) return std::nullopt;
+    std::swap(a[c], a[pivot]);
+    for (std::size_t r = 0; r < n; ++r) {
       if (r == c) continue;
-      const double f = a[std::size_t(r)][std::size_t(c)] / a[std::size_t(c)][std::size_t(c)];
-      for (int k = c; k <= n; ++k) a[std::size_t(r)][std::size_t(k)] -= f * a[std::size_t(c)][std::size_t(k)];
+      const double f = a[r][c] / a[c][c];
+      for (std::size_t k = c; k <= n; ++k) a[r][k] -= f * a[c][k];
     }
   }
   Row x{};
-  for (int i = 0; i < n; ++i)
-    x[std::size_t(cols[std::size_t(i)])] = a[std::size_t(i)][std::size_t(n)] / a[std::size_t(i)][std::size_t(i)];
+  for (std::size_t i = 0; i < n; ++i) x[cols[i]] = a[i][n] / a[i][i];
   return x;
 }
 
@@ -83,11 +80,10 @@ BlasGemmFit fit_blas_gemm(const Params& params, const std::vector<BlasGemmSample
     }
     Row scale{};
     for (const auto& r : rows)
-      for (int j = 0; j < unknowns; ++j)
-        scale[std::size_t(j)] = std::max(scale[std::size_t(j)], std::abs(r[std::size_t(j)]));
+      for (std::size_t j = 0; j < unknowns; ++j) scale[j] = std::max(scale[j], std::abs(r[j]));
     for (auto& r : rows)
-      for (int j = 0; j < unknowns; ++j)
-        if (scale[std::size_t(j)] > 0) r[std::size_t(j)] /= scale[std::size_t(j)];
+      for (std::size_t j = 0; j < unknowns; ++j)
+        if (scale[j] > 0) r[j] /= scale[j];
     for (unsigned mask = 0; mask < (1u << unknowns); ++mask) {
       Row x{};
       if (mask != 0) {
@@ -99,14 +95,12 @@ BlasGemmFit fit_blas_gemm(const Params& params, const std::vector<BlasGemmSample
       double sum = 0;
       for (std::size_t r = 0; r < rows.size(); ++r) {
         double fit = 0;
-        for (int j = 0; j < unknowns; ++j) fit += rows[r][std::size_t(j)] * x[std::size_t(j)];
+        for (std::size_t j = 0; j < unknowns; ++j) fit += rows[r][j] * x[j];
         sum += (fit - target[r]) * (fit - target[r]);
       }
       const double rms = std::sqrt(sum / double(rows.size()));
       if (rms >= best.rms_relative_error) continue;
-      const auto unscaled = [&](int j) {
-        return scale[std::size_t(j)] > 0 ? x[std::size_t(j)] / scale[std::size_t(j)] : 0.0;
-      };
+      const auto unscaled = [&](std::size_t j) { return scale[j] > 0 ? x[j] / scale[j] : 0.0; };
       best.rms_relative_error = rms;
       best.params.call_cycles = unscaled(0);
       best.params.m_half = std::pow(unscaled(1), 1.0 / e);

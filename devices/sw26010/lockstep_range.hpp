@@ -40,17 +40,23 @@ inline std::array<Params, 4> lockstep_corners(const Params& params) {
   return corners;
 }
 
-// `output(params)` at the central values and its range over the corners.
+// `central` (what `output` gives at the central values, already known) and
+// the range of `output(params)` over the corners.
 template <class Output>
-OutputRange across_lockstep_range(const Params& params, Output&& output) {
-  OutputRange r;
-  r.central = r.low = r.high = double(output(params));
+OutputRange across_lockstep_range(const Params& params, Output&& output, double central) {
+  OutputRange r{central, central, central};
   for (const Params& corner : lockstep_corners(params)) {
     const double v = double(output(corner));
     r.low = std::min(r.low, v);
     r.high = std::max(r.high, v);
   }
   return r;
+}
+
+// `output(params)` at the central values and its range over the corners.
+template <class Output>
+OutputRange across_lockstep_range(const Params& params, Output&& output) {
+  return across_lockstep_range(params, output, double(output(params)));
 }
 
 }  // namespace taihu::sw26010
