@@ -21,6 +21,7 @@ namespace taihu::collectives {
 //   hierarchical:              binomial reduce per group (node v adds its children
 //                              v+1, v+2, v+4 … in that order), then rabenseifner over
 //                              the leaders in group order
+//   reduce_broadcast:          binomial reduce over all ranks (as hierarchical's per group)
 // The tests recompute these expressions and compare bits.
 
 // Ring reduce-scatter then ring allgather; P-1 + P-1 steps, each rank sends
@@ -55,6 +56,13 @@ Schedule rabenseifner_allreduce(int ranks, std::size_t elements);
 // l mod groups), whatever the physical placement. The large early halving
 // steps (distance a multiple of the group count) then stay inside a group.
 Schedule topology_aware_allreduce(const Topology& topology, std::size_t elements);
+
+// Binomial-tree reduce of the whole buffer to rank 0, then binomial broadcast:
+// 2·ceil(log2 P) rounds of α + β·n, and rank 0's tree adds log2 P whole
+// buffers. Never faster than Rabenseifner in the α-β model; it is here as
+// what a plain MPI_Allreduce does where the reduction is slow (SWMPI reduces
+// on the MPE: the simulator's model of it, sw26010.md §7.4).
+Schedule reduce_broadcast_allreduce(int ranks, std::size_t elements);
 
 // Binomial-tree reduce to each group's leader (its lowest rank), Rabenseifner
 // among the leaders, binomial broadcast back inside each group.

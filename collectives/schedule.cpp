@@ -27,6 +27,7 @@ std::string_view name(Algorithm a) {
     case Algorithm::scatter_allgather: return "scatter_allgather";
     case Algorithm::direct: return "direct";
     case Algorithm::pipelined_ring: return "pipelined_ring";
+    case Algorithm::reduce_broadcast: return "reduce_broadcast";
   }
   return "?";
 }
@@ -34,11 +35,11 @@ std::string_view name(Algorithm a) {
 Algorithm parse_algorithm(std::string_view text) {
   for (auto a : {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
                  Algorithm::hierarchical, Algorithm::binomial, Algorithm::scatter_allgather, Algorithm::direct,
-                 Algorithm::pipelined_ring}) {
+                 Algorithm::pipelined_ring, Algorithm::reduce_broadcast}) {
     if (name(a) == text) return a;
   }
   raise("unknown collective algorithm '{}' (ring, pipelined_ring, rabenseifner, topology_aware, hierarchical, direct, "
-        "binomial, scatter_allgather)",
+        "reduce_broadcast, binomial, scatter_allgather)",
         text);
 }
 

@@ -86,6 +86,7 @@ enum class Algorithm : std::uint8_t {
   scatter_allgather,  // broadcast: binomial scatter of P chunks, then ring allgather
   direct,          // allreduce: each rank sends every peer its chunk at once, then the sums
   pipelined_ring,  // allreduce: the ring in segments, each passed on as soon as it is combined
+  reduce_broadcast,  // allreduce: binomial reduce to rank 0, binomial broadcast (a plain MPI's)
 };
 
 std::string_view name(Collective c);

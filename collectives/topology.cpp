@@ -1,5 +1,7 @@
 #include "collectives/topology.hpp"
 
+#include <map>
+
 #include "core/common/check.hpp"
 
 namespace taihu::collectives {
@@ -23,6 +25,24 @@ Topology::Topology(int ranks, int group_size, Placement placement, Link intra, L
     const int g = placement == Placement::block ? r / group_size_ : r % groups;
     group_of_[static_cast<std::size_t>(r)] = g;
     members_[static_cast<std::size_t>(g)].push_back(r);
+  }
+}
+
+Topology::Topology(std::vector<int> group_of, int group_size, Placement placement, Link intra, Link inter,
+                   double reduce_rate)
+    : Topology(static_cast<int>(group_of.size()), group_size, Placement::block, intra, inter, reduce_rate) {
+  placement_ = placement;
+  std::map<int, int> dense;  // given id -> 0, 1, … in order of first appearance
+  members_.clear();
+  for (std::size_t r = 0; r < group_of.size(); ++r) {
+    const auto [it, added] = dense.emplace(group_of[r], static_cast<int>(dense.size()));
+    if (added) members_.emplace_back();
+    group_of_[r] = it->second;
+    members_[static_cast<std::size_t>(it->second)].push_back(static_cast<int>(r));
+  }
+  for (const auto& members : members_) {
+    require(static_cast<int>(members.size()) <= group_size_, "a group of {} ranks, more than the group size {}",
+            members.size(), group_size_);
   }
 }
 

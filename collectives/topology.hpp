@@ -24,7 +24,10 @@
 
 namespace taihu::collectives {
 
-enum class Placement { block, round_robin };
+// block and round_robin place ranks by formula; random is drawn by the
+// simulator's networks (nodes drawn from a whole machine, simulator/network.hpp),
+// which then give each rank's group explicitly.
+enum class Placement { block, round_robin, random };
 enum class LinkClass { intra, inter };
 
 struct Link {
@@ -37,6 +40,10 @@ class Topology {
  public:
   // `group_size` <= 0 means one group of all ranks.
   Topology(int ranks, int group_size, Placement placement, Link intra, Link inter,
+           double reduce_rate = 0.0);
+  // Rank r in group `group_of[r]` (any ids; renumbered 0, 1, … in order of
+  // first appearance), groups of at most `group_size` ranks.
+  Topology(std::vector<int> group_of, int group_size, Placement placement, Link intra, Link inter,
            double reduce_rate = 0.0);
   // All ranks in one group, every link `link`.
   static Topology uniform(int ranks, Link link = {}, double reduce_rate = 0.0);

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "core/common/check.hpp"
+#include "core/common/random.hpp"
 
 namespace taihu::simulator {
 
@@ -72,17 +74,33 @@ double Network::work(int rank, double seconds, double t) {
 }
 
 double Network::reduce(int rank, double bytes, double t) {
-  if (host_cores_ == 0 || reduce_rate_ <= 0) return t + reduce_time(bytes);
-  return cpu_job(node_of(rank) / host_nodes_, bytes * reduce_cost_, t);
+  const double seconds = reduce_time(bytes);
+  if (host_cores_ == 0 || seconds <= 0) return t + seconds;
+  return cpu_job(node_of(rank) / host_nodes_, seconds / core_share_, t);
 }
 
-void Network::place(int ranks, int group_nodes, collectives::Placement placement, bool derive_topology) {
+void Network::place(int ranks, int group_nodes, collectives::Placement placement, int machine_nodes,
+                    bool derive_topology) {
   require(ranks >= 1 && group_nodes >= 1, "network: {} ranks in groups of {}", ranks, group_nodes);
   node_of_.resize(static_cast<std::size_t>(ranks));
   const int groups = (ranks + group_nodes - 1) / group_nodes;
-  for (int r = 0; r < ranks; ++r) {
-    node_of_[static_cast<std::size_t>(r)] =
-        placement == collectives::Placement::block ? r : (r % groups) * group_nodes + r / groups;
+  if (placement == collectives::Placement::random) {
+    require(machine_nodes >= ranks, "network: {} ranks drawn from a machine of {} nodes", ranks, machine_nodes);
+    // The first `ranks` places of a Fisher-Yates shuffle of the machine's
+    // nodes: a uniform draw without repeats, from our own generator so that
+    // every platform draws the same nodes.
+    std::vector<int> nodes(static_cast<std::size_t>(machine_nodes));
+    std::iota(nodes.begin(), nodes.end(), 0);
+    Rng rng(placement_seed_);
+    for (std::size_t r = 0; r < node_of_.size(); ++r) {
+      std::swap(nodes[r], nodes[r + rng.below(nodes.size() - r)]);
+      node_of_[r] = nodes[r];
+    }
+  } else {
+    for (int r = 0; r < ranks; ++r) {
+      node_of_[static_cast<std::size_t>(r)] =
+          placement == collectives::Placement::block ? r : (r % groups) * group_nodes + r / groups;
+    }
   }
   if (!derive_topology) return;
   // Lone-message costs inside a group (nodes 0, 1) and across (0, group_nodes).
@@ -98,7 +116,14 @@ void Network::place(int ranks, int group_nodes, collectives::Placement placement
   const int last = *std::max_element(node_of_.begin(), node_of_.end());
   const collectives::Link intra = group_nodes > 1 && last >= 1 ? lone(0, 1) : collectives::Link{};
   const collectives::Link inter = last >= group_nodes ? lone(0, group_nodes) : intra;
-  topology_ = std::make_unique<collectives::Topology>(ranks, group_nodes, placement, intra, inter, reduce_rate_);
+  if (placement != collectives::Placement::random) {
+    topology_ = std::make_unique<collectives::Topology>(ranks, group_nodes, placement, intra, inter, reduce_rate_);
+    return;
+  }
+  std::vector<int> group_of(node_of_.size());
+  for (std::size_t r = 0; r < node_of_.size(); ++r) group_of[r] = node_of_[r] / group_nodes;
+  topology_ =
+      std::make_unique<collectives::Topology>(std::move(group_of), group_nodes, placement, intra, inter, reduce_rate_);
 }
 
 Route Network::route_between(int from, int to) const {
@@ -207,9 +232,12 @@ int positive_int(const config::Section& s, const char* key) {
   return v;
 }
 
-collectives::Placement read_placement(const config::Section& s) {
-  return s.get_choice("placement", {"block", "round_robin"}, "block") == "block" ? collectives::Placement::block
-                                                                                : collectives::Placement::round_robin;
+collectives::Placement read_formula_placement(const config::Section& s) {
+  const auto placement = s.get_choice("placement", {"block", "round_robin", "random"}, "block");
+  if (placement == "random") {
+    throw s.error("placement", "random needs a machine to draw from: model = tree or dragonfly");
+  }
+  return placement == "block" ? collectives::Placement::block : collectives::Placement::round_robin;
 }
 
 // Per-level list: one value for all levels, or exactly `levels` values.
@@ -257,7 +285,7 @@ class ClassesNetwork final : public Network {
       add_link("node" + std::to_string(n) + ".out", nic);
       add_link("node" + std::to_string(n) + ".in", nic);
     }
-    place(topology.ranks(), topology.ranks(), collectives::Placement::block, false);
+    place(topology.ranks(), topology.ranks(), collectives::Placement::block, 0, false);
     set_topology(topology);  // the collectives see the given groups and placement
   }
 
@@ -303,10 +331,23 @@ class TreeNetwork final : public Network {
     }
     read_common(s);
     const auto placement = read_placement(s);
-    // Nodes used: block fills 0 … P-1; round-robin spreads over the groups used.
+    // Nodes with links: block fills 0 … P-1; round-robin spreads over the
+    // groups used; random draws from the whole machine.
     const int g1 = sizes[0];
     const int groups = (ranks + g1 - 1) / g1;
     nodes_ = placement == collectives::Placement::block ? ranks : groups * g1;
+    if (placement == collectives::Placement::random && !s.has("nodes")) {
+      throw s.error("placement", "random draws from the machine's nodes: set nodes");
+    }
+    if (s.has("nodes")) {
+      const int machine = positive_int(s, "nodes");
+      if (machine < nodes_) {
+        throw s.error("nodes", "a machine of " + std::to_string(machine) + " nodes cannot hold " +
+                                   std::to_string(ranks) + " ranks placed " +
+                                   s.get_or<std::string>("placement", "block"));
+      }
+      if (placement == collectives::Placement::random) nodes_ = machine;
+    }
     for (int n = 0; n < nodes_; ++n) {
       add_link("node" + std::to_string(n) + ".up", node_bandwidth_, burst, peak);
       add_link("node" + std::to_string(n) + ".down", node_bandwidth_, burst, peak);
@@ -320,7 +361,7 @@ class TreeNetwork final : public Network {
         add_link(name + ".down", uplink[k]);
       }
     }
-    place(ranks, g1, placement);
+    place(ranks, g1, placement, nodes_);
   }
 
  protected:
@@ -372,7 +413,7 @@ class DragonflyNetwork final : public Network {
     base_latency_ = non_negative(s, "latency", 1e-6);
     hop_latency_ = non_negative(s, "hop_latency", 1e-7);
     flow_ = burst > 0 ? peak : node_bw;
-    reduce_rate_ = non_negative(s, "reduce_rate", 0.0);
+    read_reduction(s);
     contention_ = s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
     if (burst > 0 && contention_ != Contention::fifo) throw s.error("node_burst", "needs contention = fifo");
     rendezvous_bytes_ = non_negative(s, "rendezvous_bytes", 0.0);
@@ -395,7 +436,7 @@ class DragonflyNetwork final : public Network {
     for (int g = 0; g < groups_; ++g) {
       for (int h = 0; h < groups_; ++h) add_link("global" + std::to_string(g) + "-" + std::to_string(h), global_bw);
     }
-    place(ranks, group_nodes, placement);
+    place(ranks, group_nodes, placement, nodes);
   }
 
  protected:
@@ -437,7 +478,7 @@ class DragonflyNetwork final : public Network {
 };
 
 void TreeNetwork::read_common(const config::Section& s) {
-  reduce_rate_ = non_negative(s, "reduce_rate", 0.0);
+  read_reduction(s);
   contention_ = s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
   if (s.has("node_burst") && s.get<double>("node_burst") > 0 && contention_ != Contention::fifo)
     throw s.error("node_burst", "needs contention = fifo");
@@ -446,6 +487,29 @@ void TreeNetwork::read_common(const config::Section& s) {
 }
 
 }  // namespace
+
+collectives::Placement Network::read_placement(const config::Section& s) {
+  const auto placement = s.get_choice("placement", {"block", "round_robin", "random"}, "block");
+  if (s.has("placement_seed")) {
+    if (placement != "random") throw s.error("placement_seed", "only with placement = random");
+    const auto seed = s.get<long long>("placement_seed");
+    if (seed < 0) throw s.error("placement_seed", "must not be negative");
+    placement_seed_ = static_cast<std::uint64_t>(seed);
+  }
+  if (placement == "random") return collectives::Placement::random;
+  return placement == "block" ? collectives::Placement::block : collectives::Placement::round_robin;
+}
+
+void Network::read_reduction(const config::Section& s) {
+  reduce_rate_ = non_negative(s, "reduce_rate", 0.0);
+  small_reduce_bytes_ = non_negative(s, "small_reduce_bytes", 0.0);
+  if (small_reduce_bytes_ > 0) {
+    if (!s.has("small_reduce_rate")) throw s.error("small_reduce_rate", "is required with small_reduce_bytes");
+    small_reduce_rate_ = positive(s, "small_reduce_rate", 1.0);
+  } else if (s.has("small_reduce_rate")) {
+    throw s.error("small_reduce_rate", "only with small_reduce_bytes > 0");
+  }
+}
 
 void Network::read_hosts(const config::Section& s) {
   const int cores = s.get_or<int>("host_cores", 0);
@@ -472,7 +536,6 @@ void Network::read_hosts(const config::Section& s) {
   const double crypto = tls ? 1.0 / tls_rate : 0.0;
   send_cost_ = ((send > 0 ? 1.0 / send : 0.0) + crypto) / share;
   receive_cost_ = ((receive > 0 ? 1.0 / receive : 0.0) + crypto) / share;
-  reduce_cost_ = reduce_rate_ > 0 ? 1.0 / (reduce_rate_ * share) : 0.0;
   const int nodes = *std::max_element(node_of_.begin(), node_of_.end()) + 1;
   core_busy_.assign(static_cast<std::size_t>((nodes + per_host - 1) / per_host),
                     std::vector<std::vector<std::pair<double, double>>>(static_cast<std::size_t>(cores)));
@@ -496,7 +559,8 @@ std::unique_ptr<Network> Network::from_config(const config::Section& s, int rank
   if (group_size < 1) throw s.error("group_size", "must be at least 1");
   collectives::Link intra{non_negative(s, "intra_latency", 1e-6), positive(s, "intra_bandwidth", 12e9)};
   collectives::Link inter{non_negative(s, "inter_latency", intra.latency), positive(s, "inter_bandwidth", intra.bandwidth)};
-  const collectives::Topology topology(ranks, group_size, read_placement(s), intra, inter, non_negative(s, "reduce_rate", 0.0));
+  const collectives::Topology topology(ranks, group_size, read_formula_placement(s), intra, inter,
+                                       non_negative(s, "reduce_rate", 0.0));
   const auto contention =
       s.get_choice("contention", {"none", "fifo"}, "fifo") == "none" ? Contention::none : Contention::fifo;
   network = std::make_unique<ClassesNetwork>(topology, contention, non_negative(s, "rendezvous_bytes", 0.0),

@@ -21,7 +21,11 @@
 //     and reserves on send, not when the head reaches the hop.
 //   Messages larger than `rendezvous_bytes` pay `rendezvous_latency` more
 //   (MPI's eager -> rendezvous switch; sw26010.md §4.2: µs below 2 KB, ms above).
-// The receiving rank adds received bytes at `reduce_rate` (γ = 1 / rate).
+// The receiving rank adds received bytes at `reduce_rate` (γ = 1 / rate);
+//   a message of fewer than `small_reduce_bytes` is added at
+//   `small_reduce_rate` instead (an adder with a start-up cost that falls back
+//   to a plainer path for small blocks: swCaffe's CPE adder sums fewer than
+//   32K floats on the MPE, sw26010.md §7.1).
 //
 // Token-bucket links (contention = fifo; tree and dragonfly node links:
 //   node_burst, node_peak_bandwidth): a shaper such as Linux tc tbf or a
@@ -77,12 +81,18 @@
 //               minimal routing: local hop to the gateway router, global hop,
 //               local hop); node_bandwidth, local_bandwidth, global_bandwidth,
 //               hop_latency (per router traversed), latency (base).
-// Common keys: reduce_rate (bytes/s, 0 = free), contention = none | fifo,
-//   rendezvous_bytes, rendezvous_latency, placement = block | round_robin,
+// Common keys: reduce_rate (bytes/s, 0 = free), small_reduce_bytes,
+//   small_reduce_rate, contention = none | fifo, rendezvous_bytes,
+//   rendezvous_latency, placement = block | round_robin | random, placement_seed,
 //   host_cores, host_nodes, host_core_share, send_cpu_rate, receive_cpu_rate,
 //   tls = off | on, tls_cpu_rate (host CPUs, above)
 //   (round_robin deals ranks over the level-1 groups actually used, like
-//   sync::Topology's round_robin; block fills group after group).
+//   sync::Topology's round_robin; block fills group after group; random
+//   draws the ranks' nodes from the whole machine, as a batch scheduler does
+//   on a busy machine: tree needs `nodes`, the machine's node count (with any
+//   placement, a bound on the ranks), and
+//   dragonfly draws from its `groups`; `placement_seed` (default 1) picks the
+//   draw, the same on every platform).
 // The collectives see the network as a sync::Topology: groups = level-1
 // groups (tree), routers' groups (dragonfly); intra/inter links are the
 // lone-message costs inside a group and across groups.
@@ -131,7 +141,10 @@ class Network {
   void set_contention(Contention c) { contention_ = c; }
   // The collectives' view: groups, placement, lone-message link classes, γ.
   const collectives::Topology& topology() const { return *topology_; }
-  double reduce_time(double bytes) const { return reduce_rate_ > 0 ? bytes / reduce_rate_ : 0.0; }
+  double reduce_time(double bytes) const {
+    if (bytes < small_reduce_bytes_) return bytes / small_reduce_rate_;
+    return reduce_rate_ > 0 ? bytes / reduce_rate_ : 0.0;
+  }
   // When rank `rank` has reduced `bytes` received bytes, starting at t: t + γ·bytes,
   // or later where the reduction waits for a core of its host (host CPUs).
   double reduce(int rank, double bytes, double t);
@@ -170,14 +183,23 @@ class Network {
   std::uint32_t add_link(std::string name, double bandwidth, double burst = 0, double peak = 0);
   // Reads the host-CPU keys (see the top); every model calls it after contention is known.
   void read_hosts(const config::Section& section);
-  // Rank -> node by placement over groups of `group_nodes` nodes; sets the
-  // collectives' Topology from two lone-message routes (inside, across).
-  void place(int ranks, int group_nodes, collectives::Placement placement, bool derive_topology = true);
+  // Reads placement and placement_seed (see the top).
+  collectives::Placement read_placement(const config::Section& section);
+  // Reads reduce_rate, small_reduce_bytes and small_reduce_rate.
+  void read_reduction(const config::Section& section);
+  // Rank -> node by placement over groups of `group_nodes` nodes (random: drawn
+  // from `machine_nodes`); sets the collectives' Topology from two
+  // lone-message routes (inside, across).
+  void place(int ranks, int group_nodes, collectives::Placement placement, int machine_nodes = 0,
+             bool derive_topology = true);
   void set_topology(const collectives::Topology& topology) { topology_ = std::make_unique<collectives::Topology>(topology); }
 
   std::string model_;
   Contention contention_ = Contention::fifo;
   double reduce_rate_ = 0;
+  double small_reduce_bytes_ = 0;  // 0: one rate for every size
+  double small_reduce_rate_ = 0;
+  std::uint64_t placement_seed_ = 1;
   double rendezvous_bytes_ = 0;    // 0: no rendezvous surcharge
   double rendezvous_latency_ = 0;
 
@@ -204,7 +226,7 @@ class Network {
   int host_cores_ = 0;  // 0: CPUs not modelled
   int host_nodes_ = 1;
   // Seconds of a job per byte (TLS included, host_core_share applied).
-  double send_cost_ = 0, receive_cost_ = 0, reduce_cost_ = 0;
+  double send_cost_ = 0, receive_cost_ = 0;
   double core_share_ = 1;
   // Per host, per core: busy intervals [start, end), sorted, none ending
   // before the last send's time (reductions are booked ahead, at their

@@ -88,7 +88,9 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
   if (!(bucket_mb >= 0)) throw sync_section.error("bucket_mb", "must not be negative");
   p.bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
   p.algorithm = sync_section.get_choice(
-      "algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical", "direct", "pipelined_ring"}, "auto");
+      "algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical", "direct", "pipelined_ring",
+                  "reduce_broadcast"},
+      "auto");
   p.step_timeout = sync_section.get_or<double>("step_timeout", 60.0);
   if (!(p.step_timeout > 0)) throw sync_section.error("step_timeout", "must be positive");
   p.compute_slots = sync_section.get_or<int>("compute_slots", 0);

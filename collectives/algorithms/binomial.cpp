@@ -56,6 +56,16 @@ Schedule binomial_broadcast(int ranks, std::size_t elements, int root) {
   return s;
 }
 
+Schedule reduce_broadcast_allreduce(int ranks, std::size_t elements) {
+  Schedule s(Collective::allreduce, Algorithm::reduce_broadcast, ranks, elements);
+  std::vector<int> members(static_cast<std::size_t>(ranks));
+  std::iota(members.begin(), members.end(), 0);
+  detail::append_binomial_reduce(s, members, 0, {0, elements});
+  detail::append_binomial_broadcast(s, members, 0, {0, elements});
+  s.finalize();
+  return s;
+}
+
 }  // namespace taihu::collectives
 
 namespace taihu::collectives {

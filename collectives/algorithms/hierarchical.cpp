@@ -27,6 +27,7 @@ Schedule make_allreduce(Algorithm algorithm, const Topology& topology, std::size
     case Algorithm::hierarchical: return hierarchical_allreduce(topology, elements);
     case Algorithm::direct: return direct_allreduce(topology.ranks(), elements);
     case Algorithm::pipelined_ring: return pipelined_ring_allreduce(topology.ranks(), elements);
+    case Algorithm::reduce_broadcast: return reduce_broadcast_allreduce(topology.ranks(), elements);
     case Algorithm::binomial:
     case Algorithm::scatter_allgather: break;
   }

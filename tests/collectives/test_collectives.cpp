@@ -25,7 +25,7 @@ using Buffers = std::vector<std::vector<float>>;
 
 constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
                                               Algorithm::hierarchical, Algorithm::direct,
-                                              Algorithm::pipelined_ring};
+                                              Algorithm::pipelined_ring, Algorithm::reduce_broadcast};
 
 // Small integers: every partial sum is exact in float, so any summation
 // order must give exactly the plain sum.
@@ -45,6 +45,15 @@ Buffers random_inputs(int p, std::size_t n, unsigned seed) {
     for (auto& x : buffer) x = normal(rng) * 100.0f;
   }
   return b;
+}
+
+// Element-wise float sum over ranks (exact on integer_inputs).
+std::vector<float> plain_sum(const Buffers& b) {
+  std::vector<float> sum(b[0].size(), 0.0f);
+  for (const auto& x : b) {
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += x[i];
+  }
+  return sum;
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -119,6 +128,7 @@ std::vector<float> promised_sum(Algorithm a, const Topology& t, const Buffers& x
       for (int g = 0; g < t.groups(); ++g) leaders.push_back(binomial_sum(pick(t.members(g)), 0));
       return butterfly(leaders);
     }
+    case Algorithm::reduce_broadcast: return binomial_sum(x, 0);
     case Algorithm::binomial:
     case Algorithm::scatter_allgather: break;
   }
@@ -209,14 +219,28 @@ TEST_SUITE("collectives") {
         const Topology t(7, group, placement, Link{}, Link{}, 0);
         for (auto a : {Algorithm::topology_aware, Algorithm::hierarchical}) {
           auto b = integer_inputs(7, 50);
-          std::vector<float> expected(50, 0.0f);
-          for (const auto& x : b) {
-            for (std::size_t i = 0; i < 50; ++i) expected[i] += x[i];
-          }
+          const auto expected = plain_sum(b);
           execute(make_allreduce(a, t, 50), b, 5);
           for (const auto& x : b) CHECK(x == expected);
         }
       }
+    }
+    // Groups given rank by rank (as a random draw of nodes gives them): uneven,
+    // not contiguous, ids renumbered in order of first appearance.
+    const Topology drawn(std::vector<int>{40, 7, 40, 3, 7, 40, 12}, 4, Placement::random, Link{}, Link{}, 0);
+    CHECK(drawn.groups() == 4);
+    CHECK(drawn.group_of(0) == 0);
+    CHECK(drawn.group_of(1) == 1);
+    CHECK(drawn.members(0) == std::vector<int>{0, 2, 5});
+    CHECK(drawn.same_group(1, 4));
+    CHECK(!drawn.same_group(3, 6));
+    CHECK_THROWS_AS(Topology(std::vector<int>{1, 1, 1}, 2, Placement::random, Link{}, Link{}, 0), Error);
+    for (auto a : allreduce_algorithms) {
+      CAPTURE(name(a));
+      auto b = integer_inputs(7, 50);
+      const auto expected = plain_sum(b);
+      execute(make_allreduce(a, drawn, 50), b, 5);
+      for (const auto& x : b) CHECK(x == expected);
     }
   }
 

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 
 #include "simulator/engine.hpp"
@@ -206,6 +207,54 @@ TEST_SUITE("sim") {
     CHECK(time_without_actors(aware, *classes).seconds == predict(aware, t).seconds);
   }
 
+  TEST_CASE("random placement: distinct nodes drawn from the machine by the seed; the collectives see their groups") {
+    const std::string machine = "[network]\ngroup_sizes = 4\nnodes = 64\nnode_bandwidth = 1e9\nlatency = 1 2\n"
+                                "placement = random\n";
+    auto a = tree(machine, 12);
+    auto again = tree(machine, 12);
+    auto other = tree(machine + "placement_seed = 7\n", 12);
+    std::set<int> nodes;
+    bool same = true, differs = false, beyond_block = false;
+    for (int r = 0; r < 12; ++r) {
+      nodes.insert(a->node_of(r));
+      same = same && a->node_of(r) == again->node_of(r);
+      differs = differs || a->node_of(r) != other->node_of(r);
+      beyond_block = beyond_block || a->node_of(r) >= 12;
+      CHECK(a->node_of(r) < 64);
+    }
+    CHECK(nodes.size() == 12);  // no node twice
+    CHECK(same);                // a seed is one draw, on every platform (our own generator)
+    CHECK(differs);
+    CHECK(beyond_block);
+    // Groups are the level-1 groups of the nodes drawn; routes follow them.
+    for (int r = 0; r < 12; ++r) {
+      for (int q = 0; q < 12; ++q) {
+        const bool together = a->node_of(r) / 4 == a->node_of(q) / 4;
+        CHECK(a->topology().same_group(r, q) == together);
+        if (r != q) CHECK(a->route_between(r, q).latency == (together ? 1 : 2));
+      }
+    }
+    CHECK(a->topology().placement() == Placement::random);
+    // Every allreduce still sums: the topology-aware order over uneven groups included.
+    for (Algorithm alg : {Algorithm::topology_aware, Algorithm::hierarchical, Algorithm::reduce_broadcast}) {
+      CHECK(time_without_actors(make_allreduce(alg, a->topology(), 1200), *a).seconds > 0);
+    }
+  }
+
+  TEST_CASE("reductions of small messages run at small_reduce_rate") {
+    auto net = tree("[network]\ngroup_sizes = 2\nnode_bandwidth = 1e9\nreduce_rate = 4e9\n"
+                    "small_reduce_bytes = 1000\nsmall_reduce_rate = 1e9\n",
+                    2);
+    CHECK(net->reduce_time(999) == 999 / 1e9);
+    CHECK(net->reduce_time(1000) == 1000 / 4e9);
+    CHECK(net->reduce(0, 500, 1.0) == 1.0 + 500 / 1e9);
+    // A ring of 2 ranks reduces one chunk each: 400 B (small) against 4000 B (not).
+    auto time = [&](std::size_t floats) { return time_without_actors(ring_allreduce(2, floats), *net).seconds; };
+    const double transfer = 1e-6;  // the default latency, once per step
+    CHECK(time(200) == doctest::Approx(2 * (transfer + 400 / 1e9) + 400 / 1e9));
+    CHECK(time(2000) == doctest::Approx(2 * (transfer + 4000 / 1e9) + 4000 / 4e9));
+  }
+
   TEST_CASE("the engine times only the sends an executor makes, and checks them against the steps") {
     auto network = Network::from_topology(Topology::uniform(2, Link{1e-6, 1e9}), Contention::none);
     const Schedule s = ring_allreduce(2, 100);  // rank r sends chunk r, then receives the other back
@@ -330,5 +379,14 @@ TEST_SUITE("sim") {
           std::string::npos);
     CHECK(message("node_bandwidth = 1e9\nhost_cores = 2\ncontention = none\n").find("host_cores") !=
           std::string::npos);
+    // Random placement needs the machine, which must hold the ranks.
+    CHECK(message("node_bandwidth = 1e9\nplacement = random\n").find("nodes") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nplacement = random\nnodes = 3\n").find("net.ini:5") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nplacement_seed = 3\n").find("placement_seed") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nsmall_reduce_bytes = 10\n").find("small_reduce_rate") != std::string::npos);
+    CHECK(message("node_bandwidth = 1e9\nsmall_reduce_rate = 1e9\n").find("small_reduce_rate") != std::string::npos);
+    const auto classes = taihu::testing::error_message<ConfigError>(
+        [&] { tree("[network]\nmodel = classes\nplacement = random\n", 4); });
+    CHECK(classes.find("placement") != std::string::npos);
   }
 }

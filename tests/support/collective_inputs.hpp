@@ -20,7 +20,7 @@ using Buffers = std::vector<std::vector<float>>;  // by rank
 inline constexpr collectives::Algorithm allreduce_algorithms[] = {
     collectives::Algorithm::ring, collectives::Algorithm::rabenseifner, collectives::Algorithm::topology_aware,
     collectives::Algorithm::hierarchical, collectives::Algorithm::direct,
-    collectives::Algorithm::pipelined_ring};
+    collectives::Algorithm::pipelined_ring, collectives::Algorithm::reduce_broadcast};
 
 // Groups of 2 make topology-aware and hierarchical differ from Rabenseifner.
 inline collectives::Topology test_topology(int p) {
