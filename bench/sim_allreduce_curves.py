@@ -2,6 +2,12 @@
 """taihu-sim against TH Fig. 7.7: the network model's calibration set (issue 52 item 3).
 
   sim_allreduce_curves.py BUILD_DIR [TOPOLOGY] [-- key=value ...]
+  sim_allreduce_curves.py --fit
+
+--fit derives the fitted values from the readings by closed forms of the two algorithms (no
+simulation): the per-message cost above 2 KB and the CPE adder's rate from Topawa's 21 readings
+(the smallest worst relative error, the criterion they are checked by), then the MPE's rate from MPI_Allreduce's (the middle
+of its interval), with the topology file's other values as they are.
 
 Simulates the allreduces of shared/reference/sw26010.md §7.4 (0.5 to 512 MB on 256, 512 and
 1024 nodes, placed on random supernodes as in the published runs: network.placement=random) on
@@ -15,7 +21,7 @@ can be tried before it goes into the topology file. The published curves and wha
   - SWMPI's MPI_Allreduce, 0.25-0.45 GB/s over the whole range: reduce_broadcast (binomial reduce
     and broadcast of the whole buffer) with every sum on the MPE at MPE_REDUCE_RATE, the one value
     fitted on these readings. Which algorithm SWMPI runs is not published; this one is chosen
-    because its fitted MPE rate is one an MPE loop can reach (2.67 GB/s, under the 6.6 GB/s of
+    because its fitted MPE rate is one an MPE loop can reach (3.91 GB/s, under the 6.6 GB/s of
     its SIMD copy path), where Rabenseifner would need 0.19 GB/s to be this slow.
   - ring (Baidu-style, CPE adder): ring, predicted with nothing fitted on it: 0.05-0.5 GB/s below
     16-32 MB, 2.3 (1024 nodes) to 2.9 (256 / 512 nodes) at 512 MB.
@@ -35,7 +41,7 @@ TOPAWA = {0.5: 1.1, 1: 1.6, 2: 2.0, 4: 2.5, 16: 2.8, 64: 3.0, 512: 3.0}
 MPI = (0.25, 0.45)
 # bytes/s: SWMPI's reduction on the MPE (sw26010.md §4.2), the one parameter fitted on the
 # MPI_Allreduce readings (see the docstring)
-MPE_REDUCE_RATE = 2.67e9
+MPE_REDUCE_RATE = 3.91e9
 
 
 def ring(size_mb, nodes):
@@ -65,8 +71,80 @@ def fmt(ref):
     return f"{ref:.2f}" if isinstance(ref, float) else f"{ref[0]:.2f}-{ref[1]:.2f}"
 
 
+# The topology file's values the fit takes as given (config/topologies/taihulight.ini)
+LINK_RATE = 5.9e9          # node_bandwidth
+EAGER_LATENCY = 2e-6       # latency across supernodes
+RENDEZVOUS_BYTES = 2048    # larger messages pay rendezvous_latency
+SMALL_REDUCE = (131072, 6.6e9)  # small_reduce_bytes, small_reduce_rate
+
+
+def minimax(rows):
+    """The x >= 0 (length 2) with the smallest worst relative error max |a.x - t| / t over rows
+    (a, t): the criterion the readings are checked by. The worst error is convex in x, and so is
+    its minimum over x[1] as a function of x[0]: nested ternary searches find it."""
+    def worst(x0, x1):
+        return max(abs(a[0] * x0 + a[1] * x1 - t) / t for a, t in rows)
+
+    def ternary(f, high):
+        low = 0.0
+        for _ in range(200):
+            m1, m2 = low + (high - low) / 3, high - (high - low) / 3
+            if f(m1) <= f(m2):
+                high = m2
+            else:
+                low = m1
+        return (low + high) / 2
+
+    # Each coordinate's range: what it takes to explain the largest reading alone.
+    high = [max(t / a[i] for a, t in rows if a[i] > 0) for i in range(2)]
+    best_x1 = lambda x0: ternary(lambda x1: worst(x0, x1), high[1])
+    x0 = ternary(lambda x0: worst(x0, best_x1(x0)), high[0])
+    x1 = best_x1(x0)
+    return (x0, x1), worst(x0, x1)
+
+
+def fit():
+    # Topawa with every step across supernodes: log2 p halving and log2 p doubling exchanges of
+    # c_k = n / 2^k bytes, each costing EAGER_LATENCY (+ alpha above 2 KB) + c_k / LINK_RATE; the halving sums
+    # c_k at the adder's rate, or on the MPE below 128 KB. Linear in (alpha, 1 / gamma).
+    rows = []
+    for size in SIZES_MB:
+        for p in NODES:
+            n = size * 1e6
+            steps = p.bit_length() - 1
+            t = 2 * (p - 1) * n / p / (TOPAWA[size] * 1e9)
+            fixed = adder = rendezvous = 0.0
+            for k in range(1, steps + 1):
+                c = n / 2 ** k
+                fixed += 2 * (EAGER_LATENCY + c / LINK_RATE)
+                rendezvous += 2 * (c > RENDEZVOUS_BYTES)
+                if c < SMALL_REDUCE[0]:
+                    fixed += c / SMALL_REDUCE[1]
+                else:
+                    adder += c
+            rows.append(([rendezvous, adder], t - fixed))
+    (alpha, inverse_gamma), worst = minimax(rows)
+    print(f"Topawa's worst relative error at the fit: {worst:.1%}")
+    print(f"rendezvous_latency = {alpha:.3g}   # seconds per message above 2 KB")
+    print(f"reduce_rate = {1 / inverse_gamma:.3g}   # the CPE adder, bytes/s")
+    # MPI_Allreduce as reduce_broadcast: log2 p reduce rounds (message, then the MPE's sum of n)
+    # and log2 p broadcast rounds; the middle of the published interval.
+    target = sum(MPI) / 2
+    ratios = []
+    for size in SIZES_MB:
+        for p in NODES:
+            n = size * 1e6
+            steps = p.bit_length() - 1
+            t = 2 * (p - 1) * n / p / (target * 1e9)
+            latency = EAGER_LATENCY + alpha * (n > RENDEZVOUS_BYTES)
+            ratios.append((t - 2 * steps * (latency + n / LINK_RATE)) / (steps * n))
+    print(f"MPE_REDUCE_RATE = {len(ratios) / sum(ratios):.3g}   # bytes/s, SWMPI's sums (this script)")
+
+
 def main():
     args = sys.argv[1:]
+    if args == ["--fit"]:
+        return fit()
     extra = args[args.index("--") + 1:] if "--" in args else []
     args = args[: args.index("--")] if "--" in args else args
     build = args[0]
