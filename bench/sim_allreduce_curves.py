@@ -6,8 +6,9 @@
 
 --fit derives the fitted values from the readings by closed forms of the two algorithms (no
 simulation): the per-message cost above 2 KB and the CPE adder's rate from Topawa's 21 readings
-(the smallest worst relative error, the criterion they are checked by), then the MPE's rate from MPI_Allreduce's (the middle
-of its interval), with the topology file's other values as they are.
+(the smallest worst relative error, the criterion they are checked by), then the MPE's rate
+from MPI_Allreduce's (its mean cost per byte puts them at the middle of their interval), with
+the topology file's other values as they are.
 
 Simulates the allreduces of shared/reference/sw26010.md §7.4 (0.5 to 512 MB on 256, 512 and
 1024 nodes, placed on random supernodes as in the published runs: network.placement=random) on
@@ -105,8 +106,9 @@ def minimax(rows):
 
 def fit():
     # Topawa with every step across supernodes: log2 p halving and log2 p doubling exchanges of
-    # c_k = n / 2^k bytes, each costing EAGER_LATENCY (+ alpha above 2 KB) + c_k / LINK_RATE; the halving sums
-    # c_k at the adder's rate, or on the MPE below 128 KB. Linear in (alpha, 1 / gamma).
+    # c_k = n / 2^k bytes, each costing EAGER_LATENCY (+ alpha above 2 KB) + c_k / LINK_RATE;
+    # the halving sums c_k at the adder's rate, or on the MPE below 128 KB. Linear in
+    # (alpha, 1 / gamma).
     rows = []
     for size in SIZES_MB:
         for p in NODES:

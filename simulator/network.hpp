@@ -90,12 +90,12 @@
 //   sync::Topology's round_robin; block fills group after group; random
 //   draws the ranks' nodes from the whole machine, as a batch scheduler does
 //   on a busy machine: tree needs `nodes`, the machine's node count (with any
-//   placement, a bound on the ranks), and
-//   dragonfly draws from its `groups`; `placement_seed` (default 1) picks the
-//   draw, the same on every platform).
+//   placement, a bound on the ranks), dragonfly draws from its `groups`;
+//   `placement_seed` (default 1) picks the draw, the same on every platform).
 // The collectives see the network as a sync::Topology: groups = level-1
 // groups (tree), routers' groups (dragonfly); intra/inter links are the
-// lone-message costs inside a group and across groups.
+// lone-message costs inside a group and across groups; γ is reduce_rate's
+// (the cost model that picks algorithms does not see small_reduce_rate).
 
 #include <array>
 #include <cstdint>
