@@ -53,11 +53,14 @@ struct Run {
   std::promise<SimResult> promise;
 };
 
-using Driver = caf::event_based_actor;
+// What the driver hears: the go (once every shard is spawned) and each
+// shard's Reduced; the shards' probe replies come back as continuations.
+using driver_actor = caf::typed_actor<caf::reacts_to<msg::ready_atom>, caf::reacts_to<msg::Reduced>>;
+using Driver = driver_actor::base;
 
 void stop(Driver* self, Run& run) {
   run.finished = true;
-  for (auto& shard : run.shards) self->send_exit(caf::actor_cast<caf::actor>(shard), caf::exit_reason::user_shutdown);
+  for (auto& shard : run.shards) self->send_exit(shard, caf::exit_reason::user_shutdown);
   run.shards.clear();
   run.engine.reset();  // its callbacks hold the Run
   self->quit();
@@ -137,7 +140,7 @@ void pump(Driver* self, const std::shared_ptr<Run>& run) {
   }
 }
 
-caf::behavior driver(Driver* self, std::shared_ptr<Run> run) {
+driver_actor::behavior_type driver(Driver* self, std::shared_ptr<Run> run) {
   self->set_down_handler([self, run](caf::down_msg& down) {
     if (!run->finished) fail(self, *run, "a shard stopped: " + caf::to_string(down.reason));
   });
@@ -145,8 +148,10 @@ caf::behavior driver(Driver* self, std::shared_ptr<Run> run) {
       [self, run](msg::ready_atom) {
         const std::uint32_t bucket = run->options.bucket;
         for (auto& shard : run->shards) {
-          self->monitor(caf::actor_cast<caf::actor>(shard));
-          self->send(shard, msg::ShardInit{bucket, {}, caf::actor_cast<caf::actor>(self)});  // the router takes all
+          self->monitor(shard);
+          // No peers: the router takes every chunk. The owner travels untyped
+          // (ShardInit is shared with the cluster's messages).
+          self->send(shard, msg::ShardInit{bucket, {}, caf::actor_cast<caf::actor>(self)});
         }
         simulator::Engine::Callbacks callbacks;
         callbacks.start = [self, run, bucket](int rank) {
