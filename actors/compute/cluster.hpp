@@ -80,6 +80,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/compute/gate.hpp"
 #include "core/config/config.hpp"
 #include "core/common/error.hpp"
 #include "transport/tls.hpp"
@@ -191,6 +192,6 @@ int run_node(const NodeOptions& options);
 // A node in `system` beside its coordinator, joining at `gate` (the gate actor
 // itself: no control port between them). Its exit code is the run's, which
 // the coordinator reports.
-void spawn_own_node(caf::actor_system& system, const NodeOptions& options, caf::actor gate);
+void spawn_own_node(caf::actor_system& system, const NodeOptions& options, gate_actor gate);
 
 }  // namespace taihu::compute

@@ -79,7 +79,7 @@ class ClusterMembers {
   std::vector<Node> nodes_;  // by node index (the order of admission)
   std::vector<bool> placed_;  // took part in the last generation
   int generation_ = 0;
-  caf::actor gate_;
+  gate_actor gate_;
   std::shared_ptr<transport::Gatekeeper> gatekeeper_;
   std::uint16_t port_ = 0;
 };

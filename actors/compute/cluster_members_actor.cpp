@@ -25,12 +25,13 @@ struct GateState {
   static inline const char* name = "taihu.gate";
   int capacity = 0;
   std::string build;                  // the coordinator's; nodes of another are refused
-  caf::actor coordinator;             // gets NodeJoined per admitted node
+  join_listener coordinator;          // gets NodeJoined per admitted node
   std::vector<std::string> admitted;  // by node index, ever ("": never given)
   int live = 0;                       // admitted and not reported gone
 };
 
-caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, std::string build, caf::actor coordinator) {
+gate_actor::behavior_type gate(gate_actor::stateful_pointer<GateState> self, int capacity, std::string build,
+                               join_listener coordinator) {
   self->state.capacity = capacity;
   self->state.build = std::move(build);
   self->state.coordinator = std::move(coordinator);
@@ -75,7 +76,9 @@ caf::behavior gate(caf::stateful_actor<GateState>* self, int capacity, std::stri
 }  // namespace
 
 void ClusterMembers::open(caf::event_based_actor* self) {
-  gate_ = self->spawn(gate, settings_.nodes, settings_.build, caf::actor_cast<caf::actor>(self));
+  // The coordinator's behaviour is dynamically typed: its handle is cast to
+  // the one message the gate sends it.
+  gate_ = self->spawn(gate, settings_.nodes, settings_.build, caf::actor_cast<join_listener>(self));
   try {
     transport::GatekeeperOptions options;
     options.what = "coordinator control port";
@@ -88,7 +91,7 @@ void ClusterMembers::open(caf::event_based_actor* self) {
     gatekeeper_ = serve_control_port(self->system(), gate_, std::move(options));
   } catch (const transport::NetError& e) {
     self->send_exit(gate_, caf::exit_reason::user_shutdown);
-    gate_ = nullptr;
+    gate_ = gate_actor{};
     raise<ClusterError>("coordinator: {}", e.what());
   }
   port_ = gatekeeper_->port();
@@ -257,7 +260,7 @@ void ClusterMembers::stop(caf::event_based_actor* self, const msg::RunEnded& end
   }
   gatekeeper_.reset();  // no new connections
   if (gate_) self->send_exit(gate_, caf::exit_reason::user_shutdown);
-  gate_ = nullptr;
+  gate_ = gate_actor{};
 }
 
 }  // namespace taihu::compute

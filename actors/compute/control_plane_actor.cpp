@@ -22,7 +22,7 @@ caf::actor basp_broker(caf::actor_system& system) {
 
 }  // namespace
 
-std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const caf::actor& gate,
+std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const gate_actor& gate,
                                                     transport::GatekeeperOptions options) {
   auto& mm = system.middleman();
   const caf::actor basp = basp_broker(system);
@@ -54,12 +54,14 @@ JoinedControlPort join_control_port(caf::actor_system& system, const transport::
     throw;
   }
   caf::scoped_actor self{system};
-  caf::actor gate;
+  gate_actor gate;
   std::string error;
   self->request(basp_broker(system), std::chrono::seconds(30), caf::connect_atom_v, std::move(scribe), options.port)
       .receive(
           [&](caf::node_id&, caf::strong_actor_ptr& addr, std::set<std::string>&) {
-            gate = caf::actor_cast<caf::actor>(addr);
+            // BASP names the actor published at the port by its untyped
+            // address; the coordinator publishes its gate there, nothing else.
+            gate = caf::actor_cast<gate_actor>(addr);
           },
           [&](caf::error& e) { error = reason_text(system, e); });
   require<transport::NetError>(gate != nullptr, "the coordinator at {}:{} admitted this node but served no actor{}",

@@ -72,7 +72,7 @@ struct NodeState {
   NodeOptions options;
   std::string label;  // "node 1 'name'" for logs
   int index = -1;
-  caf::actor gate;
+  gate_actor gate;
   std::shared_ptr<std::promise<int>> exit_code;
 
   // The current cluster generation (ClusterSetup, then ClusterPeers).
@@ -345,7 +345,7 @@ caf::error failed(NodeAgent* self, std::string_view what, const std::exception& 
 
 // Asks the gate for this node's index first (the gate learns the agent from
 // the request), then serves the coordinator.
-caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name, caf::actor gate,
+caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name, gate_actor gate,
                          std::shared_ptr<std::promise<int>> exit_code) {
   auto& s = self->state;
   s.options = std::move(options);
@@ -459,7 +459,7 @@ int run_node(const NodeOptions& o) {
 
   // Reach the coordinator (it may start after us): the gatekeeper first,
   // where both sides prove the secret, then the gate actor behind it.
-  caf::actor gate;
+  gate_actor gate;
   NodeOptions node_options = o;  // its certificates kept only where the cluster uses them
   transport::GateClientOptions gate_options;
   gate_options.host = o.coordinator_host;
@@ -510,7 +510,7 @@ int run_node(const NodeOptions& o) {
   return code;
 }
 
-void spawn_own_node(caf::actor_system& system, const NodeOptions& options, caf::actor gate) {
+void spawn_own_node(caf::actor_system& system, const NodeOptions& options, gate_actor gate) {
   // Nobody waits for its exit code: the coordinator of this process reports the run.
   system.spawn(node_agent, options, options.name.empty() ? fmt::format("rank0-{}", ::getpid()) : options.name,
                std::move(gate), std::make_shared<std::promise<int>>());
