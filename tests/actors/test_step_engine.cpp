@@ -111,13 +111,6 @@ Buffers run_floats(const Schedule& schedule, const Buffers& inputs, SendMode mod
   return out;
 }
 
-std::vector<float> plain_sum(const Buffers& inputs) {
-  std::vector<float> sum(inputs[0].size(), 0.0f);
-  for (const auto& b : inputs)
-    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += b[i];
-  return sum;
-}
-
 // One iteration of the packed allgather: rank r starts with messages[r]; every
 // rank's slots afterwards, and the ranks (whose payloads are compared).
 Ranks<PackedSlots> run_packed(const std::vector<std::vector<float>>& messages, std::size_t capacity,

@@ -15,6 +15,7 @@
 #include "collectives/zero_copy.hpp"
 #include "core/common/error.hpp"
 #include "core/config/config.hpp"
+#include "tests/support/collective_inputs.hpp"
 
 using namespace taihu;
 using namespace taihu::collectives;
@@ -23,9 +24,9 @@ namespace {
 
 using Buffers = std::vector<std::vector<float>>;
 
-constexpr Algorithm allreduce_algorithms[] = {Algorithm::ring, Algorithm::rabenseifner, Algorithm::topology_aware,
-                                              Algorithm::hierarchical, Algorithm::direct,
-                                              Algorithm::pipelined_ring, Algorithm::reduce_broadcast};
+using testing::allreduce_algorithms;
+using testing::plain_sum;
+using testing::test_topology;
 
 // Small integers: every partial sum is exact in float, so any summation
 // order must give exactly the plain sum.
@@ -47,22 +48,10 @@ Buffers random_inputs(int p, std::size_t n, unsigned seed) {
   return b;
 }
 
-// Element-wise float sum over ranks (exact on integer_inputs).
-std::vector<float> plain_sum(const Buffers& b) {
-  std::vector<float> sum(b[0].size(), 0.0f);
-  for (const auto& x : b) {
-    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += x[i];
-  }
-  return sum;
-}
-
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-// Groups of 2 (block placement) make hierarchical and topology-aware differ
-// from plain Rabenseifner; unequal last groups for odd P.
-Topology test_topology(int p) { return Topology(p, 2, Placement::block, Link{1e-6, 12e9}, Link{2e-6, 3e9}, 10e9); }
 
 // The sums each algorithm promises (algorithms.hpp), recomputed on whole
 // vectors: the allreduce's output must have exactly these bits.
@@ -145,10 +134,7 @@ void check_allreduce(Algorithm a, int p, std::size_t n) {
   const auto schedule = make_allreduce(a, test_topology(p), n);
 
   auto ints = integer_inputs(p, n);
-  std::vector<float> expected(n, 0.0f);
-  for (const auto& b : ints) {
-    for (std::size_t i = 0; i < n; ++i) expected[i] += b[i];
-  }
+  const auto expected = plain_sum(ints);
   execute(schedule, ints, 1);
   for (int r = 0; r < p; ++r) REQUIRE(ints[static_cast<std::size_t>(r)] == expected);
 
@@ -203,10 +189,7 @@ TEST_SUITE("collectives") {
         CAPTURE(name(a));
         const auto schedule = make_allreduce(a, test_topology(p), 1000003);
         auto ints = integer_inputs(p, 1000003);
-        std::vector<float> expected(1000003, 0.0f);
-        for (const auto& b : ints) {
-          for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += b[i];
-        }
+        const auto expected = plain_sum(ints);
         execute(schedule, ints, 3);
         for (const auto& b : ints) REQUIRE(b == expected);
       }
@@ -287,9 +270,7 @@ TEST_SUITE("collectives") {
             }
           }
           auto ints = integer_inputs(p, n);
-          std::vector<float> expected(n, 0.0f);
-          for (const auto& b : ints)
-            for (std::size_t i = 0; i < n; ++i) expected[i] += b[i];
+          const auto expected = plain_sum(ints);
           execute(pipelined, ints, 5);
           for (const auto& b : ints) REQUIRE(b == expected);
           const auto inputs = random_inputs(p, n, 17);

@@ -48,6 +48,15 @@ inline Buffers random_inputs(int p, std::size_t n, std::uint64_t seed) {
   return b;
 }
 
+// Element-wise float sum over ranks: exact on integer_inputs, so every
+// allreduce, in any summation order, must give these bits.
+inline std::vector<float> plain_sum(const Buffers& inputs) {
+  std::vector<float> sum(inputs[0].size(), 0.0f);
+  for (const auto& b : inputs)
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += b[i];
+  return sum;
+}
+
 inline bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
 }
