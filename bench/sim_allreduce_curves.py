@@ -2,7 +2,7 @@
 """taihu-sim against TH Fig. 7.7: the network model's calibration set (issue 52 item 3).
 
   sim_allreduce_curves.py BUILD_DIR [TOPOLOGY] [-- key=value ...]
-  sim_allreduce_curves.py --fit
+  sim_allreduce_curves.py --fit [TOPOLOGY]
 
 --fit derives the fitted values from the readings by closed forms of the two algorithms (no
 simulation): the per-message cost above 2 KB and the CPE adder's rate from Topawa's 21 readings
@@ -29,6 +29,7 @@ can be tried before it goes into the topology file. The published curves and wha
 A reading within 15% of the published value (or inside a published interval widened by 15%)
 is marked ok.
 """
+import configparser
 import json
 import os
 import subprocess
@@ -72,11 +73,15 @@ def fmt(ref):
     return f"{ref:.2f}" if isinstance(ref, float) else f"{ref[0]:.2f}-{ref[1]:.2f}"
 
 
-# The topology file's values the fit takes as given (config/topologies/taihulight.ini)
-LINK_RATE = 5.9e9          # node_bandwidth
-EAGER_LATENCY = 2e-6       # latency across supernodes
-RENDEZVOUS_BYTES = 2048    # larger messages pay rendezvous_latency
-SMALL_REDUCE = (131072, 6.6e9)  # small_reduce_bytes, small_reduce_rate
+def network_keys(topology):
+    """The topology file's values the fit takes as given: its [network] section."""
+    parser = configparser.ConfigParser(inline_comment_prefixes=("#",))
+    parser.read(topology)
+    net = parser["network"]
+    return {"link_rate": float(net["node_bandwidth"]),
+            "eager_latency": float(net["latency"].split()[-1]),  # across supernodes
+            "rendezvous_bytes": float(net["rendezvous_bytes"]),
+            "small_reduce": (float(net["small_reduce_bytes"]), float(net["small_reduce_rate"]))}
 
 
 def minimax(rows):
@@ -104,9 +109,12 @@ def minimax(rows):
     return (x0, x1), worst(x0, x1)
 
 
-def fit():
+def fit(topology):
+    keys = network_keys(topology)
+    link_rate, eager_latency = keys["link_rate"], keys["eager_latency"]
+    rendezvous_bytes, small_reduce = keys["rendezvous_bytes"], keys["small_reduce"]
     # Topawa with every step across supernodes: log2 p halving and log2 p doubling exchanges of
-    # c_k = n / 2^k bytes, each costing EAGER_LATENCY (+ alpha above 2 KB) + c_k / LINK_RATE;
+    # c_k = n / 2^k bytes, each costing eager_latency (+ alpha above 2 KB) + c_k / link_rate;
     # the halving sums c_k at the adder's rate, or on the MPE below 128 KB. Linear in
     # (alpha, 1 / gamma).
     rows = []
@@ -118,10 +126,10 @@ def fit():
             fixed = adder = rendezvous = 0.0
             for k in range(1, steps + 1):
                 c = n / 2 ** k
-                fixed += 2 * (EAGER_LATENCY + c / LINK_RATE)
-                rendezvous += 2 * (c > RENDEZVOUS_BYTES)
-                if c < SMALL_REDUCE[0]:
-                    fixed += c / SMALL_REDUCE[1]
+                fixed += 2 * (eager_latency + c / link_rate)
+                rendezvous += 2 * (c > rendezvous_bytes)
+                if c < small_reduce[0]:
+                    fixed += c / small_reduce[1]
                 else:
                     adder += c
             rows.append(([rendezvous, adder], t - fixed))
@@ -138,20 +146,21 @@ def fit():
             n = size * 1e6
             steps = p.bit_length() - 1
             t = 2 * (p - 1) * n / p / (target * 1e9)
-            latency = EAGER_LATENCY + alpha * (n > RENDEZVOUS_BYTES)
-            ratios.append((t - 2 * steps * (latency + n / LINK_RATE)) / (steps * n))
+            latency = eager_latency + alpha * (n > rendezvous_bytes)
+            ratios.append((t - 2 * steps * (latency + n / link_rate)) / (steps * n))
     print(f"MPE_REDUCE_RATE = {len(ratios) / sum(ratios):.3g}   # bytes/s, SWMPI's sums (this script)")
 
 
 def main():
     args = sys.argv[1:]
-    if args == ["--fit"]:
-        return fit()
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    default_topology = os.path.join(src, "config/topologies/taihulight.ini")
+    if args[:1] == ["--fit"]:
+        return fit(args[1] if len(args) > 1 else default_topology)
     extra = args[args.index("--") + 1:] if "--" in args else []
     args = args[: args.index("--")] if "--" in args else args
     build = args[0]
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    topology = args[1] if len(args) > 1 else os.path.join(src, "config/topologies/taihulight.ini")
+    topology = args[1] if len(args) > 1 else default_topology
     # SWMPI's MPI_Allreduce: the same network, the whole reduction on the MPE
     runs = [(["topology_aware", "ring"], []),
             (["reduce_broadcast"], [f"network.reduce_rate={MPE_REDUCE_RATE}",

@@ -232,12 +232,33 @@ int positive_int(const config::Section& s, const char* key) {
   return v;
 }
 
-collectives::Placement read_formula_placement(const config::Section& s) {
+// placement and placement_seed (see network.hpp's top).
+struct PlacementKeys {
+  collectives::Placement placement = collectives::Placement::block;
+  std::uint64_t seed = 1;
+};
+PlacementKeys read_placement_keys(const config::Section& s) {
   const auto placement = s.get_choice("placement", {"block", "round_robin", "random"}, "block");
-  if (placement == "random") {
+  PlacementKeys keys;
+  keys.placement = placement == "random"  ? collectives::Placement::random
+                   : placement == "block" ? collectives::Placement::block
+                                          : collectives::Placement::round_robin;
+  if (s.has("placement_seed")) {
+    if (placement != "random") throw s.error("placement_seed", "only with placement = random");
+    const auto seed = s.get<long long>("placement_seed");
+    if (seed < 0) throw s.error("placement_seed", "must not be negative");
+    keys.seed = static_cast<std::uint64_t>(seed);
+  }
+  return keys;
+}
+
+// model = classes places by formula: it has no machine to draw from.
+collectives::Placement read_formula_placement(const config::Section& s) {
+  const auto placement = read_placement_keys(s).placement;
+  if (placement == collectives::Placement::random) {
     throw s.error("placement", "random needs a machine to draw from: model = tree or dragonfly");
   }
-  return placement == "block" ? collectives::Placement::block : collectives::Placement::round_robin;
+  return placement;
 }
 
 // Per-level list: one value for all levels, or exactly `levels` values.
@@ -489,15 +510,9 @@ void TreeNetwork::read_common(const config::Section& s) {
 }  // namespace
 
 collectives::Placement Network::read_placement(const config::Section& s) {
-  const auto placement = s.get_choice("placement", {"block", "round_robin", "random"}, "block");
-  if (s.has("placement_seed")) {
-    if (placement != "random") throw s.error("placement_seed", "only with placement = random");
-    const auto seed = s.get<long long>("placement_seed");
-    if (seed < 0) throw s.error("placement_seed", "must not be negative");
-    placement_seed_ = static_cast<std::uint64_t>(seed);
-  }
-  if (placement == "random") return collectives::Placement::random;
-  return placement == "block" ? collectives::Placement::block : collectives::Placement::round_robin;
+  const auto keys = read_placement_keys(s);
+  placement_seed_ = keys.seed;
+  return keys.placement;
 }
 
 void Network::read_reduction(const config::Section& s) {
