@@ -68,8 +68,8 @@ class ShardRun {
     const auto topology = collectives::Topology::uniform(ranks, collectives::Link{30e-6, 3e9}, 6e9);
     auto spec = sync::shard_specs(collectives::make_allreduce(algorithm, topology, elements), bucket)
         [static_cast<std::size_t>(rank)];
-    shard_ = caf::actor_cast<caf::actor>(sync::spawn_shard(system, std::move(spec), link));
-    link->attach(bucket, rank, caf::actor_cast<sync::shard_actor>(shard_));
+    shard_ = sync::spawn_shard(system, std::move(spec), link);
+    link->attach(bucket, rank, shard_);
     driver_ = system.spawn([this, bucket](caf::event_based_actor* self) -> caf::behavior {
       return {
           [this, self, bucket](std::uint64_t run) {
@@ -83,9 +83,10 @@ class ShardRun {
           },
       };
     });
-    std::vector<caf::actor> peers(static_cast<std::size_t>(ranks));
+    std::vector<msg::chunk_receiver> peers(static_cast<std::size_t>(ranks));
     peers[static_cast<std::size_t>(rank)] = shard_;
-    caf::anon_send(shard_, msg::ShardInit{bucket, peers, driver_});
+    // The driver is untyped: it also takes the run to start.
+    caf::anon_send(shard_, msg::ShardInit{bucket, peers, caf::actor_cast<msg::reduced_receiver>(driver_)});
   }
   ~ShardRun() {
     caf::anon_send_exit(shard_, caf::exit_reason::user_shutdown);
@@ -123,7 +124,8 @@ class ShardRun {
   int rank_, ranks_;
   const msg::PayloadAllocator* allocator_;
   std::size_t elements_;
-  caf::actor shard_, driver_;
+  sync::shard_actor shard_;
+  caf::actor driver_;
   msg::TensorPayload buffer_;
   Clock::time_point start_, end_;
   std::promise<void> done_;

@@ -141,7 +141,7 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
   const auto topology = collectives::Topology::uniform(ranks, collectives::Link{30e-6, 3e9}, 6e9);
   const auto schedule = collectives::make_allreduce(algorithm, topology, elements);
   auto spec = sync::shard_specs(schedule, 0)[static_cast<std::size_t>(rank)];
-  auto shard = caf::actor_cast<caf::actor>(sync::spawn_shard(system, std::move(spec), link));
+  const sync::shard_actor shard = sync::spawn_shard(system, std::move(spec), link);
   link->attach(0, rank, caf::actor_cast<sync::shard_actor>(shard));
   // The shard's owner is an actor on the same scheduler, as a worker actor
   // is in training: it takes the start time when it hands the gradients over
@@ -169,9 +169,10 @@ int rank_main(int rank, int ranks, std::size_t elements, int runs, collectives::
         },
     };
   });
-  std::vector<caf::actor> peers(static_cast<std::size_t>(ranks));
+  std::vector<msg::chunk_receiver> peers(static_cast<std::size_t>(ranks));
   peers[static_cast<std::size_t>(rank)] = shard;
-  caf::anon_send(shard, msg::ShardInit{0, peers, driver});
+  // The driver is untyped: it also takes the run to start.
+  caf::anon_send(shard, msg::ShardInit{0, peers, caf::actor_cast<msg::reduced_receiver>(driver)});
 
   std::vector<std::int64_t> times;
   for (int run = 0; run < runs; ++run) {

@@ -49,9 +49,10 @@ double memcpy_gbs(std::size_t bytes, int runs) {
 // Best time of `runs` allreduces (after one warm-up) on fresh shard actors.
 double allreduce_seconds(caf::actor_system& system, const Schedule& schedule, SendMode mode, int runs) {
   caf::scoped_actor owner{system};
-  std::vector<caf::actor> shards;
-  for (auto& spec : shard_specs(schedule, 0, mode)) shards.push_back(caf::actor_cast<caf::actor>(spawn_shard(system, std::move(spec))));
-  for (auto& s : shards) owner->send(s, msg::ShardInit{0, shards, owner});
+  std::vector<shard_actor> shards;
+  for (auto& spec : shard_specs(schedule, 0, mode)) shards.push_back(spawn_shard(system, std::move(spec)));
+  // The owner is this thread's scoped actor, untyped: it receives Reduced by hand.
+  for (auto& s : shards) owner->send(s, msg::ShardInit{0, as_peers(shards), caf::actor_cast<msg::reduced_receiver>(owner)});
   std::vector<msg::TensorPayload> buffers;
   for (int r = 0; r < schedule.ranks; ++r) {
     std::vector<float> v(schedule.elements, 1e-3f * static_cast<float>(r + 1));

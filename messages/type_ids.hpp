@@ -4,13 +4,14 @@
 // it into its config: cfg.add_message_types<caf::id_block::taihu>(). Append
 // new types at the END, so that IDs and names stay stable between nodes.
 //
-// Atoms (at most 10 characters) tag payload-free requests.
+// Atoms take no IDs: they are in messages/atoms.hpp.
 
 #include <caf/type_id.hpp>
 
 #include <string>
 #include <vector>
 
+#include "messages/atoms.hpp"
 #include "messages/batch_loading.hpp"
 #include "messages/chunk.hpp"
 #include "messages/cluster.hpp"
@@ -38,11 +39,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::IterationDone))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::Parameters))
 
-  CAF_ADD_ATOM(taihu, taihu::msg, stats_atom, "stats")     // ask an actor for its counters
-  CAF_ADD_ATOM(taihu, taihu::msg, stop_atom, "stop")       // finish the current step, then quit
-  CAF_ADD_ATOM(taihu, taihu::msg, ready_atom, "ready")     // a worker or shard is wired up
-  CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")   // evaluate on held-out data: ReplicaEvaluation
-
   // Remote nodes (messages/cluster.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::JoinRequest))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::ClusterSetup))
@@ -62,16 +58,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::Scores))
   CAF_ADD_TYPE_ID(taihu, (taihu::ReplicaEvaluation))
 
-  // Elastic clusters (actors/compute/cluster.hpp).
-  CAF_ADD_ATOM(taihu, taihu::msg, reform_atom, "reform")   // a node drops its replicas for a new cluster
-  CAF_ADD_ATOM(taihu, taihu::msg, leave_atom, "leave")     // to the gate: a place is free; to a node: it is dropped
-  CAF_ADD_ATOM(taihu, taihu::msg, compressor_atom, "compressor")  // a shard's compressor state (get / set)
-
   // Simulated devices (messages/core_group_work.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupWork))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CoreGroupDone))
 
-  CAF_ADD_ATOM(taihu, taihu::msg, poll_atom, "poll")       // a waiting shard looks at its transport (to itself)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::CompressorRestore))  // messages/compressor_restore.hpp
   // What the coordinator asks of a replica (messages/replica_control.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::SaveCheckpoint))
@@ -79,18 +69,13 @@ CAF_BEGIN_TYPE_ID_BLOCK(taihu, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RestoreCheckpoint))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::WorkerProbe))
   CAF_ADD_TYPE_ID(taihu, (taihu::ReplicaFigures))
-  CAF_ADD_ATOM(taihu, taihu::msg, figures_atom, "figures")  // a replica's own figures at the end
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::NodeJoined))         // messages/cluster.hpp
-  CAF_ADD_ATOM(taihu, taihu::msg, join_deadline_atom, "joindeadln")  // the coordinator's join_timeout passed
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::ShardStats))         // messages/shard_stats.hpp
   // Dynamic networks, continued (messages/vertex_work.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::GraphBatchDone))          // messages/vertex_work.hpp
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientTurn))      // messages/vertex_work.hpp
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::WeightGradientsWritten))  // messages/vertex_work.hpp
-  // A node's own timers (actors/compute/node_actor.cpp) and the end of a run.
-  CAF_ADD_ATOM(taihu, taihu::msg, tick_atom, "tick")           // a node checks that it was not stopped
-  CAF_ADD_ATOM(taihu, taihu::msg, teardown_atom, "teardown")   // a node's teardown took too long
-  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunEnded))               // messages/cluster.hpp
+  CAF_ADD_TYPE_ID(taihu, (taihu::msg::RunEnded))               // messages/cluster.hpp: the end of a run
   // The streaming feed: batch loader and decoder actors (messages/batch_loading.hpp).
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::DecodeRows))
   CAF_ADD_TYPE_ID(taihu, (taihu::msg::RowsDecoded))

@@ -80,7 +80,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/compute/gate.hpp"
+#include "messages/cluster.hpp"
 #include "core/config/config.hpp"
 #include "core/common/error.hpp"
 #include "transport/tls.hpp"
@@ -96,7 +96,8 @@ namespace taihu::compute {
 // 8: with certificates, the coordinator's verdict on the node's certificate follows TLS.
 // 9: a launcher's rank names its own [cluster] tls in its hello (refused unless the coordinator's).
 // 10: a worker's iteration figures carry when each bucket was ready.
-inline constexpr int cluster_protocol_version = 10;
+// 11: typed handles in messages (messages/cluster.hpp); ClusterSetup names the coordinator.
+inline constexpr int cluster_protocol_version = 11;
 
 class ClusterError : public Error {
  public:
@@ -192,6 +193,6 @@ int run_node(const NodeOptions& options);
 // A node in `system` beside its coordinator, joining at `gate` (the gate actor
 // itself: no control port between them). Its exit code is the run's, which
 // the coordinator reports.
-void spawn_own_node(caf::actor_system& system, const NodeOptions& options, gate_actor gate);
+void spawn_own_node(caf::actor_system& system, const NodeOptions& options, msg::gate_actor gate);
 
 }  // namespace taihu::compute

@@ -11,8 +11,8 @@
 // Both rounds wait for every node (fan_in.hpp); a node that fails either
 // fails the forming, naming it.
 
-#include <caf/actor.hpp>
-#include <caf/event_based_actor.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <chrono>
 #include <functional>
@@ -23,17 +23,27 @@
 #include "actors/compute/cluster.hpp"
 #include "actors/compute/members.hpp"
 #include "messages/cluster.hpp"
+#include "messages/type_ids.hpp"
 #include "transport/gatekeeper.hpp"
 
 namespace taihu::compute {
 
 struct RunPlan;
 
+// The coordinator's interface (coordinator.hpp): what the gate and the nodes
+// send it, and its two timers (the join deadline; while the nodes gather, a
+// look at the stop request).
+using coordinator_actor =
+    caf::typed_actor<caf::reacts_to<msg::NodeJoined>, caf::reacts_to<msg::NodeFailure>,
+                     caf::reacts_to<msg::join_deadline_atom>, caf::reacts_to<msg::tick_atom>>;
+
 class ClusterMembers {
  public:
+  using Self = coordinator_actor::base;
+
   struct Node {
     std::string name;
-    caf::actor agent;  // null once the node is lost
+    msg::node_agent_actor agent;  // null once the node is lost
   };
 
   explicit ClusterMembers(ClusterSettings settings) : settings_(std::move(settings)) {}
@@ -41,7 +51,7 @@ class ClusterMembers {
   // Opens the control port (the gatekeeper in front of the gate actor, which
   // tells `self` of every node that joins: msg::NodeJoined). Throws
   // ClusterError when the port cannot be opened.
-  void open(caf::event_based_actor* self);
+  void open(Self* self);
   std::uint16_t port() const { return port_; }
   // How to start a node that joins it: `taihu-node --coordinator=HOST:PORT
   // --secret-file=PATH`, HOST one that other hosts reach (this host's name
@@ -49,7 +59,7 @@ class ClusterMembers {
   std::string join_hint() const;
 
   // A node joined (the gate's message); the coordinator monitors its agent.
-  void joined(caf::event_based_actor* self, const msg::NodeJoined& j);
+  void joined(Self* self, const msg::NodeJoined& j);
   // Nodes that joined and take part in no generation yet.
   int waiting() const;
   // Names of the nodes that joined, for the join_timeout message.
@@ -63,23 +73,23 @@ class ClusterMembers {
 
   // Forms the next generation over the live nodes for `plan` (its ranks,
   // buckets and algorithms); `done` gets its members, `failed` the reason.
-  void form(caf::event_based_actor* self, const RunPlan& plan, std::function<void(Members)> done,
+  void form(Self* self, const RunPlan& plan, std::function<void(Members)> done,
             std::function<void(std::string)> failed);
   // Forgets a lost node, tells it so (one that still runs stops with exit 8)
   // and frees its place at the gate.
-  void lose(caf::event_based_actor* self, int node);
+  void lose(Self* self, int node);
   // Elastic: every live node drops its replicas (reform_atom); a node that
   // does not answer within `timeout` is lost too. Then `done`.
-  void drop_replicas(caf::event_based_actor* self, std::chrono::milliseconds timeout, std::function<void()> done);
+  void drop_replicas(Self* self, std::chrono::milliseconds timeout, std::function<void()> done);
   // Training is over: every node hears how it ended and shuts down; the port closes.
-  void stop(caf::event_based_actor* self, const msg::RunEnded& end);
+  void stop(Self* self, const msg::RunEnded& end);
 
  private:
   ClusterSettings settings_;
   std::vector<Node> nodes_;  // by node index (the order of admission)
   std::vector<bool> placed_;  // took part in the last generation
   int generation_ = 0;
-  gate_actor gate_;
+  msg::gate_actor gate_;
   std::shared_ptr<transport::Gatekeeper> gatekeeper_;
   std::uint16_t port_ = 0;
 };

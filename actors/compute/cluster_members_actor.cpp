@@ -25,13 +25,13 @@ struct GateState {
   static inline const char* name = "taihu.gate";
   int capacity = 0;
   std::string build;                  // the coordinator's; nodes of another are refused
-  join_listener coordinator;          // gets NodeJoined per admitted node
+  msg::join_listener coordinator;     // gets NodeJoined per admitted node
   std::vector<std::string> admitted;  // by node index, ever ("": never given)
   int live = 0;                       // admitted and not reported gone
 };
 
-gate_actor::behavior_type gate(gate_actor::stateful_pointer<GateState> self, int capacity, std::string build,
-                               join_listener coordinator) {
+msg::gate_actor::behavior_type gate(msg::gate_actor::stateful_pointer<GateState> self, int capacity, std::string build,
+                               msg::join_listener coordinator) {
   self->state.capacity = capacity;
   self->state.build = std::move(build);
   self->state.coordinator = std::move(coordinator);
@@ -75,10 +75,8 @@ gate_actor::behavior_type gate(gate_actor::stateful_pointer<GateState> self, int
 
 }  // namespace
 
-void ClusterMembers::open(caf::event_based_actor* self) {
-  // The coordinator's behaviour is dynamically typed: its handle is cast to
-  // the one message the gate sends it.
-  gate_ = self->spawn(gate, settings_.nodes, settings_.build, caf::actor_cast<join_listener>(self));
+void ClusterMembers::open(Self* self) {
+  gate_ = self->spawn(gate, settings_.nodes, settings_.build, msg::join_listener{self});
   try {
     transport::GatekeeperOptions options;
     options.what = "coordinator control port";
@@ -91,7 +89,7 @@ void ClusterMembers::open(caf::event_based_actor* self) {
     gatekeeper_ = serve_control_port(self->system(), gate_, std::move(options));
   } catch (const transport::NetError& e) {
     self->send_exit(gate_, caf::exit_reason::user_shutdown);
-    gate_ = gate_actor{};
+    gate_ = msg::gate_actor{};
     raise<ClusterError>("coordinator: {}", e.what());
   }
   port_ = gatekeeper_->port();
@@ -111,7 +109,7 @@ std::string ClusterMembers::join_hint() const {
                      port_);
 }
 
-void ClusterMembers::joined(caf::event_based_actor* self, const msg::NodeJoined& j) {
+void ClusterMembers::joined(Self* self, const msg::NodeJoined& j) {
   const auto i = static_cast<std::size_t>(j.node);
   if (nodes_.size() <= i) {
     nodes_.resize(i + 1);
@@ -151,7 +149,7 @@ std::string ClusterMembers::node_name(int node) const {
              : fmt::format("node {}", node);
 }
 
-void ClusterMembers::form(caf::event_based_actor* self, const RunPlan& plan, std::function<void(Members)> done,
+void ClusterMembers::form(Self* self, const RunPlan& plan, std::function<void(Members)> done,
                           std::function<void(std::string)> failed) {
   const std::vector<int> live_nodes = live();
   const int ranks = plan.ranks;
@@ -166,7 +164,7 @@ void ClusterMembers::form(caf::event_based_actor* self, const RunPlan& plan, std
   for (int r = 0; r < ranks; ++r)
     members->rank_node.push_back(live_nodes[static_cast<std::size_t>(r * static_cast<int>(live_nodes.size()) / ranks)]);
   placed_.assign(nodes_.size(), false);
-  std::vector<caf::actor> agents;
+  std::vector<msg::node_agent_actor> agents;
   for (int i : live_nodes) {
     agents.push_back(nodes_[static_cast<std::size_t>(i)].agent);
     placed_[static_cast<std::size_t>(i)] = true;
@@ -186,7 +184,7 @@ void ClusterMembers::form(caf::event_based_actor* self, const RunPlan& plan, std
   for (int i : live_nodes)
     setups.push_back(msg::ClusterSetup{generation_, i, static_cast<std::int32_t>(nodes_.size()), config,
                                        std::vector<std::int32_t>(members->rank_node.begin(), members->rank_node.end()),
-                                       algorithms});
+                                       algorithms, msg::failure_listener{self}});
   fan_in_each<msg::NodeReady>(
       self, agents, timeout, [setups](std::size_t k) { return setups[k]; },
       [this, self, agents, live_nodes, members, timeout, done, fail_node, ranks](std::vector<msg::NodeReady>& all) {
@@ -208,7 +206,7 @@ void ClusterMembers::form(caf::event_based_actor* self, const RunPlan& plan, std
                 RunStatus::Member status{node_name(node), "training", {}};
                 for (std::size_t j = 0; j < started[k].ranks.size(); ++j) {
                   const int r = started[k].ranks[j];
-                  members->workers[static_cast<std::size_t>(r)] = caf::actor_cast<worker_actor>(started[k].workers[j]);
+                  members->workers[static_cast<std::size_t>(r)] = started[k].workers[j];
                   members->who[started[k].workers[j].address()] = {r, "worker", where, node};
                   status.ranks.push_back(r);
                 }
@@ -225,23 +223,23 @@ void ClusterMembers::form(caf::event_based_actor* self, const RunPlan& plan, std
       fail_node("set up its replicas"));
 }
 
-void ClusterMembers::lose(caf::event_based_actor* self, int node) {
+void ClusterMembers::lose(Self* self, int node) {
   auto& n = nodes_[static_cast<std::size_t>(node)];
   if (!n.agent) return;
-  self->demonitor(n.agent);
+  self->demonitor(n.agent.address());
   self->send(n.agent, msg::leave_atom_v);  // one that still runs stops (a dead one never hears of it)
-  n.agent = nullptr;
+  n.agent = msg::node_agent_actor{};
   placed_[static_cast<std::size_t>(node)] = false;
   if (gate_) self->send(gate_, msg::leave_atom_v);
 }
 
-void ClusterMembers::drop_replicas(caf::event_based_actor* self, std::chrono::milliseconds timeout,
+void ClusterMembers::drop_replicas(Self* self, std::chrono::milliseconds timeout,
                                    std::function<void()> done) {
   // Each node answers on its own; one that cannot drop its replicas within
   // the time is as good as lost (a hung one fails the request after
   // dead_after already). The rest go on when all have answered or failed.
   const std::vector<int> live_nodes = live();
-  std::vector<caf::actor> agents;
+  std::vector<msg::node_agent_actor> agents;
   for (int i : live_nodes) agents.push_back(nodes_[static_cast<std::size_t>(i)].agent);
   settle<bool>(
       self, agents, timeout, msg::reform_atom_v,
@@ -252,15 +250,15 @@ void ClusterMembers::drop_replicas(caf::event_based_actor* self, std::chrono::mi
       std::move(done));
 }
 
-void ClusterMembers::stop(caf::event_based_actor* self, const msg::RunEnded& end) {
+void ClusterMembers::stop(Self* self, const msg::RunEnded& end) {
   for (auto& n : nodes_) {
     if (!n.agent) continue;
-    self->demonitor(n.agent);
+    self->demonitor(n.agent.address());
     self->send(n.agent, end);
   }
   gatekeeper_.reset();  // no new connections
   if (gate_) self->send_exit(gate_, caf::exit_reason::user_shutdown);
-  gate_ = gate_actor{};
+  gate_ = msg::gate_actor{};
 }
 
 }  // namespace taihu::compute

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/compute/gate.hpp"
+#include "messages/cluster.hpp"
 #include "transport/gatekeeper.hpp"
 
 namespace taihu::compute {
@@ -20,7 +20,7 @@ namespace taihu::compute {
 // Coordinator: listens on options' address and port; every connection the
 // gatekeeper admits becomes a BASP connection that is served `gate` (what
 // the node's join_control_port returns). Throws net::NetError.
-std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const gate_actor& gate,
+std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const msg::gate_actor& gate,
                                                     transport::GatekeeperOptions options);
 
 // Node: connects through the gatekeeper at options' host and port and returns
@@ -30,7 +30,7 @@ std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& sys
 // wrong secret, version or certificate; retrying will not help) or
 // net::NetError (not reachable yet, or it does not prove the secret).
 struct JoinedControlPort {
-  gate_actor gate;
+  msg::gate_actor gate;
   bool certificates = false;  // the cluster uses certificates (on the data plane too)
   std::string local_address;  // this node's address on the connection (transport::GateConnection)
 };

@@ -22,10 +22,11 @@ caf::actor basp_broker(caf::actor_system& system) {
 
 }  // namespace
 
-std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const gate_actor& gate,
+std::unique_ptr<transport::Gatekeeper> serve_control_port(caf::actor_system& system, const msg::gate_actor& gate,
                                                     transport::GatekeeperOptions options) {
   auto& mm = system.middleman();
   const caf::actor basp = basp_broker(system);
+  // BASP publishes an untyped pointer (its publish message, as caf::io::publish, takes one).
   const auto whom = caf::actor_cast<caf::strong_actor_ptr>(gate);
   auto port = std::make_shared<std::uint16_t>(0);
   auto gatekeeper = std::make_unique<transport::Gatekeeper>(std::move(options), [&mm, basp, whom, port](transport::Admitted a) {
@@ -54,14 +55,14 @@ JoinedControlPort join_control_port(caf::actor_system& system, const transport::
     throw;
   }
   caf::scoped_actor self{system};
-  gate_actor gate;
+  msg::gate_actor gate;
   std::string error;
   self->request(basp_broker(system), std::chrono::seconds(30), caf::connect_atom_v, std::move(scribe), options.port)
       .receive(
           [&](caf::node_id&, caf::strong_actor_ptr& addr, std::set<std::string>&) {
             // BASP names the actor published at the port by its untyped
             // address; the coordinator publishes its gate there, nothing else.
-            gate = caf::actor_cast<gate_actor>(addr);
+            gate = caf::actor_cast<msg::gate_actor>(addr);
           },
           [&](caf::error& e) { error = reason_text(system, e); });
   require<transport::NetError>(gate != nullptr, "the coordinator at {}:{} admitted this node but served no actor{}",

@@ -34,13 +34,16 @@ namespace {
 void stop_members(Coordinator* self, const msg::RunEnded& end) {
   auto& s = self->state;
   if (s.slots) s.slots->close();
-  for (auto& a : s.members.local) {
-    self->demonitor(a);
+  auto stop = [self](const auto& a) {
+    self->demonitor(a.address());
     self->send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  s.members.local.clear();
+  };
+  std::ranges::for_each(s.members.local_workers, stop);
+  std::ranges::for_each(s.members.local_shards, stop);
+  s.members.local_workers.clear();
+  s.members.local_shards.clear();
   for (auto& w : s.members.workers)
-    if (w) self->demonitor(caf::actor_cast<caf::actor>(w));
+    if (w) self->demonitor(w.address());
   if (s.cluster) s.cluster->stop(self, end);
 }
 
@@ -424,7 +427,7 @@ void form_cluster(Coordinator* self) {
       [self](const std::string& why) { abort_with(self, std::make_exception_ptr(ClusterError(why))); });
 }
 
-caf::behavior coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, TrainingOptions options,
+coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, TrainingOptions options,
                           std::shared_ptr<std::promise<Outcome>> outcome, TrainPosition start,
                           std::optional<CoordinatorState::PendingRestore> restore) {
   auto& s = self->state;
@@ -511,6 +514,8 @@ void next(Coordinator* self) {
 void begin_generation(Coordinator* self, Members members) {
   auto& s = self->state;
   s.members = std::move(members);
+  // `who` keys its actors by address, a weak reference; CAF monitors through
+  // a strong one, so each is upgraded (an actor gone already is skipped).
   for (const auto& [address, who] : s.members.who)
     if (auto handle = caf::actor_cast<caf::actor>(address)) self->monitor(handle);
   s.status->set_members(s.members.status, s.members.rank_node, s.plan->ranks);

@@ -110,7 +110,7 @@ struct CoordinatorState {
   std::shared_ptr<FanIn<msg::IterationDone>> iteration;  // the one in flight
 };
 
-using Coordinator = caf::stateful_actor<CoordinatorState>;
+using Coordinator = coordinator_actor::stateful_base<CoordinatorState>;
 
 // A request to every worker of the current generation; answers from an
 // earlier generation (an elastic cluster re-formed meanwhile) are dropped.

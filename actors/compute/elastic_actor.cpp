@@ -74,7 +74,7 @@ void regroup(Coordinator* self, const std::string& why, int lost_node) {
   s.progress.reset();
   if (lost_node >= 0) s.cluster->lose(self, lost_node);
   for (auto& w : s.members.workers)
-    if (w) self->demonitor(caf::actor_cast<caf::actor>(w));
+    if (w) self->demonitor(w.address());
   // The old generation is over: its answers and failures no longer count.
   s.members = Members{};
   s.status->set_state("re-forming: " + why);

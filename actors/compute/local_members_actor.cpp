@@ -20,7 +20,7 @@ Members spawn_local_members(caf::actor_system& system, RunPlan& plan, std::share
     for (int r = 0; r < plan.ranks; ++r) {
       const sync::shard_actor& s = shards[b][static_cast<std::size_t>(r)];
       m.who[s.address()] = {r, fmt::format("shard of bucket {}", b), ""};
-      m.local.push_back(caf::actor_cast<caf::actor>(s));
+      m.local_shards.push_back(s);
     }
   }
   for (int r = 0; r < plan.ranks; ++r) {
@@ -31,14 +31,14 @@ Members spawn_local_members(caf::actor_system& system, RunPlan& plan, std::share
     const worker_actor w = spawn_worker(system, std::move(model));
     m.workers.push_back(w);
     m.who[w.address()] = {r, "worker", ""};
-    m.local.push_back(caf::actor_cast<caf::actor>(w));
+    m.local_workers.push_back(w);
     m.status.push_back({fmt::format("worker {} (in-process)", r), "training", {r}});
   }
   for (std::size_t b = 0; b < shards.size(); ++b)
     for (int r = 0; r < plan.ranks; ++r)
       caf::anon_send(shards[b][static_cast<std::size_t>(r)],
                      msg::ShardInit{static_cast<std::uint32_t>(b), sync::as_peers(shards[b]),
-                                    caf::actor_cast<caf::actor>(m.workers[static_cast<std::size_t>(r)])});
+                                    m.workers[static_cast<std::size_t>(r)]});
   return m;
 }
 

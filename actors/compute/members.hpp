@@ -5,7 +5,6 @@
 // generation (spawn_local_members); an elastic cluster forms a new one each
 // time it re-forms (cluster_members.hpp).
 
-#include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
 
 #include <map>
@@ -33,7 +32,9 @@ struct Members {
   std::map<caf::actor_addr, Participant> who;  // every actor the coordinator monitors
   std::vector<int> rank_node;                  // each rank's node (0 in process)
   std::vector<RunStatus::Member> status;       // for the status endpoint
-  std::vector<caf::actor> local;               // spawned in this process: stopped at the end
+  // Spawned in this process: stopped at the end.
+  std::vector<worker_actor> local_workers;
+  std::vector<sync::shard_actor> local_shards;
 
   const Participant* find(const caf::actor_addr& a) const {
     auto it = who.find(a);

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -72,11 +73,11 @@ struct NodeState {
   NodeOptions options;
   std::string label;  // "node 1 'name'" for logs
   int index = -1;
-  gate_actor gate;
+  msg::gate_actor gate;
   std::shared_ptr<std::promise<int>> exit_code;
 
   // The current cluster generation (ClusterSetup, then ClusterPeers).
-  caf::actor coordinator;
+  msg::failure_listener coordinator;
   std::int32_t generation = 0;
   std::optional<config::Document> doc;
   TrainSettings settings;
@@ -85,7 +86,8 @@ struct NodeState {
   std::vector<int> local_ranks;
   std::vector<std::shared_ptr<WorkerModel>> models;
   std::shared_ptr<transport::ChunkLink> link;
-  std::vector<caf::actor> workers, shards;
+  std::vector<worker_actor> workers;
+  std::vector<sync::shard_actor> shards;
   std::shared_ptr<ComputeSlots> slots;  // the workers'; closed by a teardown
   std::map<caf::actor_addr, std::string> who;
 
@@ -104,7 +106,10 @@ struct NodeState {
   double stall_seconds = 0.0;
   bool ending = false;
 };
-using NodeAgent = caf::stateful_actor<NodeState>;
+// The agent's own interface: the coordinator's (messages/cluster.hpp) and its two timers.
+using node_agent_impl = msg::node_agent_actor::extend<caf::reacts_to<msg::tick_atom>,
+                                                      caf::reacts_to<msg::teardown_atom, std::uint64_t>>;
+using NodeAgent = node_agent_impl::stateful_base<NodeState>;
 
 // A node in its coordinator's process (spawn_own_node) joins through no control port.
 bool beside_coordinator(const NodeState& s) { return s.options.coordinator_port == 0; }
@@ -138,11 +143,12 @@ void teardown(NodeAgent* self, std::function<void()> then) {
   if (!s.stopping.empty()) return;  // one in progress: `then` runs after it
   if (s.link) s.link->detach_all();
   if (s.slots) s.slots->close();  // a worker waiting for a slot could not stop
-  for (auto* group : {&s.workers, &s.shards})
-    for (auto& a : *group) {
-      s.stopping.insert(a.address());
-      self->send_exit(a, caf::exit_reason::user_shutdown);  // still monitored: its down_msg says it stopped
-    }
+  auto stop = [self, &s](const auto& a) {
+    s.stopping.insert(a.address());
+    self->send_exit(a, caf::exit_reason::user_shutdown);  // still monitored: its down_msg says it stopped
+  };
+  std::ranges::for_each(s.workers, stop);
+  std::ranges::for_each(s.shards, stop);
   if (s.stopping.empty()) return finish_teardown(self);
   self->delayed_send(self, teardown_limit, msg::teardown_atom_v, ++s.teardowns);
 }
@@ -189,8 +195,9 @@ void on_down(NodeAgent* self, const caf::down_msg& dm) {
     return;
   }
   // It has ended: a teardown must not wait for it.
-  for (auto* group : {&s.workers, &s.shards})
-    std::erase_if(*group, [&](const caf::actor& a) { return a.address() == dm.source; });
+  const auto gone = [&dm](const auto& a) { return a.address() == dm.source; };
+  std::erase_if(s.workers, gone);
+  std::erase_if(s.shards, gone);
   if (s.stopping.erase(dm.source) == 1) {
     if (s.stopping.empty()) finish_teardown(self);
     return;
@@ -307,7 +314,7 @@ msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
       const sync::shard_actor& shard = bucket_shards[b][static_cast<std::size_t>(r)];
       s.link->attach(static_cast<std::uint32_t>(b), r, shard);
       s.who[shard.address()] = fmt::format("rank {}'s shard of bucket {}", r, b);
-      s.shards.push_back(caf::actor_cast<caf::actor>(shard));
+      s.shards.push_back(shard);
     }
   }
   const int cores = blas::available_cores();
@@ -318,7 +325,7 @@ msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
     if (ranks > 1)
       for (auto& bucket : bucket_shards) m->shards.push_back(bucket[static_cast<std::size_t>(r)]);
     m->compute_slots = s.slots;
-    auto w = caf::actor_cast<caf::actor>(spawn_worker(self->system(), std::move(m)));
+    const worker_actor w = spawn_worker(self->system(), std::move(m));
     s.who[w.address()] = fmt::format("worker {}", r);
     s.workers.push_back(w);
     started.ranks.push_back(r);
@@ -345,7 +352,7 @@ caf::error failed(NodeAgent* self, std::string_view what, const std::exception& 
 
 // Asks the gate for this node's index first (the gate learns the agent from
 // the request), then serves the coordinator.
-caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name, gate_actor gate,
+node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, std::string name, msg::gate_actor gate,
                          std::shared_ptr<std::promise<int>> exit_code) {
   auto& s = self->state;
   s.options = std::move(options);
@@ -356,7 +363,7 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   // await: no message of the coordinator's is handled before the index is known.
   self->request(s.gate, std::chrono::seconds(10),
-                msg::JoinRequest{name, caf::actor_cast<caf::actor>(self), s.options.build, s.options.place})
+                msg::JoinRequest{name, msg::node_agent_actor{self}, s.options.build, s.options.place})
       .await(
           [self, name](std::int32_t index) {
             auto& s = self->state;
@@ -380,7 +387,7 @@ caf::behavior node_agent(NodeAgent* self, NodeOptions options, std::string name,
       [self](msg::ClusterSetup& setup) -> caf::result<msg::NodeReady> {
         auto& s = self->state;
         if (!s.coordinator) {
-          s.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
+          s.coordinator = setup.coordinator;
           self->monitor(s.coordinator);
         }
         // A re-formed cluster: nothing of the last generation stays.
@@ -459,7 +466,7 @@ int run_node(const NodeOptions& o) {
 
   // Reach the coordinator (it may start after us): the gatekeeper first,
   // where both sides prove the secret, then the gate actor behind it.
-  gate_actor gate;
+  msg::gate_actor gate;
   NodeOptions node_options = o;  // its certificates kept only where the cluster uses them
   transport::GateClientOptions gate_options;
   gate_options.host = o.coordinator_host;
@@ -510,7 +517,7 @@ int run_node(const NodeOptions& o) {
   return code;
 }
 
-void spawn_own_node(caf::actor_system& system, const NodeOptions& options, gate_actor gate) {
+void spawn_own_node(caf::actor_system& system, const NodeOptions& options, msg::gate_actor gate) {
   // Nobody waits for its exit code: the coordinator of this process reports the run.
   system.spawn(node_agent, options, options.name.empty() ? fmt::format("rank0-{}", ::getpid()) : options.name,
                std::move(gate), std::make_shared<std::promise<int>>());

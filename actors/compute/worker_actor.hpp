@@ -3,7 +3,7 @@
 // network with its solver and its share of the training data,
 // core/train/replica.hpp) and its view of the fusion buckets.
 //
-// Protocol (worker_actor below; messages/):
+// Protocol (msg::worker_actor, messages/worker_interface.hpp):
 //   get_atom              -> Parameters: every param's values (rank 0's are broadcast)
 //   Parameters            overwrite every param (the broadcast from rank 0)
 //   Iterate{it}           -> IterationDone, once the iteration is over: forward,
@@ -30,8 +30,6 @@
 // many workers compute at the same time (coordinator.hpp states the rule).
 
 #include <caf/fwd.hpp>
-#include <caf/typed_actor.hpp>
-#include <caf/replies_to.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -42,6 +40,7 @@
 #include "actors/sync/shard_actor.hpp"
 #include "core/train/replica.hpp"
 #include "messages/type_ids.hpp"
+#include "messages/worker_interface.hpp"
 
 namespace taihu::collectives {
 class Buckets;
@@ -49,14 +48,7 @@ class Buckets;
 
 namespace taihu::compute {
 
-using worker_actor = caf::typed_actor<
-    caf::replies_to<caf::get_atom>::with<msg::Parameters>, caf::reacts_to<msg::Parameters>,
-    caf::replies_to<msg::Iterate>::with<msg::IterationDone>, caf::reacts_to<msg::Reduced>,
-    caf::replies_to<msg::stats_atom>::with<msg::WorkerProbe>,
-    caf::replies_to<msg::eval_atom>::with<ReplicaEvaluation>,
-    caf::replies_to<msg::figures_atom>::with<ReplicaFigures>,
-    caf::replies_to<msg::SaveCheckpoint>::with<bool>, caf::replies_to<msg::SaveCompressorState>::with<bool>,
-    caf::replies_to<msg::CompressorRestore>::with<bool>, caf::replies_to<msg::RestoreCheckpoint>::with<bool>>;
+using msg::worker_actor;  // messages/worker_interface.hpp
 
 // A test hook: make one worker misbehave at one iteration. lose_slot: the
 // worker takes a compute slot for good before its step (as a lost wake-up

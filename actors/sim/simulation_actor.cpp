@@ -149,9 +149,8 @@ driver_actor::behavior_type driver(Driver* self, std::shared_ptr<Run> run) {
         const std::uint32_t bucket = run->options.bucket;
         for (auto& shard : run->shards) {
           self->monitor(shard);
-          // No peers: the router takes every chunk. The owner travels untyped
-          // (ShardInit is shared with the cluster's messages).
-          self->send(shard, msg::ShardInit{bucket, {}, caf::actor_cast<caf::actor>(self)});
+          // No peers: the router takes every chunk.
+          self->send(shard, msg::ShardInit{bucket, {}, msg::reduced_receiver{self}});
         }
         simulator::Engine::Callbacks callbacks;
         callbacks.start = [self, run, bucket](int rank) {

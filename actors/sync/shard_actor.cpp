@@ -91,11 +91,8 @@ std::vector<ShardSpec> shard_specs(const collectives::Schedule& schedule, std::u
   return specs;
 }
 
-std::vector<caf::actor> as_peers(const std::vector<shard_actor>& shards) {
-  std::vector<caf::actor> out;
-  out.reserve(shards.size());
-  for (const auto& s : shards) out.push_back(caf::actor_cast<caf::actor>(s));
-  return out;
+std::vector<msg::chunk_receiver> as_peers(const std::vector<shard_actor>& shards) {
+  return {shards.begin(), shards.end()};
 }
 
 shard_actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router) {

@@ -62,7 +62,7 @@ using shard_actor = caf::typed_actor<
     caf::replies_to<msg::compressor_atom, std::string>::with<bool>>;
 
 // Who gets a shard's Reduced: its owner (a worker, actors/compute/worker_actor.hpp).
-using reduced_receiver = caf::typed_actor<caf::reacts_to<msg::Reduced>>;
+using msg::reduced_receiver;  // messages/shard_init.hpp
 
 enum class SendMode : std::uint8_t { copy, view_where_safe };
 
@@ -119,8 +119,7 @@ class ChunkRouter {
 
 shard_actor spawn_shard(caf::actor_system& system, ShardSpec spec, std::shared_ptr<ChunkRouter> router = nullptr);
 
-// The handles as ShardInit's peers carry them (messages/ knows no actor
-// interfaces; the shards cast them back, ShardInbox::wire).
-std::vector<caf::actor> as_peers(const std::vector<shard_actor>& shards);
+// One bucket's shards as ShardInit's peers carry them: what each takes from the others.
+std::vector<msg::chunk_receiver> as_peers(const std::vector<shard_actor>& shards);
 
 }  // namespace taihu::sync

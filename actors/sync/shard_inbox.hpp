@@ -6,7 +6,7 @@
 // does not fit throws, naming the shard, so the actor ends with a reason its
 // owner sees.
 
-#include <caf/actor.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -44,16 +44,13 @@ class ShardInbox {
     require(init.bucket == bucket_ && (static_cast<int>(init.peers.size()) == ranks_ ||
                                        (peers_optional && init.peers.empty())),
             "{}: init for bucket {} with {} peers, expected {} peers", name_, init.bucket, init.peers.size(), ranks_);
-    // ShardInit carries plain handles (messages/ knows no actor interfaces):
-    // the peers are shards, the owner takes Reduced.
-    peers_.clear();
-    for (auto& p : init.peers) peers_.push_back(caf::actor_cast<shard_actor>(std::move(p)));
-    owner_ = caf::actor_cast<reduced_receiver>(std::move(init.owner));
+    peers_ = std::move(init.peers);
+    owner_ = std::move(init.owner);
     wired_ = true;
   }
   bool wired() const { return wired_; }
   // Rank r's shard (empty where a router takes its chunks).
-  const shard_actor& peer(int rank) const {
+  const msg::chunk_receiver& peer(int rank) const {
     require(static_cast<std::size_t>(rank) < peers_.size() && peers_[static_cast<std::size_t>(rank)],
             "{}: no peer handle for rank {}", name_, rank);
     return peers_[static_cast<std::size_t>(rank)];
@@ -108,7 +105,7 @@ class ShardInbox {
   std::size_t elements_ = 0;
   int ranks_ = 0;
   bool wired_ = false;
-  std::vector<shard_actor> peers_;
+  std::vector<msg::chunk_receiver> peers_;
   reduced_receiver owner_;
   std::optional<std::uint64_t> last_completed_;
   std::map<Key, msg::Chunk> arrived_;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "actors/compute/coordinator.hpp"
+#include "support/shard_wiring.hpp"
 #include "support/training.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
 #include "collectives/algorithms.hpp"
@@ -83,7 +84,7 @@ struct CompressedGroup {
   CompressedGroup(caf::actor_system& sys, int p, std::size_t n, const std::vector<compress::Segment>& segments)
       : system(sys), elements(n) {
     for (int r = 0; r < p; ++r) shards.push_back(caf::actor_cast<caf::actor>(spawn_compressed_shard(system, shard_spec(bucket, r, p, n, segments))));
-    for (auto& shard : shards) owner->send(shard, msg::ShardInit{bucket, shards, owner});
+    for (auto& shard : shards) owner->send(shard, testing::shard_init(bucket, shards, owner));
   }
   ~CompressedGroup() {
     for (auto& shard : shards) owner->send_exit(shard, caf::exit_reason::user_shutdown);
@@ -210,7 +211,7 @@ void run_interleaved(int p, int iterations, std::uint64_t seed) {
       caf::anon_send(shards[static_cast<std::size_t>(r)],
                      msg::GradientReady{0, static_cast<std::uint64_t>(it),
                                         msg::TensorPayload::copy_of(inputs[static_cast<std::size_t>(it)][static_cast<std::size_t>(r)])});
-  for (auto& shard : shards) caf::anon_send(shard, msg::ShardInit{0, shards, owner});
+  for (auto& shard : shards) caf::anon_send(shard, testing::shard_init(0, shards, owner));
   std::mt19937_64 rng(seed);
   while (!sched.jobs.empty()) {
     std::swap(sched.jobs.front(), sched.jobs[std::uniform_int_distribution<std::size_t>(0, sched.jobs.size() - 1)(rng)]);
@@ -293,7 +294,7 @@ TEST_SUITE("compressed shard actors") {
         spec.dense_steps = dense_schedule.steps[static_cast<std::size_t>(r)];
         shards.push_back(caf::actor_cast<caf::actor>(spawn_compressed_shard(system, std::move(spec))));
       }
-      for (auto& shard : shards) owner->send(shard, msg::ShardInit{7, shards, owner});
+      for (auto& shard : shards) owner->send(shard, testing::shard_init(7, shards, owner));
       Reference reference(p, 950, sparse_only);  // the sparse part, compacted
       for (std::uint64_t it = 0; it < 3; ++it) {
         const Buffers inputs = testing::random_inputs(p, n, 50 + it);

@@ -13,6 +13,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/reference_executor.hpp"
 #include "actors/sync/shard_actor.hpp"
+#include "support/shard_wiring.hpp"
 #include "support/actor_fixture.hpp"
 #include "support/collective_inputs.hpp"
 
@@ -39,7 +40,7 @@ struct ShardGroup {
   ShardGroup(caf::actor_system& sys, Schedule s, SendMode mode = SendMode::view_where_safe, std::uint32_t b = 7)
       : system(sys), schedule(std::move(s)), bucket(b) {
     for (auto& spec : shard_specs(schedule, bucket, mode)) shards.push_back(caf::actor_cast<caf::actor>(spawn_shard(system, std::move(spec))));
-    for (auto& shard : shards) owner->send(shard, msg::ShardInit{bucket, shards, owner});
+    for (auto& shard : shards) owner->send(shard, testing::shard_init(bucket, shards, owner));
   }
   ~ShardGroup() {
     for (auto& shard : shards) owner->send_exit(shard, caf::exit_reason::user_shutdown);
@@ -157,7 +158,7 @@ std::uint64_t run_interleaved(const Schedule& schedule, int iterations, std::uin
                                         msg::TensorPayload::copy_of(inputs[static_cast<std::size_t>(it)][static_cast<std::size_t>(r)])});
     }
   }
-  for (auto& shard : shards) caf::anon_send(shard, msg::ShardInit{0, shards, owner});
+  for (auto& shard : shards) caf::anon_send(shard, testing::shard_init(0, shards, owner));
   std::mt19937_64 rng(seed);
   while (!sched.jobs.empty()) {
     std::swap(sched.jobs.front(), sched.jobs[std::uniform_int_distribution<std::size_t>(0, sched.jobs.size() - 1)(rng)]);

@@ -11,6 +11,7 @@
 
 #include "messages/type_ids.hpp"
 #include "support/actor_fixture.hpp"
+#include "support/shard_wiring.hpp"
 
 using namespace taihu;
 using namespace taihu::msg;
@@ -241,13 +242,20 @@ TEST_SUITE("messages") {
     // Local actor handles come back as the same actors.
     auto a = system.spawn([] { return caf::behavior{[](int) {}}; });
     auto b = system.spawn([] { return caf::behavior{[](int) {}}; });
-    const auto init = round_trip(system, ShardInit{4, {a, b, a}, b});
+    // The cluster protocol's typed handles keep their actor and their interface.
+    auto coordinator = system.spawn([]() -> failure_listener::behavior_type { return {[](NodeFailure&) {}}; });
+    CHECK(round_trip(system, ClusterSetup{1, 0, 1, "", {0}, {}, coordinator}).coordinator == coordinator);
+    const failure_listener none;
+    CHECK(round_trip(system, ClusterSetup{}).coordinator == none);
+    caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+
+    const auto init = round_trip(system, testing::shard_init(4, {a, b, a}, b));
     CHECK(init.bucket == 4);
     REQUIRE(init.peers.size() == 3);
-    CHECK(init.peers[0] == a);
-    CHECK(init.peers[1] == b);
-    CHECK(init.peers[2] == a);
-    CHECK(init.owner == b);
+    CHECK(init.peers[0].address() == a.address());
+    CHECK(init.peers[1].address() == b.address());
+    CHECK(init.peers[2].address() == a.address());
+    CHECK(init.owner.address() == b.address());
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
   }

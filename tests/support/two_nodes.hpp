@@ -11,6 +11,7 @@
 
 #include "transport/cluster_secret.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
+#include "support/shard_wiring.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::testing {
@@ -44,7 +45,7 @@ inline void wire_across_nodes(caf::scoped_actor& owner, std::uint32_t bucket, co
     std::vector<caf::actor> peers(p);
     for (std::size_t q = 0; q < p; ++q)
       if (rank_node[q] == rank_node[r]) peers[q] = shards[q];
-    owner->send(shards[r], msg::ShardInit{bucket, peers, owner});
+    owner->send(shards[r], testing::shard_init(bucket, peers, owner));
   }
 }
 
