@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "actors/compute/control_plane.hpp"
+#include "actors/compute/hosted_ranks.hpp"
 #include "core/kernels/compute_threads.hpp"
 #include "transport/addresses.hpp"
 #include "actors/compute/replica_services.hpp"
@@ -30,7 +31,6 @@
 #include "transport/tls_relay.hpp"
 #include "collectives/algorithms.hpp"
 #include "collectives/buckets.hpp"
-#include "actors/sync/bucket_shards.hpp"
 #include "actors/sync/shard_actor.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -295,49 +295,28 @@ msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
       if (static_cast<int>(j) != s.index && peers.ports[j] != 0)
         plane->connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
   const int ranks = static_cast<int>(s.rank_node.size());
-  const auto topology = training_topology(*s.doc, ranks);
   const collectives::Buckets& buckets = *s.models.front()->buckets;
   // One rank exchanges nothing: no buckets are planned, no shards spawned.
   require(ranks == 1 || s.algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
           s.algorithms.size(), buckets.size());
-  const auto here = [&s](int r) { return s.rank_node[static_cast<std::size_t>(r)] == s.index; };
-  std::vector<std::vector<sync::shard_actor>> bucket_shards(buckets.size(), std::vector<sync::shard_actor>(ranks));
   const auto compression = collectives::plan_compression(*s.doc, buckets, ranks);
-  for (std::size_t b = 0; ranks > 1 && b < buckets.size(); ++b) {
-    bucket_shards[b] = sync::spawn_bucket_shards(
-        self->system(), topology,
-        {static_cast<std::uint32_t>(b), buckets[b].elements, collectives::parse_algorithm(s.algorithms[b]),
-         compression[b]},
-        s.link, here);
-    for (int r = 0; r < ranks; ++r) {
-      if (!here(r)) continue;
-      const sync::shard_actor& shard = bucket_shards[b][static_cast<std::size_t>(r)];
-      s.link->attach(static_cast<std::uint32_t>(b), r, shard);
-      s.who[shard.address()] = fmt::format("rank {}'s shard of bucket {}", r, b);
-      s.shards.push_back(shard);
-    }
-  }
+  std::vector<sync::BucketShardConfig> configs;
+  for (std::size_t b = 0; ranks > 1 && b < buckets.size(); ++b)
+    configs.push_back({static_cast<std::uint32_t>(b), buckets[b].elements,
+                       collectives::parse_algorithm(s.algorithms[b]), compression[b]});
   const int cores = blas::available_cores();
   s.slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, compute_threads())));
-  msg::NodeStarted started{s.index, {}, {}};
-  for (auto& m : s.models) {
-    const int r = m->rank;
-    if (ranks > 1)
-      for (auto& bucket : bucket_shards) m->shards.push_back(bucket[static_cast<std::size_t>(r)]);
-    m->compute_slots = s.slots;
-    const worker_actor w = spawn_worker(self->system(), std::move(m));
-    s.who[w.address()] = fmt::format("worker {}", r);
-    s.workers.push_back(w);
-    started.ranks.push_back(r);
-    started.workers.push_back(w);
-  }
+  HostedRanks hosted = host_ranks(self->system(), training_topology(*s.doc, ranks), configs, std::move(s.models),
+                                  ranks, s.slots, s.link);
   s.models.clear();
-  for (std::size_t b = 0; ranks > 1 && b < bucket_shards.size(); ++b)
-    for (std::size_t k = 0; k < started.ranks.size(); ++k) {
-      const auto r = static_cast<std::size_t>(started.ranks[k]);
-      self->send(bucket_shards[b][r],
-                 msg::ShardInit{static_cast<std::uint32_t>(b), sync::as_peers(bucket_shards[b]), started.workers[k]});
-    }
+  for (const auto& shard : hosted.shards) {
+    s.who[shard.actor.address()] = fmt::format("rank {}'s shard of bucket {}", shard.rank, shard.bucket);
+    s.shards.push_back(shard.actor);
+  }
+  for (std::size_t k = 0; k < hosted.ranks.size(); ++k)
+    s.who[hosted.workers[k].address()] = fmt::format("worker {}", hosted.ranks[k]);
+  s.workers = hosted.workers;
+  msg::NodeStarted started{s.index, {hosted.ranks.begin(), hosted.ranks.end()}, std::move(hosted.workers)};
   for (auto& a : s.workers) self->monitor(a);
   for (auto& a : s.shards) self->monitor(a);
   return started;
@@ -454,13 +433,7 @@ node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, 
 
 // --- the node process ------------------------------------------------------------
 
-int run_node(const NodeOptions& o) {
-  caf::actor_system_config cfg;
-  cfg.add_message_types<caf::id_block::taihu>();
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("scheduler.policy", caf::atom("sharing"));
-  configure_control_plane(cfg, o.heartbeat, o.dead_after);
-  caf::actor_system system{cfg};
+int run_node(caf::actor_system& system, const NodeOptions& o) {
   const std::string name = o.name.empty() ? fmt::format("node-{}", ::getpid()) : o.name;
   const std::string where = fmt::format("{}:{}", o.coordinator_host, o.coordinator_port);
 
