@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "actors/compute/cluster.hpp"
+#include "apps/actor_system.hpp"
 #include "apps/version.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
@@ -300,7 +301,7 @@ int run_launched_node(const transport::LaunchEnvironment& launch, config::Docume
   }
   spdlog::info("cluster launch: {}; joining the coordinator at {}:{}", launch.describe(), o.coordinator_host,
                o.coordinator_port);
-  return compute::run_node(o);
+  return run_node_process(o);
 }
 
 }  // namespace taihu::app

@@ -14,6 +14,7 @@
 #include "transport/addresses.hpp"
 #include "transport/cluster_secret.hpp"
 #include "transport/net_error.hpp"
+#include "apps/actor_system.hpp"
 #include "apps/app_support.hpp"
 #include "apps/version.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -140,6 +141,6 @@ int main(int argc, char** argv) {
     // before any thread starts, so that every thread inherits it.
     blas::select_kernel({}, argc, argv);
     enable_flush_to_zero();
-    return compute::run_node(o);
+    return app::run_node_process(o);
   });
 }

@@ -29,6 +29,7 @@
 #include "actors/sim/simulation.hpp"
 #include "collectives/sparse_allgather.hpp"
 #include "collectives/algorithms.hpp"
+#include "apps/actor_system.hpp"
 #include "apps/app_support.hpp"
 #include "apps/sim_output.hpp"
 #include "apps/version.hpp"
@@ -240,14 +241,6 @@ Settings read_settings(const config::Document& doc, const config::Section& s) {
   return out;
 }
 
-struct ActorConfig : caf::actor_system_config {
-  explicit ActorConfig(int threads) {
-    add_message_types<caf::id_block::taihu>();
-    set("scheduler.max-threads", threads);
-    set("work-stealing.aggressive-poll-attempts", 10);
-  }
-};
-
 // Integer-valued gradients: every summation order gives the exact sum.
 std::vector<msg::TensorPayload> integer_inputs(int p, std::size_t n) {
   std::vector<msg::TensorPayload> out;
@@ -438,7 +431,11 @@ int main(int argc, char** argv) {
     const auto probe = simulator::Network::from_config(network_section, settings.nodes.front());
     doc.reject_unused();
 
-    ActorConfig actor_config(settings.threads);
+    caf::actor_system_config actor_config;
+    app::ActorSystemSettings actor_settings;
+    actor_settings.scheduler_threads = settings.threads;
+    actor_settings.work_stealing = true;
+    app::configure_actor_system(actor_config, actor_settings);
     caf::actor_system system{actor_config};
     const auto title =
         settings.net.empty()

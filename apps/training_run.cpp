@@ -10,6 +10,7 @@
 
 #include "actors/compute/replica_services.hpp"
 #include "actors/compute/run_plan.hpp"
+#include "apps/actor_system.hpp"
 #include "apps/version.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
@@ -97,7 +98,7 @@ compute::TrainingResult run_training(config::Document doc, const TrainingRunOpti
   default_threads(doc);
   // The process's one actor system: every actor of the run lives in it.
   caf::actor_system_config cfg;
-  compute::configure_actor_system(cfg, doc);
+  configure_actor_system(cfg, actor_system_settings(doc));
   caf::actor_system system{cfg};
   const int local_replicas = doc.root().get_or<int>("nodes", 0) > 0 ? 1 : doc.root().get_or<int>("workers", 1);
   compute::RunPlan plan = compute::RunPlan::read(std::move(doc), compute::replica_services(system, local_replicas), {}, options.graphs);

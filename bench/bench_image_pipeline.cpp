@@ -50,6 +50,7 @@
 
 #include "actors/compute/run_plan.hpp"
 #include "actors/feed/batch_loader.hpp"
+#include "apps/actor_system.hpp"
 #include "bench/bench_args.hpp"
 #include "core/common/random.hpp"
 #include "core/config/config.hpp"
@@ -304,7 +305,7 @@ int main(int argc, char** argv) {
         // decoder pool is made with this run's `decoders`.
         // Configured as taihu-train's (scheduler threads, policy).
         caf::actor_system_config config;
-        compute::configure_actor_system(config, config::Document::parse("", "bench"));
+        app::configure_actor_system(config, app::actor_system_settings(config::Document::parse("", "bench")));
         caf::actor_system system{config};
         BatchOptions options;
         options.batch_size = output.batch;

@@ -61,6 +61,11 @@ class ChunkLink final : public sync::ChunkRouter, public FrameSink {
   std::uint16_t port() const { return plane_ != nullptr ? plane_->port() : 0; }
   DataPlane& plane() { return *plane_; }  // a link over the data plane only
 
+  // Connects to the other nodes, node j at hosts[j]:ports[j] (port 0: a node
+  // without ranks, not reached). A transport that needs no connects, as MPI,
+  // has nothing to do.
+  void connect(const std::vector<std::string>& hosts, const std::vector<std::uint16_t>& ports);
+
   // The local shard that receives chunks of (bucket, rank).
   void attach(std::uint32_t bucket, int rank, sync::shard_actor shard);
   // Stops delivering (chunks that arrive later are dropped).

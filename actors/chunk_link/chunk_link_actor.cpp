@@ -32,6 +32,12 @@ ChunkLink::ChunkLink(DataPlaneOptions options, std::vector<int> rank_node,
 
 ChunkLink::~ChunkLink() { transport_.reset(); }
 
+void ChunkLink::connect(const std::vector<std::string>& hosts, const std::vector<std::uint16_t>& ports) {
+  if (plane_ == nullptr) return;
+  for (std::size_t j = 0; j < hosts.size() && j < ports.size(); ++j)
+    if (static_cast<int>(j) != node_ && ports[j] != 0) plane_->connect(static_cast<int>(j), hosts[j], ports[j]);
+}
+
 void ChunkLink::attach(std::uint32_t bucket, int rank, sync::shard_actor shard) {
   std::lock_guard lock(mutex_);
   shards_[{bucket, rank}] = std::move(shard);

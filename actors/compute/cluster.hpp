@@ -181,14 +181,12 @@ transport::TlsMode read_tls_mode(const config::Section& cluster, transport::TlsM
 // encrypt) or in a build without MPI.
 ChunkTransportKind read_chunk_transport(const config::Section& cluster);
 
-// Loads the middleman with taihu's app identifier and heartbeats.
-void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after);
-
-
-// Joins, hosts its replicas until the run ends, and returns taihu-node's exit
-// code: 0 when the run finished, non-zero (taihu-node --help) when it failed,
-// the coordinator was lost or dropped this node, or refused it. Logs why.
-int run_node(const NodeOptions& options);
+// In `system` (the app's, apps/actor_system.hpp, with the control plane
+// timed by `options`): joins, hosts its replicas until the run ends, and
+// returns taihu-node's exit code: 0 when the run finished, non-zero
+// (taihu-node --help) when it failed, the coordinator was lost or dropped
+// this node, or refused it. Logs why.
+int run_node(caf::actor_system& system, const NodeOptions& options);
 
 // A node in `system` beside its coordinator, joining at `gate` (the gate actor
 // itself: no control port between them). Its exit code is the run's, which

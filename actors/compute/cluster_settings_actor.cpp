@@ -1,8 +1,5 @@
 #include "actors/compute/cluster.hpp"
 
-#include <caf/actor_system_config.hpp>
-#include <caf/io/middleman.hpp>
-
 #include <chrono>
 #include <string>
 #include <vector>
@@ -12,12 +9,6 @@
 #include "transport/mpi_transport.hpp"
 
 namespace taihu::compute {
-
-namespace {
-std::chrono::milliseconds millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
-}
-}  // namespace
 
 ClusterSettings ClusterSettings::read(const config::Document& doc) {
   ClusterSettings s;
@@ -90,11 +81,5 @@ ChunkTransportKind read_chunk_transport(const config::Section& cluster) {
   return ChunkTransportKind::mpi;
 }
 
-void configure_control_plane(caf::actor_system_config& cfg, double heartbeat, double dead_after) {
-  cfg.load<caf::io::middleman>();
-  cfg.set("middleman.heartbeat-interval", caf::timespan{millis(heartbeat)});
-  cfg.set("middleman.connection-timeout", caf::timespan{millis(dead_after)});
-  cfg.set("middleman.app-identifiers", std::vector<std::string>{"taihu"});
-}
 
 }  // namespace taihu::compute

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "actors/compute/chunk_transport.hpp"
 #include "actors/compute/control_plane.hpp"
 #include "actors/compute/hosted_ranks.hpp"
 #include "core/kernels/compute_threads.hpp"
@@ -23,12 +24,7 @@
 #include "actors/compute/run_plan.hpp"
 #include "actors/compute/worker_actor.hpp"
 #include "actors/exception_reason.hpp"
-#include "actors/chunk_link/arena_allocator.hpp"
 #include "actors/chunk_link/chunk_link.hpp"
-#include "transport/shared_arena.hpp"
-#include "transport/data_plane.hpp"
-#include "transport/mpi_transport.hpp"
-#include "transport/tls_relay.hpp"
 #include "collectives/algorithms.hpp"
 #include "collectives/buckets.hpp"
 #include "actors/sync/shard_actor.hpp"
@@ -228,72 +224,30 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
   const int sharing = std::max(1, s.options.processes_on_host) * std::max(1, static_cast<int>(s.local_ranks.size()));
   set_compute_threads(blas_threads > 0 ? blas_threads : std::max(1, blas::available_cores() / sharing));
   ConvolutionLayer::configure(doc.section("conv"));
-  // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
-  const config::Section& cluster_section = doc.section("cluster");
-  const ClusterSettings defaults;
-  const bool same_host_copy = cluster_section.get_or<bool>("same_host_copy", defaults.same_host_copy);
-  const transport::TlsMode tls = read_tls_mode(cluster_section, defaults.tls);
-  const ChunkTransportKind kind = read_chunk_transport(cluster_section);
-  // The buckets and the shards' copies live in the shared arena, so that peers on this host read them in place
-  // (with tls = always nothing is read in place: every byte goes through TLS; over MPI, MPI moves them).
-  std::shared_ptr<const msg::PayloadAllocator> allocator;
-  if (same_host_copy && tls != transport::TlsMode::always && kind == ChunkTransportKind::taihu) {
-    try {
-      allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
-    } catch (const std::exception& e) {
-      spdlog::warn("{}: no shared arena ({}); peers on this host read through the kernel", s.label, e.what());
-    }
-  }
-  const ReplicaData data = ReplicaData::read(doc, s.settings);
-  for (int r : s.local_ranks) {
-    s.models.push_back(build_worker_model(doc, s.settings, data, r, ranks, bucket_bytes,
-                                          replica_services(self->system(), static_cast<int>(s.local_ranks.size()))));
-    s.models.back()->allocator = allocator;
-  }
   // A lost peer: the coordinator hears it by message (it names the node); runs on the transport's thread.
   auto on_lost = [coordinator = s.coordinator, generation = s.generation, index = s.index](int node,
                                                                                        const std::string& why) {
     caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
         "node {} lost its data-plane connection to node {}: {}", index, node, why)});
   };
-  if (kind == ChunkTransportKind::mpi) {
-    const int nodes = setup.nodes;
-    s.link = std::make_shared<transport::ChunkLink>(
-        s.index, s.rank_node,
-        [index = s.index, nodes](transport::FrameSink* sink) {
-          return std::make_unique<transport::MpiTransport>(index, nodes, sink);
-        },
-        on_lost);
-    spdlog::info("{}: ranks {}..{} built; chunks go over MPI ({}, MPI rank {} of {}; not encrypted)", s.label,
-                 s.local_ranks.front(), s.local_ranks.back(), transport::mpi_library_version(), s.index, nodes);
-    return msg::NodeReady{s.index, "", 0};
+  OpenedChunkLink opened =
+      open_chunk_link(doc.section("cluster"), s.options, s.index, setup.nodes, s.rank_node, std::move(on_lost));
+  s.link = opened.link;
+  const ReplicaData data = ReplicaData::read(doc, s.settings);
+  for (int r : s.local_ranks) {
+    s.models.push_back(build_worker_model(doc, s.settings, data, r, ranks, bucket_bytes,
+                                          replica_services(self->system(), static_cast<int>(s.local_ranks.size()))));
+    s.models.back()->allocator = opened.allocator;
   }
-  transport::DataPlaneOptions options;
-  options.node = s.index;
-  options.secret = s.options.secret;
-  options.listen_address = s.options.data_listen;
-  if (!same_host_copy) options.remote_read_min_bytes = 0;
-  options.tls = tls;
-  options.certificates = s.options.certificates;
-  options.poll_budget = std::chrono::microseconds(cluster_section.get_or<int>("poll_us", defaults.poll_us));
-  s.link = std::make_shared<transport::ChunkLink>(options, s.rank_node, on_lost, allocator);
-  const std::string& advertised = s.options.data_advertise.empty() ? s.options.data_listen : s.options.data_advertise;
-  spdlog::info("{}: ranks {}..{} built; data plane on {}:{}{} (tls = {}{})", s.label, s.local_ranks.front(),
-               s.local_ranks.back(), s.options.data_listen, s.link->port(),
-               advertised == s.options.data_listen ? "" : fmt::format(", reached at {}", advertised),
-               transport::tls_mode_name(tls), options.certificates.given() ? ", certificates" : "");
-  return msg::NodeReady{s.index, advertised, s.link->port()};
+  spdlog::info("{}: ranks {}..{} built; {}", s.label, s.local_ranks.front(), s.local_ranks.back(), opened.description);
+  return msg::NodeReady{s.index, opened.host, opened.port};
 }
 
 // Connects to the other nodes' data planes, spawns the shard actors and the
 // workers of this node's ranks, and wires the shards up.
 msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
   auto& s = self->state;
-  // Over the data plane: connect to every node with ranks (a node without has no port). MPI needs no connects.
-  if (transport::DataPlane* plane = s.link->data_plane())
-    for (std::size_t j = 0; j < peers.hosts.size(); ++j)
-      if (static_cast<int>(j) != s.index && peers.ports[j] != 0)
-        plane->connect(static_cast<int>(j), peers.hosts[j], peers.ports[j]);
+  s.link->connect(peers.hosts, peers.ports);
   const int ranks = static_cast<int>(s.rank_node.size());
   const collectives::Buckets& buckets = *s.models.front()->buckets;
   // One rank exchanges nothing: no buckets are planned, no shards spawned.

@@ -1,6 +1,5 @@
 #include "actors/compute/run_plan.hpp"
 
-#include <caf/actor_system_config.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,8 +9,6 @@
 #include "collectives/buckets.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/sparse_allgather.hpp"
-#include "core/blas/blas.hpp"
-#include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
 #include "core/graph/graph_dataset.hpp"
 #include "messages/type_ids.hpp"
@@ -260,19 +257,6 @@ std::string RunPlan::config_for_nodes() const {
     if (!dir.empty()) data_section->set("dir", std::filesystem::absolute(doc.resolve(dir)).string(), data_section->where());
   }
   return copy.dump();
-}
-
-void configure_actor_system(caf::actor_system_config& cfg, const config::Document& doc) {
-  cfg.add_message_types<caf::id_block::taihu>();
-  const config::Section& sync_section = doc.section("sync");
-  const int threads = sync_section.get_or<int>("scheduler_threads", 0);
-  const int cores = blas::available_cores();
-  cfg.set("scheduler.max-threads", threads > 0 ? threads : std::clamp(cores, 1, 2));
-  const std::string policy = sync_section.get_or<std::string>("scheduler", "sharing");
-  cfg.set("scheduler.policy", policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
-  cfg.set("work-stealing.aggressive-poll-attempts", 10);
-  const ClusterSettings cluster = ClusterSettings::read(doc);
-  if (cluster.nodes > 0) configure_control_plane(cfg, cluster.heartbeat, cluster.dead_after);
 }
 
 }  // namespace taihu::compute

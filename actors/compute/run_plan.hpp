@@ -155,11 +155,6 @@ struct RunPlan {
   std::string config_for_nodes() const;
 };
 
-// What the scheduler threads, the policy and (with nodes) the control plane
-// of the process's one actor system must be for this config; read before the
-// system exists. Also loads taihu's message types.
-void configure_actor_system(caf::actor_system_config& cfg, const config::Document& doc);
-
 // The checkpoint a run writes: [output] dir / checkpoint (empty: none).
 std::filesystem::path checkpoint_path(const config::Section& output);
 

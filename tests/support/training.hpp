@@ -12,6 +12,7 @@
 #include "actors/compute/coordinator.hpp"
 #include "actors/compute/replica_services.hpp"
 #include "actors/compute/run_plan.hpp"
+#include "apps/actor_system.hpp"
 #include "core/train/graph_report.hpp"
 #include "core/train/train_report.hpp"
 
@@ -24,7 +25,7 @@ struct Training {
 
 inline compute::TrainingResult run_training(config::Document doc, const Training& how = {}) {
   caf::actor_system_config cfg;
-  compute::configure_actor_system(cfg, doc);
+  app::configure_actor_system(cfg, app::actor_system_settings(doc));  // as taihu-train's
   caf::actor_system system{cfg};
   const int replicas = std::max(1, doc.root().get_or<int>("workers", 1));
   compute::RunPlan plan =
