@@ -30,8 +30,8 @@ struct GateState {
   int live = 0;                       // admitted and not reported gone
 };
 
-msg::gate_actor::behavior_type gate(msg::gate_actor::stateful_pointer<GateState> self, int capacity, std::string build,
-                               msg::join_listener coordinator) {
+msg::gate_actor::behavior_type gate(msg::gate_actor::stateful_pointer<GateState> self, int capacity,
+                                    std::string build, msg::join_listener coordinator) {
   self->state.capacity = capacity;
   self->state.build = std::move(build);
   self->state.coordinator = std::move(coordinator);
@@ -233,8 +233,7 @@ void ClusterMembers::lose(Self* self, int node) {
   if (gate_) self->send(gate_, msg::leave_atom_v);
 }
 
-void ClusterMembers::drop_replicas(Self* self, std::chrono::milliseconds timeout,
-                                   std::function<void()> done) {
+void ClusterMembers::drop_replicas(Self* self, std::chrono::milliseconds timeout, std::function<void()> done) {
   // Each node answers on its own; one that cannot drop its replicas within
   // the time is as good as lost (a hung one fails the request after
   // dead_after already). The rest go on when all have answered or failed.

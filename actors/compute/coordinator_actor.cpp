@@ -427,9 +427,10 @@ void form_cluster(Coordinator* self) {
       [self](const std::string& why) { abort_with(self, std::make_exception_ptr(ClusterError(why))); });
 }
 
-coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan, TrainingOptions options,
-                          std::shared_ptr<std::promise<Outcome>> outcome, TrainPosition start,
-                          std::optional<CoordinatorState::PendingRestore> restore) {
+coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan,
+                                             TrainingOptions options, std::shared_ptr<std::promise<Outcome>> outcome,
+                                             TrainPosition start,
+                                             std::optional<CoordinatorState::PendingRestore> restore) {
   auto& s = self->state;
   s.plan = std::move(plan);
   s.options = std::move(options);
