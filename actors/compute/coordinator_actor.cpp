@@ -59,6 +59,8 @@ void write_dashboard(const CoordinatorState& s) {
   }
 }
 
+}  // namespace
+
 void deliver(Coordinator* self, Outcome outcome) {
   auto& s = self->state;
   if (s.over) return;
@@ -70,6 +72,8 @@ void deliver(Coordinator* self, Outcome outcome) {
   s.outcome->set_value(std::move(outcome));
   self->quit();
 }
+
+namespace {
 
 // --- the iterations -----------------------------------------------------
 
@@ -342,14 +346,6 @@ void on_down(Coordinator* self, caf::down_msg& dm) {
        p->node);
 }
 
-void on_node_failure(Coordinator* self, msg::NodeFailure& f) {
-  auto& s = self->state;
-  if (s.over || f.generation != s.members.generation) return;  // an earlier generation's
-  fail(self, f.rank, fmt::format("{} failed at iteration {}: {}", s.cluster->node_name(f.node), s.cursor.iteration(),
-                                 f.reason),
-       f.node);
-}
-
 // --- starting --------------------------------------------------------------
 
 void open_status(Coordinator* self) {
@@ -385,48 +381,9 @@ void open_status(Coordinator* self) {
   }
 }
 
-// How often the stop request is looked at while no iteration runs to look at it.
-constexpr auto stop_poll = std::chrono::milliseconds(100);
+}  // namespace
 
-// A stop request (SIGTERM from Slurm's scancel, Ctrl-C) before the first
-// generation trains: nothing was trained, so nothing is saved; the nodes that
-// joined hear that the run is over, and the run ends as stopped at once
-// rather than at join_timeout (next() looks at the request from the first
-// iteration on).
-void watch_stop_while_gathering(Coordinator* self) {
-  auto& s = self->state;
-  if (s.over || s.members.generation > 0) return;
-  if (!s.options.stop->load(std::memory_order_relaxed)) {
-    self->delayed_send(self, stop_poll, msg::tick_atom_v);
-    return;
-  }
-  s.record.stopped = true;
-  s.record.stopped_at = s.cursor.iteration();
-  s.status->set_state("stopped");
-  spdlog::warn("stopped while waiting for the nodes ({} of {} joined); nothing was trained", s.cluster->live().size(),
-               s.plan->cluster.nodes);
-  Outcome o;
-  o.record = s.record;
-  deliver(self, std::move(o));
-}
-
-// Nodes: wait for all of them (up to join_timeout), then form generation 1.
-void gather_nodes(Coordinator* self) {
-  auto& s = self->state;
-  s.cluster.emplace(s.plan->cluster);
-  s.cluster->open(self);
-  self->delayed_send(self, std::chrono::milliseconds(static_cast<int64_t>(1000 * s.plan->cluster.join_timeout)),
-                     msg::join_deadline_atom_v);
-  if (s.options.stop) watch_stop_while_gathering(self);
-}
-
-void form_cluster(Coordinator* self) {
-  auto& s = self->state;
-  s.cluster->form(
-      self, *s.plan, [self](Members m) { begin_generation(self, std::move(m)); },
-      [self](const std::string& why) { abort_with(self, std::make_exception_ptr(ClusterError(why))); });
-}
-
+// The behaviour (coordinator_state.hpp).
 coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan,
                                              TrainingOptions options, std::shared_ptr<std::promise<Outcome>> outcome,
                                              TrainPosition start,
@@ -474,31 +431,12 @@ coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<
     begin_generation(self, spawn_local_members(self->system(), *s.plan, s.slots, s.options.fault));
   }
   return {
-      [self](msg::NodeJoined& j) {
-        auto& s = self->state;
-        s.cluster->joined(self, j);
-        // The first formation waits for all K nodes; later ones happen at
-        // epoch boundaries (end_epoch) or after a loss (regroup), also when
-        // a node joins while one is under way.
-        if (s.cluster->generation() == 0 && static_cast<int>(s.cluster->live().size()) == s.plan->cluster.nodes)
-          form_cluster(self);
-      },
-      [self](msg::join_deadline_atom) {
-        auto& s = self->state;
-        if (s.cluster->generation() > 0 || s.over) return;
-        const auto joined = s.cluster->live().size();
-        const std::string names = s.cluster->joined_names();
-        abort_with(self, std::make_exception_ptr(ClusterError(fmt::format(
-                             "only {} of {} nodes joined within join_timeout = {} s{}; start the others with `{}`",
-                             joined, s.plan->cluster.nodes, s.plan->cluster.join_timeout,
-                             joined ? " (joined: " + names + ")" : "", s.cluster->join_hint()))));
-      },
+      [self](msg::NodeJoined& j) { node_joined(self, j); },
+      [self](msg::join_deadline_atom) { join_deadline_passed(self); },
       [self](msg::tick_atom) { watch_stop_while_gathering(self); },
       [self](msg::NodeFailure& f) { on_node_failure(self, f); },
   };
 }
-
-}  // namespace
 
 // --- the loop's steps (coordinator_state.hpp) --------------------------------
 
@@ -560,168 +498,6 @@ void fail(Coordinator* self, int rank, const std::string& why, int lost_node) {
   // logs it (taihu-train's run_app) or raises it (Python), once.
   s.status->set_state("failed: " + message);
   abort_with(self, std::make_exception_ptr(WorkerFailure(rank, message)));
-}
-
-// --- the caller's side -------------------------------------------------------
-
-namespace {
-
-TrainReport net_report(const RunPlan& plan, const Outcome& o) {
-  TrainReport report;
-  const RunRecord& record = o.record;
-  report.net = plan.model_name;
-  report.parameters = plan.parameters;
-  report.batch_size = plan.global_batch();
-  report.blas_kernel = blas::kernel_name();
-  report.epochs = plan.settings.epochs;
-  for (const EpochRecord& e : record.epochs)
-    report.history.push_back(EpochResult{e.epoch, e.train_loss, e.evaluation.test.loss, e.evaluation.test.accuracy,
-                                         e.seconds, e.samples_per_second()});
-  if (!report.history.empty()) {
-    report.train_loss = report.history.back().train_loss;
-    report.test_loss = report.history.back().test_loss;
-    report.test_accuracy = report.history.back().test_accuracy;
-  }
-  report.seconds = record.seconds;
-  report.images_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
-  report.data.source = plan.data.config.source;
-  report.data.decoders = plan.data.config.decoders;
-  report.data.prefetch = plan.data.config.prefetch;
-  report.data.wait_seconds = record.data_wait_seconds;
-  // Replicas of one process share their data sets (and count): the largest count.
-  for (const auto& f : o.figures) {
-    report.data.skipped = std::max(report.data.skipped, f.data_skipped);
-    report.data.left_out = std::max(report.data.left_out, f.data_left_out);
-  }
-  if (plan.device == "cpu" && !o.figures.empty()) {
-    report.fused_runs = o.figures.front().fused_runs;
-    report.convolutions = o.figures.front().convolutions;
-  }
-  if (plan.device != "cpu" && !o.figures.empty()) {
-    report.device = plan.device;
-    report.device_report = o.figures.front().device;
-    if (plan.ranks > 1) {
-      for (const auto& f : o.figures) report.chip_iteration_seconds.push_back(f.device.simulated_iteration_seconds());
-      report.simulated_allreduce_seconds = plan.simulated_allreduce_seconds;
-    }
-  }
-  return report;
-}
-
-GraphTrainReport graph_report(const RunPlan& plan, const Outcome& o) {
-  GraphTrainReport report;
-  const RunRecord& record = o.record;
-  report.model = plan.model_name;
-  report.data = plan.graphs->source;
-  report.language_model = plan.graphs->language_model;
-  report.has_dev = plan.graphs->has_dev;
-  report.parameters = plan.parameters;
-  report.epochs = plan.settings.epochs;
-  report.batch_size = plan.global_batch();
-  std::vector<GraphEpochResult> history;
-  for (const EpochRecord& e : record.epochs)
-    history.push_back(GraphEpochResult{e.epoch, e.train_loss, e.evaluation.dev, e.evaluation.test, e.seconds,
-                                       e.samples_per_second(), e.vertices_per_second()});
-  report.set_history(std::move(history));
-  report.seconds = record.seconds;
-  report.samples_per_second = record.seconds > 0 ? static_cast<double>(record.samples) / record.seconds : 0.0;
-  report.vertices_per_second = record.seconds > 0 ? static_cast<double>(record.vertices) / record.seconds : 0.0;
-  if (!o.figures.empty()) {
-    cavs::ExecutorStats total;
-    for (const auto& f : o.figures) total += f.executor;
-    report.runner = plan.ranks > 1 ? "data-parallel, " + o.figures.front().runner : o.figures.front().runner;
-    const double t = total.schedule_seconds + total.forward_seconds + total.backward_seconds +
-                     total.weight_gradient_seconds;
-    if (t > 0) {
-      report.schedule_share = total.schedule_seconds / t;
-      report.forward_share = total.forward_seconds / t;
-      report.backward_share = total.backward_seconds / t;
-      report.weight_gradient_share = total.weight_gradient_seconds / t;
-      report.gemm_gflops = total.gemm_flops / t * 1e-9;
-    }
-  }
-  return report;
-}
-
-template <class Report>
-void add_data_parallel_figures(const RunPlan& plan, const RunRecord& record, Report& report) {
-  report.workers = plan.ranks;
-  report.buckets = plan.bucket_reports;
-  report.exposed_comm_seconds = record.exposed_comm_seconds;
-  report.comm_hidden_fraction = record.comm_seconds > 0 ? record.hidden_comm_seconds / record.comm_seconds : 0.0;
-  report.bytes_sent_per_iteration =
-      record.iterations > 0 ? record.bytes_sent / static_cast<double>(record.iterations) : 0.0;
-  report.dense_bytes_per_iteration = plan.dense_bytes;
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  report.iteration_seconds = median(record.iteration_walls);
-  report.compute_seconds = median(record.computes);
-  report.update_seconds = median(record.updates);
-  for (std::size_t b = 0; b < report.buckets.size() && b < record.bucket_ready.size(); ++b)
-    report.buckets[b].ready_seconds = median(record.bucket_ready[b]);
-}
-
-}  // namespace
-
-TrainingResult train(caf::actor_system& system, RunPlan plan, const TrainingOptions& options) {
-  auto shared = std::make_shared<RunPlan>(std::move(plan));
-  // A resumed run: every replica loads the checkpoint (its bytes, so that
-  // replicas on nodes need not see this file) and its compressor state.
-  TrainPosition start;
-  std::optional<CoordinatorState::PendingRestore> restore;
-  if (!options.resume.empty()) {
-    const Checkpoint c = load_checkpoint(options.resume);
-    const std::string source = fmt::format("'{}'", options.resume.string());
-    start = TrainPosition{c.epoch, c.batch, c.elapsed_seconds, c.epoch_loss_sum};
-    // Evaluation takes the weights alone; training continues from the position.
-    if (!options.evaluate_only) {
-      if (EpochCursor(shared->settings.epochs, shared->per_epoch, shared->max_iterations, 0, start).finished())
-        raise<ConfigError>("the run in {} is already complete ({} of {} epochs, iteration {}); raise `epochs` (or "
-                           "`iterations`) to train further",
-                           source, c.epoch, shared->settings.epochs, c.iteration);
-      check_position(c, source, shared->settings.epochs, shared->per_epoch);
-    }
-    CoordinatorState::PendingRestore r;
-    r.checkpoint.bytes = encode_checkpoint(c);
-    r.checkpoint.source = source;
-    if (shared->compressed())
-      for (int rank = 0; rank < shared->ranks; ++rank)
-        r.compressors.push_back(msg::CompressorRestore{options.resume.string(),
-                                                       c.epoch * shared->per_epoch + c.batch, shared->ranks,
-                                                       {rank}, 1.0f});
-    restore = std::move(r);
-    spdlog::info("{} '{}': epoch {} batch {} (iteration {})", options.evaluate_only ? "evaluating" : "resumed from",
-                 options.resume.string(), c.epoch + 1, c.batch, c.iteration);
-  }
-  auto outcome = std::make_shared<std::promise<Outcome>>();
-  auto future = outcome->get_future();
-  system.spawn(coordinator, shared, options, outcome, start, std::move(restore));
-  Outcome o = future.get();
-  if (o.error) std::rethrow_exception(o.error);
-  const RunPlan& p = *shared;
-  TrainingResult result;
-  result.final_parameters = std::move(o.final_parameters);
-  result.stopped = o.record.stopped;
-  result.evaluation = o.record.evaluation;
-  // Planned, or as far as a stopped run came.
-  const int64_t iterations = o.record.stopped ? static_cast<int64_t>(o.record.stopped_at) : p.settings.epochs * p.per_epoch;
-  if (p.graphs) {
-    GraphTrainReport report = graph_report(p, o);
-    report.iterations = p.max_iterations > 0 ? std::min(iterations, p.max_iterations) : iterations;
-    report.stopped = o.record.stopped;
-    add_data_parallel_figures(p, o.record, report);
-    result.report = std::move(report);
-  } else {
-    TrainReport report = net_report(p, o);
-    report.iterations = p.max_iterations > 0 ? std::min(iterations, p.max_iterations) : iterations;
-    report.stopped = o.record.stopped;
-    add_data_parallel_figures(p, o.record, report);
-    result.report = std::move(report);
-  }
-  return result;
 }
 
 }  // namespace taihu::compute

@@ -1,8 +1,10 @@
 #pragma once
 // The coordinator actor's state, shared by the files that make up its
-// behaviour (coordinator.hpp): the loop (coordinator_actor.cpp), the
-// checkpoint protocol (checkpointing_actor.cpp) and the elastic regroup
-// (elastic_actor.cpp). Internal to actors/compute.
+// behaviour (coordinator.hpp): the loop (coordinator_actor.cpp), the nodes'
+// gathering (node_gathering_actor.cpp), the checkpoint protocol
+// (checkpointing_actor.cpp), the elastic regroup (elastic_actor.cpp) and
+// train(), which spawns it and makes the report (train.cpp). Internal to
+// actors/compute.
 
 #include <caf/stateful_actor.hpp>
 
@@ -122,6 +124,9 @@ template <class Result, class Message>
 void ask_worker(Coordinator* self, int rank, const Message& message, std::function<void(Result&)> on_answer,
                 const char* what);
 
+// Ends the run with `outcome`: stops every member (nodes hear how the run
+// ended) and hands the outcome to train().
+void deliver(Coordinator* self, Outcome outcome);
 // Stops the run: a WorkerFailure for `rank` (-1: none in particular) with
 // `why`, unless an elastic cluster re-forms instead (elastic_actor.cpp).
 void fail(Coordinator* self, int rank, const std::string& why, int lost_node = -1);
@@ -131,6 +136,23 @@ void abort_with(Coordinator* self, std::exception_ptr error);
 void next(Coordinator* self);
 // The current generation is wired up: restore, broadcast, train.
 void begin_generation(Coordinator* self, Members members);
+
+// coordinator_actor.cpp: the behaviour train() spawns (train.cpp); trains
+// `plan` from `start`, loading `restore` first, and sets `outcome` at the end.
+coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<RunPlan> plan,
+                                             TrainingOptions options, std::shared_ptr<std::promise<Outcome>> outcome,
+                                             TrainPosition start,
+                                             std::optional<CoordinatorState::PendingRestore> restore);
+
+// node_gathering_actor.cpp: opens the control port and waits for the nodes
+// (join_timeout; a stop request is looked at by tick_atom meanwhile);
+// node_joined forms generation 1 once all have joined.
+void gather_nodes(Coordinator* self);
+void node_joined(Coordinator* self, const msg::NodeJoined& j);
+void join_deadline_passed(Coordinator* self);
+void watch_stop_while_gathering(Coordinator* self);
+// A node reported a failure (of its generation: an earlier one's is dropped).
+void on_node_failure(Coordinator* self, const msg::NodeFailure& f);
 
 // checkpointing_actor.cpp: writes the checkpoint at `position` (every rank's
 // compressor state first, then rank 0's model), then `then`.
