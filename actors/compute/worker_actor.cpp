@@ -140,74 +140,153 @@ msg::IterationDone finish_step(Self self) {
   return msg::IterationDone{s.iteration, m.rank, s.loss, s.stats};
 }
 
+// Every parameter's values, net order. Rank 0's go to every replica, and
+// with them its kernel choices, made now if they are to be timed.
+msg::Parameters parameters_of(Self self) {
+  auto& m = *self->state.model;
+  m.replica->decide_kernels();
+  std::vector<msg::KernelChoice> choices;
+  for (auto& [key, dnnl] : ConvolutionChoices::process().choices()) choices.push_back({std::move(key), dnnl});
+  const auto params = m.replica->params();
+  std::size_t n = 0;
+  for (const Param* p : params) n += static_cast<std::size_t>(p->blob->count());
+  auto values = msg::TensorPayload::allocate(n);
+  float* out = values.mutable_data();
+  for (const Param* p : params) {
+    const auto c = static_cast<std::size_t>(p->blob->count());
+    std::copy_n(p->blob->data().ptr(), c, out);
+    out += c;
+  }
+  return msg::Parameters{static_cast<std::uint64_t>(m.replica->iteration()), m.rank, std::move(values),
+                         std::move(choices)};
+}
+
+// Overwrites every parameter (the broadcast from rank 0) and adopts its kernel choices.
+void take_parameters(Self self, msg::Parameters& p) {
+  auto& m = *self->state.model;
+  std::vector<std::pair<std::string, bool>> choices;
+  for (auto& c : p.kernel_choices) choices.emplace_back(std::move(c.key), c.dnnl);
+  ConvolutionChoices::process().adopt(choices);
+  const auto params = m.replica->params();
+  std::size_t n = 0;
+  for (const Param* q : params) n += static_cast<std::size_t>(q->blob->count());
+  require(p.values.size() == n, "worker {}: parameters from rank {} hold {} floats, the model has {}", m.rank,
+          p.source, p.values.size(), n);
+  std::size_t offset = 0;
+  for (Param* q : params) {
+    const auto c = static_cast<std::size_t>(q->blob->count());
+    std::copy_n(p.values.data() + offset, c, q->blob->data().ptr());
+    offset += c;
+  }
+}
+
+// A shard's sum of one bucket: unpacked (scaled by 1/N) into the gradients;
+// the last one finishes the step.
+void take_reduced(Self self, msg::Reduced& r) {
+  auto& s = self->state;
+  auto& m = *s.model;
+  require(s.in_step && r.iteration == s.iteration, "worker {}: reduced bucket {} of iteration {} out of step",
+          m.rank, r.bucket, r.iteration);
+  require(r.bucket < m.buckets->size() && r.buffer.size() == (*m.buckets)[r.bucket].elements,
+          "worker {}: bucket {} came back with {} floats", m.rank, r.bucket, r.buffer.size());
+  // Communication of this bucket: sent -> reduced; hidden while backward ran.
+  const Clock::time_point finished{std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(r.finished_ns))};
+  const Clock::time_point sent = s.sent_at[r.bucket];
+  if (finished > sent) {
+    s.stats.comm_seconds += seconds_between(sent, finished);
+    s.stats.hidden_comm_seconds += seconds_between(sent, std::min(finished, s.backward_end));
+  }
+  s.stats.bytes_sent += r.bytes_sent;
+  m.buckets->unpack(r.bucket, r.buffer.data(), 1.0f / static_cast<float>(m.ranks));
+  s.buffers[r.bucket] = std::move(r.buffer);
+  if (--s.pending == 0) s.done.deliver(finish_step(self));
+}
+
+// This rank's compressor state (every shard's residuals and momentum), next
+// to the model checkpoint at `c.path`, taken between iterations.
+caf::result<bool> save_compressor_state(Self self, const msg::SaveCompressorState& c) {
+  const std::string path = c.path;
+  const bool previous_sane = c.previous_sane;
+  auto promise = self->make_response_promise<bool>();
+  auto& m = *self->state.model;
+  auto file = std::make_shared<CompressorCheckpoint>();
+  file->iteration = c.iteration;
+  file->rank = m.rank;
+  file->ranks = m.ranks;
+  file->buckets.resize(m.shards.size());
+  fan_in<std::string>(
+      self, m.shards, std::chrono::seconds(60), msg::compressor_atom_v,
+      [=](std::vector<std::string>& states) mutable {
+        file->buckets = std::move(states);
+        const auto target = compressor_checkpoint_path(path, file->rank);
+        if (previous_sane) keep_sane_compressor_state(target, sane_checkpoint_path(path), file->rank);
+        save_compressor_checkpoint(*file, target);
+        promise.deliver(true);
+      },
+      [=](std::size_t, caf::error& e) mutable { promise.deliver(e); });
+  return promise;
+}
+
+// Loads what save_compressor_state wrote for the ranks `r.sources` (this rank
+// when resuming; the old ranks of this node after an elastic regroup), merged
+// with r.weight, into the shards. false: the compressors start from zero,
+// with a warning saying why.
+caf::result<bool> restore_compressor_state(Self self, const msg::CompressorRestore& r) {
+  auto promise = self->make_response_promise<bool>();
+  auto& m = *self->state.model;
+  auto start_from_zero = [&](const std::string& why) {
+    spdlog::warn("worker {}: compressor residuals and momentum start from zero: {}", m.rank, why);
+    promise.deliver(false);
+  };
+  if (r.sources.empty()) {
+    spdlog::info("worker {}: no earlier rank ran on this node; compressor residuals start from zero", m.rank);
+    promise.deliver(true);
+    return promise;
+  }
+  std::vector<std::string> buckets;
+  try {
+    buckets = load_rank_compressor_states(r.path, r.sources, r.ranks, r.iteration, m.shards.size(), r.weight);
+  } catch (const Error& e) {
+    start_from_zero(e.what());
+    return promise;
+  }
+  if (r.sources.size() > 1 || r.weight != 1.0f)
+    spdlog::info("worker {}: compressor residuals and momentum of rank(s) {} of {} carried over (x {:.4g})",
+                 m.rank, fmt::join(r.sources, ", "), r.ranks, r.weight);
+  // Each bucket's shard takes its states (a bucket the plan does not
+  // compress has none to take); false: a shard kept its own, saying why.
+  std::vector<sync::shard_actor> takers;
+  std::vector<std::string> states;
+  for (std::size_t b = 0; b < m.shards.size(); ++b)
+    if (!buckets[b].empty()) {
+      takers.push_back(m.shards[b]);
+      states.push_back(std::move(buckets[b]));
+    }
+  fan_in_each<bool>(
+      self, takers, std::chrono::seconds(60),
+      [states](std::size_t k) { return std::make_tuple(msg::compressor_atom_v, states[k]); },
+      [=](std::vector<bool>& ok) mutable {
+        promise.deliver(std::all_of(ok.begin(), ok.end(), [](bool b) { return b; }));
+      },
+      [=](std::size_t, caf::error& e) mutable { promise.deliver(e); });
+  return promise;
+}
+
 worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model) {
   self->state.model = std::move(model);
   self->state.buffers.resize(self->state.model->buckets->size());
   self->state.sent_at.resize(self->state.model->buckets->size());
   self->set_exception_handler(exception_reason);
   return {
-      [=](caf::get_atom) {
-        auto& m = *self->state.model;
-        // Rank 0's weights go to every replica, and with them its kernel
-        // choices, made now if they are to be timed.
-        m.replica->decide_kernels();
-        std::vector<msg::KernelChoice> choices;
-        for (auto& [key, dnnl] : ConvolutionChoices::process().choices()) choices.push_back({std::move(key), dnnl});
-        const auto params = m.replica->params();
-        std::size_t n = 0;
-        for (const Param* p : params) n += static_cast<std::size_t>(p->blob->count());
-        auto values = msg::TensorPayload::allocate(n);
-        float* out = values.mutable_data();
-        for (const Param* p : params) {
-          const auto c = static_cast<std::size_t>(p->blob->count());
-          std::copy_n(p->blob->data().ptr(), c, out);
-          out += c;
-        }
-        return msg::Parameters{static_cast<std::uint64_t>(m.replica->iteration()), m.rank, std::move(values),
-                               std::move(choices)};
-      },
-      [=](msg::Parameters& p) {
-        auto& m = *self->state.model;
-        std::vector<std::pair<std::string, bool>> choices;
-        for (auto& c : p.kernel_choices) choices.emplace_back(std::move(c.key), c.dnnl);
-        ConvolutionChoices::process().adopt(choices);
-        const auto params = m.replica->params();
-        std::size_t n = 0;
-        for (const Param* q : params) n += static_cast<std::size_t>(q->blob->count());
-        require(p.values.size() == n, "worker {}: parameters from rank {} hold {} floats, the model has {}", m.rank,
-                p.source, p.values.size(), n);
-        std::size_t offset = 0;
-        for (Param* q : params) {
-          const auto c = static_cast<std::size_t>(q->blob->count());
-          std::copy_n(p.values.data() + offset, c, q->blob->data().ptr());
-          offset += c;
-        }
-      },
+      [=](caf::get_atom) { return parameters_of(self); },
+      [=](msg::Parameters& p) { take_parameters(self, p); },
       [=](msg::Iterate it) -> caf::result<msg::IterationDone> {
         run_step(self, it.iteration);
         if (self->state.pending == 0) return finish_step(self);
         self->state.done = self->make_response_promise<msg::IterationDone>();
         return self->state.done;
       },
-      [=](msg::Reduced& r) {
-        auto& s = self->state;
-        auto& m = *s.model;
-        require(s.in_step && r.iteration == s.iteration, "worker {}: reduced bucket {} of iteration {} out of step",
-                m.rank, r.bucket, r.iteration);
-        require(r.bucket < m.buckets->size() && r.buffer.size() == (*m.buckets)[r.bucket].elements,
-                "worker {}: bucket {} came back with {} floats", m.rank, r.bucket, r.buffer.size());
-        // Communication of this bucket: sent -> reduced; hidden while backward ran.
-        const Clock::time_point finished{std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(r.finished_ns))};
-        const Clock::time_point sent = s.sent_at[r.bucket];
-        if (finished > sent) {
-          s.stats.comm_seconds += seconds_between(sent, finished);
-          s.stats.hidden_comm_seconds += seconds_between(sent, std::min(finished, s.backward_end));
-        }
-        s.stats.bytes_sent += r.bytes_sent;
-        m.buckets->unpack(r.bucket, r.buffer.data(), 1.0f / static_cast<float>(m.ranks));
-        s.buffers[r.bucket] = std::move(r.buffer);
-        if (--s.pending == 0) s.done.deliver(finish_step(self));
-      },
+      [=](msg::Reduced& r) { take_reduced(self, r); },
       // A probe: a worker that is busy computing cannot answer it.
       [=](msg::stats_atom) {
         const auto& s = self->state;
@@ -222,74 +301,8 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
       },
       [=](msg::eval_atom) { return self->state.model->replica->evaluate(); },
       [=](msg::figures_atom) { return self->state.model->replica->figures(); },
-      // This rank's compressor state (every shard's residuals and momentum),
-      // next to the model checkpoint at `path`, taken between iterations.
-      [=](const msg::SaveCompressorState& c) -> caf::result<bool> {
-        const std::string path = c.path;
-        const bool previous_sane = c.previous_sane;
-        auto promise = self->make_response_promise<bool>();
-        auto& m = *self->state.model;
-        auto file = std::make_shared<CompressorCheckpoint>();
-        file->iteration = c.iteration;
-        file->rank = m.rank;
-        file->ranks = m.ranks;
-        file->buckets.resize(m.shards.size());
-        fan_in<std::string>(
-            self, m.shards, std::chrono::seconds(60), msg::compressor_atom_v,
-            [=](std::vector<std::string>& states) mutable {
-              file->buckets = std::move(states);
-              const auto target = compressor_checkpoint_path(path, file->rank);
-              if (previous_sane) keep_sane_compressor_state(target, sane_checkpoint_path(path), file->rank);
-              save_compressor_checkpoint(*file, target);
-              promise.deliver(true);
-            },
-            [=](std::size_t, caf::error& e) mutable { promise.deliver(e); });
-        return promise;
-      },
-      // Loads what the save above wrote for the ranks `r.sources` (this rank
-      // when resuming; the old ranks of this node after an elastic regroup),
-      // merged with r.weight. false: the compressors start from zero, with a
-      // warning saying why.
-      [=](msg::CompressorRestore& r) -> caf::result<bool> {
-        auto promise = self->make_response_promise<bool>();
-        auto& m = *self->state.model;
-        auto start_from_zero = [&](const std::string& why) {
-          spdlog::warn("worker {}: compressor residuals and momentum start from zero: {}", m.rank, why);
-          promise.deliver(false);
-        };
-        if (r.sources.empty()) {
-          spdlog::info("worker {}: no earlier rank ran on this node; compressor residuals start from zero", m.rank);
-          promise.deliver(true);
-          return promise;
-        }
-        std::vector<std::string> buckets;
-        try {
-          buckets = load_rank_compressor_states(r.path, r.sources, r.ranks, r.iteration, m.shards.size(), r.weight);
-        } catch (const Error& e) {
-          start_from_zero(e.what());
-          return promise;
-        }
-        if (r.sources.size() > 1 || r.weight != 1.0f)
-          spdlog::info("worker {}: compressor residuals and momentum of rank(s) {} of {} carried over (x {:.4g})",
-                       m.rank, fmt::join(r.sources, ", "), r.ranks, r.weight);
-        // Each bucket's shard takes its states (a bucket the plan does not
-        // compress has none to take); false: a shard kept its own, saying why.
-        std::vector<sync::shard_actor> takers;
-        std::vector<std::string> states;
-        for (std::size_t b = 0; b < m.shards.size(); ++b)
-          if (!buckets[b].empty()) {
-            takers.push_back(m.shards[b]);
-            states.push_back(std::move(buckets[b]));
-          }
-        fan_in_each<bool>(
-            self, takers, std::chrono::seconds(60),
-            [states](std::size_t k) { return std::make_tuple(msg::compressor_atom_v, states[k]); },
-            [=](std::vector<bool>& ok) mutable {
-              promise.deliver(std::all_of(ok.begin(), ok.end(), [](bool b) { return b; }));
-            },
-            [=](std::size_t, caf::error& e) mutable { promise.deliver(e); });
-        return promise;
-      },
+      [=](const msg::SaveCompressorState& c) { return save_compressor_state(self, c); },
+      [=](const msg::CompressorRestore& r) { return restore_compressor_state(self, r); },
       [=](const msg::RestoreCheckpoint& r) {
         auto& m = *self->state.model;
         const Checkpoint c = r.bytes.empty() ? load_checkpoint(r.path) : decode_checkpoint(r.bytes, r.source);
