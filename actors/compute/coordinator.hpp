@@ -101,8 +101,9 @@ struct TrainingResult {
   std::optional<ReplicaEvaluation> evaluation;          // TrainingOptions::evaluate_only
 };
 
-// Trains what `plan` describes with actors of `system` (configured by
-// configure_actor_system) and blocks until the run is over. Throws
+// Trains what `plan` describes with actors of `system` (configured as the
+// apps configure theirs, apps/actor_system.hpp) and blocks until the run is
+// over (train.cpp). Throws
 // WorkerFailure, NumericError (NaN or infinite loss), or Error.
 TrainingResult train(caf::actor_system& system, RunPlan plan, const TrainingOptions& options = {});
 
