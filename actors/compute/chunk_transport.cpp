@@ -30,7 +30,8 @@ OpenedChunkLink open_over_mpi(int node, int nodes, std::vector<int> rank_node,
 }
 
 OpenedChunkLink open_data_plane(const config::Section& cluster, const NodeOptions& options, int node,
-                                std::vector<int> rank_node, std::function<void(int, const std::string&)> on_lost) {
+                                std::vector<int> rank_node, std::function<void(int, const std::string&)> on_lost,
+                                const std::string& label) {
   // The coordinator checked [cluster] (ClusterSettings::read); its defaults hold here too.
   const ClusterSettings defaults;
   const bool same_host_copy = cluster.get_or<bool>("same_host_copy", defaults.same_host_copy);
@@ -41,7 +42,7 @@ OpenedChunkLink open_data_plane(const config::Section& cluster, const NodeOption
     try {
       opened.allocator = std::make_shared<transport::ArenaAllocator>(transport::SharedArena::install());
     } catch (const std::exception& e) {
-      spdlog::warn("node {}: no shared arena ({}); peers on this host read through the kernel", node, e.what());
+      spdlog::warn("{}: no shared arena ({}); peers on this host read through the kernel", label, e.what());
     }
   }
   transport::DataPlaneOptions plane;
@@ -67,14 +68,15 @@ OpenedChunkLink open_data_plane(const config::Section& cluster, const NodeOption
 
 OpenedChunkLink open_chunk_link(const config::Section& cluster, const NodeOptions& options, int node, int nodes,
                                 std::vector<int> rank_node,
-                                std::function<void(int node, const std::string& reason)> on_lost) {
+                                std::function<void(int node, const std::string& reason)> on_lost,
+                                const std::string& label) {
   switch (read_chunk_transport(cluster)) {
     case ChunkTransportKind::mpi:
       return open_over_mpi(node, nodes, std::move(rank_node), std::move(on_lost));
     case ChunkTransportKind::taihu:
       break;
   }
-  return open_data_plane(cluster, options, node, std::move(rank_node), std::move(on_lost));
+  return open_data_plane(cluster, options, node, std::move(rank_node), std::move(on_lost), label);
 }
 
 }  // namespace taihu::compute

@@ -36,9 +36,11 @@ struct OpenedChunkLink {
 
 // Opens node `node`'s link (of `nodes`; rank_node[r]: rank r's node) as the
 // run's [cluster] section says; `on_lost` runs on the transport's thread when
-// a peer is lost. Throws Error (or NetError) when it cannot be opened.
+// a peer is lost; `label` names the node in logs. Throws Error (or NetError)
+// when it cannot be opened.
 OpenedChunkLink open_chunk_link(const config::Section& cluster, const NodeOptions& options, int node, int nodes,
                                 std::vector<int> rank_node,
-                                std::function<void(int node, const std::string& reason)> on_lost);
+                                std::function<void(int node, const std::string& reason)> on_lost,
+                                const std::string& label);
 
 }  // namespace taihu::compute

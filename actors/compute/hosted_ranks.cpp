@@ -32,10 +32,12 @@ HostedRanks host_ranks(caf::actor_system& system, const collectives::Topology& t
     m->compute_slots = slots;
     hosted.workers.push_back(spawn_worker(system, std::move(m)));
   }
-  for (std::size_t b = 0; b < bucket_shards.size(); ++b)
+  for (std::size_t b = 0; b < bucket_shards.size(); ++b) {
+    const auto peers = sync::as_peers(bucket_shards[b]);
     for (std::size_t k = 0; k < hosted.ranks.size(); ++k)
       caf::anon_send(bucket_shards[b][static_cast<std::size_t>(hosted.ranks[k])],
-                     msg::ShardInit{buckets[b].bucket, sync::as_peers(bucket_shards[b]), hosted.workers[k]});
+                     msg::ShardInit{buckets[b].bucket, peers, hosted.workers[k]});
+  }
   return hosted;
 }
 

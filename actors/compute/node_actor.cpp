@@ -230,8 +230,8 @@ msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
     caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
         "node {} lost its data-plane connection to node {}: {}", index, node, why)});
   };
-  OpenedChunkLink opened =
-      open_chunk_link(doc.section("cluster"), s.options, s.index, setup.nodes, s.rank_node, std::move(on_lost));
+  OpenedChunkLink opened = open_chunk_link(doc.section("cluster"), s.options, s.index, setup.nodes, s.rank_node,
+                                           std::move(on_lost), s.label);
   s.link = opened.link;
   const ReplicaData data = ReplicaData::read(doc, s.settings);
   for (int r : s.local_ranks) {
