@@ -33,6 +33,7 @@
 
 #include "actors/graph_runtime/graph_runner.hpp"
 #include "bench/bench_args.hpp"
+#include "core/common/sync_wait.hpp"
 #include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/cavs/batch_runner.hpp"
@@ -211,11 +212,11 @@ int main(int argc, char** argv) {
     };
     auto step = [&](int64_t b) {
       if (phase == "infer") {
-        runner->evaluate(batch_span(b));
+        async::sync_wait(runner->evaluate(batch_span(b)));
         return;
       }
       // loss_scale 1: gradients of the summed loss, as the PyTorch baseline's reduction="sum".
-      const cavs::GraphMetrics m = runner->train(batch_span(b), 1.0f);
+      const cavs::GraphMetrics m = async::sync_wait(runner->train(batch_span(b), 1.0f));
       if (static_cast<int>(losses.size()) < loss_trace) losses.push_back(m.loss);
       solver->step(runner->sparse_gradients());
       runner->zero_gradients();

@@ -28,6 +28,7 @@
 
 #include "bench/bench_args.hpp"
 #include "bench/process_usage.hpp"
+#include "core/common/sync_wait.hpp"
 #include "core/kernels/compute_threads.hpp"
 #include "core/kernels/parallel.hpp"
 #include "core/layers/convolution.hpp"
@@ -104,9 +105,9 @@ void profile(Net& net, Solver& solver, int iters) {
   for (int it = 0; it < iters; ++it) {
     total.add(measure([&] {
       zero.add(measure([&] { net.zero_param_diffs(); }));
-      for (size_t i = 0; i < n; ++i) fwd[i].add(measure([&] { net.forward_layer(i); }));
+      for (size_t i = 0; i < n; ++i) fwd[i].add(measure([&] { async::sync_wait(net.forward_layer(i)); }));
       net.begin_backward();
-      for (size_t i = n; i-- > 0;) bwd[i].add(measure([&] { net.backward_layer(i); }));
+      for (size_t i = n; i-- > 0;) bwd[i].add(measure([&] { async::sync_wait(net.backward_layer(i)); }));
       step.add(measure([&] { solver.step(); }));
     }));
   }

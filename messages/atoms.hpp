@@ -15,6 +15,7 @@ CAF_ADD_ATOM(taihu, taihu::msg, eval_atom, "evaluate")          // evaluate on h
 CAF_ADD_ATOM(taihu, taihu::msg, figures_atom, "figures")        // a replica's own figures at the end
 CAF_ADD_ATOM(taihu, taihu::msg, compressor_atom, "compressor")  // a shard's compressor state (get / set)
 CAF_ADD_ATOM(taihu, taihu::msg, poll_atom, "poll")              // a waiting shard looks at its transport (to itself)
+CAF_ADD_ATOM(taihu, taihu::msg, resume_atom, "resume")          // a worker's step may go on (to itself)
 
 // Clusters (messages/cluster.hpp).
 CAF_ADD_ATOM(taihu, taihu::msg, reform_atom, "reform")  // a node drops its replicas for a new cluster

@@ -42,13 +42,20 @@ struct IterationStats {
   // Per bucket: seconds from the start of forward to when backward handed the
   // bucket to its collective (what taihu-sim's buckets take).
   std::vector<double> bucket_ready_seconds;
+  // The step suspended, awaiting a compute slot, its batch, a device's core
+  // groups or the graph runtime: the worker's thread free for other messages.
+  double await_seconds = 0;
+  // Reduced buckets the worker took while its step was suspended (rather
+  // than after its backward).
+  std::uint64_t reduced_during_step = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, IterationStats& x) {
   return f(caf::meta::type_name("taihu::msg::IterationStats"), x.forward_seconds, x.backward_seconds,
            x.update_seconds, x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds,
-           x.bytes_sent, x.learning_rate, x.data_wait_seconds, x.bucket_ready_seconds);
+           x.bytes_sent, x.learning_rate, x.data_wait_seconds, x.bucket_ready_seconds, x.await_seconds,
+           x.reduced_during_step);
 }
 
 struct IterationDone {

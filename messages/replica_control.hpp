@@ -70,17 +70,21 @@ typename Inspector::result_type inspect(Inspector& f, RestoreCheckpoint& x) {
            x.batch);
 }
 
-// A worker's answer to a probe: a worker busy computing cannot answer, one
-// waiting for its reductions can.
+// A worker's answer to a probe: a worker busy computing cannot answer; one
+// whose step awaits something (a compute slot, an actor) or that waits for
+// its reductions can, and says which.
 struct WorkerProbe {
   std::uint64_t iteration = 0;
   bool in_iteration = false;
   std::uint64_t buckets_pending = 0;
+  bool awaits_slot = false;   // its step waits for a compute slot
+  bool awaits_actor = false;  // its step waits for an actor: its batch, a device's core groups, the graph runtime
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerProbe& x) {
-  return f(caf::meta::type_name("taihu::msg::WorkerProbe"), x.iteration, x.in_iteration, x.buckets_pending);
+  return f(caf::meta::type_name("taihu::msg::WorkerProbe"), x.iteration, x.in_iteration, x.buckets_pending,
+           x.awaits_slot, x.awaits_actor);
 }
 
 }  // namespace taihu::msg

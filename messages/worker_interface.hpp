@@ -20,6 +20,7 @@ namespace taihu::msg {
 using worker_actor =
     caf::typed_actor<caf::replies_to<caf::get_atom>::with<Parameters>, caf::reacts_to<Parameters>,
                      caf::replies_to<Iterate>::with<IterationDone>, caf::reacts_to<Reduced>,
+                     caf::reacts_to<resume_atom>,  // to itself: what its step awaited is there
                      caf::replies_to<stats_atom>::with<WorkerProbe>,
                      caf::replies_to<eval_atom>::with<ReplicaEvaluation>,
                      caf::replies_to<figures_atom>::with<ReplicaFigures>, caf::replies_to<SaveCheckpoint>::with<bool>,

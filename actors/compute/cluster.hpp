@@ -97,7 +97,8 @@ namespace taihu::compute {
 // 9: a launcher's rank names its own [cluster] tls in its hello (refused unless the coordinator's).
 // 10: a worker's iteration figures carry when each bucket was ready.
 // 11: typed handles in messages (messages/cluster.hpp); ClusterSetup names the coordinator.
-inline constexpr int cluster_protocol_version = 11;
+// 12: a worker's probe says what its step awaits (a compute slot, an actor).
+inline constexpr int cluster_protocol_version = 12;
 
 class ClusterError : public Error {
  public:

@@ -4,29 +4,36 @@ namespace taihu::compute {
 
 ComputeSlots::ComputeSlots(int slots) : free_(slots) {}
 
-bool ComputeSlots::acquire() {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return free_ > 0 || closed_; });
-  if (closed_) return false;
-  --free_;
-  return true;
+async::Pending<bool> ComputeSlots::acquire() {
+  return async::Pending<bool>([this](async::Completion<bool> take) {
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+      take(false);
+    } else if (free_ > 0) {
+      --free_;
+      take(true);
+    } else {
+      waiting_.push_back(std::move(take));
+    }
+  });
 }
 
 void ComputeSlots::release() {
-  {
-    std::lock_guard lock(mutex_);
-    ++free_;
+  std::lock_guard lock(mutex_);
+  if (!closed_ && !waiting_.empty()) {
+    // handed over: it stays taken
+    waiting_.front()(true);
+    waiting_.pop_front();
+    return;
   }
-  // Every waiter waits for the same thing, so waking one is enough.
-  changed_.notify_one();
+  ++free_;
 }
 
 void ComputeSlots::close() {
-  {
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-  }
-  changed_.notify_all();
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  for (auto& take : waiting_) take(false);
+  waiting_.clear();
 }
 
 }  // namespace taihu::compute

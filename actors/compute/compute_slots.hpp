@@ -2,22 +2,20 @@
 // How many workers of a process compute at the same time (coordinator.hpp
 // states the rule): a worker holds a slot for its forward and backward.
 //
-// A mutex and a condition variable rather than std::counting_semaphore:
-// libstdc++ 12's semaphore can lose a wake-up. Its acquire() reads the
-// counter, spins (ending in sched_yield), then sleeps on the futex with the
-// value read before the spin; a release that lands during that last yield
-// turns the counter back to that value and wakes nobody (release() wakes
-// only when the counter was 0), so the waiter sleeps with slots free. On a
-// loaded machine the yield lasts a time slice, and a data-parallel run
-// stalled until step_timeout with a worker asleep in acquire() and no slot
-// held (libstdc++ PR 104928).
+// A worker's step awaits its slot (core/common/pending.hpp) rather than
+// blocking on it: while it waits, its thread takes its other messages. A
+// freed slot goes straight to the longest waiter, so a slot is never free
+// while a worker waits. (Before the steps were tasks, the workers blocked
+// here; libstdc++ 12's std::counting_semaphore could lose the wake-up,
+// PR 104928, and a run stalled with a slot free.)
 //
-// close() ends the waits when the run stops: a worker thread that waits for a
-// slot then gives up its step, so the actor system can shut down (it waits
-// for every worker's thread).
+// close() ends the waits when the run stops: a waiting step then gives up,
+// so the actor system can shut down.
 
-#include <condition_variable>
+#include <deque>
 #include <mutex>
+
+#include "core/common/pending.hpp"
 
 namespace taihu::compute {
 
@@ -27,16 +25,17 @@ class ComputeSlots {
   ComputeSlots(const ComputeSlots&) = delete;
   ComputeSlots& operator=(const ComputeSlots&) = delete;
 
-  // Takes a slot, waiting for one if need be; false (and no slot) once closed.
-  [[nodiscard]] bool acquire();
+  // A slot: true at once if one is free, else when one is released; false
+  // (and no slot) once closed.
+  async::Pending<bool> acquire();
   // Gives back a slot that acquire() took (also after close()).
   void release();
-  // The run stopped: every waiter returns false now, every later acquire() at once.
+  // The run stopped: every waiter gets false now, every later acquire() at once.
   void close();
 
  private:
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::deque<async::Completion<bool>> waiting_;
   int free_;
   bool closed_ = false;
 };

@@ -116,6 +116,8 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
     s.epoch.vertices += d.stats.vertices;
     s.record.exposed_comm_seconds += d.stats.exposed_comm_seconds / plan.ranks;
     s.record.data_wait_seconds += d.stats.data_wait_seconds / plan.ranks;
+    s.record.await_seconds += d.stats.await_seconds / plan.ranks;
+    s.record.reduced_during_step += static_cast<double>(d.stats.reduced_during_step) / plan.ranks;
     s.record.comm_seconds += d.stats.comm_seconds;
     s.record.hidden_comm_seconds += d.stats.hidden_comm_seconds;
     s.record.bytes_sent += static_cast<double>(d.stats.bytes_sent);
@@ -160,8 +162,9 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
 }
 
 // The iteration in flight took longer than step_timeout: find the worker.
-// Unfinished workers that wait for reductions answer a probe at once; the
-// one still computing (or hung) does not.
+// Unfinished workers whose steps await (a compute slot, an actor) or that
+// wait for reductions answer a probe at once, saying which; the one still
+// computing (or hung) does not.
 void iteration_late(Coordinator* self, std::shared_ptr<FanIn<msg::IterationDone>> iteration, std::uint64_t it) {
   auto& s = self->state;
   const double timeout = s.plan->step_timeout;
@@ -173,22 +176,35 @@ void iteration_late(Coordinator* self, std::shared_ptr<FanIn<msg::IterationDone>
       probed.push_back(s.members.workers[static_cast<std::size_t>(r)]);
     }
   auto late = std::make_shared<int>(-1);
+  // the first whose step awaits, and what
+  auto awaiting = std::make_shared<std::pair<int, std::string>>(-1, "");
   const int generation = s.members.generation;
   settle<msg::WorkerProbe>(
       self, probed, std::chrono::milliseconds(500), msg::stats_atom_v,
       [late, unfinished](std::size_t k, caf::error&) {
         if (*late < 0) *late = unfinished[k];
       },
-      [self, unfinished, late, it, timeout, generation] {
+      [self, unfinished, late, awaiting, it, timeout, generation] {
         if (!detail::current(self, generation)) return;
         if (*late >= 0)
           return fail(self, *late,
                       fmt::format("worker {} stalled: iteration {} not done within step_timeout = {} s", *late, it,
                                   timeout));
+        if (awaiting->first >= 0)
+          return fail(self, awaiting->first,
+                      fmt::format("worker {} stalled: iteration {} not done within step_timeout = {} s: its step "
+                                  "waits for {}",
+                                  awaiting->first, it, timeout, awaiting->second));
         fail(self, unfinished.front(),
              fmt::format("iteration {} not done within step_timeout = {} s: worker {} (and maybe others) still waits "
                          "for its reductions",
                          it, timeout, unfinished.front()));
+      },
+      [unfinished, awaiting](std::size_t k, msg::WorkerProbe& probe) {
+        if (awaiting->first >= 0 || !(probe.awaits_slot || probe.awaits_actor)) return;
+        *awaiting = {unfinished[k], probe.awaits_slot ? "a compute slot"
+                                                      : "an actor (its batch, a device's core groups, the graph "
+                                                        "runtime)"};
       });
 }
 

@@ -42,6 +42,8 @@ struct RunRecord {
   uint64_t vertices = 0;
   double exposed_comm_seconds = 0.0;
   double data_wait_seconds = 0.0;  // per worker, averaged over the ranks
+  double await_seconds = 0.0;       // likewise: steps suspended (IterationStats)
+  double reduced_during_step = 0.0;  // likewise
   double comm_seconds = 0.0;
   double hidden_comm_seconds = 0.0;
   double bytes_sent = 0.0;  // payload all ranks' shards sent

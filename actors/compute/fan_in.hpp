@@ -117,27 +117,35 @@ std::shared_ptr<FanIn<Result>> fan_in(Self* self, const std::vector<Handle>& tar
 }
 
 // Like fan_in, but every target is heard out: on_failure(i, error) runs for
-// each that fails, then on_settled() once all have answered or failed (e.g.
-// nodes told to drop their replicas: one that fails is lost, the others go on).
+// each that fails, on_answer(i, result) (if given) for each that answers,
+// then on_settled() once all have answered or failed (e.g. nodes told to drop
+// their replicas: one that fails is lost, the others go on).
 template <class Result, class Self, class Handle, class Message>
 void settle(Self* self, const std::vector<Handle>& targets, std::chrono::milliseconds timeout, const Message& message,
-            std::function<void(std::size_t, caf::error&)> on_failure, std::function<void()> on_settled) {
+            std::function<void(std::size_t, caf::error&)> on_failure, std::function<void()> on_settled,
+            std::function<void(std::size_t, Result&)> on_answer = {}) {
   struct Pending {
     std::size_t left;
     std::function<void(std::size_t, caf::error&)> on_failure;
     std::function<void()> on_settled;
+    std::function<void(std::size_t, Result&)> on_answer;
     void settled() {
       if (--left == 0) on_settled();
     }
   };
-  auto pending = std::make_shared<Pending>(Pending{targets.size(), std::move(on_failure), std::move(on_settled)});
+  auto pending = std::make_shared<Pending>(
+      Pending{targets.size(), std::move(on_failure), std::move(on_settled), std::move(on_answer)});
   if (targets.empty()) {
     pending->on_settled();
     return;
   }
   for (std::size_t i = 0; i < targets.size(); ++i)
     self->request(targets[i], timeout, message)
-        .then([pending](Result&) { pending->settled(); },
+        .then(
+            [pending, i](Result& r) {
+              if (pending->on_answer) pending->on_answer(i, r);
+              pending->settled();
+            },
               [pending, i](caf::error& e) {
                 pending->on_failure(i, e);
                 pending->settled();

@@ -115,6 +115,9 @@ void add_data_parallel_figures(const RunPlan& plan, const RunRecord& record, Rep
   report.iteration_seconds = median(record.iteration_walls);
   report.compute_seconds = median(record.computes);
   report.update_seconds = median(record.updates);
+  const double iterations = std::max<double>(1.0, static_cast<double>(record.iterations));
+  report.step_await_seconds = record.await_seconds / iterations;
+  report.reduced_during_step = record.reduced_during_step / iterations;
   for (std::size_t b = 0; b < report.buckets.size() && b < record.bucket_ready.size(); ++b)
     report.buckets[b].ready_seconds = median(record.bucket_ready[b]);
 }

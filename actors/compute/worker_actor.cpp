@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "actors/compute/fan_in.hpp"
+#include "actors/compute/mailbox_resumer.hpp"
 #include "actors/exception_reason.hpp"
 #include "collectives/buckets.hpp"
 #include "core/common/check.hpp"
@@ -53,31 +55,22 @@ struct WorkerState {
   std::vector<msg::TensorPayload> buffers;  // per bucket, reused between iterations
   std::vector<Clock::time_point> sent_at;   // per bucket, this iteration
   caf::typed_response_promise<msg::IterationDone> done;  // the coordinator's Iterate
+  // The step's forward and backward, suspended while it awaits an actor
+  // (a batch, a device's layer pass, the graph runtime); it goes on in the
+  // resume_atom handler, and the worker takes reduced buckets meanwhile.
+  std::optional<async::Task<ReplicaStep>> compute;
+  std::shared_ptr<MailboxResumer> resumer;
+  bool holds_slot = false;
   bool in_step = false;
   std::uint64_t iteration = 0;
   std::size_t pending = 0;  // buckets not yet reduced
   float loss = 0.0f;
   msg::IterationStats stats;
   Clock::time_point compute_start, backward_end;
+  Clock::time_point suspended_at;  // the step's last suspension
 };
 
 using Self = worker_actor::stateful_pointer<WorkerState>;
-
-// Holds a compute slot for the scope (released also on exceptions). Slots
-// closed while waiting (the run stopped): the step is given up by an
-// exception, which ends the worker, and no slot is held.
-struct SlotGuard {
-  ComputeSlots* slots;
-  SlotGuard(ComputeSlots* s, int rank, std::uint64_t iteration) : slots(s) {
-    if (slots && !slots->acquire())
-      raise("worker {}: the run stopped while step {} waited for a compute slot", rank, iteration);
-  }
-  ~SlotGuard() {
-    if (slots) slots->release();
-  }
-  SlotGuard(const SlotGuard&) = delete;
-  SlotGuard& operator=(const SlotGuard&) = delete;
-};
 
 void send_bucket(Self self, std::uint32_t b) {
   auto& s = self->state;
@@ -97,6 +90,76 @@ void send_bucket(Self self, std::uint32_t b) {
   s.buffers[b] = {};
 }
 
+// The compute slot, held from before forward until backward ends (or fails).
+void release_slot(Self self) {
+  auto& s = self->state;
+  if (!s.holds_slot) return;
+  s.holds_slot = false;
+  s.model->compute_slots->release();
+}
+
+// Forward and backward are done: their figures, and the slot back.
+void computed(Self self, const ReplicaStep& step) {
+  auto& s = self->state;
+  release_slot(self);
+  s.compute.reset();
+  s.backward_end = Clock::now();
+  s.loss = step.loss;
+  s.stats.samples = step.samples;
+  s.stats.vertices = step.vertices;
+  s.stats.forward_seconds = step.forward_seconds;
+  s.stats.backward_seconds = step.backward_seconds;
+  s.stats.data_wait_seconds = step.data_wait_seconds;
+}
+
+// Runs the step's task until it is done or awaits an actor; true: done.
+// A failure ends the worker, its reason also the answer to the Iterate.
+bool go_on(Self self, std::coroutine_handle<> h) {
+  auto& s = self->state;
+  try {
+    if (h) {
+      s.stats.await_seconds += seconds_between(s.suspended_at, Clock::now());
+      h.resume();
+    }
+    if (!s.compute->done()) {
+      s.suspended_at = Clock::now();
+      return false;
+    }
+    computed(self, s.compute->result());
+    return true;
+  } catch (...) {
+    release_slot(self);
+    s.compute.reset();
+    auto failure = std::current_exception();
+    if (s.done.pending()) s.done.deliver(exception_reason(failure));
+    throw;
+  }
+}
+
+// The step's task: a compute slot (awaited), then forward and backward,
+// sending each bucket as soon as its gradients are final.
+async::Task<ReplicaStep> compute_step(Self self, std::uint64_t iteration) {
+  auto& s = self->state;
+  auto& m = *s.model;
+  if (m.compute_slots) {
+    if (m.fault.kind == WorkerFault::Kind::lose_slot && m.fault.rank == m.rank && m.fault.iteration == iteration)
+      (void)co_await m.compute_slots->acquire();  // and never released
+    // Slots closed while waiting (the run stopped): the step is given up by
+    // an exception, which ends the worker, and no slot is held.
+    if (!co_await m.compute_slots->acquire())
+      raise("worker {}: the run stopped while step {} waited for a compute slot", m.rank, iteration);
+    s.holds_slot = true;
+  }
+  std::function<void(std::size_t)> stage_done = [self](std::size_t stage) {
+    auto& m = *self->state.model;
+    if (m.shards.empty()) return;  // one replica: its gradient is the gradient
+    for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b);
+  };
+  s.compute_start = Clock::now();
+  ReplicaStep step = co_await m.replica->compute(iteration, std::move(stage_done));
+  co_return step;
+}
+
 void run_step(Self self, std::uint64_t iteration) {
   auto& s = self->state;
   auto& m = *s.model;
@@ -110,22 +173,11 @@ void run_step(Self self, std::uint64_t iteration) {
       raise("worker {}: injected failure in step {}", m.rank, iteration);
     if (m.fault.kind == WorkerFault::Kind::stall)
       std::this_thread::sleep_for(std::chrono::duration<double>(m.fault.stall_seconds));
-    if (m.fault.kind == WorkerFault::Kind::lose_slot && m.compute_slots) (void)m.compute_slots->acquire();
   }
-  SlotGuard slot(m.compute_slots.get(), m.rank, iteration);
   s.stats.bucket_ready_seconds.assign(m.shards.empty() ? 0 : m.buckets->size(), 0.0);
-  s.compute_start = Clock::now();
-  const ReplicaStep step = m.replica->compute(iteration, [&](std::size_t stage) {
-    if (m.shards.empty()) return;  // one replica: its gradient is the gradient
-    for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b);
-  });
-  s.backward_end = Clock::now();
-  s.loss = step.loss;
-  s.stats.samples = step.samples;
-  s.stats.vertices = step.vertices;
-  s.stats.forward_seconds = step.forward_seconds;
-  s.stats.backward_seconds = step.backward_seconds;
-  s.stats.data_wait_seconds = step.data_wait_seconds;
+  s.compute.emplace(compute_step(self, iteration));
+  s.compute->start(s.resumer);
+  go_on(self, {});
 }
 
 msg::IterationDone finish_step(Self self) {
@@ -192,14 +244,18 @@ void take_reduced(Self self, msg::Reduced& r) {
   // Communication of this bucket: sent -> reduced; hidden while backward ran.
   const Clock::time_point finished{std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(r.finished_ns))};
   const Clock::time_point sent = s.sent_at[r.bucket];
+  // (all of it when the step still computes: backward has not ended)
+  const Clock::time_point backward_end = s.compute ? finished : s.backward_end;
   if (finished > sent) {
     s.stats.comm_seconds += seconds_between(sent, finished);
-    s.stats.hidden_comm_seconds += seconds_between(sent, std::min(finished, s.backward_end));
+    s.stats.hidden_comm_seconds += seconds_between(sent, std::min(finished, backward_end));
   }
   s.stats.bytes_sent += r.bytes_sent;
+  if (s.compute) ++s.stats.reduced_during_step;
   m.buckets->unpack(r.bucket, r.buffer.data(), 1.0f / static_cast<float>(m.ranks));
   s.buffers[r.bucket] = std::move(r.buffer);
-  if (--s.pending == 0) s.done.deliver(finish_step(self));
+  // (a step still computing takes the buckets its backward finished earlier; it ends with the task)
+  if (--s.pending == 0 && !s.compute) s.done.deliver(finish_step(self));
 }
 
 // This rank's compressor state (every shard's residuals and momentum), next
@@ -276,21 +332,30 @@ worker_actor::behavior_type worker(Self self, std::shared_ptr<WorkerModel> model
   self->state.model = std::move(model);
   self->state.buffers.resize(self->state.model->buckets->size());
   self->state.sent_at.resize(self->state.model->buckets->size());
+  self->state.resumer = std::make_shared<MailboxResumer>(self->ctrl());
   self->set_exception_handler(exception_reason);
   return {
       [=](caf::get_atom) { return parameters_of(self); },
       [=](msg::Parameters& p) { take_parameters(self, p); },
       [=](msg::Iterate it) -> caf::result<msg::IterationDone> {
         run_step(self, it.iteration);
-        if (self->state.pending == 0) return finish_step(self);
+        if (!self->state.compute && self->state.pending == 0) return finish_step(self);
         self->state.done = self->make_response_promise<msg::IterationDone>();
         return self->state.done;
       },
+      [=](msg::resume_atom) {
+        auto& s = self->state;
+        const auto h = s.resumer->next();
+        if (!h || !s.compute) return;  // the step it was for failed, and the worker is going
+        if (go_on(self, h) && s.pending == 0) s.done.deliver(finish_step(self));
+      },
       [=](msg::Reduced& r) { take_reduced(self, r); },
-      // A probe: a worker that is busy computing cannot answer it.
+      // A probe: a worker that is busy computing cannot answer it; one whose step awaits can.
       [=](msg::stats_atom) {
         const auto& s = self->state;
-        return msg::WorkerProbe{s.iteration, s.in_step, static_cast<std::uint64_t>(s.pending)};
+        const bool awaits = s.compute.has_value();  // a step computing does not answer
+        return msg::WorkerProbe{s.iteration, s.in_step, static_cast<std::uint64_t>(s.pending),
+                                awaits && !s.holds_slot && s.model->compute_slots, awaits && s.holds_slot};
       },
       [=](const msg::SaveCheckpoint& c) {
         auto& m = *self->state.model;

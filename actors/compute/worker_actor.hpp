@@ -28,6 +28,12 @@
 // preempt it, so workers are detached actors (a thread each) and never sit on
 // a scheduler thread that the shard actors need. `compute_slots` bounds how
 // many workers compute at the same time (coordinator.hpp states the rule).
+//
+// The step is a task (Replica::compute, core/common/task.hpp): where it
+// awaits actors — the batch loader, a device model's core groups, the graph
+// runtime — it suspends, and the worker's thread takes the messages in its
+// mailbox (reduced buckets, probes) until a resume_atom says the step may go
+// on (mailbox_resumer.hpp). Only the computing itself holds the thread.
 
 #include <caf/fwd.hpp>
 

@@ -3,8 +3,8 @@
 // layers become work messages to 4 core-group actors. Each actor owns one
 // CoreGroup of the plan (single-threaded state) and runs its share of the
 // batch through the model's kernels with real numerics (msg::CoreGroupWork ->
-// msg::CoreGroupDone); the executor sends a phase to all 4, waits for the 4
-// answers, and charges the phase the slowest group's cycles plus the
+// msg::CoreGroupDone); the executor sends a phase to all 4, suspends the
+// caller's step until the 4 answers are in (actors/ask.hpp), and charges the phase the slowest group's cycles plus the
 // core-group Simple_Sync (as Chip::run_split). Between phases it runs the
 // plan's host (MPE) steps: BatchNorm adds the groups' statistics between
 // channel_sums and channel_affine, weight gradients are added on CG 0.
@@ -48,8 +48,8 @@ class Sw26010Executor final : public LayerExecutor {
                   const sw26010::Params& params = sw26010::Params::defaults());
   ~Sw26010Executor() override;
 
-  void forward(std::size_t i) override;
-  void backward(std::size_t i) override;
+  async::Task<> forward(std::size_t i) override;
+  async::Task<> backward(std::size_t i) override;
   void begin_iteration(int64_t batch) override;
   void end_iteration() override;
   DeviceReport report() const override;

@@ -4,17 +4,16 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <ctime>
 #include <cmath>
 #include <optional>
 
+#include "actors/ask.hpp"
 #include "actors/exception_reason.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/error.hpp"
@@ -68,7 +67,7 @@ struct Sw26010Executor::Impl {
   caf::actor_system& system;
   Net& net;
   std::shared_ptr<NetPlan> plan;
-  std::array<core_group_actor, sw26010::Chip::groups> groups;
+  std::vector<core_group_actor> groups;  // Chip::groups of them
   std::vector<LayerCycles> cycles;  // summed over timed iterations
   std::int64_t update_cycles = 0;   // the solver step of one iteration
   std::int64_t update_total = 0;    // summed over timed iterations
@@ -83,7 +82,7 @@ struct Sw26010Executor::Impl {
 
   Impl(caf::actor_system& s, Net& n, const sw26010::Params& params)
       : system(s), net(n), plan(std::make_shared<NetPlan>(n, params)), cycles(n.num_layers()) {
-    for (int g = 0; g < sw26010::Chip::groups; ++g) groups[std::size_t(g)] = system.spawn(core_group, plan, g);
+    for (int g = 0; g < sw26010::Chip::groups; ++g) groups.push_back(system.spawn(core_group, plan, g));
     // The solver step follows every backward pass. It is charged as swCaffe's SGD step
     // (decay, momentum and update on the MPE, a CPE copy; iteration.hpp), whichever solver
     // the host runs: swCaffe has no other. Its time depends only on the parameter count.
@@ -98,22 +97,16 @@ struct Sw26010Executor::Impl {
   std::int64_t sync_cycles() const { return std::int64_t(std::ceil(plan->params().cg_sync_cycles)); }
 
   // One pass of layer i: each phase on the 4 groups at once, then a sync.
-  void run_pass(std::size_t i, Pass pass) {
+  // The caller's step is suspended while the groups run a phase.
+  async::Task<> run_pass(std::size_t i, Pass pass) {
     const int phases = plan->phases(i, pass);
-    caf::scoped_actor self{system};
     for (int phase = 0; phase < phases; ++phase) {
       plan->before_phase(i, pass, phase);
-      const msg::CoreGroupWork work{std::uint32_t(i), pass == Pass::backward, phase};
-      std::vector<decltype(self->request(groups[0], caf::infinite, work))> answers;
-      for (auto& g : groups) answers.push_back(self->request(g, caf::infinite, work));
+      const caf::expected<std::vector<msg::CoreGroupDone>> done = co_await ask_all<msg::CoreGroupDone>(
+          system, groups, caf::infinite, msg::CoreGroupWork{std::uint32_t(i), pass == Pass::backward, phase});
+      if (!done) throw Error("sw26010: " + reason_text(system, done.error()));
       std::int64_t slowest = 0;
-      std::string failure;
-      for (auto& answer : answers)
-        answer.receive([&](const msg::CoreGroupDone& done) { slowest = std::max(slowest, done.cycles); },
-                       [&](const caf::error& e) {
-                         if (failure.empty()) failure = reason_text(system, e);
-                       });
-      if (!failure.empty()) throw Error("sw26010: " + failure);
+      for (const msg::CoreGroupDone& group : *done) slowest = std::max(slowest, group.cycles);
       if (timing) {
         LayerCycles& c = cycles[i];
         const std::int64_t t = slowest + sync_cycles();
@@ -135,28 +128,28 @@ Sw26010Executor::~Sw26010Executor() = default;
 
 sw26010::NetPlan& Sw26010Executor::plan() { return *impl_->plan; }
 
-void Sw26010Executor::forward(std::size_t i) {
+async::Task<> Sw26010Executor::forward(std::size_t i) {
   Impl& m = *impl_;
   Layer& layer = m.net.layer(i);
   const Placement where = m.plan->placement(i);
   if (m.net.phase() == Phase::test || where != Placement::device) {
     layer.forward(m.net.layer_bottoms(i), m.net.layer_tops(i));
     if (m.timing && where == Placement::host_modelled) m.cycles[i].forward += m.plan->modelled_timing(i).forward;
-    return;
+    co_return;
   }
-  m.run_pass(i, Pass::forward);
+  co_await m.run_pass(i, Pass::forward);
 }
 
-void Sw26010Executor::backward(std::size_t i) {
+async::Task<> Sw26010Executor::backward(std::size_t i) {
   Impl& m = *impl_;
   Layer& layer = m.net.layer(i);
   const Placement where = m.plan->placement(i);
   if (m.net.phase() == Phase::test || where != Placement::device) {
     layer.backward(m.net.layer_tops(i), m.net.layer_propagate_down(i), m.net.layer_bottoms(i));
     if (m.timing && where == Placement::host_modelled) m.cycles[i].data += m.plan->modelled_timing(i).backward;
-    return;
+    co_return;
   }
-  m.run_pass(i, Pass::backward);
+  co_await m.run_pass(i, Pass::backward);
 }
 
 void Sw26010Executor::begin_iteration(int64_t batch) {

@@ -1,17 +1,20 @@
 // The consumer's side of the actor feed (batch_loader.hpp): a BatchFeed that
-// lives on a replica's worker thread, takes its loader's finished batches in
-// order and hands their slots back.
+// lives with a replica's worker, takes its loader's finished batches in order
+// and hands their slots back. The worker's step awaits them (next_async);
+// next() is for callers outside an actor (an evaluation pass, a test).
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 #include "actors/feed/batch_loader.hpp"
 #include "actors/feed/batch_loader_actor.hpp"
 #include "actors/feed/decoder_pool.hpp"
 #include "actors/feed/ready_batches.hpp"
 #include "core/common/check.hpp"
+#include "core/common/sync_wait.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::feed {
@@ -36,11 +39,13 @@ class ActorBatchFeed final : public BatchFeed {
   ActorBatchFeed(const ActorBatchFeed&) = delete;
   ActorBatchFeed& operator=(const ActorBatchFeed&) = delete;
 
-  bool next(Tensor& data, Tensor& labels) override {
+  bool next(Tensor& data, Tensor& labels) override { return async::sync_wait(next_async(data, labels)); }
+
+  async::Task<bool> next_async(Tensor& data, Tensor& labels) override {
     if (batch_ >= plan_->batches_per_epoch()) {
       ++epoch_;
       batch_ = 0;
-      return false;
+      co_return false;
     }
     // As BatchSource's thread, the loader starts when the first batch is
     // wanted, not at construction or seek: nothing is read that nobody takes.
@@ -48,7 +53,9 @@ class ActorBatchFeed final : public BatchFeed {
       caf::anon_send(loader_, msg::LoadFrom{ready_->generation(), epoch_, batch_});
       loading_ = true;
     }
-    const ReadyBatch ready = ready_->take(wait_seconds_);
+    const auto asked = std::chrono::steady_clock::now();
+    const ReadyBatch ready = co_await ready_->take();
+    wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     require(ready.epoch == epoch_ && ready.batch == batch_,
             "internal error: batch {} of epoch {} arrived for batch {} of epoch {}", ready.batch, ready.epoch, batch_,
             epoch_);
@@ -59,7 +66,7 @@ class ActorBatchFeed final : public BatchFeed {
     std::copy_n(ready.buffer->labels.data(), ready.rows, labels.ptr());
     caf::anon_send(loader_, msg::SlotReleased{ready_->generation(), ready.slot});
     ++batch_;
-    return true;
+    co_return true;
   }
 
   int64_t epoch() const override { return epoch_; }

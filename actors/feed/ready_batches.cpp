@@ -1,6 +1,5 @@
 #include "actors/feed/ready_batches.hpp"
 
-#include <chrono>
 #include <limits>
 
 #include "core/common/error.hpp"
@@ -29,52 +28,55 @@ void ReadyBatches::close() {
   generation_ = closed;
   current_->store(closed, std::memory_order_relaxed);
   ready_.clear();
+  waiting_.reset();  // the step that waited is going with its feed
 }
 
-ReadyBatch ReadyBatches::take(double& waited) {
-  std::unique_lock lock(mutex_);
-  auto settled = [&] { return !ready_.empty() || failure_ || stopped_; };
-  if (!settled()) {
-    const auto start = std::chrono::steady_clock::now();
-    changed_.wait(lock, settled);
-    waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+async::Pending<ReadyBatch> ReadyBatches::take() {
+  return async::Pending<ReadyBatch>([this](async::Completion<ReadyBatch> take) {
+    std::lock_guard lock(mutex_);
+    if (!answer_locked(take)) waiting_.emplace(std::move(take));
+  });
+}
+
+bool ReadyBatches::answer_locked(const async::Completion<ReadyBatch>& take) {
   if (!ready_.empty()) {
     ReadyBatch batch = std::move(ready_.front());
     ready_.pop_front();
-    return batch;
+    take(std::move(batch));
+    return true;
   }
   if (failure_) {
-    if (failure_->data) throw DataError(failure_->message);
-    throw Error(failure_->message);
+    if (failure_->data)
+      take.fail(std::make_exception_ptr(DataError(failure_->message)));
+    else
+      take.fail(std::make_exception_ptr(Error(failure_->message)));
+    return true;
   }
-  throw Error("batch loader stopped: " + *stopped_);
+  if (stopped_) {
+    take.fail(std::make_exception_ptr(Error("batch loader stopped: " + *stopped_)));
+    return true;
+  }
+  return false;
 }
 
 void ReadyBatches::publish(std::uint64_t generation, ReadyBatch batch) {
-  {
-    std::lock_guard lock(mutex_);
-    if (generation != generation_) return;
-    ready_.push_back(std::move(batch));
-  }
-  changed_.notify_one();
+  std::lock_guard lock(mutex_);
+  if (generation != generation_) return;
+  ready_.push_back(std::move(batch));
+  if (waiting_ && answer_locked(*waiting_)) waiting_.reset();
 }
 
 void ReadyBatches::fail(std::uint64_t generation, FeedFailure failure) {
-  {
-    std::lock_guard lock(mutex_);
-    if (generation != generation_ || failure_) return;
-    failure_ = std::move(failure);
-  }
-  changed_.notify_one();
+  std::lock_guard lock(mutex_);
+  if (generation != generation_ || failure_) return;
+  failure_ = std::move(failure);
+  if (waiting_ && answer_locked(*waiting_)) waiting_.reset();
 }
 
 void ReadyBatches::loader_stopped(std::string reason) {
-  {
-    std::lock_guard lock(mutex_);
-    stopped_ = std::move(reason);
-  }
-  changed_.notify_one();
+  std::lock_guard lock(mutex_);
+  stopped_ = std::move(reason);
+  if (waiting_ && answer_locked(*waiting_)) waiting_.reset();
 }
 
 }  // namespace taihu::feed

@@ -1,8 +1,9 @@
 #pragma once
 // Where a batch loader (batch_loader_actor.hpp) leaves finished batches for
-// its feed's consumer, a replica's worker thread that blocks in
-// BatchFeed::next() until the next one is there. The one place the actor
-// side and the blocking side meet: a mutex and a condition variable.
+// its feed's consumer, a replica's worker step that awaits the next one
+// (core/common/pending.hpp): taken at once when it is there, or else handed
+// to the waiting step by the loader when it is published. The one place the
+// actor side and the consumer meet: a mutex, held for moments only.
 //
 // Generations keep a restarted feed clean: the consumer begins one at every
 // seek (restart()), and whatever the loader hands in for an older one (it
@@ -13,7 +14,6 @@
 // blocking), the consumer the rest.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include "core/common/pending.hpp"
 #include "messages/batch_loading.hpp"
 
 namespace taihu::feed {
@@ -53,10 +54,10 @@ class ReadyBatches {
   std::uint64_t generation() const { return generation_; }
   // Shared with the decoders' work, which they skip once it is stale.
   std::shared_ptr<const std::atomic<std::uint64_t>> current() const { return current_; }
-  // The next batch, waiting for it if need be (the seconds waited are added
-  // to `waited`). Batches completed before a failure come first; then the
-  // failure is thrown (DataError or Error) until the next restart().
-  ReadyBatch take(double& waited);
+  // The next batch, when it is there. Batches completed before a failure
+  // come first; then the failure is thrown (DataError or Error) until the
+  // next restart(). One take at a time.
+  async::Pending<ReadyBatch> take();
 
   // Loader side; stale generations are ignored.
   void publish(std::uint64_t generation, ReadyBatch batch);
@@ -65,8 +66,12 @@ class ReadyBatches {
   void loader_stopped(std::string reason);
 
  private:
+  // Answers `take` with the next batch or the failure, if there is one yet
+  // (under the lock: completing only hands the step to its Resumer).
+  bool answer_locked(const async::Completion<ReadyBatch>& take);
+
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::optional<async::Completion<ReadyBatch>> waiting_;  // a take that found nothing yet
   std::uint64_t generation_ = 0;  // guarded by mutex_, mirrored in *current_
   std::shared_ptr<std::atomic<std::uint64_t>> current_;
   std::deque<ReadyBatch> ready_;

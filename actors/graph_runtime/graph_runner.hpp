@@ -16,10 +16,11 @@
 // The app sets BLAS threads to cores / executors unless [blas] threads says
 // otherwise, so executors x BLAS threads never exceeds the cores by default.
 //
-// train() and evaluate() block until the batch is done: call them from a
-// plain thread or from a detached actor's (a data-parallel worker's), never
-// from a handler of a scheduled actor, which would hold a scheduler thread.
-// The executors are detached (a thread each); the batcher is scheduled and
+// train() and evaluate() are tasks that suspend until the batch is done
+// (actors/ask.hpp): a data-parallel worker's step awaits them and its thread
+// takes other messages meanwhile; a plain thread takes them with
+// async::sync_wait (never a handler of a scheduled actor, which would hold
+// a scheduler thread). The executors are detached (a thread each); the batcher is scheduled and
 // needs a scheduler thread for moments, so any system will do, one with a
 // single scheduler thread included; idle work-stealing threads poll, though,
 // which on a small machine takes time from the executors, while the

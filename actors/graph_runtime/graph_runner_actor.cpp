@@ -1,13 +1,14 @@
 #include "actors/graph_runtime/graph_runner.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/scoped_actor.hpp>
+#include <caf/scoped_actor.hpp>  // the destructor waits for the actors
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "actors/ask.hpp"
 #include "actors/exception_reason.hpp"
 #include "actors/graph_runtime/graph_batcher.hpp"
 #include "actors/graph_runtime/vertex_executor.hpp"
@@ -48,10 +49,12 @@ class ActorGraphRunner final : public GraphRunner {
     self->wait_for(batcher_, executors_);
   }
 
-  cavs::GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) override {
+  async::Task<cavs::GraphMetrics> train(std::span<const InputGraph> graphs, float loss_scale) override {
     return run(graphs, loss_scale, true);
   }
-  cavs::GraphMetrics evaluate(std::span<const InputGraph> graphs) override { return run(graphs, 1.0f, false); }
+  async::Task<cavs::GraphMetrics> evaluate(std::span<const InputGraph> graphs) override {
+    return run(graphs, 1.0f, false);
+  }
 
   // Between batches the executors are idle, and the reply to the last batch
   // ordered their writes before this thread's reads.
@@ -90,32 +93,28 @@ class ActorGraphRunner final : public GraphRunner {
     return static_cast<std::uint32_t>(ranges.size());
   }
 
-  cavs::GraphMetrics run(std::span<const InputGraph> graphs, float loss_scale, bool backward) {
+  // Suspends the caller's task while the batcher and executors run the batch.
+  async::Task<cavs::GraphMetrics> run(std::span<const InputGraph> graphs, float loss_scale, bool backward) {
     cavs::GraphMetrics total;
     if (!failure_.empty()) throw Error("graph runtime: stopped after an earlier failure: " + failure_);
-    if (graphs.empty()) return total;
+    if (graphs.empty()) co_return total;
     const std::uint32_t parts = hand_out(graphs, loss_scale);
-    caf::scoped_actor self{system_};
-    std::string failure;
-    self->request(batcher_, timeout_, msg::RunGraphBatch{++batch_, parts, backward})
-        .receive(
-            [&](const msg::GraphBatchDone& done) {
-              ++runtime_stats_.batches;
-              runtime_stats_.messages += done.messages;
-            },
-            [&](caf::error& e) {
-              const bool timed_out = e.category() == caf::atom("system") &&
-                                     e.code() == static_cast<uint8_t>(caf::sec::request_timeout);
-              failure = timed_out ? fmt::format("a mini-batch took longer than step_timeout = {} s",
-                                                std::chrono::duration<double>(timeout_).count())
-                                  : reason_text(system_, e);
-            });
-    if (!failure.empty()) {
-      failure_ = failure;
-      throw Error("graph runtime: " + failure);
+    const caf::expected<msg::GraphBatchDone> done =
+        co_await ask<msg::GraphBatchDone>(system_, batcher_, timeout_, msg::RunGraphBatch{++batch_, parts, backward});
+    if (!done) {
+      const caf::error& e = done.error();
+      const bool timed_out =
+          e.category() == caf::atom("system") && e.code() == static_cast<uint8_t>(caf::sec::request_timeout);
+      failure_ = timed_out ? fmt::format("a mini-batch took longer than step_timeout = {} s",
+                                         std::chrono::duration<double>(timeout_).count())
+                           : reason_text(system_, e);
+      throw Error("graph runtime: " + failure_);
     }
+    ++runtime_stats_.batches;
+    // the batcher counts them all: the request, the parts' messages, the answer
+    runtime_stats_.messages += done->messages;
     for (std::uint32_t k = 0; k < parts; ++k) total.merge(parts_[k]->metrics);
-    return total;
+    co_return total;
   }
 
   caf::actor_system& system_;

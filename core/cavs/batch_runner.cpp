@@ -4,21 +4,21 @@ namespace taihu::cavs {
 
 InlineRunner::InlineRunner(VertexFunction& f, ExecutorOptions options) : executor_(f, options) {}
 
-GraphMetrics InlineRunner::train(std::span<const InputGraph> graphs, float loss_scale) {
+async::Task<GraphMetrics> InlineRunner::train(std::span<const InputGraph> graphs, float loss_scale) {
   executor_.set_inputs(graphs);
   executor_.set_loss_scale(loss_scale);
   executor_.run_forward_backward();
   GraphMetrics metrics;
   metrics.add(executor_, graphs);
-  return metrics;
+  co_return metrics;
 }
 
-GraphMetrics InlineRunner::evaluate(std::span<const InputGraph> graphs) {
+async::Task<GraphMetrics> InlineRunner::evaluate(std::span<const InputGraph> graphs) {
   executor_.set_inputs(graphs);
   executor_.run_forward();
   GraphMetrics metrics;
   metrics.add(executor_, graphs);
-  return metrics;
+  co_return metrics;
 }
 
 }  // namespace taihu::cavs

@@ -5,6 +5,11 @@
 // runtime (actors/graph_runtime/graph_runner.hpp) runs the same steps on
 // several concurrent executors, one part of the batch each. Trainers see only
 // this interface.
+//
+// train() and evaluate() are tasks (core/common/task.hpp): a worker's step
+// awaits them without holding its thread while the graph actors run the
+// batch; callers outside an actor take the answer with async::sync_wait.
+// InlineRunner's never suspend.
 
 #include <memory>
 #include <span>
@@ -12,6 +17,7 @@
 
 #include "core/cavs/executor.hpp"
 #include "core/cavs/graph_metrics.hpp"
+#include "core/common/task.hpp"
 
 namespace taihu::cavs {
 
@@ -20,9 +26,10 @@ class BatchRunner {
   virtual ~BatchRunner() = default;
 
   // Forward + backward; gradients are loss_scale * d(summed loss).
-  virtual GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) = 0;
+  // The graphs must outlive the task.
+  virtual async::Task<GraphMetrics> train(std::span<const InputGraph> graphs, float loss_scale) = 0;
   // Forward only (loss and predictions).
-  virtual GraphMetrics evaluate(std::span<const InputGraph> graphs) = 0;
+  virtual async::Task<GraphMetrics> evaluate(std::span<const InputGraph> graphs) = 0;
   // Zeroes what train() added to the parameter diffs since the last call:
   // every dense diff, but of an embedding table only the rows those batches
   // touched (the table can be 100x the rest of the model). Call it after the
@@ -42,8 +49,8 @@ class InlineRunner final : public BatchRunner {
  public:
   InlineRunner(VertexFunction& f, ExecutorOptions options = {});
 
-  GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) override;
-  GraphMetrics evaluate(std::span<const InputGraph> graphs) override;
+  async::Task<GraphMetrics> train(std::span<const InputGraph> graphs, float loss_scale) override;
+  async::Task<GraphMetrics> evaluate(std::span<const InputGraph> graphs) override;
   void zero_gradients() override { executor_.zero_gradients(); }
   std::vector<RowSparseGradient> sparse_gradients() const override { return executor_.sparse_gradients(); }
   ExecutorStats stats() const override { return executor_.stats(); }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/common/task.hpp"
 #include "core/data/batch_plan.hpp"
 
 namespace taihu {
@@ -23,6 +24,11 @@ class BatchFeed {
   // end of an epoch returns false once, and the following call starts the
   // next epoch. Errors of the reading (DataError) are rethrown here.
   virtual bool next(Tensor& data, Tensor& labels) = 0;
+  // The same as a task (core/common/task.hpp), for a worker's step: the
+  // actor feed suspends the step until its loader has the batch, where
+  // next() would block the thread. By default next(), at once (BatchSource,
+  // which no worker uses: the actor runtime installs its own feed).
+  virtual async::Task<bool> next_async(Tensor& data, Tensor& labels) { co_return next(data, labels); }
 
   // Position of the batch the next call returns (batch_index() equals
   // batches_per_epoch() after an epoch's last batch, until next() says false).

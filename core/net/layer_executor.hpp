@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/common/task.hpp"
+
 namespace taihu {
 
 // Simulated time of one layer, summed over the training iterations run.
@@ -55,9 +57,10 @@ class LayerExecutor {
  public:
   virtual ~LayerExecutor() = default;
   // Layer i's forward (its reshape has run) and backward (only when the net
-  // would run the layer's backward).
-  virtual void forward(std::size_t i) = 0;
-  virtual void backward(std::size_t i) = 0;
+  // would run the layer's backward). Tasks (core/common/task.hpp): a device
+  // whose kernels run on actors suspends the caller's step until they answer.
+  virtual async::Task<> forward(std::size_t i) = 0;
+  virtual async::Task<> backward(std::size_t i) = 0;
   // Training iterations, for devices that account time (not called in evaluation).
   virtual void begin_iteration(int64_t batch) {}
   virtual void end_iteration() {}

@@ -8,6 +8,7 @@
 
 #include "core/common/check.hpp"
 #include "core/common/excerpt.hpp"
+#include "core/common/sync_wait.hpp"
 #include "core/kernels/parallel.hpp"
 #include "core/layers/registry.hpp"
 
@@ -317,7 +318,7 @@ void Net::reshape_all() {
 
 float Net::forward() {
   float loss = 0.0f;
-  for (size_t i = 0; i < layers_.size(); ++i) loss += forward_layer(i);
+  for (size_t i = 0; i < layers_.size(); ++i) loss += async::sync_wait(forward_layer(i));
   return loss;
 }
 
@@ -327,13 +328,13 @@ void Net::require_storage() const {
           excerpt(name_));
 }
 
-float Net::forward_layer(size_t i) {
+async::Task<float> Net::forward_layer(size_t i) {
   require_storage();
   Node& node = layers_[i];
-  if (!node.active(phase_)) return 0.0f;
+  if (!node.active(phase_)) co_return 0.0f;
   node.layer->reshape(node.bottom, node.top);
   if (executor_) {
-    executor_->forward(i);
+    co_await executor_->forward(i);
   } else if (node.fused_run >= 0) {
     // The whole run at its first layer, once every layer of it has its shapes.
     FusedRun& run = *fused_runs_[static_cast<size_t>(node.fused_run)];
@@ -344,16 +345,16 @@ float Net::forward_layer(size_t i) {
   } else {
     node.layer->forward(node.bottom, node.top);
   }
-  if (node.loss_weight == 0.0f) return 0.0f;
+  if (node.loss_weight == 0.0f) co_return 0.0f;
   const Tensor& out = node.top[0]->data();
   double sum = 0.0;
   for (int64_t k = 0; k < out.count(); ++k) sum += out[k];
-  return node.loss_weight * static_cast<float>(sum);
+  co_return node.loss_weight * static_cast<float>(sum);
 }
 
 void Net::backward() {
   begin_backward();
-  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i);
+  for (size_t i = layers_.size(); i-- > 0;) async::sync_wait(backward_layer(i));
 }
 
 void Net::begin_backward() {
@@ -363,12 +364,12 @@ void Net::begin_backward() {
     if (node.loss_weight != 0.0f && node.active(phase_)) node.top[0]->diff().fill(node.loss_weight);
 }
 
-bool Net::backward_layer(size_t i) {
+async::Task<bool> Net::backward_layer(size_t i) {
   require_storage();
   Node& node = layers_[i];
-  if (!node.needs_backward || !node.active(phase_)) return false;
+  if (!node.needs_backward || !node.active(phase_)) co_return false;
   if (executor_) {
-    executor_->backward(i);
+    co_await executor_->backward(i);
   } else if (node.fused_run >= 0) {
     // Backward meets the run's last layer first.
     FusedRun& run = *fused_runs_[static_cast<size_t>(node.fused_run)];
@@ -376,7 +377,7 @@ bool Net::backward_layer(size_t i) {
   } else {
     node.layer->backward(node.top, node.propagate_down, node.bottom);
   }
-  return true;
+  co_return true;
 }
 
 Blob& Net::blob(const std::string& name) {

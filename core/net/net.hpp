@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/task.hpp"
 #include "core/config/config.hpp"
 #include "core/layers/layer.hpp"
 #include "core/net/fusion.hpp"
@@ -77,14 +78,17 @@ class Net {
     return loss;
   }
 
-  // The same passes one layer at a time (for profilers): forward() is
-  // forward_layer(i) for every i in order, summed; backward() is
-  // begin_backward() then backward_layer(i) for every i in reverse order.
-  // forward_layer returns layer i's weighted loss (0 when it is inactive);
-  // backward_layer returns whether layer i ran.
-  float forward_layer(size_t i);
+  // The same passes one layer at a time (a training step, profilers):
+  // forward() is forward_layer(i) for every i in order, summed; backward()
+  // is begin_backward() then backward_layer(i) for every i in reverse order.
+  // forward_layer gives layer i's weighted loss (0 when it is inactive);
+  // backward_layer whether layer i ran. Tasks (core/common/task.hpp): with
+  // an executor installed a layer's pass may wait on a device model's
+  // actors; on the CPU they never suspend. forward() and backward() take
+  // them with async::sync_wait.
+  async::Task<float> forward_layer(size_t i);
   void begin_backward();
-  bool backward_layer(size_t i);
+  async::Task<bool> backward_layer(size_t i);
 
   const std::vector<std::string>& input_names() const { return input_names_; }
   // Blobs that no layer reads: losses, accuracies, predictions.

@@ -11,6 +11,7 @@
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
 #include "core/common/random.hpp"
+#include "core/common/sync_wait.hpp"
 #include "core/graph/graph_dataset.hpp"
 #include "core/solver/solver.hpp"
 
@@ -29,7 +30,7 @@ Scores evaluate_graphs(cavs::BatchRunner& runner, std::span<const InputGraph> gr
   cavs::GraphMetrics total;
   for (size_t begin = 0; begin < graphs.size(); begin += static_cast<size_t>(batch)) {
     const size_t end = std::min(graphs.size(), begin + static_cast<size_t>(batch));
-    total.merge(runner.evaluate(graphs.subspan(begin, end - begin)));
+    total.merge(async::sync_wait(runner.evaluate(graphs.subspan(begin, end - begin))));
   }
   return Scores{total.mean_loss(), total.accuracy(), total.root_accuracy(), total.perplexity()};
 }
@@ -91,7 +92,7 @@ std::vector<GradientStage> GraphReplica::gradient_stages() {
 // The position lives in the iteration number (see compute()); nothing to do.
 void GraphReplica::seek(int64_t, int64_t) {}
 
-ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) {
+async::Task<ReplicaStep> GraphReplica::compute(uint64_t iteration, std::function<void(std::size_t)> stage_done) {
   enable_flush_to_zero();  // per thread: the worker's
   const int64_t epoch = static_cast<int64_t>(iteration) / per_epoch_;
   const int64_t b = static_cast<int64_t>(iteration) % per_epoch_;
@@ -108,7 +109,7 @@ ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(s
   const float scale = per_vertex_loss_ ? 1.0f / static_cast<float>(std::max<int64_t>(labelled, 1))
                                        : 1.0f / static_cast<float>(batch_.size());
   runner_->reset_stats();
-  const cavs::GraphMetrics m = runner_->train(batch_, scale);
+  const cavs::GraphMetrics m = co_await runner_->train(batch_, scale);
   stage_done(0);
   const cavs::ExecutorStats s = runner_->stats();
   trained_ += s;
@@ -118,7 +119,7 @@ ReplicaStep GraphReplica::compute(uint64_t iteration, const std::function<void(s
   step.loss = static_cast<float>(m.mean_loss());
   step.samples = static_cast<uint64_t>(m.samples);
   step.vertices = static_cast<uint64_t>(m.vertices);
-  return step;
+  co_return step;
 }
 
 void GraphReplica::update() {

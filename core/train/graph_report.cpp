@@ -43,9 +43,11 @@ std::string GraphTrainReport::to_json() const {
         "  \"workers\": {},\n  \"buckets\": [{}],\n  \"exposed_comm_seconds\": {:.6g},\n"
         "  \"comm_hidden_fraction\": {:.4f},\n  \"bytes_sent_per_iteration\": {:.9g},\n"
         "  \"dense_bytes_per_iteration\": {:.9g},\n  \"iteration_seconds\": {:.6g},\n"
-        "  \"compute_seconds\": {:.6g},\n  \"update_seconds\": {:.6g},\n",
+        "  \"compute_seconds\": {:.6g},\n  \"update_seconds\": {:.6g},\n"
+        "  \"step_await_seconds\": {:.6g},\n  \"reduced_during_step\": {:.4g},\n",
         workers, buckets_json, exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration,
-        dense_bytes_per_iteration, iteration_seconds, compute_seconds, update_seconds);
+        dense_bytes_per_iteration, iteration_seconds, compute_seconds, update_seconds, step_await_seconds,
+        reduced_during_step);
   }
   return fmt::format(
       "{{\n  \"model\": {},\n  \"data\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n"

@@ -69,6 +69,12 @@ struct GraphTrainReport {
   double iteration_seconds = 0.0;
   double compute_seconds = 0.0;
   double update_seconds = 0.0;
+  // Per iteration, averaged over the workers: seconds a worker's step was
+  // suspended awaiting actors (a compute slot, its batch, a device's core
+  // groups, the graph runtime) with its thread free, and the reduced buckets
+  // it took meanwhile.
+  double step_await_seconds = 0.0;
+  double reduced_during_step = 0.0;
 
   // Sets the history and takes the reported figures from the best epoch:
   // highest dev root accuracy, or lowest dev perplexity (the last epoch

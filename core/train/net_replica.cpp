@@ -109,16 +109,17 @@ int64_t NetReplica::batches_per_epoch() const { return train_->batches_per_epoch
 
 void NetReplica::seek(int64_t epoch, int64_t batch) { train_->seek(epoch, batch); }
 
-ReplicaStep NetReplica::compute(uint64_t iteration, const std::function<void(std::size_t)>& stage_done) {
+async::Task<ReplicaStep> NetReplica::compute(uint64_t iteration, std::function<void(std::size_t)> stage_done) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Net& net = *net_;
   Tensor& data = net.blob(settings_.data_blob).data();
   Tensor& labels = net.blob(settings_.label_blob).data();
   const double waited_before = train_->wait_seconds();
-  if (!train_->next(data, labels)) {
+  if (!co_await train_->next_async(data, labels)) {
     // End of an epoch: the source answers false once, then starts the next.
-    require(train_->next(data, labels), "rank {}: no training batch for step {}", rank_, iteration);
+    const bool started = co_await train_->next_async(data, labels);
+    require(started, "rank {}: no training batch for step {}", rank_, iteration);
   }
   ReplicaStep step;
   step.samples = static_cast<uint64_t>(data.shape()[0]);
@@ -131,18 +132,18 @@ ReplicaStep NetReplica::compute(uint64_t iteration, const std::function<void(std
   net.zero_param_diffs();
   if (executor_) executor_->begin_iteration(static_cast<int64_t>(step.samples));
   float loss = 0.0f;
-  for (std::size_t i = 0; i < net.num_layers(); ++i) loss += net.forward_layer(i);
+  for (std::size_t i = 0; i < net.num_layers(); ++i) loss += co_await net.forward_layer(i);
   step.loss = loss;
   const auto forward_end = Clock::now();
   net.begin_backward();
   for (std::size_t i = net.num_layers(); i-- > 0;) {
-    net.backward_layer(i);
+    co_await net.backward_layer(i);
     stage_done(i);
   }
   if (executor_) executor_->end_iteration();
   step.forward_seconds = seconds_between(start, forward_end);
   step.backward_seconds = seconds_between(forward_end, Clock::now());
-  return step;
+  co_return step;
 }
 
 void NetReplica::update() { solver_->step(); }

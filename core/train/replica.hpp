@@ -6,7 +6,7 @@
 // so the synchronization actors never know which one they move gradients for.
 //
 // Per iteration the caller
-//   1. calls compute(iteration, stage_done): forward and backward of this
+//   1. runs the task compute(iteration, stage_done): forward and backward of this
 //      rank's share of global batch `iteration`; stage_done(s) runs as soon as
 //      the gradients of gradient stage s are final, so their allreduce can
 //      start while backward goes on (stages finish last to first);
@@ -23,6 +23,7 @@
 
 #include "core/cavs/batch_runner.hpp"
 #include "core/cavs/executor.hpp"
+#include "core/common/task.hpp"
 #include "core/config/config.hpp"
 #include "core/data/batch_feed.hpp"
 #include "core/data/dataset.hpp"
@@ -105,7 +106,10 @@ class Replica {
   // Positions the training data at `batch` of `epoch` (both 0-based).
   virtual void seek(int64_t epoch, int64_t batch) = 0;
 
-  virtual ReplicaStep compute(uint64_t iteration, const std::function<void(std::size_t stage)>& stage_done) = 0;
+  // A task (core/common/task.hpp): it suspends where it waits on actors (the
+  // next batch, a device model's layer pass, the graph runtime's batch) and
+  // goes on where the caller's Resumer resumes it.
+  virtual async::Task<ReplicaStep> compute(uint64_t iteration, std::function<void(std::size_t stage)> stage_done) = 0;
   virtual void update() = 0;
   // On the held-out data (rank 0 holds it).
   virtual ReplicaEvaluation evaluate() = 0;

@@ -36,9 +36,10 @@ std::string TrainReport::to_json() const {
     buckets_json += fmt::format(
         "\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},\n"
         "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},\n"
-        "  \"iteration_seconds\": {:.6g},\n  \"compute_seconds\": {:.6g},\n  \"update_seconds\": {:.6g},",
+        "  \"iteration_seconds\": {:.6g},\n  \"compute_seconds\": {:.6g},\n  \"update_seconds\": {:.6g},\n"
+        "  \"step_await_seconds\": {:.6g},\n  \"reduced_during_step\": {:.4g},",
         exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration,
-        iteration_seconds, compute_seconds, update_seconds);
+        iteration_seconds, compute_seconds, update_seconds, step_await_seconds, reduced_during_step);
   }
   const std::string data_json = taihu::to_json({{"source", data.source},
                                                 {"decoders", int64_t{data.decoders}},

@@ -81,6 +81,12 @@ struct TrainReport {
   double iteration_seconds = 0.0;
   double compute_seconds = 0.0;
   double update_seconds = 0.0;
+  // Per iteration, averaged over the workers: seconds a worker's step was
+  // suspended awaiting actors (a compute slot, its batch, a device's core
+  // groups, the graph runtime) with its thread free, and the reduced buckets
+  // it took meanwhile.
+  double step_await_seconds = 0.0;
+  double reduced_during_step = 0.0;
   // device != "cpu": the device model's simulated time (per layer, per
   // iteration) of rank 0's chip. With several replicas, every chip is
   // simulated: each one's iteration time, and the allreduce of the gradient

@@ -1,22 +1,29 @@
 // The compute slots (actors/compute/compute_slots.hpp): at most N workers
 // compute at once, a freed slot always reaches a waiter, and close() ends
-// every wait, so that a stopped run's worker threads can end.
+// every wait, so that a stopped run's workers can end. Threads here take
+// their slots with async::sync_wait, as tasks on threads of their own.
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <coroutine>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "actors/compute/compute_slots.hpp"
+#include "core/common/sync_wait.hpp"
 #include "support/eventually.hpp"
 
 using taihu::compute::ComputeSlots;
 using taihu::testing::eventually;
 
 namespace {
+
+taihu::async::Task<bool> slot_of(ComputeSlots& slots) { co_return co_await slots.acquire(); }
+bool acquire(ComputeSlots& slots) { return taihu::async::sync_wait(slot_of(slots)); }
 
 struct LockStep {
   int most = 0;   // workers that held a slot at the same time, at most
@@ -33,7 +40,7 @@ LockStep lock_step(int threads, int slots, int steps) {
   for (int t = 0; t < threads; ++t)
     workers.emplace_back([&] {
       for (int s = 0; s < steps; ++s) {
-        if (compute.acquire()) {
+        if (acquire(compute)) {
           const int now = ++holding;
           for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
           }
@@ -71,9 +78,9 @@ TEST_SUITE("compute slots") {
 
   TEST_CASE("a freed slot goes to a waiter") {
     ComputeSlots slots(1);
-    REQUIRE(slots.acquire());
+    REQUIRE(acquire(slots));
     std::atomic<bool> got{false};
-    std::thread waiter([&] { got = slots.acquire(); });
+    std::thread waiter([&] { got = acquire(slots); });
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK_FALSE(got.load());
     slots.release();
@@ -84,12 +91,12 @@ TEST_SUITE("compute slots") {
 
   TEST_CASE("close() ends every wait: acquire fails at once, and the slots held can still be released") {
     ComputeSlots slots(1);
-    REQUIRE(slots.acquire());  // a worker computing when the run stops
+    REQUIRE(acquire(slots));  // a worker computing when the run stops
     std::atomic<int> failed{0}, returned{0};
     std::vector<std::thread> waiters;
     for (int w = 0; w < 3; ++w)
       waiters.emplace_back([&] {
-        if (!slots.acquire()) ++failed;
+        if (!acquire(slots)) ++failed;
         ++returned;
       });
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -98,8 +105,40 @@ TEST_SUITE("compute slots") {
     CHECK(eventually([&] { return returned.load() == 3; }));
     CHECK(failed.load() == 3);
     slots.release();
-    CHECK_FALSE(slots.acquire());
+    CHECK_FALSE(acquire(slots));
     for (int w = returned.load(); w < 3; ++w) slots.release();  // waiters close() left asleep: let the joins end
     for (auto& w : waiters) w.join();
+  }
+
+  TEST_CASE("a waiting step holds no thread: freed slots go to the waiters in turn, through their resumers") {
+    struct Posts final : taihu::async::Resumer {
+      std::vector<std::coroutine_handle<>> posted;
+      void resume_later(std::coroutine_handle<> h) override { posted.push_back(h); }
+    };
+    ComputeSlots slots(1);
+    REQUIRE(acquire(slots));
+    auto first = std::make_shared<Posts>(), second = std::make_shared<Posts>();
+    auto a = slot_of(slots), b = slot_of(slots);
+    a.start(first);
+    b.start(second);
+    CHECK_FALSE(a.done());  // both suspended, on this one thread
+    CHECK_FALSE(b.done());
+    slots.release();  // to the longest waiter
+    REQUIRE(first->posted.size() == 1);
+    CHECK(second->posted.empty());
+    first->posted[0].resume();
+    REQUIRE(a.done());
+    CHECK(a.result());
+    slots.release();  // `a` is done: to `b`, the slot having gone from waiter to waiter, never free
+    REQUIRE(second->posted.size() == 1);
+    second->posted[0].resume();
+    CHECK(b.result());
+    auto c = slot_of(slots);
+    c.start(first);
+    CHECK_FALSE(c.done());  // `b` holds the one slot
+    slots.release();
+    REQUIRE(first->posted.size() == 2);
+    first->posted[1].resume();
+    CHECK(c.result());
   }
 }

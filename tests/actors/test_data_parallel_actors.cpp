@@ -107,7 +107,8 @@ TEST_SUITE("data_parallel") {
     const std::string json = report.to_json();
     for (const char* key : {"\"net\"", "\"test_accuracy\"", "\"images_per_second\"", "\"history\"", "\"workers\": 2",
                             "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"ready_seconds\"",
-                            "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\""})
+                            "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\"", "\"step_await_seconds\"",
+                            "\"reduced_during_step\""})
       CHECK_MESSAGE(json.find(key) != std::string::npos, key);
     // Each bucket is handed over during backward: after forward began, no later than the
     // slowest worker's forward + backward (a median of maxima under one of maxima).
@@ -181,8 +182,10 @@ TEST_SUITE("data_parallel") {
   TEST_CASE("a run that stops while workers wait for a compute slot ends") {
     // Worker 1 takes the only slot for good at iteration 1, as a lost wake-up
     // of the slots did: the iteration never ends and step_timeout stops the
-    // run. The workers' threads waiting for the slot must give up, or the
-    // actor system's destructor, which waits for them, never returns.
+    // run. The workers' steps waiting for the slot must give up, or the
+    // actor system's destructor, which waits for the workers, never returns.
+    // A step waiting for a slot leaves its worker free to answer the probe,
+    // which says what it waits for.
     TempDir dir;
     const compute::WorkerFault fault{compute::WorkerFault::Kind::lose_slot, 1, 1};
     auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 0.3\ncompute_slots = 1\n"));
@@ -194,7 +197,9 @@ TEST_SUITE("data_parallel") {
         *what = e.what();
       }
     }));
-    CHECK_MESSAGE(what->find("stalled: iteration 1 not done within step_timeout = 0.3 s") != std::string::npos, *what);
+    CHECK_MESSAGE(what->find("stalled: iteration 1 not done within step_timeout = 0.3 s: its step waits for a compute "
+                             "slot") != std::string::npos,
+                  *what);
   }
 
   TEST_CASE("workers and topology must agree") {

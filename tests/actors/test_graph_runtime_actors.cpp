@@ -32,6 +32,7 @@
 #include "core/cavs/models/tree_lstm.hpp"
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
+#include "core/common/sync_wait.hpp"
 #include "core/common/random.hpp"
 #include "core/graph/tree_generators.hpp"
 #include "tests/support/actor_fixture.hpp"
@@ -104,10 +105,12 @@ class PartsInOrder final : public cavs::BatchRunner {
   PartsInOrder(cavs::VertexFunction& f, size_t parts) {
     for (size_t k = 0; k < parts; ++k) executors_.push_back(std::make_unique<cavs::Executor>(f));
   }
-  cavs::GraphMetrics train(std::span<const InputGraph> graphs, float loss_scale) override {
-    return run(graphs, loss_scale, true);
+  async::Task<cavs::GraphMetrics> train(std::span<const InputGraph> graphs, float loss_scale) override {
+    co_return run(graphs, loss_scale, true);
   }
-  cavs::GraphMetrics evaluate(std::span<const InputGraph> graphs) override { return run(graphs, 1.0f, false); }
+  async::Task<cavs::GraphMetrics> evaluate(std::span<const InputGraph> graphs) override {
+    co_return run(graphs, 1.0f, false);
+  }
   void zero_gradients() override {
     for (auto& e : executors_) e->zero_gradients();
   }
@@ -158,11 +161,12 @@ void check_bit_for_bit(cavs::BatchRunner& runner, cavs::BatchRunner& reference_r
   cavs::VertexFunction& f = twins.f;
   const auto graphs = sst_like(23, 3, 50);
   const auto more = sst_like(5, 4, 50);
-  check_same_metrics(runner.train(graphs, 0.5f), reference_runner.train(graphs, 0.5f));
+  check_same_metrics(async::sync_wait(runner.train(graphs, 0.5f)),
+                     async::sync_wait(reference_runner.train(graphs, 0.5f)));
   CHECK(diffs(f) == diffs(twins.reference));
-  check_same_metrics(runner.train(more, 1.0f), reference_runner.train(more, 1.0f));
+  check_same_metrics(async::sync_wait(runner.train(more, 1.0f)), async::sync_wait(reference_runner.train(more, 1.0f)));
   CHECK(diffs(f) == diffs(twins.reference));
-  check_same_metrics(runner.evaluate(graphs), reference_runner.evaluate(graphs));
+  check_same_metrics(async::sync_wait(runner.evaluate(graphs)), async::sync_wait(reference_runner.evaluate(graphs)));
   runner.zero_gradients();
   for (const auto& d : diffs(f))
     for (float x : d) REQUIRE(x == 0.0f);
@@ -206,8 +210,8 @@ TEST_SUITE("graph runtime actors") {
       cavs::InlineRunner inline_runner(twins.reference);
       auto runner = graph::make_graph_runner(system, twins.f, with_executors(executors));
       FlushToZeroScope ftz;
-      const cavs::GraphMetrics a = inline_runner.train(graphs, 0.5f);
-      const cavs::GraphMetrics b = runner->train(graphs, 0.5f);
+      const cavs::GraphMetrics a = async::sync_wait(inline_runner.train(graphs, 0.5f));
+      const cavs::GraphMetrics b = async::sync_wait(runner->train(graphs, 0.5f));
       CHECK(b.loss == doctest::Approx(a.loss).epsilon(1e-6));
       CHECK(b.labelled == a.labelled);
       CHECK(b.correct == a.correct);  // the same argmaxes
@@ -227,18 +231,18 @@ TEST_SUITE("graph runtime actors") {
       CAPTURE(executors);
       cavs::VertexFunction f = cavs::make_binary_tree_lstm(small_lstm());
       auto runner = graph::make_graph_runner(system, f, with_executors(executors));
-      runner->train(graphs, 1.0f);
+      async::sync_wait(runner->train(graphs, 1.0f));
       CHECK(runner->runtime_stats().batches == 1);
       CHECK(runner->runtime_stats().messages == 4 * executors + 2);
       CHECK(runner->stats().rounds > 10 * executors);  // many rounds, yet no message for any
       runner->reset_stats();
-      runner->evaluate(graphs);  // no weight-gradient turns
+      async::sync_wait(runner->evaluate(graphs));  // no weight-gradient turns
       CHECK(runner->runtime_stats().messages == 2 * executors + 2);
     }
     // Fewer graphs than executors: only as many parts as graphs.
     cavs::VertexFunction f = cavs::make_binary_tree_lstm(small_lstm());
     auto runner = graph::make_graph_runner(system, f, with_executors(4));
-    runner->train(std::span<const InputGraph>(graphs).first(2), 1.0f);
+    async::sync_wait(runner->train(std::span<const InputGraph>(graphs).first(2), 1.0f));
     CHECK(runner->runtime_stats().messages == 4 * 2 + 2);
   }
 
@@ -248,7 +252,7 @@ TEST_SUITE("graph runtime actors") {
     std::vector<InputGraph> graphs;
     graphs.emplace_back();
     graphs.back().add_leaf(3, 1);
-    const auto m = runner->train(graphs, 1.0f);
+    const auto m = async::sync_wait(runner->train(graphs, 1.0f));
     CHECK(m.samples == 1);
     CHECK(m.labelled == 1);
     CHECK(std::isfinite(m.loss));
@@ -266,7 +270,7 @@ TEST_SUITE("graph runtime actors") {
       graphs[bad].set_token(0, 999);  // outside the vocabulary of 50
       std::string message;
       try {
-        runner->train(graphs, 1.0f);
+        async::sync_wait(runner->train(graphs, 1.0f));
       } catch (const Error& e) {
         message = e.what();
       }
@@ -278,7 +282,7 @@ TEST_SUITE("graph runtime actors") {
       graphs[bad].set_token(0, 1);
       std::string refused;
       try {
-        runner->train(graphs, 1.0f);
+        async::sync_wait(runner->train(graphs, 1.0f));
       } catch (const Error& e) {
         refused = e.what();
       }
@@ -297,7 +301,7 @@ TEST_SUITE("graph runtime actors") {
 
     TwinFunctions twins;
     PartsInOrder parts_in_order(twins.reference, 2);
-    const cavs::GraphMetrics expected = parts_in_order.train(graphs, 1.0f);
+    const cavs::GraphMetrics expected = async::sync_wait(parts_in_order.train(graphs, 1.0f));
 
     auto counter = system.spawn([]() -> caf::behavior {
       auto count = std::make_shared<int>(0);
@@ -316,7 +320,7 @@ TEST_SUITE("graph runtime actors") {
         running_with_runner = self->system().registry().running();
         for (int b = 0; b < batches; ++b) {
           self->send(counter, 1);
-          got = runner->train(graphs, 1.0f);
+          got = async::sync_wait(runner->train(graphs, 1.0f));
           if (b + 1 < batches) runner->zero_gradients();
         }
         return batches;

@@ -220,8 +220,8 @@ TEST_SUITE("fusion") {
   TEST_CASE("a fused run's inside holds no memory, unless an executor runs the layers one by one") {
     // A stand-in for a device executor: it only has to be set.
     struct OneByOne final : LayerExecutor {
-      void forward(std::size_t) override {}
-      void backward(std::size_t) override {}
+      async::Task<> forward(std::size_t) override { co_return; }
+      async::Task<> backward(std::size_t) override { co_return; }
     } executor;
     auto net = make_net("");
     const Blob& inside = net->blob("bn1");  // BatchNorm's top, read by the run's Scale alone

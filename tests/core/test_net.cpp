@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/common/pending.hpp"
 #include "core/layers/split.hpp"
 #include "core/net/net.hpp"
 #include "support/gradient_check.hpp"
@@ -117,17 +119,29 @@ bottom = ip label
 top = loss
 )",
                                                                           "small.ini"));
-    // Runs the layers' own code, recording what it was asked to run.
+    // Runs the layers' own code, recording what it was asked to run; the
+    // backward passes on a thread of their own, as a device's actors would:
+    // the net's task suspends until they are done.
     struct Recorder final : LayerExecutor {
       Net* net = nullptr;
       std::vector<std::string> calls;
-      void forward(std::size_t i) override {
+      std::vector<std::thread> devices;
+      ~Recorder() override {
+        for (auto& d : devices) d.join();
+      }
+      async::Task<> forward(std::size_t i) override {
         calls.push_back("f:" + net->layer(i).name());
         net->layer(i).forward(net->layer_bottoms(i), net->layer_tops(i));
+        co_return;
       }
-      void backward(std::size_t i) override {
+      async::Task<> backward(std::size_t i) override {
         calls.push_back("b:" + net->layer(i).name());
-        net->layer(i).backward(net->layer_tops(i), net->layer_propagate_down(i), net->layer_bottoms(i));
+        co_await async::Pending<bool>([this, i](async::Completion<bool> done) {
+          devices.emplace_back([this, i, done] {
+            net->layer(i).backward(net->layer_tops(i), net->layer_propagate_down(i), net->layer_bottoms(i));
+            done(true);
+          });
+        });
       }
     };
     Net plain(doc, 2, 5), routed(doc, 2, 5);
