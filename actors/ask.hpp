@@ -65,7 +65,10 @@ async::Pending<caf::expected<std::vector<Result>>> ask_all(caf::actor_system& sy
             else
               done(std::move(gathered->answers));
           };
-          if (targets.empty()) return done(std::vector<Result>{});
+          if (targets.empty()) {
+        done(std::vector<Result>{});
+        return;
+      }
           for (std::size_t i = 0; i < targets.size(); ++i)
             relay->request(targets[i], timeout, message)
                 .then(

@@ -20,11 +20,11 @@ async::Pending<bool> ComputeSlots::acquire() {
 
 void ComputeSlots::release() {
   std::lock_guard lock(mutex_);
-  if (!closed_ && !waiting_.empty()) {
-    // handed over: it stays taken
-    waiting_.front()(true);
+  while (!closed_ && !waiting_.empty()) {
+    auto take = std::move(waiting_.front());
     waiting_.pop_front();
-    return;
+    // handed over: it stays taken (unless the step was dropped while it waited: the next one)
+    if (take(true)) return;
   }
   ++free_;
 }

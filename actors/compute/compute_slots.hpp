@@ -5,7 +5,8 @@
 // A worker's step awaits its slot (core/common/pending.hpp) rather than
 // blocking on it: while it waits, its thread takes its other messages. A
 // freed slot goes straight to the longest waiter, so a slot is never free
-// while a worker waits. (Before the steps were tasks, the workers blocked
+// while a worker waits, and never to a step that was dropped while it
+// waited (its worker stopped). (Before the steps were tasks, the workers blocked
 // here; libstdc++ 12's std::counting_semaphore could lose the wake-up,
 // PR 104928, and a run stalled with a slot free.)
 //

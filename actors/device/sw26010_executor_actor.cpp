@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>  // the destructor waits for the core groups
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -90,8 +91,12 @@ struct Sw26010Executor::Impl {
     scratch.set_numerics(false);
     update_cycles = sw26010::sgd_update(scratch, n.num_learnable_parameters());
   }
+  // Waits for the groups to be gone: a step dropped during a phase (its run
+  // stopped) leaves groups working on the net's blobs, which go with this.
   ~Impl() {
-    for (auto& g : groups) caf::anon_send_exit(g, caf::exit_reason::user_shutdown);
+    caf::scoped_actor self{system};
+    for (auto& g : groups) self->send_exit(g, caf::exit_reason::user_shutdown);
+    self->wait_for(groups);
   }
 
   std::int64_t sync_cycles() const { return std::int64_t(std::ceil(plan->params().cg_sync_cycles)); }

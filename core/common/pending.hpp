@@ -15,10 +15,11 @@
 // task suspends, and the completion hands it to the Resumer of the task that
 // awaited, so it goes on on its owner's thread.
 //
-// A Completion is called once; it may outlive the task (a late answer to a
-// task that was dropped is kept and ignored). One that is never called
-// leaves its task suspended: the producer answers every operation, with a
-// failure if need be (a request's timeout, a feed that stopped).
+// A Completion is called once. It may outlive the task: an answer to a task
+// that was dropped while it waited goes nowhere, and the call says so
+// (false). One that is never called leaves its task suspended: the producer answers
+// every operation, with a failure if need be (a request's timeout, a feed
+// that stopped).
 //
 // Plain C++ (no actors).
 
@@ -38,16 +39,26 @@ namespace detail {
 
 template <class T>
 struct PendingState {
-  enum Phase : int { starting, suspended, completed };
+  // starting -> completed (answered during start: no suspension), or
+  // starting -> suspended -> completed, or -> dropped (the task went first).
+  enum Phase : int { starting, suspended, completed, dropped };
   std::atomic<int> phase{starting};
   std::optional<T> value;
   std::exception_ptr error;
   std::coroutine_handle<> awaiter;
   std::shared_ptr<Resumer> resumer;  // kept alive by a late completion
 
-  void complete() {
-    // Completed while start() still runs: await_suspend sees it and does not suspend.
-    if (phase.exchange(completed, std::memory_order_acq_rel) == suspended) resumer->resume_later(awaiter);
+  // false: the task was dropped, and the answer goes nowhere.
+  bool complete() {
+    int seen = phase.load(std::memory_order_acquire);
+    while (seen != dropped) {
+      if (phase.compare_exchange_weak(seen, completed, std::memory_order_acq_rel)) {
+        // (completed while start() still runs: await_suspend sees it and does not suspend)
+        if (seen == suspended) resumer->resume_later(awaiter);
+        return true;
+      }
+    }
+    return false;
   }
 };
 
@@ -58,13 +69,16 @@ class Completion {
  public:
   explicit Completion(std::shared_ptr<detail::PendingState<T>> state) : state_(std::move(state)) {}
 
-  void operator()(T value) const {
+  // false: the task that awaited is gone (a stopped run drops a suspended
+  // step), and nobody took the answer. A producer that hands out something
+  // to be given back (a compute slot) gives it to the next waiter instead.
+  bool operator()(T value) const {
     state_->value.emplace(std::move(value));
-    state_->complete();
+    return state_->complete();
   }
-  void fail(std::exception_ptr error) const {
+  bool fail(std::exception_ptr error) const {
     state_->error = std::move(error);
-    state_->complete();
+    return state_->complete();
   }
 
  private:
@@ -76,6 +90,13 @@ class [[nodiscard]] Pending {
  public:
   using Start = std::function<void(Completion<T>)>;
   explicit Pending(Start start) : start_(std::move(start)) {}
+  Pending(Pending&&) noexcept = default;
+  Pending& operator=(Pending&&) = delete;
+  // Destroyed while suspended: its task was dropped, and an answer now goes nowhere.
+  ~Pending() {
+    int suspended = State::suspended;
+    if (state_) state_->phase.compare_exchange_strong(suspended, State::dropped, std::memory_order_acq_rel);
+  }
 
   bool await_ready() const noexcept { return false; }
   template <class P>
@@ -84,7 +105,8 @@ class [[nodiscard]] Pending {
     state_->resumer = awaiter.promise().resumer;
     start_(Completion<T>(state_));
     // false: completed during start, go on at once.
-    return state_->phase.exchange(State::suspended, std::memory_order_acq_rel) != State::completed;
+    int starting = State::starting;
+    return state_->phase.compare_exchange_strong(starting, State::suspended, std::memory_order_acq_rel);
   }
   T await_resume() {
     if (state_->error) std::rethrow_exception(state_->error);

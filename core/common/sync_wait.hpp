@@ -1,13 +1,14 @@
 #pragma once
 // The one place a thread blocks on a task (task.hpp): runs it on the calling
 // thread, sleeping while it is suspended, and returns its value (or rethrows).
-// For callers outside any actor — evaluation passes, tests, benchmarks, the
-// Python module — that want an answer now. A task that never suspends (a CPU
+// For callers that want an answer now — evaluation passes, Net::forward(),
+// tests, benchmarks. A task that never suspends (a CPU
 // layer, an inline graph runner) runs straight through, without sleeping.
 //
-// Never from an actor's handler: a worker runs its step as a task on its own
-// mailbox (actors/compute/worker_actor.cpp), and a scheduled actor that
-// blocked here would hold a scheduler thread.
+// Not for a worker's step, which runs as a task on the worker's own mailbox
+// (actors/compute/worker_actor.cpp), and never from a scheduled actor's
+// handler, which would hold a scheduler thread. A detached actor may (a
+// worker's evaluation pass): it blocks only its own thread.
 //
 // Plain C++ (no actors).
 

@@ -141,4 +141,27 @@ TEST_SUITE("compute slots") {
     first->posted[1].resume();
     CHECK(c.result());
   }
+
+  TEST_CASE("a slot never goes to a step that was dropped while it waited") {
+    struct Posts final : taihu::async::Resumer {
+      std::vector<std::coroutine_handle<>> posted;
+      void resume_later(std::coroutine_handle<> h) override { posted.push_back(h); }
+    };
+    ComputeSlots slots(1);
+    REQUIRE(acquire(slots));
+    auto owner = std::make_shared<Posts>();
+    auto kept = slot_of(slots);
+    {
+      auto dropped = slot_of(slots);  // the longest waiter, whose worker stops
+      dropped.start(owner);
+      kept.start(owner);
+    }
+    slots.release();  // past the dropped step, to the kept one
+    REQUIRE(owner->posted.size() == 1);
+    owner->posted[0].resume();
+    REQUIRE(kept.done());
+    CHECK(kept.result());
+    slots.release();
+    CHECK(acquire(slots));  // and the slot is free again, not lost with the dropped step
+  }
 }
