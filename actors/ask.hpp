@@ -66,9 +66,9 @@ async::Pending<caf::expected<std::vector<Result>>> ask_all(caf::actor_system& sy
               done(std::move(gathered->answers));
           };
           if (targets.empty()) {
-        done(std::vector<Result>{});
-        return;
-      }
+            done(std::vector<Result>{});
+            return;
+          }
           for (std::size_t i = 0; i < targets.size(); ++i)
             relay->request(targets[i], timeout, message)
                 .then(

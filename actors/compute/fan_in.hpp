@@ -146,10 +146,10 @@ void settle(Self* self, const std::vector<Handle>& targets, std::chrono::millise
               if (pending->on_answer) pending->on_answer(i, r);
               pending->settled();
             },
-              [pending, i](caf::error& e) {
-                pending->on_failure(i, e);
-                pending->settled();
-              });
+            [pending, i](caf::error& e) {
+              pending->on_failure(i, e);
+              pending->settled();
+            });
 }
 
 }  // namespace taihu::compute
