@@ -25,6 +25,12 @@ namespace {
 taihu::async::Task<bool> slot_of(ComputeSlots& slots) { co_return co_await slots.acquire(); }
 bool acquire(ComputeSlots& slots) { return taihu::async::sync_wait(slot_of(slots)); }
 
+// An owner that resumes only when the test says so, keeping what it was handed.
+struct Posts final : taihu::async::Resumer {
+  std::vector<std::coroutine_handle<>> posted;
+  void resume_later(std::coroutine_handle<> h) override { posted.push_back(h); }
+};
+
 struct LockStep {
   int most = 0;   // workers that held a slot at the same time, at most
   int stuck = 0;  // acquires that close() had to end
@@ -111,10 +117,6 @@ TEST_SUITE("compute slots") {
   }
 
   TEST_CASE("a waiting step holds no thread: freed slots go to the waiters in turn, through their resumers") {
-    struct Posts final : taihu::async::Resumer {
-      std::vector<std::coroutine_handle<>> posted;
-      void resume_later(std::coroutine_handle<> h) override { posted.push_back(h); }
-    };
     ComputeSlots slots(1);
     REQUIRE(acquire(slots));
     auto first = std::make_shared<Posts>(), second = std::make_shared<Posts>();
@@ -143,10 +145,6 @@ TEST_SUITE("compute slots") {
   }
 
   TEST_CASE("a slot never goes to a step that was dropped while it waited") {
-    struct Posts final : taihu::async::Resumer {
-      std::vector<std::coroutine_handle<>> posted;
-      void resume_later(std::coroutine_handle<> h) override { posted.push_back(h); }
-    };
     ComputeSlots slots(1);
     REQUIRE(acquire(slots));
     auto owner = std::make_shared<Posts>();
