@@ -66,13 +66,13 @@ struct WorkerState {
   std::size_t pending = 0;  // buckets not yet reduced
   float loss = 0.0f;
   msg::IterationStats stats;
-  Clock::time_point compute_start, backward_end;
+  Clock::time_point backward_end;
   Clock::time_point suspended_at;  // the step's last suspension
 };
 
 using Self = worker_actor::stateful_pointer<WorkerState>;
 
-void send_bucket(Self self, std::uint32_t b) {
+void send_bucket(Self self, std::uint32_t b, double ready_seconds) {
   auto& s = self->state;
   auto& m = *s.model;
   const std::size_t n = (*m.buckets)[b].elements;
@@ -84,7 +84,7 @@ void send_bucket(Self self, std::uint32_t b) {
     buffer = msg::TensorPayload::allocate(n + 1);
   }
   s.sent_at[b] = Clock::now();
-  s.stats.bucket_ready_seconds[b] = seconds_between(s.compute_start, s.sent_at[b]);
+  s.stats.bucket_ready_seconds[b] = ready_seconds;
   // The shard answers the owner named in its ShardInit (this worker), not the sender.
   caf::anon_send(m.shards[b], msg::GradientReady{b, s.iteration, std::move(buffer)});
   s.buffers[b] = {};
@@ -150,12 +150,11 @@ async::Task<ReplicaStep> compute_step(Self self, std::uint64_t iteration) {
       raise("worker {}: the run stopped while step {} waited for a compute slot", m.rank, iteration);
     s.holds_slot = true;
   }
-  std::function<void(std::size_t)> stage_done = [self](std::size_t stage) {
+  Replica::StageDone stage_done = [self](std::size_t stage, double seconds) {
     auto& m = *self->state.model;
     if (m.shards.empty()) return;  // one replica: its gradient is the gradient
-    for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b);
+    for (std::uint32_t b : m.buckets->ready_after(stage)) send_bucket(self, b, seconds);
   };
-  s.compute_start = Clock::now();
   ReplicaStep step = co_await m.replica->compute(iteration, std::move(stage_done));
   co_return step;
 }

@@ -92,7 +92,7 @@ std::vector<GradientStage> GraphReplica::gradient_stages() {
 // The position lives in the iteration number (see compute()); nothing to do.
 void GraphReplica::seek(int64_t, int64_t) {}
 
-async::Task<ReplicaStep> GraphReplica::compute(uint64_t iteration, std::function<void(std::size_t)> stage_done) {
+async::Task<ReplicaStep> GraphReplica::compute(uint64_t iteration, StageDone stage_done) {
   enable_flush_to_zero();  // per thread: the worker's
   const int64_t epoch = static_cast<int64_t>(iteration) / per_epoch_;
   const int64_t b = static_cast<int64_t>(iteration) % per_epoch_;
@@ -110,12 +110,12 @@ async::Task<ReplicaStep> GraphReplica::compute(uint64_t iteration, std::function
                                        : 1.0f / static_cast<float>(batch_.size());
   runner_->reset_stats();
   const cavs::GraphMetrics m = co_await runner_->train(batch_, scale);
-  stage_done(0);
   const cavs::ExecutorStats s = runner_->stats();
   trained_ += s;
   ReplicaStep step;
   step.forward_seconds = s.schedule_seconds + s.forward_seconds;
   step.backward_seconds = s.backward_seconds + s.weight_gradient_seconds;
+  stage_done(0, step.forward_seconds + step.backward_seconds);  // one stage: the gradient is final at the end
   step.loss = static_cast<float>(m.mean_loss());
   step.samples = static_cast<uint64_t>(m.samples);
   step.vertices = static_cast<uint64_t>(m.vertices);

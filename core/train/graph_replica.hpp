@@ -54,7 +54,7 @@ class GraphReplica final : public Replica {
   float learning_rate() const override;
   int64_t batches_per_epoch() const override { return per_epoch_; }
   void seek(int64_t epoch, int64_t batch) override;
-  async::Task<ReplicaStep> compute(uint64_t iteration, std::function<void(std::size_t)> stage_done) override;
+  async::Task<ReplicaStep> compute(uint64_t iteration, StageDone stage_done) override;
   void update() override;
   ReplicaEvaluation evaluate() override;
   Checkpoint checkpoint(const TrainPosition& position) override;

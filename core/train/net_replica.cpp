@@ -109,7 +109,7 @@ int64_t NetReplica::batches_per_epoch() const { return train_->batches_per_epoch
 
 void NetReplica::seek(int64_t epoch, int64_t batch) { train_->seek(epoch, batch); }
 
-async::Task<ReplicaStep> NetReplica::compute(uint64_t iteration, std::function<void(std::size_t)> stage_done) {
+async::Task<ReplicaStep> NetReplica::compute(uint64_t iteration, StageDone stage_done) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Net& net = *net_;
@@ -138,7 +138,7 @@ async::Task<ReplicaStep> NetReplica::compute(uint64_t iteration, std::function<v
   net.begin_backward();
   for (std::size_t i = net.num_layers(); i-- > 0;) {
     co_await net.backward_layer(i);
-    stage_done(i);
+    stage_done(i, seconds_between(start, Clock::now()));
   }
   if (executor_) executor_->end_iteration();
   step.forward_seconds = seconds_between(start, forward_end);

@@ -31,7 +31,7 @@ class NetReplica final : public Replica {
   float learning_rate() const override;
   int64_t batches_per_epoch() const override;
   void seek(int64_t epoch, int64_t batch) override;
-  async::Task<ReplicaStep> compute(uint64_t iteration, std::function<void(std::size_t)> stage_done) override;
+  async::Task<ReplicaStep> compute(uint64_t iteration, StageDone stage_done) override;
   void update() override;
   ReplicaEvaluation evaluate() override;
   void decide_kernels() override;

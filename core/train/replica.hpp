@@ -7,9 +7,12 @@
 //
 // Per iteration the caller
 //   1. runs the task compute(iteration, stage_done): forward and backward of this
-//      rank's share of global batch `iteration`; stage_done(s) runs as soon as
-//      the gradients of gradient stage s are final, so their allreduce can
-//      start while backward goes on (stages finish last to first);
+//      rank's share of global batch `iteration`; stage_done(s, seconds) runs as
+//      soon as the gradients of gradient stage s are final, so their allreduce
+//      can start while backward goes on (stages finish last to first). `seconds`
+//      is the step's time so far on the clock of ReplicaStep's forward_seconds +
+//      backward_seconds, so that no stage is done after the step (by
+//      construction, not by how quickly the caller reads a clock);
 //   2. overwrites every learnable parameter's diff with the averaged gradient;
 //   3. calls update(): the solver step, then clears what compute() added.
 //
@@ -109,7 +112,8 @@ class Replica {
   // A task (core/common/task.hpp): it suspends where it waits on actors (the
   // next batch, a device model's layer pass, the graph runtime's batch) and
   // goes on where the caller's Resumer resumes it.
-  virtual async::Task<ReplicaStep> compute(uint64_t iteration, std::function<void(std::size_t stage)> stage_done) = 0;
+  using StageDone = std::function<void(std::size_t stage, double seconds)>;
+  virtual async::Task<ReplicaStep> compute(uint64_t iteration, StageDone stage_done) = 0;
   virtual void update() = 0;
   // On the held-out data (rank 0 holds it).
   virtual ReplicaEvaluation evaluate() = 0;

@@ -206,7 +206,8 @@ TEST_SUITE("messages") {
           -std::numeric_limits<float>::infinity());
 
     // The cluster's control messages (actor handles are covered below).
-    const auto setup = round_trip(system, ClusterSetup{4, 2, 3, "epochs = 1\n", {0, 1, 2}, {"ring", "hierarchical"}});
+    const auto setup =
+        round_trip(system, ClusterSetup{4, 2, 3, "epochs = 1\n", {0, 1, 2}, {"ring", "hierarchical"}, {}});
     CHECK(setup.generation == 4);
     CHECK(setup.node == 2);
     CHECK(setup.nodes == 3);
