@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -225,6 +226,18 @@ decltype(auto) dispatch(Key key, F&& f) {
     default: return f(std::integral_constant<Key, Key::negative>{});
   }
 }
+
+inline float key_value(float v, Key key) {
+  return dispatch(key, [&](auto k) { return key_of<decltype(k)::value>(v); });
+}
+
+// The passes of key_passes.cpp that the selectors use beside select.hpp's:
+// #{i : key_i > t[j]} for m <= 8 thresholds, in one pass;
+void count_above_each(std::span<const float> x, Key key, const float* t, int m, std::size_t* counts);
+// every i with key_i > t into out, the first `cap` of them (out holds min(count, cap));
+// returns how many there were in all, and with `stats`, x's statistics from the same pass.
+std::size_t collect_above(std::span<const float> x, Key key, float t, Selection& out, std::size_t cap,
+                          KeyStats* stats);
 
 // Targets for the sampled estimate of t_lo: about `keep` entries above it,
 // from a strided sample in which ~64 exceed it (relative error ~1/8).

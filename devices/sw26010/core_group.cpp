@@ -9,34 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/common/check.hpp"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TAIHU_ASAN_FIBERS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TAIHU_ASAN_FIBERS 1
-#endif
-#endif
-#ifndef TAIHU_ASAN_FIBERS
-#define TAIHU_ASAN_FIBERS 0
-#endif
-#if TAIHU_ASAN_FIBERS
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define TAIHU_TSAN_FIBERS 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TAIHU_TSAN_FIBERS 1
-#endif
-#endif
-#ifndef TAIHU_TSAN_FIBERS
-#define TAIHU_TSAN_FIBERS 0
-#endif
-#if TAIHU_TSAN_FIBERS
-#include <sanitizer/tsan_interface.h>
-#endif
+#include "devices/sw26010/fiber.hpp"
 
 namespace taihu::sw26010 {
 
@@ -73,89 +46,12 @@ KernelStats& KernelStats::operator+=(const KernelStats& o) {
   return *this;
 }
 
-// A minimal x86-64 context switch: saves the callee-saved registers on the
-// current stack, swaps stack pointers, restores them from the other stack.
-// (ucontext's swapcontext also saves the signal mask with a system call on
-// every switch, which dominated the simulation's host time.)
-extern "C" void taihu_sw26010_switch(void** save_sp, void* load_sp);
-extern "C" void taihu_sw26010_fiber_start();
-extern "C" [[noreturn]] void taihu_sw26010_fiber_main(void* cpe);
-asm(R"(
-  .text
-  .globl taihu_sw26010_switch
-  .type taihu_sw26010_switch,@function
-taihu_sw26010_switch:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-  .size taihu_sw26010_switch,.-taihu_sw26010_switch
-
-  .globl taihu_sw26010_fiber_start
-  .type taihu_sw26010_fiber_start,@function
-taihu_sw26010_fiber_start:
-  movq %rbx, %rdi
-  callq taihu_sw26010_fiber_main@PLT
-  ud2
-  .size taihu_sw26010_fiber_start,.-taihu_sw26010_fiber_start
-)");
-
-namespace {
-
-// ThreadSanitizer keeps a call stack per thread; a hand-made context switch must
-// say which fiber runs next, or every fiber's calls pile onto the thread's stack
-// until it overflows (a CHECK failure in the runtime). A fiber started afresh
-// gets a new one: the frames it was left in are never returned from.
-class TsanFiber {
- public:
-  TsanFiber() = default;
-  TsanFiber(const TsanFiber&) = delete;
-  TsanFiber& operator=(const TsanFiber&) = delete;
-  ~TsanFiber() { reset(nullptr); }
-  void renew() {
-#if TAIHU_TSAN_FIBERS
-    reset(__tsan_create_fiber(0));
-#endif
-  }
-  void* get() const { return fiber_; }
-
- private:
-  void reset([[maybe_unused]] void* fiber) {
-#if TAIHU_TSAN_FIBERS
-    if (fiber_ != nullptr) __tsan_destroy_fiber(fiber_);
-    fiber_ = fiber;
-#endif
-  }
-  void* fiber_ = nullptr;
-};
-
-void* current_tsan_fiber() {
-#if TAIHU_TSAN_FIBERS
-  return __tsan_get_current_fiber();
-#else
-  return nullptr;
-#endif
-}
-
-}  // namespace
-
 struct Cpe::Context {
   void* sp = nullptr;
   std::unique_ptr<char[]> stack{new char[fiber_stack_bytes]};
   const std::function<void(Cpe&)>* body = nullptr;
   bool parked = false;  // waits in run_fiber's loop for the next kernel
-  TsanFiber tsan;
+  fiber::TsanFiber tsan;
 };
 
 struct CoreGroup::SchedulerContext {
@@ -164,34 +60,6 @@ struct CoreGroup::SchedulerContext {
   std::size_t stack_size = 0;
   void* tsan_fiber = nullptr;  // the thread's own, for ThreadSanitizer
 };
-
-namespace {
-
-// AddressSanitizer keeps one stack per thread; a hand-made context switch
-// must say which stack runs next, or it reports the fibers' stack frames as
-// out of scope; `from_bottom`, `from_size`: where to keep the stack that
-// switches back here. `tsan_to`: ThreadSanitizer's fiber of the side that runs
-// next (TsanFiber); the switch orders what one side did before it with what the
-// other does after.
-void switch_stack(void** save_sp, void* load_sp, const void* to_bottom, std::size_t to_size,
-                  [[maybe_unused]] void* tsan_to, const void** from_bottom = nullptr,
-                  std::size_t* from_size = nullptr) {
-#if TAIHU_ASAN_FIBERS
-  void* fake_stack = nullptr;
-  __sanitizer_start_switch_fiber(&fake_stack, to_bottom, to_size);
-#else
-  (void)to_bottom, (void)to_size, (void)from_bottom, (void)from_size;
-#endif
-#if TAIHU_TSAN_FIBERS
-  __tsan_switch_to_fiber(tsan_to, 0);
-#endif
-  taihu_sw26010_switch(save_sp, load_sp);
-#if TAIHU_ASAN_FIBERS
-  __sanitizer_finish_switch_fiber(fake_stack, from_bottom, from_size);
-#endif
-}
-
-}  // namespace
 
 // ------------------------------------------------------------------- Cpe
 
@@ -385,24 +253,18 @@ int CoreGroup::active_cpes() const { return std::max(live_, 1); }
 void CoreGroup::switch_to_scheduler(Cpe& cpe) {
   refresh(cpe);
   auto& s = *scheduler_;
-  switch_stack(&cpe.context_->sp, s.sp, s.stack_bottom, s.stack_size, s.tsan_fiber, &s.stack_bottom, &s.stack_size);
+  fiber::switch_stack(&cpe.context_->sp, s.sp, s.stack_bottom, s.stack_size, s.tsan_fiber, &s.stack_bottom,
+                      &s.stack_size);
 }
 
-}  // namespace taihu::sw26010
-
-extern "C" void taihu_sw26010_fiber_main(void* cpe) {
-  auto* c = static_cast<taihu::sw26010::Cpe*>(cpe);
-  c->group().enter_fiber(*c);
+void CoreGroup::fiber_entry(void* cpe) {
+  auto* c = static_cast<Cpe*>(cpe);
+  c->group().run_fiber(*c);
   __builtin_unreachable();
 }
 
-namespace taihu::sw26010 {
-
 void CoreGroup::run_fiber(Cpe& cpe) {
-#if TAIHU_ASAN_FIBERS
-  // First run of this fiber: the switch in did not return through switch_stack.
-  __sanitizer_finish_switch_fiber(nullptr, &scheduler_->stack_bottom, &scheduler_->stack_size);
-#endif
+  fiber::finish_first_switch(&scheduler_->stack_bottom, &scheduler_->stack_size);
   // One kernel after another: a fiber that ends one waits here for the next, so
   // that it leaves no frames behind (ThreadSanitizer counts them) and the next
   // run need not start it afresh.
@@ -422,7 +284,7 @@ void CoreGroup::run_fiber(Cpe& cpe) {
 }
 
 void CoreGroup::schedule() {
-  scheduler_->tsan_fiber = current_tsan_fiber();  // run() is called on whichever thread runs the actor
+  scheduler_->tsan_fiber = fiber::current_tsan_fiber();  // run() is called on whichever thread runs the actor
   for (;;) {
     int best = -1;
     std::int64_t best_at = never;
@@ -435,8 +297,8 @@ void CoreGroup::schedule() {
     Cpe* next = &cpes_[std::size_t(best)];
     land_until(double(next->clock_));
     current_ = next;
-    switch_stack(&scheduler_->sp, next->context_->sp, next->context_->stack.get(), fiber_stack_bytes,
-                 next->context_->tsan.get());
+    fiber::switch_stack(&scheduler_->sp, next->context_->sp, next->context_->stack.get(), fiber_stack_bytes,
+                        next->context_->tsan.get());
     current_ = nullptr;
     if (failure_) return;
   }
@@ -464,20 +326,7 @@ void CoreGroup::deadlock() {
 void CoreGroup::start_fiber(Cpe& c) {
   auto& ctx = *c.context_;
   ctx.tsan.renew();
-#if TAIHU_ASAN_FIBERS
-  // The frames a failed run left on this stack keep their redzones poisoned. The
-  // sanitizer's own uninstrumented code writes there (__asan_handle_no_return,
-  // which the compiler calls first thing, seeing run_fiber never return).
-  __asan_unpoison_memory_region(ctx.stack.get(), fiber_stack_bytes);
-#endif
-  // initial stack: the 6 registers the switch pops (rbx = the CPE), then fiber_start
-  auto top = (reinterpret_cast<std::uintptr_t>(ctx.stack.get()) + fiber_stack_bytes) & ~std::uintptr_t(15);
-  auto* words = reinterpret_cast<void**>(top) - 7;
-  words[0] = words[1] = words[2] = words[3] = nullptr;  // r15 r14 r13 r12
-  words[4] = &c;                                         // rbx
-  words[5] = nullptr;                                    // rbp
-  words[6] = reinterpret_cast<void*>(&taihu_sw26010_fiber_start);
-  ctx.sp = words;
+  ctx.sp = fiber::first_frame(ctx.stack.get(), fiber_stack_bytes, &CoreGroup::fiber_entry, &c);
 }
 
 KernelStats CoreGroup::run(std::string kernel, const std::function<void(Cpe&)>& body) {

@@ -273,10 +273,7 @@ class CoreGroup {
   void schedule();
   void start_fiber(Cpe& cpe);
   void run_fiber(Cpe& cpe);
- public:
-  // (fiber entry point; not for kernels)
-  void enter_fiber(Cpe& cpe) { run_fiber(cpe); }
- private:
+  static void fiber_entry(void* cpe);  // a fresh fiber's first call (fiber::first_frame): run_fiber
   void switch_to_scheduler(Cpe& cpe);
   void land(Pending& p);
   void land_until(double time);
