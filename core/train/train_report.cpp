@@ -16,6 +16,24 @@ std::string bucket_json(const BucketReport& bucket) {
 }
 
 std::string TrainReport::to_json() const {
+  const std::string data_json = taihu::to_json({{"source", data.source},
+                                                {"decoders", int64_t{data.decoders}},
+                                                {"prefetch", int64_t{data.prefetch}},
+                                                {"wait_seconds", data.wait_seconds},
+                                                {"wait_share", seconds > 0 ? data.wait_seconds / seconds : 0.0},
+                                                {"skipped", data.skipped},
+                                                {"left_out", data.left_out}});
+  return fmt::format(
+      "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n  \"stopped\": {},\n"
+      "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
+      "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
+      "  \"blas_kernel\": {},{}\n  \"data\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
+      json_quote(net), parameters, epochs, iterations, stopped, batch_size, train_loss, test_loss, test_accuracy,
+      images_per_second, seconds, json_quote(blas_kernel), kernels_json(), data_json, workers, communication_json(),
+      device_json(), history_json());
+}
+
+std::string TrainReport::history_json() const {
   std::string epochs_json;
   for (size_t i = 0; i < history.size(); ++i) {
     const auto& e = history[i];
@@ -27,82 +45,74 @@ std::string TrainReport::to_json() const {
                                    {"seconds", e.seconds},
                                    {"images_per_second", e.images_per_second}});
   }
-  std::string buckets_json;
-  if (!buckets.empty()) {
-    buckets_json = "\n  \"buckets\": [";
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      buckets_json += (i ? ",\n    " : "\n    ") + bucket_json(buckets[i]);
-    }
-    buckets_json += fmt::format(
-        "\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},\n"
-        "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},\n"
-        "  \"iteration_seconds\": {:.6g},\n  \"compute_seconds\": {:.6g},\n  \"update_seconds\": {:.6g},\n"
-        "  \"step_await_seconds\": {:.6g},\n  \"reduced_during_step\": {:.4g},",
-        exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration,
-        iteration_seconds, compute_seconds, update_seconds, step_await_seconds, reduced_during_step);
+  return epochs_json;
+}
+
+std::string TrainReport::communication_json() const {
+  if (buckets.empty()) return "";
+  std::string buckets_json = "\n  \"buckets\": [";
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    buckets_json += (i ? ",\n    " : "\n    ") + bucket_json(buckets[i]);
   }
-  const std::string data_json = taihu::to_json({{"source", data.source},
-                                                {"decoders", int64_t{data.decoders}},
-                                                {"prefetch", int64_t{data.prefetch}},
-                                                {"wait_seconds", data.wait_seconds},
-                                                {"wait_share", seconds > 0 ? data.wait_seconds / seconds : 0.0},
-                                                {"skipped", data.skipped},
-                                                {"left_out", data.left_out}});
+  buckets_json += fmt::format(
+      "\n  ],\n  \"exposed_comm_seconds\": {:.6g},\n  \"comm_hidden_fraction\": {:.4f},\n"
+      "  \"bytes_sent_per_iteration\": {:.9g},\n  \"dense_bytes_per_iteration\": {:.9g},\n"
+      "  \"iteration_seconds\": {:.6g},\n  \"compute_seconds\": {:.6g},\n  \"update_seconds\": {:.6g},\n"
+      "  \"step_await_seconds\": {:.6g},\n  \"reduced_during_step\": {:.4g},",
+      exposed_comm_seconds, comm_hidden_fraction, bytes_sent_per_iteration, dense_bytes_per_iteration,
+      iteration_seconds, compute_seconds, update_seconds, step_await_seconds, reduced_during_step);
+  return buckets_json;
+}
+
+std::string TrainReport::device_json() const {
+  if (device == "cpu") return "";
+  const DeviceReport& d = device_report;
+  std::string layers_json;
+  for (size_t i = 0; i < d.layers.size(); ++i) {
+    const auto& l = d.layers[i];
+    layers_json += (i ? ",\n    " : "\n    ") +
+                   taihu::to_json({{"name", l.name},
+                                   {"type", l.type},
+                                   {"method", l.method},
+                                   {"simulated", std::string(l.simulated ? "true" : "false")},
+                                   {"forward_seconds", l.forward_seconds},
+                                   {"backward_seconds", l.backward_seconds()},
+                                   {"data_gradient_seconds", l.data_gradient_seconds},
+                                   {"weight_gradient_seconds", l.weight_gradient_seconds}});
+  }
+  // "simulated" is a JSON boolean, not a string
+  for (const char* b : {"true", "false"}) {
+    const std::string quoted = fmt::format("\"simulated\": \"{}\"", b);
+    const std::string plain = fmt::format("\"simulated\": {}", b);
+    for (size_t at = layers_json.find(quoted); at != std::string::npos; at = layers_json.find(quoted, at))
+      layers_json.replace(at, quoted.size(), plain);
+  }
   std::string device_json;
-  if (device != "cpu") {
-    const DeviceReport& d = device_report;
-    std::string layers_json;
-    for (size_t i = 0; i < d.layers.size(); ++i) {
-      const auto& l = d.layers[i];
-      layers_json += (i ? ",\n    " : "\n    ") +
-                     taihu::to_json({{"name", l.name},
-                                     {"type", l.type},
-                                     {"method", l.method},
-                                     {"simulated", std::string(l.simulated ? "true" : "false")},
-                                     {"forward_seconds", l.forward_seconds},
-                                     {"backward_seconds", l.backward_seconds()},
-                                     {"data_gradient_seconds", l.data_gradient_seconds},
-                                     {"weight_gradient_seconds", l.weight_gradient_seconds}});
-    }
-    // "simulated" is a JSON boolean, not a string
-    for (const char* b : {"true", "false"}) {
-      const std::string quoted = fmt::format("\"simulated\": \"{}\"", b), plain = fmt::format("\"simulated\": {}", b);
-      for (size_t at = layers_json.find(quoted); at != std::string::npos; at = layers_json.find(quoted, at))
-        layers_json.replace(at, quoted.size(), plain);
-    }
-    if (!chip_iteration_seconds.empty()) {
-      std::string chips;
-      for (std::size_t r = 0; r < chip_iteration_seconds.size(); ++r)
-        chips += fmt::format("{}{:.6g}", r ? ", " : "", chip_iteration_seconds[r]);
-      device_json += fmt::format(
-          "\n  \"chip_iteration_seconds\": [{}],\n  \"simulated_allreduce_seconds\": {:.6g},"
-          "\n  \"simulated_allreduce_share\": {:.4f},\n  \"simulated_system_images_per_second\": {:.6g},",
-          chips, simulated_allreduce_seconds, simulated_allreduce_share(), simulated_system_images_per_second());
-    }
-    if (d.simulated_iteration_high > 0)
-      device_json += fmt::format(
-          "\n  \"simulated_iteration_seconds_range\": [{:.6g}, {:.6g}],"
-          "\n  \"simulated_images_per_second_range\": [{:.6g}, {:.6g}],",
-          d.simulated_iteration_low, d.simulated_iteration_high,
-          d.iterations ? double(d.images) / double(d.iterations) / d.simulated_iteration_high : 0.0,
-          d.iterations ? double(d.images) / double(d.iterations) / d.simulated_iteration_low : 0.0);
+  if (!chip_iteration_seconds.empty()) {
+    std::string chips;
+    for (std::size_t r = 0; r < chip_iteration_seconds.size(); ++r)
+      chips += fmt::format("{}{:.6g}", r ? ", " : "", chip_iteration_seconds[r]);
     device_json += fmt::format(
-        "\n  \"device\": {},\n  \"simulated_iterations\": {},\n  \"simulated_iteration_seconds\": {:.6g},"
-        "\n  \"simulated_solver_step_seconds\": {:.6g},"
-        "\n  \"simulated_images_per_second\": {:.6g},\n  \"host_seconds_per_simulated_iteration\": {:.6g},"
-        "\n  \"host_cpu_seconds_per_simulated_iteration\": {:.6g},\n  \"layers\": [{}\n  ],",
-        json_quote(device), d.iterations, d.simulated_iteration_seconds(),
-        d.per_iteration(d.update_seconds), d.simulated_images_per_second(), d.per_iteration(d.host_seconds),
-        d.per_iteration(d.host_cpu_seconds), layers_json);
+        "\n  \"chip_iteration_seconds\": [{}],\n  \"simulated_allreduce_seconds\": {:.6g},"
+        "\n  \"simulated_allreduce_share\": {:.4f},\n  \"simulated_system_images_per_second\": {:.6g},",
+        chips, simulated_allreduce_seconds, simulated_allreduce_share(), simulated_system_images_per_second());
   }
-  return fmt::format(
-      "{{\n  \"net\": {},\n  \"parameters\": {},\n  \"epochs\": {},\n  \"iterations\": {},\n  \"stopped\": {},\n"
-      "  \"batch_size\": {},\n  \"train_loss\": {:.9g},\n  \"test_loss\": {:.9g},\n"
-      "  \"test_accuracy\": {:.9g},\n  \"images_per_second\": {:.6g},\n  \"seconds\": {:.6g},\n"
-      "  \"blas_kernel\": {},{}\n  \"data\": {},\n  \"workers\": {},{}{}\n  \"history\": [\n    {}\n  ]\n}}\n",
-      json_quote(net), parameters, epochs, iterations, stopped, batch_size, train_loss, test_loss, test_accuracy,
-      images_per_second, seconds, json_quote(blas_kernel), kernels_json(), data_json, workers, buckets_json,
-      device_json, epochs_json);
+  if (d.simulated_iteration_high > 0)
+    device_json += fmt::format(
+        "\n  \"simulated_iteration_seconds_range\": [{:.6g}, {:.6g}],"
+        "\n  \"simulated_images_per_second_range\": [{:.6g}, {:.6g}],",
+        d.simulated_iteration_low, d.simulated_iteration_high,
+        d.iterations ? double(d.images) / double(d.iterations) / d.simulated_iteration_high : 0.0,
+        d.iterations ? double(d.images) / double(d.iterations) / d.simulated_iteration_low : 0.0);
+  device_json += fmt::format(
+      "\n  \"device\": {},\n  \"simulated_iterations\": {},\n  \"simulated_iteration_seconds\": {:.6g},"
+      "\n  \"simulated_solver_step_seconds\": {:.6g},"
+      "\n  \"simulated_images_per_second\": {:.6g},\n  \"host_seconds_per_simulated_iteration\": {:.6g},"
+      "\n  \"host_cpu_seconds_per_simulated_iteration\": {:.6g},\n  \"layers\": [{}\n  ],",
+      json_quote(device), d.iterations, d.simulated_iteration_seconds(), d.per_iteration(d.update_seconds),
+      d.simulated_images_per_second(), d.per_iteration(d.host_seconds), d.per_iteration(d.host_cpu_seconds),
+      layers_json);
+  return device_json;
 }
 
 std::string TrainReport::kernels_json() const {

@@ -101,7 +101,12 @@ struct TrainReport {
   double simulated_system_images_per_second() const;
 
   std::string to_json() const;
-  std::string kernels_json() const;  // "fused_runs" and "convolutions", or nothing
+  // to_json's parts, each as it stands in the object (its members with their
+  // leading line breaks and trailing commas), or nothing where it has none:
+  std::string kernels_json() const;         // "fused_runs" and "convolutions"
+  std::string communication_json() const;  // "buckets" and the data-parallel figures
+  std::string device_json() const;          // the simulated device's figures and layers
+  std::string history_json() const;         // the epochs, one object per line
 };
 
 // The per-layer table of a device report, for logs.
