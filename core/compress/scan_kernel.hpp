@@ -252,10 +252,7 @@ bool sample_threshold_of(std::size_t n, std::size_t keep, Key key, std::vector<f
   if (n < 65536 || wanted * 8 > static_cast<double>(n)) return false;
   const std::size_t stride = n / static_cast<std::size_t>(wanted);
   keys.clear();
-  for (std::size_t i = stride / 2; i < n; i += stride) {
-    const float v = value(i);
-    keys.push_back(key == Key::magnitude ? std::fabs(v) : key == Key::positive ? v : -v);
-  }
+  for (std::size_t i = stride / 2; i < n; i += stride) keys.push_back(key_value(value(i), key));
   const auto h = static_cast<std::ptrdiff_t>(hits);
   std::nth_element(keys.begin(), keys.begin() + h, keys.end(), std::greater<float>());
   t = keys[static_cast<std::size_t>(h)];
