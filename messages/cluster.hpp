@@ -11,7 +11,7 @@
 //   gate -> coord  NodeJoined
 //                  (the node proved the secret and its protocol version at the gatekeeper already)
 //   coord -> node  ClusterSetup                     -> NodeReady (data plane port)
-//   coord -> node  ClusterPeers                     -> NodeStarted (worker handles)
+//   coord -> node  ClusterPeers                     -> NodeStarted (worker and shard handles)
 //   node -> coord  NodeFailure                      a local actor or a data-plane peer failed
 //   coord -> node  reform_atom                      -> true once the node dropped its replicas (elastic)
 //   coord -> node  leave_atom                       this node is dropped (elastic): shut down
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "messages/atoms.hpp"
+#include "messages/shard_init.hpp"
 #include "messages/worker_interface.hpp"
 
 namespace taihu::msg {
@@ -86,15 +87,29 @@ typename Inspector::result_type inspect(Inspector& f, ClusterPeers& x) {
   return f(caf::meta::type_name("taihu::msg::ClusterPeers"), x.hosts, x.ports);
 }
 
+// One shard actor a node hosts: the coordinator monitors it, so that a
+// failed shard is named (rank and bucket) wherever it ran.
+struct HostedShard {
+  std::int32_t rank = 0;
+  std::uint32_t bucket = 0;
+  chunk_receiver shard;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, HostedShard& x) {
+  return f(caf::meta::type_name("taihu::msg::HostedShard"), x.rank, x.bucket, x.shard);
+}
+
 struct NodeStarted {
   std::int32_t node = 0;
   std::vector<std::int32_t> ranks;
   std::vector<worker_actor> workers;  // by position in ranks
+  std::vector<HostedShard> shards;    // bucket by bucket, rank by rank; none with one rank
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeStarted& x) {
-  return f(caf::meta::type_name("taihu::msg::NodeStarted"), x.node, x.ranks, x.workers);
+  return f(caf::meta::type_name("taihu::msg::NodeStarted"), x.node, x.ranks, x.workers, x.shards);
 }
 
 // Coordinator -> node: the run is over. A node of a finished run exits 0, one

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "actors/chunk_link/arena_allocator.hpp"
@@ -70,6 +71,11 @@ OpenedChunkLink open_chunk_link(const config::Section& cluster, const NodeOption
                                 std::vector<int> rank_node,
                                 std::function<void(int node, const std::string& reason)> on_lost,
                                 const std::string& label) {
+  if (std::ranges::all_of(rank_node, [node](int n) { return n == node; })) {
+    OpenedChunkLink none;
+    none.description = "every rank is here: no chunk leaves this process";
+    return none;
+  }
   switch (read_chunk_transport(cluster)) {
     case ChunkTransportKind::mpi:
       return open_over_mpi(node, nodes, std::move(rank_node), std::move(on_lost));

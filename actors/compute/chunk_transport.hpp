@@ -3,8 +3,9 @@
 // whichever [cluster] transport the run names: taihu's data plane (TCP,
 // same-host channels and shared arena, TLS; transport/data_plane.hpp) or MPI
 // (transport/mpi_transport.hpp). The node agent opens a link and reports
-// where it is reached without knowing which; in one process no link is
-// opened at all (hosted_ranks.hpp: every peer is local).
+// where it is reached without knowing which. A node that hosts every rank
+// (an in-process run's, or the one node of nodes = 1) has nothing to carry:
+// its link is null, and every shard's peers are local (hosted_ranks.hpp).
 
 #include <cstdint>
 #include <functional>
@@ -35,9 +36,9 @@ struct OpenedChunkLink {
 };
 
 // Opens node `node`'s link (of `nodes`; rank_node[r]: rank r's node) as the
-// run's [cluster] section says; `on_lost` runs on the transport's thread when
-// a peer is lost; `label` names the node in logs. Throws Error (or NetError)
-// when it cannot be opened.
+// run's [cluster] section says, or none when every rank is on `node`;
+// `on_lost` runs on the transport's thread when a peer is lost; `label` names
+// the node in logs. Throws Error (or NetError) when it cannot be opened.
 OpenedChunkLink open_chunk_link(const config::Section& cluster, const NodeOptions& options, int node, int nodes,
                                 std::vector<int> rank_node,
                                 std::function<void(int node, const std::string& reason)> on_lost,

@@ -76,6 +76,7 @@
 #include <caf/actor.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +87,10 @@
 #include "transport/tls.hpp"
 
 namespace taihu::compute {
+
+struct RunPlan;
+struct WorkerFault;
+struct WorkerModel;
 
 // 2: admission by the gatekeeper (transport/gatekeeper.hpp), before any CAF byte.
 // 3: the typed worker protocol (actors/compute/worker_actor.hpp).
@@ -98,7 +103,8 @@ namespace taihu::compute {
 // 10: a worker's iteration figures carry when each bucket was ready.
 // 11: typed handles in messages (messages/cluster.hpp); ClusterSetup names the coordinator.
 // 12: a worker's probe says what its step awaits (a compute slot, an actor).
-inline constexpr int cluster_protocol_version = 12;
+// 13: NodeStarted names the node's shard actors too (the coordinator monitors them).
+inline constexpr int cluster_protocol_version = 13;
 
 class ClusterError : public Error {
  public:
@@ -193,5 +199,13 @@ int run_node(caf::actor_system& system, const NodeOptions& options);
 // itself: no control port between them). Its exit code is the run's, which
 // the coordinator reports.
 void spawn_own_node(caf::actor_system& system, const NodeOptions& options, msg::gate_actor gate);
+
+// The node of an in-process run (nodes = 0), beside its coordinator and
+// joining at `gate` like spawn_own_node's: it hosts every rank, with models
+// built in this process from `plan` (no config travels; graphs in memory
+// stay where they are). Rank 0 takes `rank0` over, the model that planned
+// the buckets; `fault` is a test's.
+void spawn_in_process_node(caf::actor_system& system, std::shared_ptr<const RunPlan> plan,
+                           std::shared_ptr<WorkerModel> rank0, WorkerFault fault, msg::gate_actor gate);
 
 }  // namespace taihu::compute

@@ -1,13 +1,17 @@
 #pragma once
-// The coordinator's side of a cluster (cluster.hpp): its control port and
-// gate, the nodes that joined, and the forming of a generation of replicas
-// over the live ones. Event-based: every step answers through a
-// continuation, run by the coordinator actor that owns this object.
+// The coordinator's side of its nodes: the gate (behind a control port for
+// node processes, cluster.hpp), the nodes that joined, and the forming of a
+// generation of replicas over the live ones. Every run hosts its ranks on
+// nodes: an in-process run on one node of its own, in this process, which
+// joins at the gate directly (open_in_process). Event-based: every step
+// answers through a continuation, run by the coordinator actor that owns
+// this object.
 //
 // Forming (a generation): ranks are placed on the live nodes in contiguous
 // blocks (rank r on live node r * nodes / ranks); every node gets the config
 // and the placement (ClusterSetup -> NodeReady with its data-plane port), then
-// every node's peers (ClusterPeers -> NodeStarted with its workers' handles).
+// every node's peers (ClusterPeers -> NodeStarted with its workers' and
+// shards' handles, which the coordinator monitors).
 // Both rounds wait for every node (fan_in.hpp); a node that fails either
 // fails the forming, naming it.
 
@@ -52,7 +56,13 @@ class ClusterMembers {
   // tells `self` of every node that joins: msg::NodeJoined). Throws
   // ClusterError when the port cannot be opened.
   void open(Self* self);
+  // An in-process run: no control port; the run's own node joins at the
+  // gate and hosts every rank with models built from `plan` (its rank 0
+  // model taken over).
+  void open_in_process(Self* self, const std::shared_ptr<RunPlan>& plan, WorkerFault fault);
   std::uint16_t port() const { return port_; }
+  // The nodes the first generation waits for.
+  int expected() const { return settings_.nodes; }
   // How to start a node that joins it: `taihu-node --coordinator=HOST:PORT
   // --secret-file=PATH`, HOST one that other hosts reach (this host's name
   // where the port listens on every interface, as under a launcher).
@@ -70,6 +80,9 @@ class ClusterMembers {
   // coordinator's Members are reset while it re-forms: they cannot tell.)
   int generation() const { return generation_; }
   std::string node_name(int node) const;
+  // Where a node's actors are, for failure messages: " on node 1 'name'"
+  // (empty for an in-process run's node: there is only this process).
+  std::string where(int node) const;
 
   // Forms the next generation over the live nodes for `plan` (its ranks,
   // buckets and algorithms); `done` gets its members, `failed` the reason.
@@ -88,6 +101,7 @@ class ClusterMembers {
   ClusterSettings settings_;
   std::vector<Node> nodes_;  // by node index (the order of admission)
   std::vector<bool> placed_;  // took part in the last generation
+  bool in_process_ = false;   // one node, the run's own (open_in_process)
   int generation_ = 0;
   msg::gate_actor gate_;
   std::shared_ptr<transport::Gatekeeper> gatekeeper_;

@@ -104,6 +104,13 @@ void ClusterMembers::open(Self* self) {
   }
 }
 
+void ClusterMembers::open_in_process(Self* self, const std::shared_ptr<RunPlan>& plan, WorkerFault fault) {
+  in_process_ = true;
+  settings_.nodes = 1;
+  gate_ = self->spawn(gate, settings_.nodes, std::string(), msg::join_listener{self});
+  spawn_in_process_node(self->system(), plan, std::exchange(plan->rank0, nullptr), fault, gate_);
+}
+
 std::string ClusterMembers::join_hint() const {
   return fmt::format("taihu-node --coordinator={}:{} --secret-file=PATH", transport::reachable_address(settings_.listen),
                      port_);
@@ -117,6 +124,7 @@ void ClusterMembers::joined(Self* self, const msg::NodeJoined& j) {
   }
   nodes_[i] = {j.name, j.agent};
   self->monitor(j.agent);
+  if (in_process_) return;
   if (generation_ == 0)
     spdlog::info("coordinator: node {} '{}' joined ({}/{})", j.node, j.name, live().size(), settings_.nodes);
   else
@@ -148,6 +156,8 @@ std::string ClusterMembers::node_name(int node) const {
              ? fmt::format("node {} '{}'", node, nodes_[static_cast<std::size_t>(node)].name)
              : fmt::format("node {}", node);
 }
+
+std::string ClusterMembers::where(int node) const { return in_process_ ? "" : " on " + node_name(node); }
 
 void ClusterMembers::form(Self* self, const RunPlan& plan, std::function<void(Members)> done,
                           std::function<void(std::string)> failed) {
@@ -202,20 +212,26 @@ void ClusterMembers::form(Self* self, const RunPlan& plan, std::function<void(Me
               members->workers.assign(static_cast<std::size_t>(ranks), worker_actor{});
               for (std::size_t k = 0; k < started.size(); ++k) {
                 const int node = live_nodes[k];
-                const std::string where = fmt::format(" on {}", node_name(node));
+                const msg::NodeStarted& n = started[k];
                 RunStatus::Member status{node_name(node), "training", {}};
-                for (std::size_t j = 0; j < started[k].ranks.size(); ++j) {
-                  const int r = started[k].ranks[j];
-                  members->workers[static_cast<std::size_t>(r)] = started[k].workers[j];
-                  members->who[started[k].workers[j].address()] = {r, "worker", where, node};
+                for (std::size_t j = 0; j < n.ranks.size(); ++j) {
+                  const int r = n.ranks[j];
+                  members->workers[static_cast<std::size_t>(r)] = n.workers[j];
+                  members->who[n.workers[j].address()] = {r, "worker", where(node), node};
+                  if (in_process_)  // every rank in this process: the status lists workers
+                    members->status.push_back({fmt::format("worker {} (in-process)", r), "training", {r}});
                   status.ranks.push_back(r);
                 }
+                for (const auto& shard : n.shards)
+                  members->who[shard.shard.address()] = {shard.rank, fmt::format("shard of bucket {}", shard.bucket),
+                                                         where(node), node};
                 members->who[nodes_[static_cast<std::size_t>(node)].agent.address()] = {-1, "node",
                                                                                          node_name(node), node};
-                members->status.push_back(std::move(status));
+                if (!in_process_) members->status.push_back(std::move(status));
               }
-              spdlog::info("coordinator: {} nodes, {} ranks placed; training starts{}", live_nodes.size(), ranks,
-                           generation_ > 1 ? fmt::format(" (cluster generation {})", generation_) : "");
+              if (!in_process_)
+                spdlog::info("coordinator: {} nodes, {} ranks placed; training starts{}", live_nodes.size(), ranks,
+                             generation_ > 1 ? fmt::format(" (cluster generation {})", generation_) : "");
               done(std::move(*members));
             },
             fail_node("start its workers"));

@@ -1,6 +1,16 @@
 #include "actors/compute/compute_slots.hpp"
 
+#include <algorithm>
+
+#include "core/blas/kernel_selection.hpp"
+#include "core/kernels/compute_threads.hpp"
+
 namespace taihu::compute {
+
+int compute_slot_count(int configured) {
+  if (configured > 0) return configured;
+  return std::max(1, blas::available_cores() / std::max(1, compute_threads()));
+}
 
 ComputeSlots::ComputeSlots(int slots) : free_(slots) {}
 

@@ -41,4 +41,8 @@ class ComputeSlots {
   bool closed_ = false;
 };
 
+// The slots of a process: [sync] compute_slots when given (> 0), else as
+// many as the cores hold workers at the current BLAS threads each.
+int compute_slot_count(int configured);
+
 }  // namespace taihu::compute

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "actors/compute/compute_slots.hpp"
 #include "actors/compute/coordinator_state.hpp"
 #include "actors/exception_reason.hpp"
 #include "collectives/algorithms.hpp"
@@ -27,23 +28,11 @@ namespace {
 
 // --- ending --------------------------------------------------------------
 
-// Stops whatever the run started: local actors, nodes (told how the run
-// ended), the control port. The compute slots close first: a worker thread
-// waiting for one would never read its exit message, and the actor system
-// waits for every worker's thread before the process can end.
+// Stops whatever the run started: every node hears how the run ended and
+// stops its replicas (node_actor.cpp), the control port closes.
 void stop_members(Coordinator* self, const msg::RunEnded& end) {
   auto& s = self->state;
-  if (s.slots) s.slots->close();
-  auto stop = [self](const auto& a) {
-    self->demonitor(a.address());
-    self->send_exit(a, caf::exit_reason::user_shutdown);
-  };
-  std::ranges::for_each(s.members.local_workers, stop);
-  std::ranges::for_each(s.members.local_shards, stop);
-  s.members.local_workers.clear();
-  s.members.local_shards.clear();
-  for (auto& w : s.members.workers)
-    if (w) self->demonitor(w.address());
+  for (const auto& [address, who] : s.members.who) self->demonitor(address);
   if (s.cluster) s.cluster->stop(self, end);
 }
 
@@ -434,18 +423,14 @@ coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<
   if (!s.options.resume.empty() && !p.checkpoint_path.empty() &&
       std::filesystem::equivalent(s.options.resume, p.checkpoint_path, ec))
     s.checkpoints.latest = {p.checkpoint_path, static_cast<std::uint64_t>(start.epoch * p.per_epoch + start.batch), 0.0};
-  const int cores = blas::available_cores();
-  const int slots = p.compute_slots > 0 ? p.compute_slots : std::max(1, cores / std::max(1, compute_threads()));
-  s.slots = std::make_shared<ComputeSlots>(slots);
-  if (p.ranks > 1)
+  if (p.ranks > 1 && !p.clustered())
     spdlog::info("{} workers (detached threads), {} computing at once x {} BLAS threads", p.ranks,
-                 std::min(slots, p.ranks), compute_threads());
+                 std::min(compute_slot_count(p.compute_slots), p.ranks), compute_threads());
   open_status(self);
-  if (p.clustered()) {
+  if (p.clustered())
     gather_nodes(self);
-  } else {
-    begin_generation(self, spawn_local_members(self->system(), *s.plan, s.slots, s.options.fault));
-  }
+  else
+    host_in_process(self);
   return {
       [self](msg::NodeJoined& j) { node_joined(self, j); },
       [self](msg::join_deadline_atom) { join_deadline_passed(self); },

@@ -76,8 +76,7 @@ struct CoordinatorState {
   bool over = false;  // the outcome is delivered
 
   Members members;  // the current generation
-  std::shared_ptr<ComputeSlots> slots;
-  std::optional<ClusterMembers> cluster;
+  std::optional<ClusterMembers> cluster;  // the nodes: for an in-process run, its own
 
   // Where the run stands.
   EpochCursor cursor;
@@ -148,8 +147,10 @@ coordinator_actor::behavior_type coordinator(Coordinator* self, std::shared_ptr<
 
 // node_gathering_actor.cpp: opens the control port and waits for the nodes
 // (join_timeout; a stop request is looked at by tick_atom meanwhile);
-// node_joined forms generation 1 once all have joined.
+// node_joined forms generation 1 once all have joined. An in-process run
+// spawns its one node instead, which joins at once.
 void gather_nodes(Coordinator* self);
+void host_in_process(Coordinator* self);
 void node_joined(Coordinator* self, const msg::NodeJoined& j);
 void join_deadline_passed(Coordinator* self);
 void watch_stop_while_gathering(Coordinator* self);

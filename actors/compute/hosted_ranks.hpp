@@ -1,10 +1,10 @@
 #pragma once
 // The ranks one process hosts for one generation of a run, wired up: per
 // fusion bucket, each hosted rank's shard actor, and each rank's worker
-// owning its shards. Every process hosts its ranks this one way: the
-// coordinator's process when it trains alone (spawn_local_members,
-// members.hpp) and every node (node_actor.cpp), whose shards reach the other
-// processes' through a chunk link.
+// owning its shards. Every process hosts its ranks this one way, through its
+// node's agent (node_actor.cpp): an in-process run's one node as well as a
+// node process, whose shards reach the other processes' through a chunk
+// link.
 
 #include <caf/fwd.hpp>
 

@@ -59,6 +59,16 @@ enum NodeExit : int {
 // log instead).
 constexpr auto teardown_limit = std::chrono::seconds(10);
 
+// An in-process run's replicas: its node builds them from the run's plan, in
+// this process, instead of from a config sent to it. The plan is read only:
+// its coordinator changes it only to re-form an elastic cluster, which an
+// in-process run is not.
+struct PlannedReplicas {
+  std::shared_ptr<const RunPlan> plan;
+  std::shared_ptr<WorkerModel> rank0;  // built to plan the buckets: rank 0 takes it over
+  WorkerFault fault;                   // a test's
+};
+
 // The node's agent: the coordinator's counterpart in this process. It hosts
 // the ranks the coordinator places here for one cluster generation at a time
 // and ends the process's run with an exit code that says why.
@@ -71,12 +81,13 @@ struct NodeState {
   int index = -1;
   msg::gate_actor gate;
   std::shared_ptr<std::promise<int>> exit_code;
+  std::shared_ptr<PlannedReplicas> planned;  // an in-process run's node; else null
 
   // The current cluster generation (ClusterSetup, then ClusterPeers).
   msg::failure_listener coordinator;
   std::int32_t generation = 0;
-  std::optional<config::Document> doc;
-  TrainSettings settings;
+  std::optional<config::Document> sent_config;  // a node process's: the config the coordinator sent
+  const config::Document* doc = nullptr;        // the run's config: sent_config, or the plan's
   std::vector<int> rank_node;
   std::vector<std::string> algorithms;
   std::vector<int> local_ranks;
@@ -110,6 +121,10 @@ using NodeAgent = node_agent_impl::stateful_base<NodeState>;
 // A node in its coordinator's process (spawn_own_node) joins through no control port.
 bool beside_coordinator(const NodeState& s) { return s.options.coordinator_port == 0; }
 
+// A node logs joining, building and ending, except an in-process run's: its
+// log is the run's alone, as it was before runs had nodes.
+bool tells_its_life(const NodeState& s) { return s.planned == nullptr; }
+
 void report(NodeAgent* self, int rank, const std::string& reason) {
   auto& s = self->state;
   if (!beside_coordinator(s)) spdlog::error("{}: {}", s.label, reason);  // else the coordinator logs it
@@ -126,6 +141,8 @@ void finish_teardown(NodeAgent* self) {
   s.who.clear();
   s.models.clear();
   s.local_ranks.clear();
+  s.doc = nullptr;
+  s.sent_config.reset();
   auto then = std::move(s.after_teardown);
   s.after_teardown.clear();
   for (auto& f : then) f();
@@ -154,7 +171,7 @@ void end_node(NodeAgent* self, int code) {
   auto& s = self->state;
   if (s.ending) return;
   s.ending = true;
-  if (code == NodeExit::finished) spdlog::info("{}: training over, shutting down", s.label);
+  if (code == NodeExit::finished && tells_its_life(s)) spdlog::info("{}: training over, shutting down", s.label);
   teardown(self, [self, code] {
     self->state.exit_code->set_value(code);
     self->quit();
@@ -199,6 +216,9 @@ void on_down(NodeAgent* self, const caf::down_msg& dm) {
     return;
   }
   if (dm.reason == caf::exit_reason::user_shutdown) return;  // the coordinator's shutdown
+  // The coordinator of this process monitors every worker and shard itself
+  // (NodeStarted names them): it names the failure, once.
+  if (beside_coordinator(s)) return;
   auto it = s.who.find(dm.source);
   const std::string what = it != s.who.end() ? it->second : "an actor";
   int rank = -1;
@@ -206,71 +226,103 @@ void on_down(NodeAgent* self, const caf::down_msg& dm) {
   report(self, rank, fmt::format("{} on node {} failed: {}", what, s.index, reason_text(self->system(), dm.reason)));
 }
 
-// Builds this node's replicas for a generation and opens its data plane.
-msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
+// A node process's replicas, from the config the coordinator sent: its
+// kernels configured for the ranks that share this host's cores.
+std::vector<std::shared_ptr<WorkerModel>> models_from_config(NodeAgent* self, const msg::ClusterSetup& setup) {
   auto& s = self->state;
-  s.generation = setup.generation;
-  s.doc.emplace(config::Document::parse(setup.config, "config from the coordinator"));
+  s.sent_config.emplace(config::Document::parse(setup.config, "config from the coordinator"));
+  s.doc = &*s.sent_config;
   const config::Document& doc = *s.doc;
-  s.settings = read_replica_settings(doc);
-  s.rank_node.assign(setup.rank_node.begin(), setup.rank_node.end());
-  s.algorithms = setup.algorithms;
-  const int ranks = static_cast<int>(s.rank_node.size());
-  for (int r = 0; r < ranks; ++r)
-    if (s.rank_node[static_cast<std::size_t>(r)] == s.index) s.local_ranks.push_back(r);
+  const TrainSettings settings = read_replica_settings(doc);
   const double bucket_mb = doc.section("sync").get_or<double>("bucket_mb", 25.0);
   const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
   const int blas_threads = doc.section("blas").get_or<int>("threads", 0);
-  const int sharing = std::max(1, s.options.processes_on_host) * std::max(1, static_cast<int>(s.local_ranks.size()));
+  const int hosted = static_cast<int>(s.local_ranks.size());
+  const int sharing = std::max(1, s.options.processes_on_host) * std::max(1, hosted);
   set_compute_threads(blas_threads > 0 ? blas_threads : std::max(1, blas::available_cores() / sharing));
   ConvolutionLayer::configure(doc.section("conv"));
+  const ReplicaData data = ReplicaData::read(doc, settings);
+  const int ranks = static_cast<int>(s.rank_node.size());
+  std::vector<std::shared_ptr<WorkerModel>> models;
+  for (int r : s.local_ranks)
+    models.push_back(build_worker_model(doc, settings, data, r, ranks, bucket_bytes,
+                                        replica_services(self->system(), hosted)));
+  return models;
+}
+
+// An in-process run's replicas, from its plan (the app configured the kernels).
+std::vector<std::shared_ptr<WorkerModel>> planned_models(NodeState& s) {
+  PlannedReplicas& p = *s.planned;
+  s.doc = &p.plan->doc;
+  std::vector<std::shared_ptr<WorkerModel>> models;
+  for (int r : s.local_ranks) {
+    models.push_back(r == 0 && p.rank0 ? std::exchange(p.rank0, nullptr) : p.plan->build_model(r, p.fault));
+    models.back()->fault = p.fault;
+  }
+  return models;
+}
+
+// Builds this node's replicas for a generation and opens its chunk link.
+msg::NodeReady set_up(NodeAgent* self, const msg::ClusterSetup& setup) {
+  auto& s = self->state;
+  s.generation = setup.generation;
+  s.rank_node.assign(setup.rank_node.begin(), setup.rank_node.end());
+  s.algorithms = setup.algorithms;
+  for (int r = 0; r < static_cast<int>(s.rank_node.size()); ++r)
+    if (s.rank_node[static_cast<std::size_t>(r)] == s.index) s.local_ranks.push_back(r);
+  s.models = s.planned ? planned_models(s) : models_from_config(self, setup);
   // A lost peer: the coordinator hears it by message (it names the node); runs on the transport's thread.
   auto on_lost = [coordinator = s.coordinator, generation = s.generation, index = s.index](int node,
                                                                                        const std::string& why) {
     caf::anon_send(coordinator, msg::NodeFailure{generation, node, -1, fmt::format(
         "node {} lost its data-plane connection to node {}: {}", index, node, why)});
   };
-  OpenedChunkLink opened = open_chunk_link(doc.section("cluster"), s.options, s.index, setup.nodes, s.rank_node,
+  OpenedChunkLink opened = open_chunk_link(s.doc->section("cluster"), s.options, s.index, setup.nodes, s.rank_node,
                                            std::move(on_lost), s.label);
   s.link = opened.link;
-  const ReplicaData data = ReplicaData::read(doc, s.settings);
-  for (int r : s.local_ranks) {
-    s.models.push_back(build_worker_model(doc, s.settings, data, r, ranks, bucket_bytes,
-                                          replica_services(self->system(), static_cast<int>(s.local_ranks.size()))));
-    s.models.back()->allocator = opened.allocator;
-  }
-  spdlog::info("{}: ranks {}..{} built; {}", s.label, s.local_ranks.front(), s.local_ranks.back(), opened.description);
+  for (auto& m : s.models) m->allocator = opened.allocator;
+  if (tells_its_life(s))
+    spdlog::info("{}: ranks {}..{} built; {}", s.label, s.local_ranks.front(), s.local_ranks.back(),
+                 opened.description);
   return msg::NodeReady{s.index, opened.host, opened.port};
 }
 
-// Connects to the other nodes' data planes, spawns the shard actors and the
-// workers of this node's ranks, and wires the shards up.
-msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
-  auto& s = self->state;
-  s.link->connect(peers.hosts, peers.ports);
-  const int ranks = static_cast<int>(s.rank_node.size());
-  const collectives::Buckets& buckets = *s.models.front()->buckets;
-  // One rank exchanges nothing: no buckets are planned, no shards spawned.
-  require(ranks == 1 || s.algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
-          s.algorithms.size(), buckets.size());
-  const auto compression = collectives::plan_compression(*s.doc, buckets, ranks);
+// Each bucket's shard configuration: what the coordinator planned, which a
+// node process derives again from the config and the bucket's collective.
+std::vector<sync::BucketShardConfig> shard_configs(const NodeState& s, const collectives::Buckets& buckets,
+                                                   int ranks) {
   std::vector<sync::BucketShardConfig> configs;
-  for (std::size_t b = 0; ranks > 1 && b < buckets.size(); ++b)
+  if (ranks == 1) return configs;  // one rank exchanges nothing: no buckets are planned, no shards spawned
+  require(s.algorithms.size() == buckets.size(), "the coordinator sent {} algorithms for {} buckets",
+          s.algorithms.size(), buckets.size());
+  const auto compression = s.planned ? s.planned->plan->bucket_compression
+                                     : collectives::plan_compression(*s.doc, buckets, ranks);
+  for (std::size_t b = 0; b < buckets.size(); ++b)
     configs.push_back({static_cast<std::uint32_t>(b), buckets[b].elements,
                        collectives::parse_algorithm(s.algorithms[b]), compression[b]});
-  const int cores = blas::available_cores();
-  s.slots = std::make_shared<ComputeSlots>(std::max(1, cores / std::max(1, compute_threads())));
-  HostedRanks hosted = host_ranks(self->system(), training_topology(*s.doc, ranks), configs, std::move(s.models),
-                                  ranks, s.slots, s.link);
+  return configs;
+}
+
+// Connects to the other nodes, spawns the shard actors and the workers of
+// this node's ranks, and wires the shards up.
+msg::NodeStarted start(NodeAgent* self, const msg::ClusterPeers& peers) {
+  auto& s = self->state;
+  if (s.link) s.link->connect(peers.hosts, peers.ports);
+  const int ranks = static_cast<int>(s.rank_node.size());
+  const auto configs = shard_configs(s, *s.models.front()->buckets, ranks);
+  s.slots = std::make_shared<ComputeSlots>(compute_slot_count(s.doc->section("sync").get_or<int>("compute_slots", 0)));
+  const collectives::Topology topology = s.planned ? *s.planned->plan->topology : training_topology(*s.doc, ranks);
+  HostedRanks hosted = host_ranks(self->system(), topology, configs, std::move(s.models), ranks, s.slots, s.link);
   s.models.clear();
+  msg::NodeStarted started{s.index, {hosted.ranks.begin(), hosted.ranks.end()}, hosted.workers, {}};
   for (const auto& shard : hosted.shards) {
     s.who[shard.actor.address()] = fmt::format("rank {}'s shard of bucket {}", shard.rank, shard.bucket);
     s.shards.push_back(shard.actor);
+    started.shards.push_back({shard.rank, shard.bucket, shard.actor});
   }
   for (std::size_t k = 0; k < hosted.ranks.size(); ++k)
     s.who[hosted.workers[k].address()] = fmt::format("worker {}", hosted.ranks[k]);
-  s.workers = hosted.workers;
-  msg::NodeStarted started{s.index, {hosted.ranks.begin(), hosted.ranks.end()}, std::move(hosted.workers)};
+  s.workers = std::move(hosted.workers);
   for (auto& a : s.workers) self->monitor(a);
   for (auto& a : s.shards) self->monitor(a);
   return started;
@@ -285,10 +337,12 @@ caf::error failed(NodeAgent* self, std::string_view what, const std::exception& 
 
 // Asks the gate for this node's index first (the gate learns the agent from
 // the request), then serves the coordinator.
-node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, std::string name, msg::gate_actor gate,
-                         std::shared_ptr<std::promise<int>> exit_code) {
+node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, std::string name,
+                                          msg::gate_actor gate, std::shared_ptr<std::promise<int>> exit_code,
+                                          std::shared_ptr<PlannedReplicas> planned) {
   auto& s = self->state;
   s.options = std::move(options);
+  s.planned = std::move(planned);
   s.label = fmt::format("node '{}'", name);
   s.gate = std::move(gate);
   s.exit_code = std::move(exit_code);
@@ -302,11 +356,11 @@ node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, 
             auto& s = self->state;
             s.index = index;
             s.label = fmt::format("node {} '{}'", index, name);
-            if (beside_coordinator(s))
-              spdlog::info("{}: joined the coordinator of this process", s.label);
-            else
-              spdlog::info("{}: joined the coordinator at {}:{}", s.label, s.options.coordinator_host,
-                           s.options.coordinator_port);
+            if (tells_its_life(s))
+              spdlog::info("{}: joined the coordinator {}", s.label,
+                           beside_coordinator(s) ? std::string("of this process")
+                                                 : fmt::format("at {}:{}", s.options.coordinator_host,
+                                                               s.options.coordinator_port));
             self->send(self, msg::tick_atom_v);
           },
           [self](caf::error& e) {
@@ -428,7 +482,7 @@ int run_node(caf::actor_system& system, const NodeOptions& o) {
 
   auto exit_code = std::make_shared<std::promise<int>>();
   std::future<int> ended = exit_code->get_future();
-  system.spawn(node_agent, node_options, name, gate, exit_code);
+  system.spawn(node_agent, node_options, name, gate, exit_code, nullptr);
   const int code = ended.get();
   // Every actor was told to exit and has terminated, but the actor system's
   // destructor also waits until each detached actor is released, and a
@@ -447,7 +501,15 @@ int run_node(caf::actor_system& system, const NodeOptions& o) {
 void spawn_own_node(caf::actor_system& system, const NodeOptions& options, msg::gate_actor gate) {
   // Nobody waits for its exit code: the coordinator of this process reports the run.
   system.spawn(node_agent, options, options.name.empty() ? fmt::format("rank0-{}", ::getpid()) : options.name,
-               std::move(gate), std::make_shared<std::promise<int>>());
+               std::move(gate), std::make_shared<std::promise<int>>(), nullptr);
+}
+
+void spawn_in_process_node(caf::actor_system& system, std::shared_ptr<const RunPlan> plan,
+                           std::shared_ptr<WorkerModel> rank0, WorkerFault fault, msg::gate_actor gate) {
+  NodeOptions options;  // no control port: beside its coordinator
+  options.name = "in-process";
+  system.spawn(node_agent, options, options.name, std::move(gate), std::make_shared<std::promise<int>>(),
+               std::make_shared<PlannedReplicas>(PlannedReplicas{std::move(plan), std::move(rank0), fault}));
 }
 
 }  // namespace taihu::compute

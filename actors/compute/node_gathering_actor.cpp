@@ -1,6 +1,7 @@
-// The coordinator with nodes (coordinator_state.hpp): it waits for them to
+// The coordinator's nodes (coordinator_state.hpp): it waits for them to
 // join, up to join_timeout or a stop request, forms the first generation
 // once all are in, and turns a node's report of a failure into the run's.
+// An in-process run has one node, its own, which joins at once.
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
@@ -48,6 +49,12 @@ void gather_nodes(Coordinator* self) {
   if (s.options.stop) watch_stop_while_gathering(self);
 }
 
+void host_in_process(Coordinator* self) {
+  auto& s = self->state;
+  s.cluster.emplace(ClusterSettings{});
+  s.cluster->open_in_process(self, s.plan, s.options.fault);
+}
+
 namespace {
 
 void form_cluster(Coordinator* self) {
@@ -65,7 +72,7 @@ void node_joined(Coordinator* self, const msg::NodeJoined& j) {
   // The first formation waits for all K nodes; later ones happen at epoch
   // boundaries (end_epoch) or after a loss (regroup), also when a node joins
   // while one is under way.
-  if (s.cluster->generation() == 0 && static_cast<int>(s.cluster->live().size()) == s.plan->cluster.nodes)
+  if (s.cluster->generation() == 0 && static_cast<int>(s.cluster->live().size()) == s.cluster->expected())
     form_cluster(self);
 }
 

@@ -172,6 +172,8 @@ void run_step(Self self, std::uint64_t iteration) {
       raise("worker {}: injected failure in step {}", m.rank, iteration);
     if (m.fault.kind == WorkerFault::Kind::stall)
       std::this_thread::sleep_for(std::chrono::duration<double>(m.fault.stall_seconds));
+    if (m.fault.kind == WorkerFault::Kind::shard_fails && !m.shards.empty())
+      self->send_exit(m.shards.front(), caf::make_error(caf::sec::runtime_error, "injected shard failure"));
   }
   s.stats.bucket_ready_seconds.assign(m.shards.empty() ? 0 : m.buckets->size(), 0.0);
   s.compute.emplace(compute_step(self, iteration));

@@ -59,8 +59,9 @@ using msg::worker_actor;  // messages/worker_interface.hpp
 // A test hook: make one worker misbehave at one iteration. lose_slot: the
 // worker takes a compute slot for good before its step (as a lost wake-up
 // did), so with compute_slots = 1 it waits for a slot that never frees.
+// shard_fails: the worker's shard of the first bucket ends with an error.
 struct WorkerFault {
-  enum class Kind : std::uint8_t { none, throw_in_step, wrong_gradient_size, stall, lose_slot };
+  enum class Kind : std::uint8_t { none, throw_in_step, wrong_gradient_size, stall, lose_slot, shard_fails };
   Kind kind = Kind::none;
   int rank = -1;
   std::uint64_t iteration = 0;

@@ -9,8 +9,10 @@
 #include <chrono>
 #include <filesystem>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actors/compute/coordinator.hpp"
@@ -56,6 +58,24 @@ std::vector<float> single_worker_params(const TempDir& dir, int global_batch) {
 
 std::vector<float> initial_params(const TempDir& dir) {
   return taihu::testing::initial_parameters(load(dir, app_config(dir, 1, 4)));
+}
+
+// Three workers, `fault` injected: the run must fail with a WorkerFailure of
+// the fault's rank whose text has each of `phrases`, within 10 s.
+void check_named_failure(const compute::WorkerFault& fault, const std::string& sync,
+                         std::initializer_list<std::string_view> phrases) {
+  TempDir dir;
+  auto doc = load(dir, app_config(dir, 3, 4, sync));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    run_training(std::move(doc), Training{{}, fault});
+    FAIL("training should have failed");
+  } catch (const compute::WorkerFailure& e) {
+    CHECK(e.rank() == fault.rank);
+    const std::string what = e.what();
+    for (const auto phrase : phrases) CHECK_MESSAGE(what.find(phrase) != std::string::npos, what);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
 
 }  // namespace
@@ -122,41 +142,21 @@ TEST_SUITE("data_parallel") {
   }
 
   TEST_CASE("a worker that throws is named, and the run stops without hanging") {
-    TempDir dir;
-    compute::WorkerFault fault;
-    fault.kind = compute::WorkerFault::Kind::throw_in_step;
-    fault.rank = 1;
-    fault.iteration = 2;
-    auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 20\nbucket_mb = 0.0005\n"));
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      run_training(std::move(doc), Training{{}, fault});
-      FAIL("training should have failed");
-    } catch (const compute::WorkerFailure& e) {
-      CHECK(e.rank() == 1);
-      const std::string what = e.what();
-      CHECK_MESSAGE(what.find("worker 1 failed at iteration 2") != std::string::npos, what);
-      CHECK_MESSAGE(what.find("injected failure") != std::string::npos, what);
-    }
-    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+    check_named_failure({compute::WorkerFault::Kind::throw_in_step, 1, 2}, "step_timeout = 20\nbucket_mb = 0.0005\n",
+                        {"worker 1 failed at iteration 2", "injected failure"});
+  }
+
+  TEST_CASE("a shard that fails is named by its rank and bucket") {
+    // The run's node hosts the shards, and the coordinator monitors each one
+    // NodeStarted names: the failure is its own, named once (without it, the
+    // run would wait for step_timeout and blame the reductions).
+    check_named_failure({compute::WorkerFault::Kind::shard_fails, 2, 1}, "step_timeout = 20\nbucket_mb = 0.0005\n",
+                        {"worker 2 failed at iteration 1 (its shard of bucket 0)", "injected shard failure"});
   }
 
   TEST_CASE("a wrong-sized gradient is rejected and its worker named") {
-    TempDir dir;
-    compute::WorkerFault fault;
-    fault.kind = compute::WorkerFault::Kind::wrong_gradient_size;
-    fault.rank = 2;
-    fault.iteration = 1;
-    auto doc = load(dir, app_config(dir, 3, 4, "step_timeout = 20\n"));
-    try {
-      run_training(std::move(doc), Training{{}, fault});
-      FAIL("training should have failed");
-    } catch (const compute::WorkerFailure& e) {
-      CHECK(e.rank() == 2);
-      const std::string what = e.what();
-      CHECK_MESSAGE(what.find("worker 2 failed at iteration 1") != std::string::npos, what);
-      CHECK_MESSAGE(what.find("expected 988") != std::string::npos, what);
-    }
+    check_named_failure({compute::WorkerFault::Kind::wrong_gradient_size, 2, 1}, "step_timeout = 20\n",
+                        {"worker 2 failed at iteration 1", "expected 988"});
   }
 
   TEST_CASE("a worker that stalls past step_timeout is named") {
