@@ -19,7 +19,7 @@
 // ports, connect to each other, and hand back their workers' handles. From
 // then on the coordinator drives training exactly as in-process (Iterate,
 // IterationDone, evaluation, checkpoints by rank 0's node) through proxies
-// (cluster_members.hpp is the coordinator's side, node_actor.cpp the node's).
+// (cluster_members.hpp is the coordinator's side, node_agent.hpp the node's).
 //
 // Data plane (transport/): the shard actors' chunks for ranks on other nodes
 // go over direct, authenticated TCP connections between the nodes

@@ -29,7 +29,7 @@ namespace {
 // --- ending --------------------------------------------------------------
 
 // Stops whatever the run started: every node hears how the run ended and
-// stops its replicas (node_actor.cpp), the control port closes.
+// stops its replicas (node_agent.hpp), the control port closes.
 void stop_members(Coordinator* self, const msg::RunEnded& end) {
   auto& s = self->state;
   for (const auto& [address, who] : s.members.who) self->demonitor(address);

@@ -2,7 +2,7 @@
 // The ranks one process hosts for one generation of a run, wired up: per
 // fusion bucket, each hosted rank's shard actor, and each rank's worker
 // owning its shards. Every process hosts its ranks this one way, through its
-// node's agent (node_actor.cpp): an in-process run's one node as well as a
+// node's agent (node_agent.hpp): an in-process run's one node as well as a
 // node process, whose shards reach the other processes' through a chunk
 // link.
 

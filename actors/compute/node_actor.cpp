@@ -1,36 +1,28 @@
-#include "actors/compute/cluster.hpp"
+#include "actors/compute/node_agent.hpp"
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <functional>
-#include <future>
 #include <map>
 #include <set>
-#include <thread>
 
+#include "actors/chunk_link/chunk_link.hpp"
 #include "actors/compute/chunk_transport.hpp"
-#include "actors/compute/control_plane.hpp"
 #include "actors/compute/hosted_ranks.hpp"
-#include "core/kernels/compute_threads.hpp"
-#include "transport/addresses.hpp"
 #include "actors/compute/replica_services.hpp"
 #include "actors/compute/run_plan.hpp"
 #include "actors/compute/worker_actor.hpp"
 #include "actors/exception_reason.hpp"
-#include "actors/chunk_link/chunk_link.hpp"
+#include "actors/sync/shard_actor.hpp"
 #include "collectives/algorithms.hpp"
 #include "collectives/buckets.hpp"
-#include "actors/sync/shard_actor.hpp"
-#include "core/blas/blas.hpp"
 #include "core/blas/kernel_selection.hpp"
 #include "core/common/check.hpp"
+#include "core/kernels/compute_threads.hpp"
 #include "core/layers/convolution.hpp"
 #include "messages/type_ids.hpp"
 
@@ -43,31 +35,10 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
-// taihu-node's exit codes (its --help lists them; 2, bad input, is the app's).
-enum NodeExit : int {
-  finished = 0,
-  coordinator_unreachable = 4,
-  not_admitted = 5,
-  setup_failed = 6,
-  coordinator_lost = 7,
-  dropped = 8,
-  run_failed = 9,
-};
-
 // A teardown waits this long for the node's actors to stop; a node that must
 // answer the coordinator cannot hang on one that does not (it is named in the
 // log instead).
 constexpr auto teardown_limit = std::chrono::seconds(10);
-
-// An in-process run's replicas: its node builds them from the run's plan, in
-// this process, instead of from a config sent to it. The plan is read only:
-// its coordinator changes it only to re-form an elastic cluster, which an
-// in-process run is not.
-struct PlannedReplicas {
-  std::shared_ptr<const RunPlan> plan;
-  std::shared_ptr<WorkerModel> rank0;  // built to plan the buckets: rank 0 takes it over
-  WorkerFault fault;                   // a test's
-};
 
 // The node's agent: the coordinator's counterpart in this process. It hosts
 // the ranks the coordinator places here for one cluster generation at a time
@@ -439,77 +410,10 @@ node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, 
 
 }  // namespace
 
-// --- the node process ------------------------------------------------------------
-
-int run_node(caf::actor_system& system, const NodeOptions& o) {
-  const std::string name = o.name.empty() ? fmt::format("node-{}", ::getpid()) : o.name;
-  const std::string where = fmt::format("{}:{}", o.coordinator_host, o.coordinator_port);
-
-  // Reach the coordinator (it may start after us): the gatekeeper first,
-  // where both sides prove the secret, then the gate actor behind it.
-  msg::gate_actor gate;
-  NodeOptions node_options = o;  // its certificates kept only where the cluster uses them
-  transport::GateClientOptions gate_options;
-  gate_options.host = o.coordinator_host;
-  gate_options.port = o.coordinator_port;
-  gate_options.secret = o.secret;
-  gate_options.version = static_cast<std::uint32_t>(o.protocol_version);
-  gate_options.name = name;
-  gate_options.certificates = o.certificates;
-  gate_options.tls = o.tls;
-  const auto deadline = Clock::now() + millis(o.join_timeout);
-  for (;;) {
-    try {
-      auto joined = join_control_port(system, gate_options, transport::control_plane_thread());
-      gate = joined.gate;
-      if (!joined.certificates) node_options.certificates = {};
-      if (node_options.data_listen.empty()) node_options.data_listen = joined.local_address;
-      if (node_options.data_advertise.empty() && transport::is_wildcard_address(node_options.data_listen))
-        node_options.data_advertise = joined.local_address;
-      break;
-    } catch (const transport::GateRefused& e) {
-      spdlog::error("node '{}': the coordinator at {} did not admit this node: {}", name, where, e.what());
-      return NodeExit::not_admitted;
-    } catch (const transport::NetError& e) {
-      if (Clock::now() > deadline) {
-        spdlog::error("node '{}': cannot reach the coordinator at {} within {} s: {}", name, where, o.join_timeout,
-                      e.what());
-        return NodeExit::coordinator_unreachable;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-
-  auto exit_code = std::make_shared<std::promise<int>>();
-  std::future<int> ended = exit_code->get_future();
-  system.spawn(node_agent, node_options, name, gate, exit_code, nullptr);
-  const int code = ended.get();
-  // Every actor was told to exit and has terminated, but the actor system's
-  // destructor also waits until each detached actor is released, and a
-  // reference that is never dropped would keep this process alive forever
-  // (seen after compressed runs over shaped links). The node's work is done:
-  // bound that wait.
-  std::thread([code, name] {
-    std::this_thread::sleep_for(std::chrono::seconds(10));
-    spdlog::warn("node '{}': an actor was not released within 10 s of shutdown; exiting anyway", name);
-    spdlog::shutdown();
-    std::_Exit(code);
-  }).detach();
-  return code;
-}
-
-void spawn_own_node(caf::actor_system& system, const NodeOptions& options, msg::gate_actor gate) {
-  // Nobody waits for its exit code: the coordinator of this process reports the run.
-  system.spawn(node_agent, options, options.name.empty() ? fmt::format("rank0-{}", ::getpid()) : options.name,
-               std::move(gate), std::make_shared<std::promise<int>>(), nullptr);
-}
-
-void spawn_in_process_node(caf::actor_system& system, std::shared_ptr<const RunPlan> plan,
-                           std::shared_ptr<WorkerModel> rank0, WorkerFault fault, msg::gate_actor gate) {
-  NodeOptions options;  // no control port: beside its coordinator
-  options.name = "in-process";
-  system.spawn(node_agent, options, options.name, std::move(gate), std::make_shared<std::promise<int>>(),
-               std::make_shared<PlannedReplicas>(PlannedReplicas{std::move(plan), std::move(rank0), fault}));
+void spawn_node_agent(caf::actor_system& system, NodeOptions options, std::string name, msg::gate_actor gate,
+                      std::shared_ptr<std::promise<int>> exit_code, std::shared_ptr<PlannedReplicas> planned) {
+  system.spawn(node_agent, std::move(options), std::move(name), std::move(gate), std::move(exit_code),
+               std::move(planned));
 }
 
 }  // namespace taihu::compute
