@@ -21,6 +21,8 @@
 #include "core/common/error.hpp"
 #include "core/common/flush_to_zero.hpp"
 
+using namespace taihu;
+
 namespace {
 
 constexpr const char* usage = R"(usage: taihu-node --coordinator=HOST:PORT --secret-file=PATH [options]
@@ -58,15 +60,78 @@ rejects the coordinator's, another [cluster] tls, cluster full); 6 setup failed;
 9 the run failed elsewhere (the coordinator's reason is logged)
 )";
 
+// The node's options: each from its flag, else from [node] of the config file
+// (read either way, so that no key counts as unknown). Throws ConfigError
+// naming the flag.
+compute::NodeOptions read_node_options(const app::CommandLine& cl, const config::Document& doc) {
+  const config::Section& node = doc.section("node");
+  auto option = [&](const char* flag, const char* key, std::string fallback) {
+    std::string from_file = node.get_or<std::string>(key, fallback);  // read either way: no "unknown option"
+    if (auto v = cl.flag(flag)) return *v;
+    return from_file;
+  };
+  compute::NodeOptions o;
+  const std::string coordinator = option("coordinator", "coordinator", "");
+  const auto colon = coordinator.rfind(':');
+  if (coordinator.empty() || colon == std::string::npos)
+    throw ConfigError("taihu-node: --coordinator=HOST:PORT is required (try --help)");
+  o.coordinator_host = coordinator.substr(0, colon);
+  const auto port = config::parse_value<int>(coordinator.substr(colon + 1));
+  if (!port || *port <= 0 || *port > 65535)
+    throw ConfigError("taihu-node: --coordinator=" + coordinator + ": the port must be a number in 1..65535");
+  o.coordinator_port = static_cast<std::uint16_t>(*port);
+  const std::string secret_file = option("secret-file", "secret_file", "");
+  if (secret_file.empty()) throw ConfigError("taihu-node: --secret-file=PATH is required (the cluster secret)");
+  try {
+    o.secret = transport::read_secret_file(cl.flag("secret-file") ? std::filesystem::path(secret_file)
+                                                                  : doc.resolve(secret_file));
+  } catch (const transport::NetError& e) {
+    throw ConfigError(std::string("taihu-node: ") + e.what());
+  }
+  o.name = option("name", "name", "");
+  o.data_listen = option("listen", "listen", o.data_listen);
+  if (const std::string interface = option("interface", "interface", ""); !interface.empty())
+    o.data_listen = transport::interface_address(interface);
+  auto seconds = [&](const char* flag, const char* key, double fallback) {
+    const std::string text = option(flag, key, "");
+    if (text.empty()) return fallback;
+    const auto v = config::parse_value<double>(text);
+    if (!v || !(*v > 0)) throw ConfigError(std::string("taihu-node: --") + flag + " must be a positive number");
+    return *v;
+  };
+  if (const std::string text = option("processes-on-host", "processes_on_host", ""); !text.empty()) {
+    const auto n = config::parse_value<int>(text);
+    if (!n || *n < 1) throw ConfigError("taihu-node: --processes-on-host must be a positive integer");
+    o.processes_on_host = *n;
+  }
+  o.join_timeout = seconds("join-timeout", "join_timeout", o.join_timeout);
+  o.heartbeat = seconds("heartbeat", "heartbeat", o.heartbeat);
+  o.dead_after = seconds("dead-after", "dead_after", o.dead_after);
+  const auto file = [&](const char* flag, const char* key) {
+    const std::string text = option(flag, key, "");
+    if (text.empty()) return text;
+    return (cl.flag(flag) ? std::filesystem::path(text) : doc.resolve(text)).string();
+  };
+  o.certificates = {file("certificate", "certificate"), file("key", "key"), file("ca-file", "ca_file")};
+  try {
+    transport::check_certificates(o.certificates, {"--certificate", "--key", "--ca-file"});
+  } catch (const Error& e) {
+    throw ConfigError(std::string("taihu-node: ") + e.what());
+  }
+  // Hidden, for tests: speak another cluster protocol version, or claim another build.
+  if (auto v = cl.flag("protocol-version")) o.protocol_version = config::parse_value<int>(*v).value_or(-1);
+  o.build = cl.flag("build").value_or(app::build_id());
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace taihu;
-  return taihu::app::run_app([&]() -> int {
-    const auto cl = app::parse_command_line(argc, argv,
-                                            {"coordinator", "secret-file", "name", "listen", "join-timeout",
-                                             "heartbeat", "dead-after", "log-level", "protocol-version", "build", "certificate", "interface", "processes-on-host",
-                                             "key", "ca-file"});
+  return app::run_app([&]() -> int {
+    const auto cl = app::parse_command_line(
+        argc, argv,
+        {"coordinator", "secret-file", "name", "listen", "join-timeout", "heartbeat", "dead-after", "log-level",
+         "protocol-version", "build", "certificate", "interface", "processes-on-host", "key", "ca-file"});
     if (cl.help) {
       std::fputs(usage, stdout);
       return 0;
@@ -77,63 +142,7 @@ int main(int argc, char** argv) {
     }
     app::setup_logging(cl.flag("log-level").value_or("info"));
     const config::Document doc = app::load_config(cl);
-    const config::Section& node = doc.section("node");
-    auto option = [&](const char* flag, const char* key, std::string fallback) {
-      std::string from_file = node.get_or<std::string>(key, fallback);  // read either way: no "unknown option"
-      if (auto v = cl.flag(flag)) return *v;
-      return from_file;
-    };
-    compute::NodeOptions o;
-    const std::string coordinator = option("coordinator", "coordinator", "");
-    const auto colon = coordinator.rfind(':');
-    if (coordinator.empty() || colon == std::string::npos)
-      throw ConfigError("taihu-node: --coordinator=HOST:PORT is required (try --help)");
-    o.coordinator_host = coordinator.substr(0, colon);
-    const auto port = config::parse_value<int>(coordinator.substr(colon + 1));
-    if (!port || *port <= 0 || *port > 65535)
-      throw ConfigError("taihu-node: --coordinator=" + coordinator + ": the port must be a number in 1..65535");
-    o.coordinator_port = static_cast<std::uint16_t>(*port);
-    const std::string secret_file = option("secret-file", "secret_file", "");
-    if (secret_file.empty()) throw ConfigError("taihu-node: --secret-file=PATH is required (the cluster secret)");
-    try {
-      o.secret = transport::read_secret_file(cl.flag("secret-file") ? std::filesystem::path(secret_file)
-                                                                : doc.resolve(secret_file));
-    } catch (const transport::NetError& e) {
-      throw ConfigError(std::string("taihu-node: ") + e.what());
-    }
-    o.name = option("name", "name", "");
-    o.data_listen = option("listen", "listen", o.data_listen);
-    if (const std::string interface = option("interface", "interface", ""); !interface.empty())
-      o.data_listen = transport::interface_address(interface);
-    auto seconds = [&](const char* flag, const char* key, double fallback) {
-      const std::string text = option(flag, key, "");
-      if (text.empty()) return fallback;
-      const auto v = config::parse_value<double>(text);
-      if (!v || !(*v > 0)) throw ConfigError(std::string("taihu-node: --") + flag + " must be a positive number");
-      return *v;
-    };
-    if (const std::string text = option("processes-on-host", "processes_on_host", ""); !text.empty()) {
-      const auto n = config::parse_value<int>(text);
-      if (!n || *n < 1) throw ConfigError("taihu-node: --processes-on-host must be a positive integer");
-      o.processes_on_host = *n;
-    }
-    o.join_timeout = seconds("join-timeout", "join_timeout", o.join_timeout);
-    o.heartbeat = seconds("heartbeat", "heartbeat", o.heartbeat);
-    o.dead_after = seconds("dead-after", "dead_after", o.dead_after);
-    const auto file = [&](const char* flag, const char* key) {
-      const std::string text = option(flag, key, "");
-      if (text.empty()) return text;
-      return (cl.flag(flag) ? std::filesystem::path(text) : doc.resolve(text)).string();
-    };
-    o.certificates = {file("certificate", "certificate"), file("key", "key"), file("ca-file", "ca_file")};
-    try {
-      transport::check_certificates(o.certificates, {"--certificate", "--key", "--ca-file"});
-    } catch (const Error& e) {
-      throw ConfigError(std::string("taihu-node: ") + e.what());
-    }
-    // Hidden, for tests: speak another cluster protocol version, or claim another build.
-    if (auto v = cl.flag("protocol-version")) o.protocol_version = config::parse_value<int>(*v).value_or(-1);
-    o.build = cl.flag("build").value_or(app::build_id());
+    const compute::NodeOptions o = read_node_options(cl, doc);
     doc.reject_unused();
 
     // BLAS kernel now (it may re-execute this process); threads once the

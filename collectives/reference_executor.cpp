@@ -17,6 +17,113 @@ struct Message {
   std::vector<float> data;
 };
 
+// One run of a schedule: every rank's position in its steps, the messages
+// on the way and those that arrived, and a random choice among what may
+// happen next (a rank moves, or a message arrives).
+class Run {
+ public:
+  Run(const Schedule& schedule, std::span<std::vector<float>> buffers, std::uint64_t seed, Payload payload)
+      : schedule_(schedule),
+        buffers_(buffers),
+        payload_(payload),
+        rng_(seed),
+        next_(static_cast<std::size_t>(schedule.ranks), 0),
+        sent_(static_cast<std::size_t>(schedule.ranks), false),
+        mailbox_(static_cast<std::size_t>(schedule.ranks)) {}
+
+  ExecutionStats run() {
+    const int p = schedule_.ranks;
+    std::vector<int> candidates;  // >= 0: a rank that can move; < 0: deliver in_flight_[-1 - c]
+    for (;;) {
+      candidates.clear();
+      for (int r = 0; r < p; ++r) {
+        if (can_move(r)) candidates.push_back(r);
+      }
+      for (std::size_t i = 0; i < in_flight_.size(); ++i) candidates.push_back(-1 - static_cast<int>(i));
+      if (candidates.empty()) break;
+      const int pick = candidates[std::uniform_int_distribution<std::size_t>(0, candidates.size() - 1)(rng_)];
+      if (pick >= 0)
+        move(pick);
+      else
+        deliver(static_cast<std::size_t>(-1 - pick));
+      std::size_t pending = in_flight_.size();
+      for (const auto& box : mailbox_) pending += box.size();
+      stats_.max_in_flight = std::max(stats_.max_in_flight, pending);
+    }
+    for (int r = 0; r < p; ++r) {
+      require(current(r) == nullptr, "{} {} on {} ranks deadlocked: rank {} stuck at step {}",
+              name(schedule_.algorithm), name(schedule_.collective), p, r, next_[static_cast<std::size_t>(r)]);
+    }
+    return stats_;
+  }
+
+ private:
+  const Step* current(int r) const {
+    const auto& steps = schedule_.steps[static_cast<std::size_t>(r)];
+    return next_[static_cast<std::size_t>(r)] < steps.size() ? &steps[next_[static_cast<std::size_t>(r)]] : nullptr;
+  }
+
+  bool can_move(int r) const {
+    const Step* s = current(r);
+    if (s == nullptr) return false;
+    if (s->sends() && !sent_[static_cast<std::size_t>(r)]) return true;
+    return !s->receives() || mailbox_[static_cast<std::size_t>(r)].contains({s->recv_from, s->recv_seq});
+  }
+
+  // Sends if it has not yet, then completes the step if its message is here.
+  void move(int r) {
+    const auto ri = static_cast<std::size_t>(r);
+    const Step& s = *current(r);
+    auto& buffer = buffers_[ri];
+    if (s.sends() && !sent_[ri]) {
+      const auto first = buffer.begin() + static_cast<std::ptrdiff_t>(s.send.offset);
+      Message m{r, s.send_to, s.send_seq, s.send, {}};
+      if (payload_ == Payload::copy) m.data.assign(first, first + static_cast<std::ptrdiff_t>(s.send.length));
+      in_flight_.push_back(std::move(m));
+      ++stats_.messages;
+      sent_[ri] = true;
+    }
+    if (s.receives()) {
+      auto it = mailbox_[ri].find({s.recv_from, s.recv_seq});
+      if (it == mailbox_[ri].end()) return;
+      const Message& m = it->second;
+      require(m.range == s.recv, "execute: rank {} got range [{}, +{}) for step expecting [{}, +{})", r, m.range.offset,
+              m.range.length, s.recv.offset, s.recv.length);
+      float* out = buffer.data() + s.recv.offset;
+      const float* in = payload_ == Payload::copy ? m.data.data()
+                                                  : buffers_[static_cast<std::size_t>(m.from)].data() + m.range.offset;
+      if (s.combine == Combine::reduce) {
+        for (std::size_t i = 0; i < s.recv.length; ++i) out[i] += in[i];
+      } else {
+        std::copy(in, in + s.recv.length, out);
+      }
+      mailbox_[ri].erase(it);
+    }
+    sent_[ri] = false;
+    ++next_[ri];
+  }
+
+  // Message in_flight_[i] arrives (early: before its receiver's step wants it).
+  void deliver(std::size_t i) {
+    Message m = std::move(in_flight_[i]);
+    in_flight_[i] = std::move(in_flight_.back());
+    in_flight_.pop_back();
+    const Step* waiting = current(m.to);
+    if (waiting == nullptr || waiting->recv_from != m.from || waiting->recv_seq != m.seq) ++stats_.early;
+    mailbox_[static_cast<std::size_t>(m.to)].emplace(std::pair{m.from, m.seq}, std::move(m));
+  }
+
+  const Schedule& schedule_;
+  std::span<std::vector<float>> buffers_;
+  Payload payload_;
+  std::mt19937_64 rng_;
+  std::vector<std::size_t> next_;
+  std::vector<bool> sent_;
+  std::vector<Message> in_flight_;
+  std::vector<std::map<std::pair<int, std::uint32_t>, Message>> mailbox_;
+  ExecutionStats stats_;
+};
+
 }  // namespace
 
 ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> buffers, std::uint64_t seed,
@@ -27,86 +134,7 @@ ExecutionStats execute(const Schedule& schedule, std::span<std::vector<float>> b
     require(b.size() == schedule.elements, "execute: buffer of {} floats, schedule needs {}", b.size(),
             schedule.elements);
   }
-  std::mt19937_64 rng(seed);
-  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
-  std::vector<bool> sent(static_cast<std::size_t>(p), false);
-  std::vector<Message> in_flight;
-  std::vector<std::map<std::pair<int, std::uint32_t>, Message>> mailbox(static_cast<std::size_t>(p));
-  ExecutionStats stats;
-
-  auto current = [&](int r) -> const Step* {
-    const auto& steps = schedule.steps[static_cast<std::size_t>(r)];
-    return next[static_cast<std::size_t>(r)] < steps.size() ? &steps[next[static_cast<std::size_t>(r)]] : nullptr;
-  };
-  auto can_move = [&](int r) {
-    const Step* s = current(r);
-    if (s == nullptr) return false;
-    if (s->sends() && !sent[static_cast<std::size_t>(r)]) return true;
-    return !s->receives() || mailbox[static_cast<std::size_t>(r)].contains({s->recv_from, s->recv_seq});
-  };
-  // Sends if it has not yet, then completes the step if its message is here.
-  auto move = [&](int r) {
-    const auto ri = static_cast<std::size_t>(r);
-    const Step& s = *current(r);
-    auto& buffer = buffers[ri];
-    if (s.sends() && !sent[ri]) {
-      const auto first = buffer.begin() + static_cast<std::ptrdiff_t>(s.send.offset);
-      Message m{r, s.send_to, s.send_seq, s.send, {}};
-      if (payload == Payload::copy) m.data.assign(first, first + static_cast<std::ptrdiff_t>(s.send.length));
-      in_flight.push_back(std::move(m));
-      ++stats.messages;
-      sent[ri] = true;
-    }
-    if (s.receives()) {
-      auto it = mailbox[ri].find({s.recv_from, s.recv_seq});
-      if (it == mailbox[ri].end()) return;
-      const Message& m = it->second;
-      require(m.range == s.recv, "execute: rank {} got range [{}, +{}) for step expecting [{}, +{})", r,
-              m.range.offset, m.range.length, s.recv.offset, s.recv.length);
-      float* out = buffer.data() + s.recv.offset;
-      const float* in = payload == Payload::copy
-                            ? m.data.data()
-                            : buffers[static_cast<std::size_t>(m.from)].data() + m.range.offset;
-      if (s.combine == Combine::reduce) {
-        for (std::size_t i = 0; i < s.recv.length; ++i) out[i] += in[i];
-      } else {
-        std::copy(in, in + s.recv.length, out);
-      }
-      mailbox[ri].erase(it);
-    }
-    sent[ri] = false;
-    ++next[ri];
-  };
-
-  std::vector<int> candidates;  // >= 0: a rank that can move; < 0: deliver in_flight[-1 - c]
-  for (;;) {
-    candidates.clear();
-    for (int r = 0; r < p; ++r) {
-      if (can_move(r)) candidates.push_back(r);
-    }
-    for (std::size_t i = 0; i < in_flight.size(); ++i) candidates.push_back(-1 - static_cast<int>(i));
-    if (candidates.empty()) break;
-    const int pick = candidates[std::uniform_int_distribution<std::size_t>(0, candidates.size() - 1)(rng)];
-    if (pick >= 0) {
-      move(pick);
-    } else {
-      const auto i = static_cast<std::size_t>(-1 - pick);
-      Message m = std::move(in_flight[i]);
-      in_flight[i] = std::move(in_flight.back());
-      in_flight.pop_back();
-      const Step* waiting = current(m.to);
-      if (waiting == nullptr || waiting->recv_from != m.from || waiting->recv_seq != m.seq) ++stats.early;
-      mailbox[static_cast<std::size_t>(m.to)].emplace(std::pair{m.from, m.seq}, std::move(m));
-    }
-    std::size_t pending = in_flight.size();
-    for (const auto& box : mailbox) pending += box.size();
-    stats.max_in_flight = std::max(stats.max_in_flight, pending);
-  }
-  for (int r = 0; r < p; ++r) {
-    require(current(r) == nullptr, "{} {} on {} ranks deadlocked: rank {} stuck at step {}",
-            name(schedule.algorithm), name(schedule.collective), p, r, next[static_cast<std::size_t>(r)]);
-  }
-  return stats;
+  return Run(schedule, buffers, seed, payload).run();
 }
 
 }  // namespace taihu::collectives

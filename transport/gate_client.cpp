@@ -121,6 +121,46 @@ int start_client_tls(const GateClientOptions& o, IoThread& relay, tcp::socket::n
   return plain;
 }
 
+// Why the coordinator refused this node, from its refusal message.
+std::string refusal(const GateClientOptions& o, const GateMessage& m) {
+  switch (static_cast<RefuseReason>(m.reason)) {
+    case RefuseReason::version:
+      return fmt::format("refused: protocol version {} (the coordinator speaks {})", o.version, m.version);
+    case RefuseReason::authentication: return std::string("refused: wrong cluster secret");
+    case RefuseReason::certificate:
+      return std::string("refused: the cluster uses certificates; give this node its own "
+                         "(taihu-node --certificate, --key, --ca-file)");
+    case RefuseReason::tls_mode: {
+      const auto theirs = tls_mode_of(m.detail);
+      return fmt::format("refused: this node uses [cluster] tls = {}, the coordinator tls = {}; nodes of different "
+                         "modes refuse each other: give every rank the same [cluster] tls",
+                         o.tls ? tls_mode_name(*o.tls) : "?", theirs ? tls_mode_name(*theirs) : "unknown");
+    }
+    default: return std::string("refused: malformed handshake");
+  }
+}
+
+// The handshake succeeded: the connection as the coordinator's welcome
+// says, in TLS (keyed by the secret and both nonces) or plain.
+GateConnection admitted(const GateClientOptions& o, IoThread& relay, tcp::socket& socket, const GateMessage& hello,
+                        const GateMessage& answer, const GateMessage& welcome) {
+  const bool certificates = (welcome.detail & GateDetail::certificates) != 0;
+  if (certificates && !o.certificates.given()) {
+    asio::error_code ignored;
+    socket.close(ignored);
+    raise<GateRefused>("the cluster uses certificates; give this node its own (taihu-node --certificate, --key, "
+                       "--ca-file)");
+  }
+  asio::error_code local_error;
+  const tcp::endpoint local = socket.local_endpoint(local_error);
+  const std::string local_address = local_error ? std::string() : local.address().to_string();
+  if ((welcome.detail & GateDetail::tls) == 0) return {socket.release(), false, certificates, local_address};
+  const TlsKey key = tls_key(Plane::control, o.secret, hello.nonce, answer.nonce);
+  const TlsCertificates none;
+  return {start_client_tls(o, relay, socket.release(), local.protocol(), key, certificates ? o.certificates : none),
+          true, certificates, local_address};
+}
+
 }  // namespace
 
 GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
@@ -153,23 +193,6 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
   tcp::resolver resolver(io);
   const auto endpoints = resolver.resolve(o.host, std::to_string(o.port), ec);
   if (ec) raise<NetError>("cannot resolve '{}': {}", o.host, ec.message());
-  auto refusal = [&](const GateMessage& m) {
-    switch (static_cast<RefuseReason>(m.reason)) {
-      case RefuseReason::version:
-        return fmt::format("refused: protocol version {} (the coordinator speaks {})", o.version, m.version);
-      case RefuseReason::authentication: return std::string("refused: wrong cluster secret");
-      case RefuseReason::certificate:
-        return std::string("refused: the cluster uses certificates; give this node its own "
-                           "(taihu-node --certificate, --key, --ca-file)");
-      case RefuseReason::tls_mode: {
-        const auto theirs = tls_mode_of(m.detail);
-        return fmt::format("refused: this node uses [cluster] tls = {}, the coordinator tls = {}; nodes of different "
-                           "modes refuse each other: give every rank the same [cluster] tls",
-                           o.tls ? tls_mode_name(*o.tls) : "?", theirs ? tls_mode_name(*theirs) : "unknown");
-      }
-      default: return std::string("refused: malformed handshake");
-    }
-  };
   asio::async_connect(socket, endpoints, [&](const asio::error_code& ec, const tcp::endpoint&) {
     if (ec) return finish(ec.message());
     socket.set_option(tcp::no_delay(true));
@@ -181,7 +204,7 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
       asio::async_read(socket, asio::buffer(&answer, sizeof answer), [&](const asio::error_code& ec, std::size_t) {
         if (ec) return finish(fmt::format("closed during the handshake ({})", ec.message()));
         if (answer.magic != gate_magic) return finish("the server is not a taihu coordinator");
-        if (answer.kind == static_cast<std::uint32_t>(GateKind::refuse)) return finish(refusal(answer), true);
+        if (answer.kind == static_cast<std::uint32_t>(GateKind::refuse)) return finish(refusal(o, answer), true);
         if (answer.kind != static_cast<std::uint32_t>(GateKind::challenge)) return finish("malformed challenge");
         proof = gate_message(o.version, GateKind::proof);
         proof.proof = gate_proof(o.secret, "taihu-cp client", hello, hello.detail, hello.nonce, answer.nonce);
@@ -190,10 +213,11 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
           asio::async_read(socket, asio::buffer(&welcome, sizeof welcome), [&](const asio::error_code& ec, std::size_t) {
             if (ec) return finish(fmt::format("closed during the handshake ({})", ec.message()));
             if (welcome.magic == gate_magic && welcome.kind == static_cast<std::uint32_t>(GateKind::refuse))
-              return finish(refusal(welcome), true);
+              return finish(refusal(o, welcome), true);
             const Proof expected =
                 gate_proof(o.secret, "taihu-cp server", hello, welcome.detail, answer.nonce, hello.nonce);
-            if (welcome.kind != static_cast<std::uint32_t>(GateKind::welcome) || welcome.detail > (GateDetail::tls | GateDetail::certificates) ||
+            if (welcome.kind != static_cast<std::uint32_t>(GateKind::welcome) ||
+                welcome.detail > (GateDetail::tls | GateDetail::certificates) ||
                 !equal_constant_time(expected, welcome.proof))
               return finish("the server does not hold the cluster secret, or its welcome was altered on the way", true);
             finish({});
@@ -207,21 +231,7 @@ GateConnection admit_through_gate(const GateClientOptions& o, IoThread& relay) {
     if (refused) raise<GateRefused>("{}", error);
     raise<NetError>("{}", error);
   }
-  const bool certificates = (welcome.detail & GateDetail::certificates) != 0;
-  if (certificates && !o.certificates.given()) {
-    asio::error_code ignored;
-    socket.close(ignored);
-    raise<GateRefused>("the cluster uses certificates; give this node its own (taihu-node --certificate, --key, "
-                       "--ca-file)");
-  }
-  asio::error_code local_error;
-  const tcp::endpoint local = socket.local_endpoint(local_error);
-  const std::string local_address = local_error ? std::string() : local.address().to_string();
-  if ((welcome.detail & GateDetail::tls) == 0) return {socket.release(), false, certificates, local_address};
-  const TlsKey key = tls_key(Plane::control, o.secret, hello.nonce, answer.nonce);
-  const TlsCertificates none;
-  return {start_client_tls(o, relay, socket.release(), local.protocol(), key, certificates ? o.certificates : none),
-          true, certificates, local_address};
+  return admitted(o, relay, socket, hello, answer, welcome);
 }
 
 }  // namespace taihu::transport

@@ -98,6 +98,10 @@ class ClusterMembers {
   void stop(Self* self, const msg::RunEnded& end);
 
  private:
+  // Node `node` started its ranks: their workers, and who each of its
+  // workers, shards and agent is.
+  void add_started(Members& members, int node, const msg::NodeStarted& started) const;
+
   ClusterSettings settings_;
   std::vector<Node> nodes_;  // by node index (the order of admission)
   std::vector<bool> placed_;  // took part in the last generation

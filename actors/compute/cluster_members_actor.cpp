@@ -210,25 +210,7 @@ void ClusterMembers::form(Self* self, const RunPlan& plan, std::function<void(Me
             self, agents, timeout, peers,
             [this, members, done, live_nodes, ranks](std::vector<msg::NodeStarted>& started) {
               members->workers.assign(static_cast<std::size_t>(ranks), worker_actor{});
-              for (std::size_t k = 0; k < started.size(); ++k) {
-                const int node = live_nodes[k];
-                const msg::NodeStarted& n = started[k];
-                RunStatus::Member status{node_name(node), "training", {}};
-                for (std::size_t j = 0; j < n.ranks.size(); ++j) {
-                  const int r = n.ranks[j];
-                  members->workers[static_cast<std::size_t>(r)] = n.workers[j];
-                  members->who[n.workers[j].address()] = {r, "worker", where(node), node};
-                  if (in_process_)  // every rank in this process: the status lists workers
-                    members->status.push_back({fmt::format("worker {} (in-process)", r), "training", {r}});
-                  status.ranks.push_back(r);
-                }
-                for (const auto& shard : n.shards)
-                  members->who[shard.shard.address()] = {shard.rank, fmt::format("shard of bucket {}", shard.bucket),
-                                                         where(node), node};
-                members->who[nodes_[static_cast<std::size_t>(node)].agent.address()] = {-1, "node",
-                                                                                         node_name(node), node};
-                if (!in_process_) members->status.push_back(std::move(status));
-              }
+              for (std::size_t k = 0; k < started.size(); ++k) add_started(*members, live_nodes[k], started[k]);
               if (!in_process_)
                 spdlog::info("coordinator: {} nodes, {} ranks placed; training starts{}", live_nodes.size(), ranks,
                              generation_ > 1 ? fmt::format(" (cluster generation {})", generation_) : "");
@@ -237,6 +219,23 @@ void ClusterMembers::form(Self* self, const RunPlan& plan, std::function<void(Me
             fail_node("start its workers"));
       },
       fail_node("set up its replicas"));
+}
+
+void ClusterMembers::add_started(Members& members, int node, const msg::NodeStarted& started) const {
+  RunStatus::Member status{node_name(node), "training", {}};
+  for (std::size_t j = 0; j < started.ranks.size(); ++j) {
+    const int r = started.ranks[j];
+    members.workers[static_cast<std::size_t>(r)] = started.workers[j];
+    members.who[started.workers[j].address()] = {r, "worker", where(node), node};
+    if (in_process_)  // every rank in this process: the status lists workers
+      members.status.push_back({fmt::format("worker {} (in-process)", r), "training", {r}});
+    status.ranks.push_back(r);
+  }
+  for (const auto& shard : started.shards)
+    members.who[shard.shard.address()] = {shard.rank, fmt::format("shard of bucket {}", shard.bucket), where(node),
+                                          node};
+  members.who[nodes_[static_cast<std::size_t>(node)].agent.address()] = {-1, "node", node_name(node), node};
+  if (!in_process_) members.status.push_back(std::move(status));
 }
 
 void ClusterMembers::lose(Self* self, int node) {

@@ -306,20 +306,11 @@ caf::error failed(NodeAgent* self, std::string_view what, const std::exception& 
   return caf::make_error(caf::sec::runtime_error, std::string(e.what()));
 }
 
-// Asks the gate for this node's index first (the gate learns the agent from
-// the request), then serves the coordinator.
-node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, std::string name,
-                                          msg::gate_actor gate, std::shared_ptr<std::promise<int>> exit_code,
-                                          std::shared_ptr<PlannedReplicas> planned) {
+// Asks the gate for this node's index (the gate learns the agent from the
+// request). Awaited: no message of the coordinator's is handled before the
+// index is known.
+void join(NodeAgent* self, const std::string& name) {
   auto& s = self->state;
-  s.options = std::move(options);
-  s.planned = std::move(planned);
-  s.label = fmt::format("node '{}'", name);
-  s.gate = std::move(gate);
-  s.exit_code = std::move(exit_code);
-  self->monitor(s.gate);
-  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
-  // await: no message of the coordinator's is handled before the index is known.
   self->request(s.gate, std::chrono::seconds(10),
                 msg::JoinRequest{name, msg::node_agent_actor{self}, s.options.build, s.options.place})
       .await(
@@ -341,24 +332,68 @@ node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, 
                           s.options.coordinator_host, s.options.coordinator_port, reason_text(self->system(), e));
             end_node(self, NodeExit::not_admitted);
           });
+}
+
+// A generation's setup: the last generation's replicas go first (an elastic
+// cluster re-formed), then this one's are built.
+caf::result<msg::NodeReady> on_setup(NodeAgent* self, msg::ClusterSetup& setup) {
+  auto& s = self->state;
+  if (!s.coordinator) {
+    s.coordinator = setup.coordinator;
+    self->monitor(s.coordinator);
+  }
+  auto promise = self->make_response_promise<msg::NodeReady>();
+  teardown(self, [self, promise, setup = std::move(setup)]() mutable {
+    try {
+      promise.deliver(set_up(self, setup));
+    } catch (const std::exception& e) {
+      promise.deliver(failed(self, "setup", e));
+    }
+  });
+  return promise;
+}
+
+// The heartbeat of this process's own liveness (NodeState::last_tick).
+void tick(NodeAgent* self) {
+  auto& s = self->state;
+  const auto now = Clock::now();
+  const double gap = std::chrono::duration<double>(now - s.last_tick).count();
+  if (gap > s.options.dead_after) {
+    s.stall_seen = now;
+    s.stall_seconds = gap;
+    spdlog::warn("{}: this process did not run for {:.1f} s (stopped or starved)", s.label, gap);
+  }
+  s.last_tick = now;
+  self->delayed_send(self, millis(s.options.heartbeat), msg::tick_atom_v);
+}
+
+// Teardown number `teardown` ran out of time: the actors that did not stop are named, and left behind.
+void teardown_overdue(NodeAgent* self, std::uint64_t teardown) {
+  auto& s = self->state;
+  if (teardown != s.teardowns || s.stopping.empty()) return;  // that one completed
+  for (const auto& a : s.stopping) {
+    auto it = s.who.find(a);
+    spdlog::warn("{}: {} did not stop within {} s; going on without it", s.label,
+                 it != s.who.end() ? it->second : std::string("an actor"), teardown_limit.count());
+  }
+  finish_teardown(self);
+}
+
+// Joins, then serves the coordinator.
+node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, std::string name,
+                                          msg::gate_actor gate, std::shared_ptr<std::promise<int>> exit_code,
+                                          std::shared_ptr<PlannedReplicas> planned) {
+  auto& s = self->state;
+  s.options = std::move(options);
+  s.planned = std::move(planned);
+  s.label = fmt::format("node '{}'", name);
+  s.gate = std::move(gate);
+  s.exit_code = std::move(exit_code);
+  self->monitor(s.gate);
+  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
+  join(self, name);
   return {
-      [self](msg::ClusterSetup& setup) -> caf::result<msg::NodeReady> {
-        auto& s = self->state;
-        if (!s.coordinator) {
-          s.coordinator = setup.coordinator;
-          self->monitor(s.coordinator);
-        }
-        // A re-formed cluster: nothing of the last generation stays.
-        auto promise = self->make_response_promise<msg::NodeReady>();
-        teardown(self, [self, promise, setup = std::move(setup)]() mutable {
-          try {
-            promise.deliver(set_up(self, setup));
-          } catch (const std::exception& e) {
-            promise.deliver(failed(self, "setup", e));
-          }
-        });
-        return promise;
-      },
+      [self](msg::ClusterSetup& setup) { return on_setup(self, setup); },
       [self](msg::ClusterPeers& peers) -> caf::result<msg::NodeStarted> {
         try {
           return start(self, peers);
@@ -383,28 +418,8 @@ node_agent_impl::behavior_type node_agent(NodeAgent* self, NodeOptions options, 
         spdlog::error("{}: the coordinator dropped this node from the cluster; stopping", self->state.label);
         end_node(self, NodeExit::dropped);
       },
-      [self](msg::tick_atom) {
-        auto& s = self->state;
-        const auto now = Clock::now();
-        const double gap = std::chrono::duration<double>(now - s.last_tick).count();
-        if (gap > s.options.dead_after) {
-          s.stall_seen = now;
-          s.stall_seconds = gap;
-          spdlog::warn("{}: this process did not run for {:.1f} s (stopped or starved)", s.label, gap);
-        }
-        s.last_tick = now;
-        self->delayed_send(self, millis(s.options.heartbeat), msg::tick_atom_v);
-      },
-      [self](msg::teardown_atom, std::uint64_t teardown) {
-        auto& s = self->state;
-        if (teardown != s.teardowns || s.stopping.empty()) return;  // that one completed
-        for (const auto& a : s.stopping) {
-          auto it = s.who.find(a);
-          spdlog::warn("{}: {} did not stop within {} s; going on without it", s.label,
-                       it != s.who.end() ? it->second : std::string("an actor"), teardown_limit.count());
-        }
-        finish_teardown(self);
-      },
+      [self](msg::tick_atom) { tick(self); },
+      [self](msg::teardown_atom, std::uint64_t teardown) { teardown_overdue(self, teardown); },
   };
 }
 

@@ -59,6 +59,61 @@ std::filesystem::path checkpoint_path(const config::Section& output) {
   return std::filesystem::path(output.get_or<std::string>("dir", "out")) / checkpoint;
 }
 
+namespace {
+
+// [sync]: buckets, the collective, step timeout, compute slots, scheduler.
+void read_sync(RunPlan& p, const config::Section& section) {
+  const double bucket_mb = section.get_or<double>("bucket_mb", 25.0);
+  if (!(bucket_mb >= 0)) throw section.error("bucket_mb", "must not be negative");
+  p.bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
+  p.algorithm = section.get_choice(
+      "algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical", "direct", "pipelined_ring",
+                  "reduce_broadcast"},
+      "auto");
+  p.step_timeout = section.get_or<double>("step_timeout", 60.0);
+  if (!(p.step_timeout > 0)) throw section.error("step_timeout", "must be positive");
+  p.compute_slots = section.get_or<int>("compute_slots", 0);
+  if (p.compute_slots < 0) throw section.error("compute_slots", "must not be negative");
+  p.scheduler_threads = section.get_or<int>("scheduler_threads", 0);
+  if (p.scheduler_threads < 0) throw section.error("scheduler_threads", "must not be negative");
+  p.scheduler = section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
+}
+
+// [output]: metrics, checkpoints.
+void read_outputs(RunPlan& p, const config::Section& output) {
+  const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
+  const std::string metrics = output.get_or<std::string>("metrics", "metrics.jsonl");
+  if (!metrics.empty()) p.metrics_path = dir / metrics;
+  p.checkpoint_path = compute::checkpoint_path(output);
+  // Rank 0's node writes it, maybe from another working directory.
+  if (p.clustered() && !p.checkpoint_path.empty()) p.checkpoint_path = std::filesystem::absolute(p.checkpoint_path);
+  p.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
+  if (p.checkpoint_every < 0) throw output.error("checkpoint_every", "must be >= 0 (0: after every epoch only)");
+  p.keep_all = output.get_or<bool>("keep_all", false);
+  if (p.cluster.elastic && p.checkpoint_path.empty())
+    throw output.error("checkpoint", "elastic = true continues from the last checkpoint after a node is lost: "
+                                     "give a checkpoint file");
+}
+
+// What the run trains, and on how many workers.
+void log_plan(const RunPlan& p) {
+  if (p.graphs) {
+    const GraphDataset& g = *p.data.graphs;
+    spdlog::info("model '{}' on {} data: {} parameters, vocabulary {}, {} classes; {} training graphs ({} vertices), "
+                 "{} dev, {} test",
+                 p.model_name, g.source, p.parameters, g.vocabulary_size, g.num_classes, g.train.size(),
+                 g.train_vertices(), g.dev.size(), g.test.size());
+  } else {
+    spdlog::info("net '{}': {} learnable parameters; {} training and {} test samples", p.model_name, p.parameters,
+                 p.data.train->size(), p.data.test->size());
+  }
+  if (p.ranks > 1)
+    spdlog::info("{} workers x batch {} = global batch {}; {} buckets", p.ranks, p.settings.batch_size,
+                 p.global_batch(), p.bucket_elements.size());
+}
+
+}  // namespace
+
 RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFault fault,
                       std::shared_ptr<const GraphDataset> memory) {
   RunPlan p;
@@ -80,21 +135,7 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
     throw root.error("iterations", "elastic runs re-form at epoch boundaries; run whole epochs (iterations = 0)");
   p.device = root.get_choice("device", {"cpu", "sw26010"}, "cpu");
 
-  const config::Section& sync_section = d.section("sync");
-  const double bucket_mb = sync_section.get_or<double>("bucket_mb", 25.0);
-  if (!(bucket_mb >= 0)) throw sync_section.error("bucket_mb", "must not be negative");
-  p.bucket_bytes = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
-  p.algorithm = sync_section.get_choice(
-      "algorithm", {"auto", "ring", "rabenseifner", "topology_aware", "hierarchical", "direct", "pipelined_ring",
-                  "reduce_broadcast"},
-      "auto");
-  p.step_timeout = sync_section.get_or<double>("step_timeout", 60.0);
-  if (!(p.step_timeout > 0)) throw sync_section.error("step_timeout", "must be positive");
-  p.compute_slots = sync_section.get_or<int>("compute_slots", 0);
-  if (p.compute_slots < 0) throw sync_section.error("compute_slots", "must not be negative");
-  p.scheduler_threads = sync_section.get_or<int>("scheduler_threads", 0);
-  if (p.scheduler_threads < 0) throw sync_section.error("scheduler_threads", "must not be negative");
-  p.scheduler = sync_section.get_choice("scheduler", {"sharing", "stealing"}, "sharing");
+  read_sync(p, d.section("sync"));
   p.topology.emplace(training_topology(d, p.ranks));
   if (p.device != "cpu" && p.ranks == 1) d.section("network").mark_all_used();  // one chip: no network
   if (p.cluster.elastic && d.find("topology") != nullptr)
@@ -117,19 +158,7 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
     p.graphs.emplace(GraphRun{p.data.graphs->source, p.data.graphs->language_model, !p.data.graphs->dev.empty()});
   p.plan_buckets();
 
-  const config::Section& output = d.section("output");
-  const std::filesystem::path dir = output.get_or<std::string>("dir", "out");
-  const std::string metrics = output.get_or<std::string>("metrics", "metrics.jsonl");
-  if (!metrics.empty()) p.metrics_path = dir / metrics;
-  p.checkpoint_path = compute::checkpoint_path(output);
-  // Rank 0's node writes it, maybe from another working directory.
-  if (p.clustered() && !p.checkpoint_path.empty()) p.checkpoint_path = std::filesystem::absolute(p.checkpoint_path);
-  p.checkpoint_every = output.get_or<int64_t>("checkpoint_every", 0);
-  if (p.checkpoint_every < 0) throw output.error("checkpoint_every", "must be >= 0 (0: after every epoch only)");
-  p.keep_all = output.get_or<bool>("keep_all", false);
-  if (p.cluster.elastic && p.checkpoint_path.empty())
-    throw output.error("checkpoint", "elastic = true continues from the last checkpoint after a node is lost: "
-                                     "give a checkpoint file");
+  read_outputs(p, d.section("output"));
   p.status = read_status(d);
 
   d.section("blas").mark_all_used();  // read by the app before the run
@@ -140,19 +169,7 @@ RunPlan RunPlan::read(config::Document doc, ReplicaServices services, WorkerFaul
     d.section("compress").mark_all_used();
   }
   d.reject_unused();
-  if (p.graphs) {
-    const GraphDataset& g = *p.data.graphs;
-    spdlog::info("model '{}' on {} data: {} parameters, vocabulary {}, {} classes; {} training graphs ({} vertices), "
-                 "{} dev, {} test",
-                 p.model_name, g.source, p.parameters, g.vocabulary_size, g.num_classes, g.train.size(),
-                 g.train_vertices(), g.dev.size(), g.test.size());
-  } else {
-    spdlog::info("net '{}': {} learnable parameters; {} training and {} test samples", p.model_name, p.parameters,
-                 p.data.train->size(), p.data.test->size());
-  }
-  if (p.ranks > 1)
-    spdlog::info("{} workers x batch {} = global batch {}; {} buckets", p.ranks, p.settings.batch_size,
-                 p.global_batch(), p.bucket_elements.size());
+  log_plan(p);
   return p;
 }
 

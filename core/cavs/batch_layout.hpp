@@ -64,6 +64,13 @@ class BatchLayout {
   std::span<const int32_t> token_runs() const { return token_runs_; }  // pairs begin, end
 
  private:
+  // build's passes, in order.
+  int32_t check_and_measure(const Definition& f, std::span<const InputGraph> graphs, int32_t first_sample);
+  void order_by_height(int32_t max_height);
+  void order_as_given(std::span<const InputGraph> graphs);
+  void fill_rows(std::span<const InputGraph> graphs, int64_t total_edges);
+  void find_token_runs();
+
   LayoutKind kind_ = LayoutKind::batched;
   std::vector<int32_t> sample_offsets_{0};
   std::vector<int32_t> round_offsets_{0};

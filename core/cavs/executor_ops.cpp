@@ -18,6 +18,9 @@ namespace taihu::cavs {
 
 using detail::add_row;
 
+// Longer than 80 lines because it is the op table: one case per op kind,
+// each a short loop over the range's rows, compiled for each ISA as one
+// dispatch (TAIHU_MULTIVERSION). A new op is one more case.
 TAIHU_MULTIVERSION void Executor::op_forward(int32_t id, const Range& r) {
   const Definition& d = f_.definition();
   const Op& op = d.ops[static_cast<size_t>(id)];
@@ -124,6 +127,7 @@ TAIHU_MULTIVERSION void Executor::op_forward(int32_t id, const Range& r) {
   }
 }
 
+// The op table, backward (op_forward says why it is one function).
 TAIHU_MULTIVERSION void Executor::op_backward(int32_t id, const Range& r) {
   const Definition& d = f_.definition();
   const Program& p = *program_;

@@ -92,6 +92,9 @@ TAIHU_MULTIVERSION void Executor::rowwise_forward(int32_t id, int32_t begin, int
   }
 }
 
+// Longer than 80 lines because it is the op table: one case per op kind,
+// each a short loop over the rows begin..end, compiled for each ISA as one
+// dispatch (TAIHU_MULTIVERSION). A new op is one more case.
 TAIHU_MULTIVERSION void Executor::rowwise_backward(int32_t id, int32_t begin, int32_t end) {
   const Program& p = *program_;
   const Op& op = f_.definition().ops[static_cast<size_t>(id)];

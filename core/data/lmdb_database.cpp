@@ -76,6 +76,13 @@ struct LmdbReader::Impl {
     return map != nullptr && at >= base && at - base <= file_size && v.mv_size <= file_size - (at - base);
   }
 
+  // The constructor's steps: open the environment (read-only, without a lock
+  // file where none can be made), check the file holds every page its header
+  // counts, list and check the keys.
+  void open_environment();
+  uint64_t check_extent();
+  void list_keys(uint64_t map_size);
+
   [[noreturn]] void damaged(const std::string& what) const {
     raise<DataError>("LMDB database '{}' is damaged: {}; rebuild it (taihu-convert imageset)", path.string(), what);
   }
@@ -150,9 +157,7 @@ void on_lmdb_assert(MDB_env*, const char* message) { leave_guarded_call(message)
 
 }  // namespace
 
-LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
-  Impl& d = *impl_;
-  d.path = path;
+void LmdbReader::Impl::open_environment() {
   std::error_code ec;
   require<DataError>(fs::exists(path, ec),
                      "LMDB database '{}' does not exist (convert a folder of images with `taihu-convert imageset "
@@ -161,67 +166,74 @@ LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
   unsigned flags = MDB_RDONLY | MDB_NOTLS;
   if (fs::is_regular_file(path, ec)) {
     flags |= MDB_NOSUBDIR;
-    d.data_file = path;
+    data_file = path;
   } else {
-    d.data_file = path / "data.mdb";
-    require<DataError>(fs::is_regular_file(d.data_file, ec), "'{}' is not an LMDB database: it holds no data.mdb",
+    data_file = path / "data.mdb";
+    require<DataError>(fs::is_regular_file(data_file, ec), "'{}' is not an LMDB database: it holds no data.mdb",
                        path.string());
   }
-  check_page_sizes(path, d.data_file);
+  check_page_sizes(path, data_file);
   auto open = [&](unsigned open_flags) {
-    check(mdb_env_create(&d.env), "creating an environment", path);
-    check(mdb_env_set_maxreaders(d.env, 512), "setting the readers", path);
-    mdb_env_set_assert(d.env, on_lmdb_assert);
-    return mdb_env_open(d.env, path.c_str(), open_flags, 0664);
+    check(mdb_env_create(&env), "creating an environment", path);
+    check(mdb_env_set_maxreaders(env, 512), "setting the readers", path);
+    mdb_env_set_assert(env, on_lmdb_assert);
+    return mdb_env_open(env, path.c_str(), open_flags, 0664);
   };
   int rc = open(flags);
   if (rc == EACCES || rc == EROFS) {
     // No lock file can be made beside the data: read without one.
-    mdb_env_close(d.env);
+    mdb_env_close(env);
     rc = open(flags | MDB_NOLOCK);
   }
   if (rc != MDB_SUCCESS) {
-    mdb_env_close(d.env);
-    d.env = nullptr;
+    mdb_env_close(env);
+    env = nullptr;
     raise<DataError>("'{}' is not a readable LMDB database: {}", path.string(), mdb_strerror(rc));
   }
+}
 
-  // A file cut short (a copy or download that stopped) maps pages past its
-  // end, whose reading kills the process with SIGBUS: its header says how
-  // far its pages go.
+// A file cut short (a copy or download that stopped) maps pages past its
+// end, whose reading kills the process with SIGBUS: its header says how far
+// its pages go. Returns the size of LMDB's map.
+uint64_t LmdbReader::Impl::check_extent() {
+  std::error_code ec;
   MDB_envinfo info{};
   MDB_stat env_stat{};
-  check(mdb_env_info(d.env, &info), "reading the header", path);
-  check(mdb_env_stat(d.env, &env_stat), "reading the header", path);
-  d.file_size = fs::file_size(d.data_file, ec);
-  require<DataError>(!ec, "LMDB database '{}': cannot read the size of {}: {}", path.string(), d.data_file.string(),
+  check(mdb_env_info(env, &info), "reading the header", path);
+  check(mdb_env_stat(env, &env_stat), "reading the header", path);
+  file_size = fs::file_size(data_file, ec);
+  require<DataError>(!ec, "LMDB database '{}': cannot read the size of {}: {}", path.string(), data_file.string(),
                      ec.message());
   const uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * env_stat.ms_psize;
-  require<DataError>(d.file_size >= needed,
+  require<DataError>(file_size >= needed,
                      "LMDB database '{}' is truncated: {} holds {} bytes of the {} its last page needs; rebuild it "
                      "(taihu-convert imageset)",
-                     path.string(), d.data_file.string(), d.file_size, needed);
-  d.file_size = needed;  // what lies past the last page is no database's
+                     path.string(), data_file.string(), file_size, needed);
+  file_size = needed;  // what lies past the last page is no database's
+  return info.me_mapsize;
+}
 
-  // The keys, checked as they come: a damaged tree must neither loop nor
-  // list a key twice, nor point outside the file. The values are not read
-  // (large ones sit on overflow pages), but where they lie is checked.
-  MDB_txn* txn = d.take();
+// The keys, checked as they come: a damaged tree must neither loop nor list
+// a key twice, nor point outside the file. The values are not read (large
+// ones sit on overflow pages), but where they lie is checked.
+void LmdbReader::Impl::list_keys(uint64_t map_size) {
+  MDB_txn* txn = take();
   MDB_cursor* cursor = nullptr;
+  int rc = MDB_SUCCESS;
   std::string problem;
   try {
-    check(mdb_dbi_open(txn, nullptr, 0, &d.dbi), "opening the main database", path);
+    check(mdb_dbi_open(txn, nullptr, 0, &dbi), "opening the main database", path);
     MDB_stat db_stat{};
-    check(mdb_stat(txn, d.dbi, &db_stat), "reading the record count", path);
-    check(mdb_cursor_open(txn, d.dbi, &cursor), "opening a cursor", path);
+    check(mdb_stat(txn, dbi, &db_stat), "reading the record count", path);
+    check(mdb_cursor_open(txn, dbi, &cursor), "opening a cursor", path);
     const auto entries = static_cast<uint64_t>(db_stat.ms_entries);
     uint64_t listed = 0;
     MDB_val key{}, value{}, previous{};
     enum class Stop { end, too_many, outside, unordered } stop = Stop::end;
     auto fault = run_guarded([&] { rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST); });
     if (!fault && rc == MDB_SUCCESS) {
-      d.map = find_map(key.mv_data, info.me_mapsize);
-      if (d.map == nullptr) d.damaged("its first key lies outside its file");
+      map = find_map(key.mv_data, map_size);
+      if (map == nullptr) damaged("its first key lies outside its file");
     }
     if (!fault) fault = run_guarded([&] {
       for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
@@ -229,25 +241,25 @@ LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
           stop = Stop::too_many;
           return;
         }
-        if (!d.inside(key) || !d.inside(value)) {
+        if (!inside(key) || !inside(value)) {
           stop = Stop::outside;
           return;
         }
-        if (listed > 0 && mdb_cmp(txn, d.dbi, &previous, &key) >= 0) {
+        if (listed > 0 && mdb_cmp(txn, dbi, &previous, &key) >= 0) {
           stop = Stop::unordered;
           return;
         }
         previous = key;
-        d.keys.append(static_cast<const char*>(key.mv_data), key.mv_size);
-        d.offsets.push_back(d.keys.size());
+        keys.append(static_cast<const char*>(key.mv_data), key.mv_size);
+        offsets.push_back(keys.size());
         ++listed;
       }
     });
-    if (fault) problem = fmt::format("{} while listing its keys", d.describe(*fault));
+    if (fault) problem = fmt::format("{} while listing its keys", describe(*fault));
     else if (stop == Stop::too_many)
       problem = fmt::format("its key tree lists more than the {} records its header counts", entries);
     else if (stop == Stop::outside)
-      problem = fmt::format("record {} points outside the file ({} bytes)", listed, d.file_size);
+      problem = fmt::format("record {} points outside the file ({} bytes)", listed, file_size);
     else if (stop == Stop::unordered)
       problem = fmt::format("its keys are out of order at record {}", listed);
     else if (rc != MDB_NOTFOUND)
@@ -262,9 +274,15 @@ LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
   if (cursor) mdb_cursor_close(cursor);
   if (!problem.empty()) {
     mdb_txn_abort(txn);  // a transaction that faulted is not reused
-    d.damaged(problem);
+    damaged(problem);
   }
-  d.give_back(txn);
+  give_back(txn);
+}
+
+LmdbReader::LmdbReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->open_environment();
+  impl_->list_keys(impl_->check_extent());
 }
 
 LmdbReader::~LmdbReader() = default;

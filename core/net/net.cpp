@@ -31,56 +31,12 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   share_gradients_ = net.get_or<bool>("share_gradients", true) && storage_ == Storage::full;
   net.reject_unused();
 
-  for (const config::Section* input : doc.sections("input")) {
-    require<ConfigError>(!input->name().empty(), "{}: an [input] section needs a blob name",
-                         input->where().str());
-    std::vector<int64_t> dims = input->get_list_or<int64_t>("shape", {});
-    for (const int64_t d : dims)
-      if (d < 1) throw input->error("shape", fmt::format("every dimension must be at least 1, not {}", d));
-    input->reject_unused();
-    input_names_.push_back(input->name());
-    input_shapes_[input->name()] = Shape(dims);
-    blobs_[input->name()] = std::make_shared<Blob>();
-  }
-
+  read_inputs(doc);
   std::vector<LayerDraft> drafts = read_layers(doc);
   insert_splits(drafts);
 
   std::set<std::string> consumed;
-  for (auto& draft : drafts) {
-    Node node;
-    for (const auto& b : draft.spec.bottoms) {
-      if (!has_blob(b))
-        throw ConfigError(fmt::format("{}: layer '{}' reads blob '{}', which no earlier layer or input produces",
-                                      draft.spec.options ? draft.spec.options->where().str() : "<net>",
-                                      excerpt(draft.spec.name), excerpt(b)));
-      node.bottom.push_back(blob_for(b));
-      consumed.insert(b);
-    }
-    for (const auto& t : draft.spec.tops) node.top.push_back(blob_for(t));
-    node.layer = LayerRegistry::instance().create(draft.spec);
-    Layer& layer = *node.layer;
-    const auto where = draft.spec.options ? draft.spec.options->where().str() : std::string("<net>");
-    auto count_error = [&](const char* what, size_t n, int lo, int hi) {
-      throw ConfigError(fmt::format("{}: layer '{}' ({}) takes {}{} {}, got {}", where, excerpt(layer.name()),
-                                    layer.type(), lo, hi == lo ? "" : fmt::format(" to {}", hi), what, n));
-    };
-    const size_t nb = node.bottom.size(), nt = node.top.size();
-    if (static_cast<int>(nb) < layer.min_bottoms() || static_cast<int>(nb) > layer.max_bottoms())
-      count_error("bottoms", nb, layer.min_bottoms(), layer.max_bottoms());
-    if (static_cast<int>(nt) < layer.min_tops() || static_cast<int>(nt) > layer.max_tops())
-      count_error("tops", nt, layer.min_tops(), layer.max_tops());
-    for (size_t t = 0; t < nt; ++t)
-      for (size_t b = 0; b < nb; ++b)
-        if (node.top[t] == node.bottom[b] && !(t == 0 && b == 0 && layer.supports_in_place()))
-          throw ConfigError(fmt::format("{}: layer '{}' ({}) cannot work in place on blob '{}'", where,
-                                        excerpt(layer.name()), layer.type(), excerpt(draft.spec.tops[t])));
-    node.loss_weight = draft.loss_weight.value_or(layer.default_loss_weight());
-    node.only_in = draft.only_in;
-    node.propagate_down.assign(nb, false);
-    layer.seed(seed);
-    layers_.push_back(std::move(node));
-  }
+  for (const auto& draft : drafts) layers_.push_back(make_node(draft, seed, consumed));
   for (const auto& [blob_name, blob] : blobs_) {
     (void)blob;
     if (!consumed.count(blob_name)) output_names_.push_back(blob_name);
@@ -122,7 +78,59 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   for (Blob* b : maybe_inside)
     if (!inside.count(b)) b->set_shape_only(false);  // one at a time: no run holds it
   store_fused_intermediates(false);
-  // Blobs whose gradients are one tensor (Flatten's and Reshape's views of their bottoms).
+  group_gradients();
+  plan_gradient_sharing();
+}
+
+void Net::read_inputs(const config::Document& doc) {
+  for (const config::Section* input : doc.sections("input")) {
+    require<ConfigError>(!input->name().empty(), "{}: an [input] section needs a blob name", input->where().str());
+    std::vector<int64_t> dims = input->get_list_or<int64_t>("shape", {});
+    for (const int64_t d : dims)
+      if (d < 1) throw input->error("shape", fmt::format("every dimension must be at least 1, not {}", d));
+    input->reject_unused();
+    input_names_.push_back(input->name());
+    input_shapes_[input->name()] = Shape(dims);
+    blobs_[input->name()] = std::make_shared<Blob>();
+  }
+}
+
+Net::Node Net::make_node(const LayerDraft& draft, uint64_t seed, std::set<std::string>& consumed) {
+  Node node;
+  for (const auto& b : draft.spec.bottoms) {
+    if (!has_blob(b))
+      throw ConfigError(fmt::format("{}: layer '{}' reads blob '{}', which no earlier layer or input produces",
+                                    draft.spec.options ? draft.spec.options->where().str() : "<net>",
+                                    excerpt(draft.spec.name), excerpt(b)));
+    node.bottom.push_back(blob_for(b));
+    consumed.insert(b);
+  }
+  for (const auto& t : draft.spec.tops) node.top.push_back(blob_for(t));
+  node.layer = LayerRegistry::instance().create(draft.spec);
+  Layer& layer = *node.layer;
+  const auto where = draft.spec.options ? draft.spec.options->where().str() : std::string("<net>");
+  auto count_error = [&](const char* what, size_t n, int lo, int hi) {
+    throw ConfigError(fmt::format("{}: layer '{}' ({}) takes {}{} {}, got {}", where, excerpt(layer.name()),
+                                  layer.type(), lo, hi == lo ? "" : fmt::format(" to {}", hi), what, n));
+  };
+  const size_t nb = node.bottom.size(), nt = node.top.size();
+  if (static_cast<int>(nb) < layer.min_bottoms() || static_cast<int>(nb) > layer.max_bottoms())
+    count_error("bottoms", nb, layer.min_bottoms(), layer.max_bottoms());
+  if (static_cast<int>(nt) < layer.min_tops() || static_cast<int>(nt) > layer.max_tops())
+    count_error("tops", nt, layer.min_tops(), layer.max_tops());
+  for (size_t t = 0; t < nt; ++t)
+    for (size_t b = 0; b < nb; ++b)
+      if (node.top[t] == node.bottom[b] && !(t == 0 && b == 0 && layer.supports_in_place()))
+        throw ConfigError(fmt::format("{}: layer '{}' ({}) cannot work in place on blob '{}'", where,
+                                      excerpt(layer.name()), layer.type(), excerpt(draft.spec.tops[t])));
+  node.loss_weight = draft.loss_weight.value_or(layer.default_loss_weight());
+  node.only_in = draft.only_in;
+  node.propagate_down.assign(nb, false);
+  layer.seed(seed);
+  return node;
+}
+
+void Net::group_gradients() {
   std::map<const Blob*, size_t> group_of_root;
   std::set<Blob*> seen;
   for (auto& node : layers_)
@@ -133,7 +141,6 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
         if (added) gradient_groups_.emplace_back();
         gradient_groups_[it->second].push_back(b);
       }
-  plan_gradient_sharing();
 }
 
 void Net::plan_gradient_sharing() {

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,12 @@ class Net {
   struct LayerDraft;
   std::vector<LayerDraft> read_layers(const config::Document& doc) const;
   void insert_splits(std::vector<LayerDraft>& drafts) const;
+  // The constructor's steps: the [input] sections' blobs; one layer's node,
+  // its blobs checked against the layer's contract (`consumed` collects the
+  // blobs read); the blobs whose gradients are one tensor.
+  void read_inputs(const config::Document& doc);
+  Node make_node(const LayerDraft& draft, uint64_t seed, std::set<std::string>& consumed);
+  void group_gradients();
   Blob* blob_for(const std::string& name);
   void plan_backward();
   // Storage for the blobs inside fused runs (none unless an executor runs the layers).

@@ -189,6 +189,9 @@ class Cpe {
 
   void order();  // let an earlier CPE run first
   void block(State state);
+  // Throws SimulationError for a descriptor the hardware refuses (alignment,
+  // row mode, PUT mode, LDM bounds); returns the LDM bytes it touches.
+  std::size_t check_dma(const DmaDesc& desc, const void* mem, const void* ldm) const;
   void put(Fifo Cpe::*fifo, State blocked_state, bool along_row, int dst, const void* data);
   void get(Fifo Cpe::*fifo, State blocked_state, void* data);
 

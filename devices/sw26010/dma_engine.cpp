@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -68,10 +69,37 @@ void for_each_bit(std::uint64_t mask, F&& f) {
     mask &= mask - 1;
   }
 }
+
+// What a request costs the memory: the whole transactions (of `tx` bytes)
+// that each of its blocks touches, and how many blocks it has.
+std::pair<std::size_t, std::size_t> charged_bytes(const DmaDesc& desc, std::uintptr_t mem_addr, std::size_t tx) {
+  const bool strided = desc.block != 0;
+  std::size_t charged = 0, blocks = 1;
+  if (!strided) {
+    charged = tx * ((mem_addr + desc.size + tx - 1) / tx - mem_addr / tx);
+  } else {
+    blocks = desc.size / desc.block;
+    const std::size_t pitch = desc.block + desc.stride;
+    auto touched = [&](std::uintptr_t start) { return (start + desc.block + tx - 1) / tx - start / tx; };
+    if (pitch % tx == 0) {
+      charged = tx * blocks * touched(mem_addr);  // every block has the same alignment
+    } else if ((tx & (tx - 1)) == 0) {
+      const int shift = __builtin_ctzll(tx);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const auto start = mem_addr + b * pitch;
+        charged += ((start + desc.block + tx - 1) >> shift) - (start >> shift);
+      }
+      charged *= tx;
+    } else {
+      for (std::size_t b = 0; b < blocks; ++b) charged += tx * touched(mem_addr + b * pitch);
+    }
+  }
+  return {charged, blocks};
+}
+
 }  // namespace
 
-void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
-  auto& g = *group_;
+std::size_t Cpe::check_dma(const DmaDesc& desc, const void* mem, const void* ldm) const {
   const auto& p = params();
   const bool strided = desc.block != 0;
   const auto misaligned = [](std::size_t v) { return v % dma_word != 0; };
@@ -95,6 +123,16 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
   if (at < base || at + ldm_bytes > base + p.ldm_bytes)
     raise<SimulationError>("DMA at {} addresses LDM outside the {}-byte local store (offset {}, {} bytes)", where(),
                            p.ldm_bytes, at - base, ldm_bytes);
+  return ldm_bytes;
+}
+
+void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
+  auto& g = *group_;
+  const auto& p = params();
+  const std::size_t ldm_bytes = check_dma(desc, mem, ldm);
+  const bool strided = desc.block != 0;
+  const auto* base = ldm_.get();
+  const auto* at = static_cast<const std::byte*>(ldm);
 
   clock_ += p.dma_issue_cycles;
   order();
@@ -105,29 +143,7 @@ void Cpe::dma(const DmaDesc& desc, void* mem, void* ldm, DmaReply& reply) {
     std::erase_if(dma_starts_, [&](double s) { return s <= double(clock_); });
   }
 
-  // Bytes charged: whole transactions touched by each block.
-  const std::size_t tx = p.dma_transaction_bytes;
-  const auto mem_addr = reinterpret_cast<std::uintptr_t>(mem);
-  std::size_t charged = 0, blocks = 1;
-  if (!strided) {
-    charged = tx * ((mem_addr + desc.size + tx - 1) / tx - mem_addr / tx);
-  } else {
-    blocks = desc.size / desc.block;
-    const std::size_t pitch = desc.block + desc.stride;
-    auto touched = [&](std::uintptr_t start) { return (start + desc.block + tx - 1) / tx - start / tx; };
-    if (pitch % tx == 0) {
-      charged = tx * blocks * touched(mem_addr);  // every block has the same alignment
-    } else if ((tx & (tx - 1)) == 0) {
-      const int shift = __builtin_ctzll(tx);
-      for (std::size_t b = 0; b < blocks; ++b) {
-        const auto start = mem_addr + b * pitch;
-        charged += ((start + desc.block + tx - 1) >> shift) - (start >> shift);
-      }
-      charged *= tx;
-    } else {
-      for (std::size_t b = 0; b < blocks; ++b) charged += tx * touched(mem_addr + b * pitch);
-    }
-  }
+  const auto [charged, blocks] = charged_bytes(desc, reinterpret_cast<std::uintptr_t>(mem), p.dma_transaction_bytes);
   double rate = desc.op == DmaOp::get ? p.dma_get_bytes_per_cycle() : p.dma_put_bytes_per_cycle();
   if (strided) rate = std::min(rate, p.dma_strided_bytes_per_cycle());
   rate = std::min(rate, p.dma_cap_bytes_per_cycle(g.active_cpes()));

@@ -22,6 +22,83 @@ namespace {
 // (16 vmads each) per register-communication step.
 double inner_loops(int tile_m, int tile_n) { return std::max(1.0, double(tile_m) * tile_n / 64.0); }
 
+// The schedule of a batched GEMM: one step per (problem, C block, segment, K
+// block), in the order the CPEs run them.
+struct Step {
+  std::int32_t problem, segment;
+  std::int64_t mb, nb, kb;
+  bool first = false, last = false;  // of its C block
+  int slot = 0;                      // its C block's tile in LDM (nb's place in its window)
+  bool same_b = false;               // its B tile is the previous step's: no fetch, no widening
+};
+
+struct GemmSchedule {
+  std::vector<Step> steps;
+  std::vector<int> b_buffer;  // per step: which of the two B buffers its tile lands in
+};
+
+// With several C blocks resident (blocking.c_blocks), a window's steps are
+// grouped by B tile (B-stationary); each C block's first step loads its tile
+// and its last writes it back.
+GemmSchedule schedule_steps(const std::vector<GemmProblem>& problems, std::int64_t m, std::int64_t n, bool bt,
+                            const GemmBlocking& blocking) {
+  const std::int64_t bm = 8 * blocking.tile_m, bn = 8 * blocking.tile_n, bk = 8 * blocking.tile_k;
+  const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn);
+  const int window = std::max(blocking.c_blocks, 1);
+  // A step's B tile, block-wide: steps with equal keys fetch the same elements to the same places.
+  using BKey = std::tuple<std::uintptr_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  const auto b_key = [&](const Step& st) -> BKey {
+    if (st.segment < 0) return {};
+    const GemmSegment& seg = problems[st.problem].segments[st.segment];
+    const std::int64_t n_end = seg.n_end < 0 ? n : std::min(n, seg.n_end);
+    const std::int64_t lo = std::max(st.nb * bn, seg.n_begin), hi = std::min(st.nb * bn + bn, n_end);
+    const std::int64_t row = st.kb * bk, col = lo - seg.n_begin;
+    const float* first = seg.b + (bt ? col * seg.ldb + row : row * seg.ldb + col);
+    return {reinterpret_cast<std::uintptr_t>(first), seg.ldb, lo - st.nb * bn, hi - lo, std::min(bk, seg.k - row)};
+  };
+  GemmSchedule schedule;
+  std::vector<Step>& steps = schedule.steps;
+  for (std::size_t p = 0; p < problems.size(); ++p)
+    for (std::int64_t mb = 0; mb < blocks_m; ++mb)
+      for (std::int64_t w0 = 0; w0 < blocks_n; w0 += window) {
+        const std::size_t window_begin = steps.size();
+        for (std::int64_t nb = w0; nb < std::min(w0 + window, blocks_n); ++nb) {
+          const std::size_t first = steps.size();
+          const int slot = int(nb - w0);
+          for (std::size_t s = 0; s < problems[p].segments.size(); ++s)
+            for (std::int64_t kb = 0; kb < ceil_div(problems[p].segments[s].k, bk); ++kb)
+              steps.push_back({std::int32_t(p), std::int32_t(s), mb, nb, kb, false, false, slot});
+          if (steps.size() == first)  // C = beta C
+            steps.push_back({std::int32_t(p), -1, mb, nb, 0, false, false, slot});
+        }
+        const auto in_window = std::span(steps).subspan(window_begin);
+        if (window > 1) {
+          // B-stationary: the window's steps grouped by B tile (stable: a C block's K order is kept)
+          std::vector<std::pair<BKey, Step>> keyed;
+          keyed.reserve(in_window.size());
+          for (const Step& st : in_window) keyed.emplace_back(b_key(st), st);
+          std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+          for (std::size_t x = 0; x < keyed.size(); ++x) {
+            in_window[x] = keyed[x].second;
+            in_window[x].same_b = x > 0 && in_window[x].segment >= 0 && in_window[x - 1].segment >= 0 &&
+                                  keyed[x].first == keyed[x - 1].first;
+          }
+        }
+        // each C block's first step loads its tile, its last writes it back
+        std::vector<bool> seen(std::size_t(window), false);
+        for (auto& st : in_window)
+          if (!seen[std::size_t(st.slot)]) st.first = seen[std::size_t(st.slot)] = true;
+        std::fill(seen.begin(), seen.end(), false);
+        for (auto it = in_window.rbegin(); it != in_window.rend(); ++it)
+          if (!seen[std::size_t(it->slot)]) it->last = seen[std::size_t(it->slot)] = true;
+      }
+  // B tiles alternate between two buffers, a step that reuses one keeps it
+  std::vector<int>& b_buffer = schedule.b_buffer;
+  b_buffer.assign(steps.size(), 0);
+  for (std::size_t x = 1; x < steps.size(); ++x) b_buffer[x] = steps[x].same_b ? b_buffer[x - 1] : 1 - b_buffer[x - 1];
+  return schedule;
+}
+
 }  // namespace
 
 std::size_t GemmBlocking::ldm_bytes() const {
@@ -78,6 +155,11 @@ KernelStats gemm(CoreGroup& cg, Transpose trans_a, Transpose trans_b, std::int64
   return total;
 }
 
+// Longer than 80 lines, on purpose: most of it is the program each CPE runs
+// (the lambda), whose LDM buffers, DMA reply count and current tiles are
+// locals that its stages (fetch, widen, broadcast product, write back) all
+// share; split into functions they would travel as a dozen parameters. The
+// part with no CPE state, the schedule, is schedule_steps.
 KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans_a, Transpose trans_b, std::int64_t m,
                        std::int64_t n, float alpha, float beta, const std::vector<GemmProblem>& problems,
                        const GemmBlocking* forced) {
@@ -87,68 +169,12 @@ KernelStats gemm_batch(CoreGroup& cg, const std::string& kernel, Transpose trans
   const auto blocking = forced ? *forced : GemmBlocking::choose(m, n, max_k, cg.params());
   const int tm = blocking.tile_m, tn = blocking.tile_n, tk = blocking.tile_k;
   const std::int64_t bm = 8 * tm, bn = 8 * tn, bk = 8 * tk;
-  const std::int64_t blocks_m = ceil_div(m, bm), blocks_n = ceil_div(n, bn);
   const bool numerics = cg.numerics();
   const bool at = trans_a == Transpose::yes, bt = trans_b == Transpose::yes;
-
-  // The schedule: one step per (problem, C block, segment, K block).
-  struct Step {
-    std::int32_t problem, segment;
-    std::int64_t mb, nb, kb;
-    bool first = false, last = false;  // of its C block
-    int slot = 0;                      // its C block's tile in LDM (nb's place in its window)
-    bool same_b = false;               // its B tile is the previous step's: no fetch, no widening
-  };
+  const GemmSchedule schedule = schedule_steps(problems, m, n, bt, blocking);
+  const std::vector<Step>& steps = schedule.steps;
+  const std::vector<int>& b_buffer = schedule.b_buffer;
   const int window = std::max(blocking.c_blocks, 1);
-  // A step's B tile, block-wide: steps with equal keys fetch the same elements to the same places.
-  using BKey = std::tuple<std::uintptr_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-  const auto b_key = [&](const Step& st) -> BKey {
-    if (st.segment < 0) return {};
-    const GemmSegment& seg = problems[st.problem].segments[st.segment];
-    const std::int64_t n_end = seg.n_end < 0 ? n : std::min(n, seg.n_end);
-    const std::int64_t lo = std::max(st.nb * bn, seg.n_begin), hi = std::min(st.nb * bn + bn, n_end);
-    const std::int64_t row = st.kb * bk, col = lo - seg.n_begin;
-    const float* first = seg.b + (bt ? col * seg.ldb + row : row * seg.ldb + col);
-    return {reinterpret_cast<std::uintptr_t>(first), seg.ldb, lo - st.nb * bn, hi - lo, std::min(bk, seg.k - row)};
-  };
-  std::vector<Step> steps;
-  for (std::size_t p = 0; p < problems.size(); ++p)
-    for (std::int64_t mb = 0; mb < blocks_m; ++mb)
-      for (std::int64_t w0 = 0; w0 < blocks_n; w0 += window) {
-        const std::size_t window_begin = steps.size();
-        for (std::int64_t nb = w0; nb < std::min(w0 + window, blocks_n); ++nb) {
-          const std::size_t first = steps.size();
-          const int slot = int(nb - w0);
-          for (std::size_t s = 0; s < problems[p].segments.size(); ++s)
-            for (std::int64_t kb = 0; kb < ceil_div(problems[p].segments[s].k, bk); ++kb)
-              steps.push_back({std::int32_t(p), std::int32_t(s), mb, nb, kb, false, false, slot});
-          if (steps.size() == first)  // C = beta C
-            steps.push_back({std::int32_t(p), -1, mb, nb, 0, false, false, slot});
-        }
-        const auto in_window = std::span(steps).subspan(window_begin);
-        if (window > 1) {
-          // B-stationary: the window's steps grouped by B tile (stable: a C block's K order is kept)
-          std::vector<std::pair<BKey, Step>> keyed;
-          keyed.reserve(in_window.size());
-          for (const Step& st : in_window) keyed.emplace_back(b_key(st), st);
-          std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-          for (std::size_t x = 0; x < keyed.size(); ++x) {
-            in_window[x] = keyed[x].second;
-            in_window[x].same_b = x > 0 && in_window[x].segment >= 0 && in_window[x - 1].segment >= 0 &&
-                                  keyed[x].first == keyed[x - 1].first;
-          }
-        }
-        // each C block's first step loads its tile, its last writes it back
-        std::vector<bool> seen(std::size_t(window), false);
-        for (auto& st : in_window)
-          if (!seen[std::size_t(st.slot)]) st.first = seen[std::size_t(st.slot)] = true;
-        std::fill(seen.begin(), seen.end(), false);
-        for (auto it = in_window.rbegin(); it != in_window.rend(); ++it)
-          if (!seen[std::size_t(it->slot)]) it->last = seen[std::size_t(it->slot)] = true;
-      }
-  // B tiles alternate between two buffers, a step that reuses one keeps it
-  std::vector<int> b_buffer(steps.size(), 0);
-  for (std::size_t x = 1; x < steps.size(); ++x) b_buffer[x] = steps[x].same_b ? b_buffer[x - 1] : 1 - b_buffer[x - 1];
 
   // Host scratch standing in for the registers: after the step's array sync
   // every CPE's widened tiles are final, so the first CPE to run gathers the

@@ -271,6 +271,8 @@ KernelStats pool_forward(CoreGroup& cg, const PoolGeometry& g, const float* x, f
   });
 }
 
+// Longer than 80 lines for gemm_batch's reason: most of it is the program
+// each CPE runs, whose row buffers and DMA count its stages share.
 KernelStats pool_backward(CoreGroup& cg, const PoolGeometry& g, const float* x, const float* dy, float* dx,
                           std::int64_t planes) {
   // Tasks are bands of input rows; each gathers the output rows whose windows

@@ -27,6 +27,53 @@ double Params::dma_cap_bytes_per_cycle(int active) const {
   return gbps * 1e9 / clock_hz;
 }
 
+namespace {
+
+// dma_cap_by_active_cpes: "cpes:GBps" pairs in increasing order of cpes.
+std::vector<std::pair<int, double>> read_dma_caps(const config::Section& s) {
+  std::vector<std::pair<int, double>> caps;
+  for (const auto& item : s.get_list<std::string>("dma_cap_by_active_cpes")) {
+    const auto colon = item.find(':');
+    auto n = colon == std::string::npos ? std::nullopt : config::parse_value<int>(item.substr(0, colon));
+    auto b = colon == std::string::npos ? std::nullopt : config::parse_value<double>(item.substr(colon + 1));
+    if (!n || !b || *n < 1 || *b <= 0 || (!caps.empty() && *n <= caps.back().first))
+      throw s.error("dma_cap_by_active_cpes", "expected increasing 'cpes:GBps' pairs, got '" + item + "'");
+    caps.emplace_back(*n, *b);
+  }
+  if (caps.empty()) throw s.error("dma_cap_by_active_cpes", "empty list");
+  return caps;
+}
+
+// The values' own bounds and the ones between them.
+void check_params(const Params& p, const config::Section& s) {
+  if (p.ldm_bytes <= 0 || p.ldm_budget_bytes > p.ldm_bytes) throw s.error("ldm_budget_bytes", "must be <= ldm_bytes");
+  if (p.rlc_fifo_entries < 1) throw s.error("rlc_fifo_entries", "must be >= 1");
+  if (p.gemm_lockstep_dma_overlap_range.low < 0 || p.gemm_lockstep_dma_overlap_range.high > 1)
+    throw s.error("gemm_lockstep_dma_overlap_range", "must lie in [0, 1]");
+  if (!p.gemm_lockstep_dma_overlap_range.contains(p.gemm_lockstep_dma_overlap))
+    throw s.error("gemm_lockstep_dma_overlap", "must lie in gemm_lockstep_dma_overlap_range");
+  if (p.gemm_lockstep_iteration_cycles_range.low < 0)
+    throw s.error("gemm_lockstep_iteration_cycles_range", "must not be negative");
+  if (!p.gemm_lockstep_iteration_cycles_range.contains(p.gemm_lockstep_iteration_cycles))
+    throw s.error("gemm_lockstep_iteration_cycles", "must lie in gemm_lockstep_iteration_cycles_range");
+  for (const auto& [key, v] : {std::pair{"blas_gemm_call_cycles", p.blas_gemm.call_cycles},
+                               {"blas_gemm_m_half", p.blas_gemm.m_half},
+                               {"blas_gemm_n_half", p.blas_gemm.n_half},
+                               {"blas_gemm_k_half", p.blas_gemm.k_half}})
+    if (v < 0) throw s.error(key, "must be >= 0");
+  if (p.blas_gemm.exponent <= 0) throw s.error("blas_gemm_exponent", "must be > 0");
+  if (p.blas_gemm.min_dimension < 1) throw s.error("blas_gemm_min_dimension", "must be >= 1");
+  if (p.dma_queue_depth < 1) throw s.error("dma_queue_depth", "must be >= 1");
+  if (p.dma_turnaround_cycles < 0) throw s.error("dma_turnaround_cycles", "must be >= 0");
+  if (p.dma_mixed_gbps <= 0) throw s.error("dma_mixed_gbps", "must be > 0");
+  // Host buffers start on host_alignment, so a DMA's transactions, and with them
+  // every simulated time, do not depend on where the allocator put a buffer.
+  if (p.dma_transaction_bytes < 1 || host_alignment % std::size_t(p.dma_transaction_bytes) != 0)
+    throw s.error("dma_transaction_bytes", fmt::format("must divide {} (the host buffers' alignment)", host_alignment));
+}
+
+}  // namespace
+
 Params Params::from(const config::Section& s) {
   Params p;
   auto num = [&](const char* key, double& v) { v = s.get_or<double>(key, v); };
@@ -48,20 +95,7 @@ Params Params::from(const config::Section& s) {
   num("dma_get_gbps", p.dma_get_gbps);
   num("dma_put_gbps", p.dma_put_gbps);
   num("dma_strided_gbps", p.dma_strided_gbps);
-  if (s.has("dma_cap_by_active_cpes")) {
-    // "cpes:GBps" pairs in increasing order of cpes
-    p.dma_cap_by_active_cpes.clear();
-    for (const auto& item : s.get_list<std::string>("dma_cap_by_active_cpes")) {
-      const auto colon = item.find(':');
-      auto n = colon == std::string::npos ? std::nullopt : config::parse_value<int>(item.substr(0, colon));
-      auto b = colon == std::string::npos ? std::nullopt : config::parse_value<double>(item.substr(colon + 1));
-      if (!n || !b || *n < 1 || *b <= 0 ||
-          (!p.dma_cap_by_active_cpes.empty() && *n <= p.dma_cap_by_active_cpes.back().first))
-        throw s.error("dma_cap_by_active_cpes", "expected increasing 'cpes:GBps' pairs, got '" + item + "'");
-      p.dma_cap_by_active_cpes.emplace_back(*n, *b);
-    }
-    if (p.dma_cap_by_active_cpes.empty()) throw s.error("dma_cap_by_active_cpes", "empty list");
-  }
+  if (s.has("dma_cap_by_active_cpes")) p.dma_cap_by_active_cpes = read_dma_caps(s);
   num("dma_block_overhead_cycles", p.dma_block_overhead_cycles);
   num("dma_turnaround_cycles", p.dma_turnaround_cycles);
   num("dma_mixed_gbps", p.dma_mixed_gbps);
@@ -98,30 +132,7 @@ Params Params::from(const config::Section& s) {
   num("blas_gemm_k_half", p.blas_gemm.k_half);
   num("blas_gemm_exponent", p.blas_gemm.exponent);
   integer("blas_gemm_min_dimension", p.blas_gemm.min_dimension);
-  if (p.ldm_bytes <= 0 || p.ldm_budget_bytes > p.ldm_bytes) throw s.error("ldm_budget_bytes", "must be <= ldm_bytes");
-  if (p.rlc_fifo_entries < 1) throw s.error("rlc_fifo_entries", "must be >= 1");
-  if (p.gemm_lockstep_dma_overlap_range.low < 0 || p.gemm_lockstep_dma_overlap_range.high > 1)
-    throw s.error("gemm_lockstep_dma_overlap_range", "must lie in [0, 1]");
-  if (!p.gemm_lockstep_dma_overlap_range.contains(p.gemm_lockstep_dma_overlap))
-    throw s.error("gemm_lockstep_dma_overlap", "must lie in gemm_lockstep_dma_overlap_range");
-  if (p.gemm_lockstep_iteration_cycles_range.low < 0)
-    throw s.error("gemm_lockstep_iteration_cycles_range", "must not be negative");
-  if (!p.gemm_lockstep_iteration_cycles_range.contains(p.gemm_lockstep_iteration_cycles))
-    throw s.error("gemm_lockstep_iteration_cycles", "must lie in gemm_lockstep_iteration_cycles_range");
-  for (const auto& [key, v] : {std::pair{"blas_gemm_call_cycles", p.blas_gemm.call_cycles},
-                                {"blas_gemm_m_half", p.blas_gemm.m_half},
-                                {"blas_gemm_n_half", p.blas_gemm.n_half},
-                                {"blas_gemm_k_half", p.blas_gemm.k_half}})
-    if (v < 0) throw s.error(key, "must be >= 0");
-  if (p.blas_gemm.exponent <= 0) throw s.error("blas_gemm_exponent", "must be > 0");
-  if (p.blas_gemm.min_dimension < 1) throw s.error("blas_gemm_min_dimension", "must be >= 1");
-  if (p.dma_queue_depth < 1) throw s.error("dma_queue_depth", "must be >= 1");
-  if (p.dma_turnaround_cycles < 0) throw s.error("dma_turnaround_cycles", "must be >= 0");
-  if (p.dma_mixed_gbps <= 0) throw s.error("dma_mixed_gbps", "must be > 0");
-  // Host buffers start on host_alignment, so a DMA's transactions, and with them
-  // every simulated time, do not depend on where the allocator put a buffer.
-  if (p.dma_transaction_bytes < 1 || host_alignment % std::size_t(p.dma_transaction_bytes) != 0)
-    throw s.error("dma_transaction_bytes", fmt::format("must divide {} (the host buffers' alignment)", host_alignment));
+  check_params(p, s);
   s.reject_unused();
   return p;
 }
