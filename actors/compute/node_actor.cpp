@@ -214,10 +214,10 @@ std::vector<std::shared_ptr<WorkerModel>> models_from_config(NodeAgent* self, co
   ConvolutionLayer::configure(doc.section("conv"));
   const ReplicaData data = ReplicaData::read(doc, settings);
   const int ranks = static_cast<int>(s.rank_node.size());
+  const ReplicaServices services = replica_services(self->system(), hosted);  // shared, as in one process
   std::vector<std::shared_ptr<WorkerModel>> models;
   for (int r : s.local_ranks)
-    models.push_back(build_worker_model(doc, settings, data, r, ranks, bucket_bytes,
-                                        replica_services(self->system(), hosted)));
+    models.push_back(build_worker_model(doc, settings, data, r, ranks, bucket_bytes, services));
   return models;
 }
 

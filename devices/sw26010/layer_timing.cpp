@@ -27,6 +27,12 @@ std::int64_t option_hw(const config::Section* s, const char* key, const char* ke
   if (s->has(key_h)) return s->get<std::int64_t>(key_h);
   return fallback;
 }
+// The samples a layer's pass works on: its first bottom's leading dimension.
+std::int64_t batch_of(const LayerShape& layer) {
+  const auto& bottoms = layer.bottoms;
+  return bottoms.empty() || bottoms[0].rank() == 0 ? 1 : bottoms[0][0];
+}
+
 std::int64_t per_sample(const Shape& s) {
   return s.rank() == 0 ? s.count() : s.count() / std::max<std::int64_t>(s[0], 1);
 }
@@ -52,7 +58,7 @@ LayerTiming time_convolution(CoreGroup& cg, const LayerShape& layer, Scratch& sc
                              std::map<std::string, ConvChoice>* cache) {
   const Params& params = cg.params();
   const config::Section* opt = layer.options;
-  const std::int64_t q = layer.bottoms[0].rank() == 0 ? 1 : layer.bottoms[0][0];
+  const std::int64_t q = batch_of(layer);
   const bool dx_needed = layer.propagate_down;
   LayerTiming timing;
   std::int64_t group = 1;
@@ -106,7 +112,7 @@ LayerTiming time_convolution(CoreGroup& cg, const LayerShape& layer, Scratch& sc
 
 LayerTiming time_pooling(CoreGroup& cg, const LayerShape& layer, Scratch& scratch) {
   const config::Section* opt = layer.options;
-  const std::int64_t q = layer.bottoms[0].rank() == 0 ? 1 : layer.bottoms[0][0];
+  const std::int64_t q = batch_of(layer);
   const std::int64_t in_n = layer.bottoms[0].count();
   const std::int64_t out_n = layer.tops.empty() ? 0 : layer.tops[0].count();
   LayerTiming timing;
@@ -131,7 +137,7 @@ LayerTiming time_pooling(CoreGroup& cg, const LayerShape& layer, Scratch& scratc
 LayerTiming time_inner_product(CoreGroup& cg, const LayerShape& layer, Scratch& scratch) {
   const auto& bottoms = layer.bottoms;
   const auto& tops = layer.tops;
-  const std::int64_t q = bottoms[0].rank() == 0 ? 1 : bottoms[0][0];
+  const std::int64_t q = batch_of(layer);
   const bool dx_needed = layer.propagate_down;
   LayerTiming timing;
   const std::int64_t k = per_sample(bottoms[0]), no = per_sample(tops[0]);
@@ -156,7 +162,7 @@ LayerTiming simulate(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
   const config::Section* opt = layer.options;
   const auto& bottoms = layer.bottoms;
   const auto& tops = layer.tops;
-  const std::int64_t q = bottoms.empty() || bottoms[0].rank() == 0 ? 1 : bottoms[0][0];
+  const std::int64_t q = batch_of(layer);
   const std::int64_t in_n = bottoms.empty() ? 0 : bottoms[0].count();
   LayerTiming timing;
   if (type == "Convolution") {
@@ -270,7 +276,7 @@ LayerTiming time_layer(CoreGroup& cg, const LayerShape& layer, Scratch& scratch,
     return simulate(cg, layer, scratch, cache);
   } catch (const Error&) {
     // the kernels know the buffer and the sizes; the layer is known here
-    const std::int64_t samples = layer.bottoms.empty() || layer.bottoms[0].rank() == 0 ? 1 : layer.bottoms[0][0];
+    const std::int64_t samples = batch_of(layer);
     rethrow_with_context(fmt::format("{}, {} samples on the core group",
                                      layer.name.empty() ? fmt::format("a {} layer", layer.type)
                                                         : fmt::format("layer '{}' ({})", layer.name, layer.type),
