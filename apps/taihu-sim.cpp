@@ -32,12 +32,9 @@
 #include "apps/actor_system.hpp"
 #include "apps/app_support.hpp"
 #include "apps/sim_output.hpp"
+#include "apps/sim_settings.hpp"
 #include "apps/version.hpp"
 #include "core/common/error.hpp"
-#include "core/net/net.hpp"
-#include "devices/sw26010/layer_timing.hpp"
-#include "devices/sw26010/lockstep_range.hpp"
-#include "devices/sw26010/params.hpp"
 #include "messages/type_ids.hpp"
 
 namespace {
@@ -64,6 +61,14 @@ and algorithm of [simulation]:
                              ready_seconds). Needs compute_seconds >= every T;
                              the gradient's size is theirs (size_mb is not used).
   update_seconds = 0         with buckets: the solver step after the last bucket
+  compress_seconds = C ...   with buckets, one per bucket in their order: CPU seconds of
+  decompress_seconds = D ... one core each rank spends on the bucket's gradient before its
+  unpack_seconds = U ...     collective (RedSync's compressor step), after it (adding the
+                             messages up) and unpacking the sum into the gradients, which
+                             waits for backward's end (the worker's thread computes it);
+                             from taihu-train's report (buckets: compress_seconds, ...);
+                             jobs on the host CPUs where the network models them; the
+                             first two replace compress_rate and the modelled decompression
   net = FILE                 training of this net (config/nets/*.ini): compute time
                              per iteration from the SW26010 model, gradient size
                              from its parameters (size_mb, if given, wins); the
@@ -90,156 +95,10 @@ options:
   --version       taihu's version, git revision, build and libraries
 )";
 
+using sim_app::Bucket;
+using sim_app::read_settings;
 using sim_app::Row;
-
-// A bucket of a training iteration's gradient (simulation.buckets).
-struct Bucket {
-  std::size_t elements = 0;
-  double ready = 0;       // seconds into the iteration when backward hands it over
-  std::string algorithm;  // empty: the row's
-};
-
-struct Settings {
-  std::vector<int> nodes;
-  std::vector<std::string> algorithms;
-  double bytes = 0;
-  std::size_t elements = 0;
-  double compute = 0;
-  double compute_low = 0, compute_high = 0;  // a net on the SW26010 model: across the lock-step range
-  double density = 0.001, spread = 0.1;
-  double compress_rate = 0;
-  bool data = false;
-  bool actors = true;
-  int threads = 1;
-  std::string svg;
-  std::string net;  // the net whose training is simulated, if any
-  std::vector<Bucket> buckets;  // in ready order; empty: one collective after compute
-  double update = 0;            // with buckets: the solver step
-  bool training() const { return compute > 0; }
-};
-
-void check_algorithm(const config::Section& s, const char* key, const std::string& algorithm) {
-  if (algorithm == "sparse_allgather") return;
-  try {
-    (void)collectives::parse_algorithm(algorithm);
-  } catch (const Error& e) {
-    throw s.error(key, e.what());
-  }
-}
-
-// "E@T[:ALG]" tokens of simulation.buckets.
-std::vector<Bucket> read_buckets(const config::Section& s) {
-  std::vector<Bucket> out;
-  for (const auto& token : s.get_list<std::string>("buckets")) {
-    const auto at = token.find('@');
-    const auto colon = token.find(':', at == std::string::npos ? 0 : at);
-    Bucket b;
-    const auto elements = at == std::string::npos ? std::nullopt
-                                                  : config::parse_value<std::int64_t>(token.substr(0, at));
-    const auto ready = at == std::string::npos ? std::nullopt
-                                               : config::parse_value<double>(token.substr(at + 1, colon - at - 1));
-    if (!elements || *elements < 1 || !ready || !(*ready >= 0))
-      throw s.error("buckets", fmt::format("'{}' is not ELEMENTS@SECONDS[:ALGORITHM] (elements >= 1, seconds >= 0)",
-                                           token));
-    b.elements = static_cast<std::size_t>(*elements);
-    b.ready = *ready;
-    if (colon != std::string::npos) {
-      b.algorithm = token.substr(colon + 1);
-      check_algorithm(s, "buckets", b.algorithm);
-    }
-    out.push_back(std::move(b));
-  }
-  std::stable_sort(out.begin(), out.end(), [](const Bucket& x, const Bucket& y) { return x.ready < y.ready; });
-  return out;
-}
-
-// One training iteration of `net_path` on one SW26010 node (the model of
-// devices/sw26010/, as bench_sw26010_nets runs it), at the model's central
-// lock-step parameters and across their range (lockstep_range.hpp).
-// Returns seconds and learnable parameters.
-std::pair<sw26010::OutputRange, std::int64_t> sw26010_iteration(const std::filesystem::path& net_path,
-                                                                std::int64_t batch, const sw26010::Params& params) {
-  auto doc = std::make_shared<config::Document>(config::Document::parse_file(net_path));
-  Net net(doc, 1, 1);
-  net.set_phase(Phase::train);
-  const std::int64_t q = (batch + 3) / 4;  // the largest quarter
-  std::int64_t parameters = 0;
-  for (std::size_t i = 0; i < net.num_layers(); ++i)
-    for (const auto& p : net.layer(i).params()) parameters += p.blob->count();
-  const auto seconds = sw26010::across_lockstep_range(
-      params, [&](const sw26010::Params& p) { return sw26010::iteration_seconds(net, q, p); });
-  return {seconds, parameters};
-}
-
-Settings read_settings(const config::Document& doc, const config::Section& s) {
-  Settings out;
-  out.nodes = s.get_list_or<int>("nodes", {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
-  for (int n : out.nodes) {
-    if (n < 1) throw s.error("nodes", "node counts must be at least 1");
-  }
-  out.algorithms = s.get_list_or<std::string>(
-      "algorithms", {"ring", "rabenseifner", "topology_aware", "hierarchical", "sparse_allgather"});
-  for (const auto& a : out.algorithms) check_algorithm(s, "algorithms", a);
-  const double mb = s.get_or<double>("size_mb", 100.0);
-  if (!(mb > 0)) throw s.error("size_mb", "must be positive");
-  out.elements = static_cast<std::size_t>(std::llround(mb * 1e6 / 4));
-  out.bytes = 4.0 * static_cast<double>(out.elements);
-  out.compute = s.get_or<double>("compute_seconds", 0.0);
-  if (!(out.compute >= 0)) throw s.error("compute_seconds", "must not be negative");
-  if (s.has("net")) {
-    if (out.compute > 0) throw s.error("compute_seconds", "give either net or compute_seconds > 0");
-    const auto path = doc.resolve(s.get<std::string>("net"));
-    const auto batch = s.get_or<std::int64_t>("batch", 32);
-    if (batch < 1) throw s.error("batch", "must be at least 1");
-    const auto params = s.has("device_config")
-                            ? sw26010::Params::load(doc.resolve(s.get<std::string>("device_config")))
-                            : sw26010::Params::defaults();
-    spdlog::info("timing one iteration of {} (batch {}) on the SW26010 model ...", path.string(), batch);
-    const auto [seconds, parameters] = sw26010_iteration(path, batch, params);
-    out.compute = seconds.central;
-    out.compute_low = seconds.low;
-    out.compute_high = seconds.high;
-    if (!s.has("size_mb")) {
-      out.elements = static_cast<std::size_t>(parameters);
-      out.bytes = 4.0 * static_cast<double>(out.elements);
-    }
-    out.net = fmt::format("{} (batch {}/node: {:.1f} ms per iteration on SW26010 ({:.1f}-{:.1f} across the "
-                          "lock-step range), {:.1f} MB of gradients)",
-                          path.filename().string(), batch, 1e3 * seconds.central, 1e3 * seconds.low,
-                          1e3 * seconds.high, out.bytes / 1e6);
-  } else if (s.has("batch") || s.has("device_config")) {
-    throw s.error(s.has("batch") ? "batch" : "device_config", "only with net");
-  }
-  if (s.has("buckets")) {
-    if (s.has("net")) throw s.error("buckets", "give compute_seconds (a measured iteration's), not net");
-    if (!(out.compute > 0)) throw s.error("buckets", "need compute_seconds > 0 (forward + backward)");
-    out.buckets = read_buckets(s);
-    if (out.buckets.empty()) throw s.error("buckets", "lists no bucket");
-    out.elements = 0;
-    for (const auto& b : out.buckets) out.elements += b.elements;
-    out.bytes = 4.0 * static_cast<double>(out.elements);
-    if (!(out.compute >= out.buckets.back().ready))
-      throw s.error("compute_seconds", fmt::format("a bucket is ready at {} s, after backward ended ({} s)",
-                                                   out.buckets.back().ready, out.compute));
-    out.update = s.get_or<double>("update_seconds", 0.0);
-    if (!(out.update >= 0)) throw s.error("update_seconds", "must not be negative");
-  } else if (s.has("update_seconds")) {
-    throw s.error("update_seconds", "only with buckets");
-  }
-  out.density = s.get_or<double>("density", 0.001);
-  if (!(out.density > 0 && out.density <= 1)) throw s.error("density", "must be in (0, 1]");
-  out.spread = s.get_or<double>("spread", 0.1);
-  if (!(out.spread >= 0 && out.spread < 1)) throw s.error("spread", "must be in [0, 1)");
-  out.compress_rate = s.get_or<double>("compress_rate", 0.0);
-  if (!(out.compress_rate >= 0)) throw s.error("compress_rate", "must not be negative");
-  out.data = s.get_choice("mode", {"timing", "data"}, "timing") == "data";
-  out.actors = s.get_choice("executor", {"actors", "engine"}, "actors") == "actors";
-  out.threads = s.get_or<int>("threads", 1);
-  if (out.threads < 1) throw s.error("threads", "must be at least 1");
-  out.svg = s.get_or<std::string>("svg", "");
-  if (out.data && !out.actors) throw s.error("executor", "mode = data needs the actors");
-  return out;
-}
+using sim_app::Settings;
 
 // Integer-valued gradients: every summation order gives the exact sum.
 std::vector<msg::TensorPayload> integer_inputs(int p, std::size_t n) {
@@ -288,23 +147,28 @@ Collective make_collective(const std::string& algorithm, const simulator::Networ
 
 struct Run {
   double finish = 0;  // simulated: the last rank's result, RedSync's decompression included
+  std::vector<double> finishes;  // each rank's collective (before the decompression)
   std::uint64_t messages = 0, probes = 0;
   double bytes = 0, host_seconds = 0;
 };
 
 // Runs one collective whose inputs are ready at `ready` on every rank, on the
-// network as it is (fresh_network) or as earlier runs left it.
+// network as it is (fresh_network) or as earlier runs left it. `bucket`, if
+// given, may carry the ranks' measured work before and after it; a rank
+// unpacks its sum once it is there and backward has ended (at s.compute).
 Run run_collective(caf::actor_system& system, simulator::Network& network, const Collective& c, const Settings& s,
-                   double ready, bool fresh_network, const std::string& what) {
+                   double ready, bool fresh_network, const std::string& what, const Bucket* bucket = nullptr) {
   const int p = network.ranks();
   if (fresh_network) network.reset();
-  // RedSync compresses every rank's gradient before the allgather: each rank starts when its
-  // compressor step is done (on its host's cores, where those are modelled).
+  // Each rank's shard works on its gradient before the collective (RedSync's compressor
+  // step: measured, or at compress_rate), on its host's cores where those are modelled:
+  // the rank starts when that is done.
+  std::optional<double> compress = bucket ? bucket->compress : std::nullopt;
+  if (!compress && c.sparse() && s.compress_rate > 0)
+    compress = static_cast<double>(c.schedule.elements) / s.compress_rate;
   std::vector<double> starts(static_cast<std::size_t>(p), ready);
-  if (c.sparse() && s.compress_rate > 0)
-    for (int r = 0; r < p; ++r)
-      starts[static_cast<std::size_t>(r)] =
-          network.work(r, static_cast<double>(c.schedule.elements) / s.compress_rate, ready);
+  if (compress)
+    for (int r = 0; r < p; ++r) starts[static_cast<std::size_t>(r)] = network.work(r, *compress, ready);
   Run run;
   if (s.actors) {
     sim::SimOptions options;
@@ -317,13 +181,25 @@ Run run_collective(caf::actor_system& system, simulator::Network& network, const
     }
     const auto result = sim::simulate(system, c.schedule, network, options, inputs);
     if (s.data && !c.sparse()) check_sums(result, inputs, what);
-    run = {result.seconds, result.stats.messages, result.probes, result.stats.bytes, result.host_seconds};
+    run = {result.seconds, result.finish, result.stats.messages, result.probes, result.stats.bytes,
+           result.host_seconds};
   } else {
     const auto timing = simulator::time_without_actors(c.schedule, network, starts, false);
-    run = {timing.seconds, timing.stats.messages, 0, timing.stats.bytes, timing.host_seconds};
+    run = {timing.seconds, timing.finish, timing.stats.messages, 0, timing.stats.bytes, timing.host_seconds};
   }
-  // RedSync adds the P packed vectors into the gradients after the allgather.
-  if (c.sparse()) run.finish += network.reduce_time(collectives::sparse_decompress_bytes(c.packed));
+  // After the collective: RedSync adds the P packed vectors into the gradients (measured
+  // work on the host's cores, or the modelled reduction of their bytes); then the worker
+  // unpacks the sum, when its backward is over.
+  if (bucket && (bucket->decompress || bucket->unpack)) {
+    for (int r = 0; r < p; ++r) {
+      double end = run.finishes[static_cast<std::size_t>(r)];
+      if (bucket->decompress) end = network.work(r, *bucket->decompress, end);
+      if (bucket->unpack) end = network.work(r, *bucket->unpack, std::max(end, s.compute));
+      run.finish = std::max(run.finish, end);
+    }
+  }
+  if (c.sparse() && !(bucket && bucket->decompress))
+    run.finish += network.reduce_time(collectives::sparse_decompress_bytes(c.packed));
   return run;
 }
 
@@ -362,7 +238,7 @@ Row simulate_one(caf::actor_system& system, const config::Section& network_secti
       const Bucket& bucket = s.buckets[b];
       const std::string& a = bucket.algorithm.empty() ? algorithm : bucket.algorithm;
       const Run run = run_collective(system, *network, make_collective(a, *network, bucket.elements, s), s,
-                                     bucket.ready, false, fmt::format("bucket {} ({}) on {} nodes", b, a, p));
+                                     bucket.ready, false, fmt::format("bucket {} ({}) on {} nodes", b, a, p), &bucket);
       add(run);
       end = std::max(end, run.finish);
     }

@@ -133,16 +133,23 @@ def predict_training(build, topology, out, name, rate, keys, tls=None):
     """taihu-sim's iteration for a training run, as taihu-train ran it: the measured forward +
     backward; each bucket's collective (dense ones as their allreduce, RedSync's compressed ones
     as a sparse allgather of density 0.001) from when backward handed it over (the report's
-    ready_seconds, the slowest worker's); then the measured solver step. A report without
-    ready_seconds (before they were measured) has every bucket start when backward ends."""
+    ready_seconds, the slowest worker's); each rank's CPU work on the bucket before and after
+    its collective and the unpacking of its sum after backward (compress_seconds,
+    decompress_seconds, unpack_seconds: RedSync's compressor step, the sum of the gathered
+    messages, the copy into the gradients) as jobs on the hosts' cores; then the measured
+    solver step. A report without ready_seconds (before they were measured) has every bucket start
+    when backward ends; one without the shards' CPU times leaves them to compress_rate."""
     r, cores = training_case(out, name, rate)
     compute, update = r["compute_seconds"], r["update_seconds"]
     buckets = " ".join("%d@%.6g:%s" % (b["elements"], min(b.get("ready_seconds", compute), compute),
                                        "sparse_allgather" if "compressed" in b["algorithm"] else b["algorithm"])
                        for b in r["buckets"])
+    work = {"simulation." + key: " ".join("%.6g" % b[key] for b in r["buckets"])
+            for key in ("compress_seconds", "decompress_seconds", "unpack_seconds")
+            if all(key in b for b in r["buckets"])}
     d = sim(build, topology, {**at_rate(rate), **keys, "simulation.compute_seconds": "%.6g" % compute,
                               "simulation.update_seconds": "%.6g" % update, "simulation.buckets": buckets,
-                              "simulation.density": "0.001", "simulation.spread": "0",
+                              "simulation.density": "0.001", "simulation.spread": "0", **work,
                               "network.tls": tls or "on", "network.host_core_share": "%.4f" % min(1, cores / 2)})
     return r, {"seconds": d["seconds"], "compute": compute + update, "sent": d["bytes"], "cores": cores}
 
@@ -220,14 +227,18 @@ def main():
               "latency %s s, send/receive_cpu_rate %s, tls_cpu_rate %s B/s per core, fitted to the unshaped "
               "calibration runs)\n" % (train_keys["network.latency"], train_keys["network.send_cpu_rate"],
                                         train_keys["network.tls_cpu_rate"]))
-        print("| case | predicted ms | measured ms | error | compute ms; sent MB per rank (measured / simulated); "
-              "cores the bed got |\n|---|---|---|---|---|")
+        print("| case | predicted ms | measured ms | error | compute ms; CPU ms per rank around the collectives "
+              "(compress + decompress + unpack); sent MB per rank (measured / simulated); cores the bed got |\n"
+              "|---|---|---|---|---|")
         for f in trains:
             name, rate = f[len("train-"):-len(".json")].rsplit("-", 1)
             r, p = predict_training(build, topology, out, name, rate, train_keys)
+            shards = sum(b.get(k, 0) for b in r["buckets"]
+                         for k in ("compress_seconds", "decompress_seconds", "unpack_seconds"))
             errors.append(row("%s at %s" % (name, rate), p["seconds"], r["iteration_seconds"],
-                              "%.1f; %.2f / %.2f; %.2f" % (1e3 * p["compute"], r["bytes_sent_per_iteration"] / 4e6,
-                                                           p["sent"] / 4e6, p["cores"])))
+                              "%.1f; %.1f; %.2f / %.2f; %.2f" % (1e3 * p["compute"], 1e3 * shards,
+                                                                 r["bytes_sent_per_iteration"] / 4e6, p["sent"] / 4e6,
+                                                                 p["cores"])))
     if errors:
         print("\n%d of %d cases within 10%%" % (sum(abs(e) <= 0.10 for e in errors), len(errors)))
     json.dump({"allreduce": fitted, "training": train_keys}, open(os.path.join(out, "fitted.json"), "w"), indent=1)

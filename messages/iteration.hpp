@@ -7,6 +7,7 @@
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +20,34 @@ struct Iterate {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Iterate& x) {
   return f(caf::meta::type_name("taihu::msg::Iterate"), x.iteration);
+}
+
+// One bucket of one worker's iteration (seconds): what taihu-sim's buckets
+// take (simulation.buckets, compress_seconds, decompress_seconds, unpack_seconds).
+struct BucketTiming {
+  double ready = 0;  // start of forward -> backward handed the bucket to its collective
+  double done = 0;   // start of forward -> the shard had the bucket's sum
+  // CPU time of the work on this rank's gradient around the collective (the
+  // threads' own clocks, so waiting for a core does not count): the shard's
+  // before it (RedSync's compressor step, momentum correction; a plain
+  // allreduce: about 0) and after it (the sum of the gathered messages); then
+  // the worker's unpacking of the sum into the parameters' gradients, which
+  // waits for the worker's backward to end (its thread computes it).
+  double compress_cpu = 0;
+  double decompress_cpu = 0;
+  double unpack_cpu = 0;
+};
+
+// Figure by figure, the larger of two workers' (the slowest worker's bucket).
+inline BucketTiming slowest(const BucketTiming& a, const BucketTiming& b) {
+  return {std::max(a.ready, b.ready), std::max(a.done, b.done), std::max(a.compress_cpu, b.compress_cpu),
+          std::max(a.decompress_cpu, b.decompress_cpu), std::max(a.unpack_cpu, b.unpack_cpu)};
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, BucketTiming& x) {
+  return f(caf::meta::type_name("taihu::msg::BucketTiming"), x.ready, x.done, x.compress_cpu, x.decompress_cpu,
+           x.unpack_cpu);
 }
 
 // Where a worker's time went in one iteration (seconds) and what it did.
@@ -39,9 +68,7 @@ struct IterationStats {
   float learning_rate = 0;  // of this iteration's solver step
   // Of forward_seconds: waiting for a batch the feed had not ready yet.
   double data_wait_seconds = 0;
-  // Per bucket: seconds from the start of forward to when backward handed the
-  // bucket to its collective (what taihu-sim's buckets take).
-  std::vector<double> bucket_ready_seconds;
+  std::vector<BucketTiming> buckets;
   // The step suspended, awaiting a compute slot, its batch, a device's core
   // groups or the graph runtime: the worker's thread free for other messages.
   double await_seconds = 0;
@@ -52,10 +79,9 @@ struct IterationStats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, IterationStats& x) {
-  return f(caf::meta::type_name("taihu::msg::IterationStats"), x.forward_seconds, x.backward_seconds,
-           x.update_seconds, x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds,
-           x.bytes_sent, x.learning_rate, x.data_wait_seconds, x.bucket_ready_seconds, x.await_seconds,
-           x.reduced_during_step);
+  return f(caf::meta::type_name("taihu::msg::IterationStats"), x.forward_seconds, x.backward_seconds, x.update_seconds,
+           x.exposed_comm_seconds, x.samples, x.vertices, x.comm_seconds, x.hidden_comm_seconds, x.bytes_sent,
+           x.learning_rate, x.data_wait_seconds, x.buckets, x.await_seconds, x.reduced_during_step);
 }
 
 struct IterationDone {

@@ -104,7 +104,8 @@ struct WorkerModel;
 // 11: typed handles in messages (messages/cluster.hpp); ClusterSetup names the coordinator.
 // 12: a worker's probe says what its step awaits (a compute slot, an actor).
 // 13: NodeStarted names the node's shard actors too (the coordinator monitors them).
-inline constexpr int cluster_protocol_version = 13;
+// 14: a worker's iteration figures per bucket: ready, done, and its shard's CPU time.
+inline constexpr int cluster_protocol_version = 14;
 
 class ClusterError : public Error {
  public:

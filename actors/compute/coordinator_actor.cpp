@@ -93,13 +93,13 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   const std::uint64_t iteration = s.cursor.iteration();
   double loss = 0.0;
   double compute = 0.0, update = 0.0, exposed = 0.0, sent = 0.0;
-  std::vector<double> ready;
+  std::vector<msg::BucketTiming> buckets;  // the slowest worker's, figure by figure
   for (const auto& d : done) {
     compute = std::max(compute, d.stats.forward_seconds + d.stats.backward_seconds);
     update = std::max(update, d.stats.update_seconds);
-    const auto& r = d.stats.bucket_ready_seconds;
-    if (ready.size() < r.size()) ready.resize(r.size(), 0.0);
-    for (std::size_t b = 0; b < r.size(); ++b) ready[b] = std::max(ready[b], r[b]);
+    const auto& own = d.stats.buckets;
+    if (buckets.size() < own.size()) buckets.resize(own.size());
+    for (std::size_t b = 0; b < own.size(); ++b) buckets[b] = slowest(buckets[b], own[b]);
     loss += d.loss;
     s.epoch.samples += d.stats.samples;
     s.epoch.vertices += d.stats.vertices;
@@ -118,8 +118,8 @@ void iteration_done(Coordinator* self, std::vector<msg::IterationDone>& done) {
   s.record.iteration_walls.push_back(wall);
   s.record.computes.push_back(compute);
   s.record.updates.push_back(update);
-  if (s.record.bucket_ready.size() < ready.size()) s.record.bucket_ready.resize(ready.size());
-  for (std::size_t b = 0; b < ready.size(); ++b) s.record.bucket_ready[b].push_back(ready[b]);
+  if (s.record.buckets.size() < buckets.size()) s.record.buckets.resize(buckets.size());
+  for (std::size_t b = 0; b < buckets.size(); ++b) s.record.buckets[b].push_back(buckets[b]);
   ++s.record.iterations;
   if (const std::string why =
           loss_failure(loss, iteration, s.cursor.epoch(), s.cursor.batch(), s.checkpoints,

@@ -50,9 +50,9 @@ struct RunRecord {
   // Per iteration: Iterate sent -> the last IterationDone in (wall), and the
   // slowest worker's forward + backward and solver step.
   std::vector<double> iteration_walls, computes, updates;
-  // Per bucket, per iteration: when the slowest worker's backward handed it
-  // over, seconds from the start of its forward.
-  std::vector<std::vector<double>> bucket_ready;
+  // Per bucket, per iteration: the slowest worker's figures (each figure the
+  // largest of any worker's).
+  std::vector<std::vector<msg::BucketTiming>> buckets;
   uint64_t iterations = 0;  // trained in this run
   bool stopped = false;     // by TrainingOptions::stop,
   uint64_t stopped_at = 0;  // at this iteration (counted from the run's start, resumed parts too)

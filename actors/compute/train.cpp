@@ -118,8 +118,20 @@ void add_data_parallel_figures(const RunPlan& plan, const RunRecord& record, Rep
   const double iterations = std::max<double>(1.0, static_cast<double>(record.iterations));
   report.step_await_seconds = record.await_seconds / iterations;
   report.reduced_during_step = record.reduced_during_step / iterations;
-  for (std::size_t b = 0; b < report.buckets.size() && b < record.bucket_ready.size(); ++b)
-    report.buckets[b].ready_seconds = median(record.bucket_ready[b]);
+  for (std::size_t b = 0; b < report.buckets.size() && b < record.buckets.size(); ++b) {
+    const auto& iterations = record.buckets[b];
+    auto figure = [&](double msg::BucketTiming::*field) {
+      std::vector<double> v;
+      for (const auto& t : iterations) v.push_back(t.*field);
+      return median(std::move(v));
+    };
+    BucketReport& bucket = report.buckets[b];
+    bucket.ready_seconds = figure(&msg::BucketTiming::ready);
+    bucket.done_seconds = figure(&msg::BucketTiming::done);
+    bucket.compress_seconds = figure(&msg::BucketTiming::compress_cpu);
+    bucket.decompress_seconds = figure(&msg::BucketTiming::decompress_cpu);
+    bucket.unpack_seconds = figure(&msg::BucketTiming::unpack_cpu);
+  }
 }
 
 }  // namespace

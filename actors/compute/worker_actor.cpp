@@ -16,6 +16,7 @@
 #include "actors/exception_reason.hpp"
 #include "collectives/buckets.hpp"
 #include "core/common/check.hpp"
+#include "core/common/thread_cpu_time.hpp"
 #include "core/layers/convolution_choices.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/compressor_checkpoint.hpp"
@@ -84,7 +85,7 @@ void send_bucket(Self self, std::uint32_t b, double ready_seconds) {
     buffer = msg::TensorPayload::allocate(n + 1);
   }
   s.sent_at[b] = Clock::now();
-  s.stats.bucket_ready_seconds[b] = ready_seconds;
+  s.stats.buckets[b].ready = ready_seconds;
   // The shard answers the owner named in its ShardInit (this worker), not the sender.
   caf::anon_send(m.shards[b], msg::GradientReady{b, s.iteration, std::move(buffer)});
   s.buffers[b] = {};
@@ -175,7 +176,7 @@ void run_step(Self self, std::uint64_t iteration) {
     if (m.fault.kind == WorkerFault::Kind::shard_fails && !m.shards.empty())
       self->send_exit(m.shards.front(), caf::make_error(caf::sec::runtime_error, "injected shard failure"));
   }
-  s.stats.bucket_ready_seconds.assign(m.shards.empty() ? 0 : m.buckets->size(), 0.0);
+  s.stats.buckets.assign(m.shards.empty() ? 0 : m.buckets->size(), msg::BucketTiming{});
   s.compute.emplace(compute_step(self, iteration));
   s.compute->start(s.resumer);
   go_on(self, {});
@@ -247,13 +248,19 @@ void take_reduced(Self self, msg::Reduced& r) {
   const Clock::time_point sent = s.sent_at[r.bucket];
   // (all of it when the step still computes: backward has not ended)
   const Clock::time_point backward_end = s.compute ? finished : s.backward_end;
+  msg::BucketTiming& timing = s.stats.buckets[r.bucket];
   if (finished > sent) {
     s.stats.comm_seconds += seconds_between(sent, finished);
     s.stats.hidden_comm_seconds += seconds_between(sent, std::min(finished, backward_end));
   }
+  timing.done = timing.ready + std::max(0.0, seconds_between(sent, finished));
   s.stats.bytes_sent += r.bytes_sent;
   if (s.compute) ++s.stats.reduced_during_step;
+  const std::int64_t cpu_before_unpack = thread_cpu_ns();
   m.buckets->unpack(r.bucket, r.buffer.data(), 1.0f / static_cast<float>(m.ranks));
+  timing.unpack_cpu = 1e-9 * static_cast<double>(thread_cpu_ns() - cpu_before_unpack);
+  timing.compress_cpu = 1e-9 * static_cast<double>(r.compress_cpu_ns);
+  timing.decompress_cpu = 1e-9 * static_cast<double>(r.decompress_cpu_ns);
   s.buffers[r.bucket] = std::move(r.buffer);
   // (a step still computing takes the buckets its backward finished earlier; it ends with the task)
   if (--s.pending == 0 && !s.compute) s.done.deliver(finish_step(self));

@@ -39,6 +39,7 @@
 #include "actors/sync/shard_actor.hpp"
 #include "actors/sync/shard_inbox.hpp"
 #include "core/common/check.hpp"
+#include "core/common/thread_cpu_time.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taihu::sync {
@@ -74,6 +75,7 @@ struct ShardCore {
   bool running = false;
   std::uint64_t iteration = 0;
   std::uint64_t iteration_bytes = 0;  // payload this rank sent in the running iteration
+  std::int64_t compress_cpu_ns = 0;   // the reduction's begin, in the running iteration
   ShardCounters counters;
   SendChunk send;  // bound to this actor once
 };
@@ -97,7 +99,9 @@ void advance(Self<Reduction>* self) {
     if (s.poller.wait()) self->send(self, msg::poll_atom_v);
     return;
   }
+  const std::int64_t cpu_before_finish = thread_cpu_ns();
   msg::TensorPayload result = s.reduction->finish(s.iteration);
+  const std::int64_t decompress_cpu_ns = thread_cpu_ns() - cpu_before_finish;
   s.poller.release();
   s.running = false;
   s.inbox.complete(s.iteration);
@@ -105,7 +109,7 @@ void advance(Self<Reduction>* self) {
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   self->send(s.inbox.owner(), msg::Reduced{id.bucket, s.iteration, id.rank, std::move(result),
                                            std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
-                                           s.iteration_bytes});
+                                           s.iteration_bytes, s.compress_cpu_ns, decompress_cpu_ns});
   start_next(self);
 }
 
@@ -117,7 +121,9 @@ void start_next(Self<Reduction>* self) {
   s.running = true;
   s.iteration = ready.iteration;
   s.iteration_bytes = 0;
+  const std::int64_t cpu_before_begin = thread_cpu_ns();
   s.reduction->begin(std::move(ready));
+  s.compress_cpu_ns = thread_cpu_ns() - cpu_before_begin;
   advance(self);
 }
 

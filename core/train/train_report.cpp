@@ -12,7 +12,11 @@ std::string bucket_json(const BucketReport& bucket) {
   return taihu::to_json({{"elements", bucket.elements},
                          {"algorithm", bucket.algorithm},
                          {"predicted_seconds", bucket.predicted_seconds},
-                         {"ready_seconds", bucket.ready_seconds}});
+                         {"ready_seconds", bucket.ready_seconds},
+                         {"done_seconds", bucket.done_seconds},
+                         {"compress_seconds", bucket.compress_seconds},
+                         {"decompress_seconds", bucket.decompress_seconds},
+                         {"unpack_seconds", bucket.unpack_seconds}});
 }
 
 std::string TrainReport::to_json() const {

@@ -24,12 +24,21 @@ struct BucketReport {
   int64_t elements = 0;
   std::string algorithm;
   double predicted_seconds = 0.0;  // cost model's allreduce time
-  // Median over the iterations: seconds from the start of forward to when the
-  // slowest worker's backward handed the bucket over (taihu-sim's buckets).
+  // Medians over the iterations of the slowest worker's figures: seconds from
+  // the start of forward to when backward handed the bucket over (taihu-sim's
+  // buckets) and to when its shard had the sum; the CPU seconds of the work
+  // on the gradient before the collective (RedSync's compressor step), after
+  // it (adding the messages up) and of unpacking the sum into the gradients:
+  // taihu-sim's compress_seconds, decompress_seconds and unpack_seconds.
   double ready_seconds = 0.0;
+  double done_seconds = 0.0;
+  double compress_seconds = 0.0;
+  double decompress_seconds = 0.0;
+  double unpack_seconds = 0.0;
 };
 
-// {"elements": …, "algorithm": …, "predicted_seconds": …, "ready_seconds": …}
+// {"elements": …, "algorithm": …, "predicted_seconds": …, "ready_seconds": …, "done_seconds": …,
+//  "compress_seconds": …, "decompress_seconds": …, "unpack_seconds": …}
 std::string bucket_json(const BucketReport& bucket);
 
 // How the training data were read: the source, the feed, the time workers

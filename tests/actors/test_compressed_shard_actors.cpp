@@ -560,6 +560,13 @@ TEST_SUITE("data_parallel") {
         load(dir, train_config(dir, "0", "[compress]\nmethod = bsearch\ndensity = 0.05\nmin_elements = 500\nmomentum = 0.9\n"))));
     CHECK(report.bytes_sent_per_iteration < 0.5 * report.dense_bytes_per_iteration);
     CHECK(std::isfinite(report.train_loss));
+    // The compressed shards' own work is measured (taihu-sim's compress_ and decompress_seconds).
+    for (const auto& b : report.buckets) {
+      if (b.algorithm.find("compressed") == std::string::npos) continue;
+      CHECK(b.compress_seconds > 0.0);
+      CHECK(b.decompress_seconds > 0.0);
+      CHECK(b.done_seconds > b.ready_seconds);
+    }
     const TrainReport off_report = testing::net_report(
         testing::run_training(load(dir, train_config(dir, "0.9", "[compress]\nmethod = none\nmomentum = 0.9\n"))));
     CHECK(off_report.to_json().find("compressed") == std::string::npos);

@@ -127,15 +127,21 @@ TEST_SUITE("data_parallel") {
     const std::string json = report.to_json();
     for (const char* key : {"\"net\"", "\"test_accuracy\"", "\"images_per_second\"", "\"history\"", "\"workers\": 2",
                             "\"buckets\"", "\"algorithm\"", "\"predicted_seconds\"", "\"ready_seconds\"",
+                            "\"done_seconds\"", "\"compress_seconds\"", "\"decompress_seconds\"",
+                            "\"unpack_seconds\"",
                             "\"exposed_comm_seconds\"", "\"comm_hidden_fraction\"", "\"step_await_seconds\"",
                             "\"reduced_during_step\""})
       CHECK_MESSAGE(json.find(key) != std::string::npos, key);
     // Each bucket is handed over during backward: after forward began, no later than the
-    // slowest worker's forward + backward (a median of maxima under one of maxima).
+    // slowest worker's forward + backward (a median of maxima under one of maxima); its sum
+    // is there after that.
     REQUIRE(report.buckets.size() >= 2);
     for (const auto& b : report.buckets) {
       CHECK(b.ready_seconds > 0.0);
       CHECK(b.ready_seconds <= report.compute_seconds);
+      CHECK(b.done_seconds > b.ready_seconds);
+      CHECK(b.compress_seconds >= 0.0);
+      CHECK(b.unpack_seconds > 0.0);
     }
     CHECK(report.batch_size == 8);
     CHECK(report.test_accuracy > 0.0);

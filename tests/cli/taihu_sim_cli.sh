@@ -53,6 +53,27 @@ assert 0.05 + 0.002 <= early["seconds"] < late["seconds"], (early, late)
 assert abs(early["comm_seconds"] - (early["seconds"] - 0.052)) < 1e-8, early
 print("overlap ok: serial %.6f s, late %.6f s, early %.6f s" % (serial["seconds"], late["seconds"], early["seconds"]))
 PY
+# The ranks' measured work around a bucket (taihu-train's compress/decompress/unpack_seconds),
+# jobs on the bed's 2 shared cores: the unpacking waits for backward's end, and 4 hosts' 5 ms
+# unpackings take two turns of the 2 cores: 0.05 + 2 x 0.005, then the solver step (the
+# collective itself ends before backward's end). Likewise each rank's work before and after a
+# collective that starts when backward ends: two turns each.
+"$sim" "${testbed[@]}" simulation.buckets=100000@0.01 simulation.unpack_seconds=0.005 \
+  simulation.update_seconds=0.002 --report="$work/unpack.json" >/dev/null
+"$sim" "${testbed[@]}" simulation.buckets=1000000@0.05 simulation.compress_seconds=0.004 \
+  simulation.decompress_seconds=0.003 --report="$work/work.json" >/dev/null
+expect "buckets: measured work on the hosts' cores" 0 "^work ok" -- python3 - "$work" <<'PY'
+import json, sys
+late, unpack, work = (json.load(open(f"{sys.argv[1]}/{n}.json"))[0] for n in ("late", "unpack", "work"))
+assert abs(unpack["seconds"] - 0.062) < 1e-9, unpack
+assert late["seconds"] + 0.004 + 0.003 < work["seconds"] <= late["seconds"] + 2 * (0.004 + 0.003) + 1e-9, (work, late)
+print("work ok: unpack %.6f s, compress + decompress %.6f s (late %.6f s)" %
+      (unpack["seconds"], work["seconds"], late["seconds"]))
+PY
+expect "work for every bucket" 2 "compress_seconds.*lists 1 values for 2 buckets" -- \
+  "$sim" "${testbed[@]}" simulation.buckets="100@0.01 100@0.02" simulation.compress_seconds=0.001
+expect "unpack_seconds without buckets" 2 "unpack_seconds.*only with buckets" -- \
+  "$sim" "${testbed[@]}" simulation.unpack_seconds=0.01
 expect "a bad bucket is named" 2 "buckets.*'12@x' is not ELEMENTS@SECONDS" -- \
   "$sim" "${testbed[@]}" simulation.buckets="100@0.01 12@x"
 expect "a bucket after backward" 2 "compute_seconds.*ready at 0.2 s, after backward ended" -- \

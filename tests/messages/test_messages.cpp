@@ -137,6 +137,9 @@ TEST_SUITE("messages") {
     CHECK(r.buffer == iota_payload(5));
     Reduced with_bytes{2, 8, 3, iota_payload(5), 77, 123456789012ull};
     CHECK(round_trip(system, with_bytes).bytes_sent == 123456789012ull);
+    const auto with_cpu = round_trip(system, Reduced{2, 8, 3, iota_payload(5), 77, 1, 250000, 7000000000});
+    CHECK(with_cpu.compress_cpu_ns == 250000);
+    CHECK(with_cpu.decompress_cpu_ns == 7000000000);
 
     CHECK(round_trip(system, Iterate{123456789012ull}).iteration == 123456789012ull);
 
@@ -146,7 +149,7 @@ TEST_SUITE("messages") {
     stats.update_seconds = 0.125;
     stats.exposed_comm_seconds = 0.0625;
     stats.samples = 64;
-    stats.bucket_ready_seconds = {0.75, 0.5, 1.5};
+    stats.buckets = {{0.75, 1.0, 0.125, 0.25, 0.5}, {0.5, 2.5, 0, 0, 0}, {1.5, 1.75, 0.0625, 0.03125, 0.75}};
     IterationDone done{41, 2, 0.625f, stats};
     const auto d = round_trip(system, done);
     CHECK(d.iteration == 41);
@@ -157,7 +160,20 @@ TEST_SUITE("messages") {
     CHECK(d.stats.update_seconds == 0.125);
     CHECK(d.stats.exposed_comm_seconds == 0.0625);
     CHECK(d.stats.samples == 64);
-    CHECK(d.stats.bucket_ready_seconds == std::vector<double>{0.75, 0.5, 1.5});
+    REQUIRE(d.stats.buckets.size() == 3);
+    for (std::size_t b = 0; b < 3; ++b) {
+      CHECK(d.stats.buckets[b].ready == stats.buckets[b].ready);
+      CHECK(d.stats.buckets[b].done == stats.buckets[b].done);
+      CHECK(d.stats.buckets[b].compress_cpu == stats.buckets[b].compress_cpu);
+      CHECK(d.stats.buckets[b].decompress_cpu == stats.buckets[b].decompress_cpu);
+      CHECK(d.stats.buckets[b].unpack_cpu == stats.buckets[b].unpack_cpu);
+    }
+    const BucketTiming slow = slowest(stats.buckets[0], stats.buckets[2]);
+    CHECK(slow.ready == 1.5);
+    CHECK(slow.done == 1.75);
+    CHECK(slow.compress_cpu == 0.125);
+    CHECK(slow.decompress_cpu == 0.25);
+    CHECK(slow.unpack_cpu == 0.75);
     IterationStats counts;
     counts.samples = 5;
     counts.vertices = 6;
