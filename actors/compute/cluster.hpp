@@ -104,7 +104,7 @@ struct WorkerModel;
 // 11: typed handles in messages (messages/cluster.hpp); ClusterSetup names the coordinator.
 // 12: a worker's probe says what its step awaits (a compute slot, an actor).
 // 13: NodeStarted names the node's shard actors too (the coordinator monitors them).
-// 14: a worker's iteration figures per bucket: ready, done, and its shard's CPU time.
+// 14: a worker's iteration figures per bucket: ready, done, the CPU time around its collective.
 inline constexpr int cluster_protocol_version = 14;
 
 class ClusterError : public Error {
