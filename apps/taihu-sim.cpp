@@ -187,19 +187,16 @@ Run run_collective(caf::actor_system& system, simulator::Network& network, const
     const auto timing = simulator::time_without_actors(c.schedule, network, starts, false);
     run = {timing.seconds, timing.finish, timing.stats.messages, 0, timing.stats.bytes, timing.host_seconds};
   }
-  // After the collective: RedSync adds the P packed vectors into the gradients (measured
-  // work on the host's cores, or the modelled reduction of their bytes); then the worker
-  // unpacks the sum, when its backward is over.
-  if (bucket && (bucket->decompress || bucket->unpack)) {
-    for (int r = 0; r < p; ++r) {
-      double end = run.finishes[static_cast<std::size_t>(r)];
-      if (bucket->decompress) end = network.work(r, *bucket->decompress, end);
-      if (bucket->unpack) end = network.work(r, *bucket->unpack, std::max(end, s.compute));
-      run.finish = std::max(run.finish, end);
-    }
+  // After the collective, each rank: RedSync adds the P packed vectors into the gradient
+  // (measured work on its host's cores, or the modelled sparse add of their bytes); then the
+  // worker unpacks the sum, once its backward is over.
+  const double sparse_add = c.sparse() ? network.reduce_time(collectives::sparse_decompress_bytes(c.packed)) : 0.0;
+  for (int r = 0; r < p; ++r) {
+    double end = run.finishes[static_cast<std::size_t>(r)];
+    end = bucket && bucket->decompress ? network.work(r, *bucket->decompress, end) : end + sparse_add;
+    if (bucket && bucket->unpack) end = network.work(r, *bucket->unpack, std::max(end, s.compute));
+    run.finish = std::max(run.finish, end);
   }
-  if (c.sparse() && !(bucket && bucket->decompress))
-    run.finish += network.reduce_time(collectives::sparse_decompress_bytes(c.packed));
   return run;
 }
 

@@ -138,7 +138,7 @@ def predict_training(build, topology, out, name, rate, keys, tls=None):
     decompress_seconds, unpack_seconds: RedSync's compressor step, the sum of the gathered
     messages, the copy into the gradients) as jobs on the hosts' cores; then the measured
     solver step. A report without ready_seconds (before they were measured) has every bucket start
-    when backward ends; one without the shards' CPU times leaves them to compress_rate."""
+    when backward ends; one without the CPU times leaves them to compress_rate."""
     r, cores = training_case(out, name, rate)
     compute, update = r["compute_seconds"], r["update_seconds"]
     buckets = " ".join("%d@%.6g:%s" % (b["elements"], min(b.get("ready_seconds", compute), compute),
@@ -233,10 +233,10 @@ def main():
         for f in trains:
             name, rate = f[len("train-"):-len(".json")].rsplit("-", 1)
             r, p = predict_training(build, topology, out, name, rate, train_keys)
-            shards = sum(b.get(k, 0) for b in r["buckets"]
+            around = sum(b.get(k, 0) for b in r["buckets"]
                          for k in ("compress_seconds", "decompress_seconds", "unpack_seconds"))
             errors.append(row("%s at %s" % (name, rate), p["seconds"], r["iteration_seconds"],
-                              "%.1f; %.1f; %.2f / %.2f; %.2f" % (1e3 * p["compute"], 1e3 * shards,
+                              "%.1f; %.1f; %.2f / %.2f; %.2f" % (1e3 * p["compute"], 1e3 * around,
                                                                  r["bytes_sent_per_iteration"] / 4e6, p["sent"] / 4e6,
                                                                  p["cores"])))
     if errors:
