@@ -234,8 +234,10 @@ std::vector<npz::Array> sample_run(Net& net) {
     const Tensor& t = net.blob(name).data();
     arrays.push_back({"input." + name, t.shape().dims(), std::vector<float>(t.ptr(), t.ptr() + t.count())});
   }
+  const std::vector<std::string> outputs = interop::inference_outputs(net);
+  net.keep_values(outputs);
   net.forward();
-  for (const auto& name : interop::inference_outputs(net)) {
+  for (const auto& name : outputs) {
     const Tensor& t = net.blob(name).data();
     arrays.push_back({"output." + name, t.shape().dims(), std::vector<float>(t.ptr(), t.ptr() + t.count())});
   }

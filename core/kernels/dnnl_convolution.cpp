@@ -56,10 +56,12 @@ dnnl::stream& thread_stream() {
 
 // Per-thread, 64-byte aligned, growing buffers: blocked copies of a piece's
 // tensors and oneDNN's scratchpad; and, on the thread that calls a layer's
-// weight gradient, the whole batch's input in the kernel's layout for that
-// call (one buffer as large as the largest layer's, not one per layer: held
-// per layer, these copies added up to a copy of every convolution's input).
-enum Slot { slot_in, slot_out, slot_scratchpad, slot_diff, slot_batch_input, slot_count };
+// pass, what the whole call reads: the weights in the kernel's layout, and
+// for the weight gradient the whole batch's input in the kernel's layout
+// (one buffer as large as the largest layer's, not one per layer: held per
+// layer, these copies added up to a copy of every convolution's input, and
+// two of every weight, 0.2 GB in ResNet-50).
+enum Slot { slot_in, slot_out, slot_scratchpad, slot_diff, slot_weights, slot_batch_input, slot_count };
 void* thread_buffer(Slot slot, size_t bytes) {
   struct Buffer {
     void* data = nullptr;
@@ -124,8 +126,6 @@ struct DnnlConvolution::Impl {
     dnnl::reorder accumulate;  // the slice's weight gradient added into taihu's OIHW
   };
   std::map<std::pair<int64_t, int64_t>, WeightPrimitives> weight_primitives;
-  // Weights in the layouts the forward and data-gradient kernels want.
-  std::vector<float> forward_weights, data_weights;
 
   int64_t group_channels() const { return g.channels / group; }  // input channels per group
   int64_t group_outputs() const { return num_output / group; }
@@ -234,15 +234,16 @@ struct DnnlConvolution::Impl {
     return weight_primitives.emplace(key, std::move(p)).first->second;
   }
 
-  // `weight` (OIHW) in the layout `wanted`, in `buffer` unless it already is.
-  const float* prepared_weights(const float* weight, const memory::desc& wanted, std::vector<float>& buffer) {
+  // `weight` (OIHW) in the layout `wanted`: itself, or a copy in the calling
+  // thread's buffer, which lasts until its next call.
+  const float* prepared_weights(const float* weight, const memory::desc& wanted) {
     const memory::desc user = plain(all_weight_dims(), all_weight_tag());
     if (wanted == user) return weight;
-    buffer.resize(wanted.get_size() / sizeof(float));
+    auto* buffer = static_cast<float*>(thread_buffer(slot_weights, wanted.get_size()));
     memory from(user, cpu_engine(), const_cast<float*>(weight));
-    memory to(wanted, cpu_engine(), buffer.data());
+    memory to(wanted, cpu_engine(), buffer);
     dnnl::reorder(from, to).execute(thread_stream(), from, to);
-    return buffer.data();
+    return buffer;
   }
 
   // Calls piece(first, count, primitives) for the batch's pieces of images,
@@ -292,8 +293,7 @@ const std::string& DnnlConvolution::kernel(Pass pass) const { return impl_->kern
 
 void DnnlConvolution::forward(const float* x, const float* weight, const float* bias, float* y, int64_t batch) {
   Impl& m = *impl_;
-  const float* w = m.prepared_weights(weight, m.images(m.images_per_piece(batch)).forward_pd.weights_desc(),
-                                      m.forward_weights);
+  const float* w = m.prepared_weights(weight, m.images(m.images_per_piece(batch)).forward_pd.weights_desc());
   const int64_t in_size = m.g.channels * m.g.height * m.g.width;
   const int64_t out_size = m.num_output * m.g.out_size();
   m.for_image_pieces(batch, [&](int64_t first, int64_t count, Impl::ImagePrimitives& p) {
@@ -317,8 +317,7 @@ void DnnlConvolution::forward(const float* x, const float* weight, const float* 
 
 void DnnlConvolution::backward_data(const float* dy, const float* weight, float* dx, int64_t batch) {
   Impl& m = *impl_;
-  const float* w =
-      m.prepared_weights(weight, m.images(m.images_per_piece(batch)).data_pd.weights_desc(), m.data_weights);
+  const float* w = m.prepared_weights(weight, m.images(m.images_per_piece(batch)).data_pd.weights_desc());
   const int64_t in_size = m.g.channels * m.g.height * m.g.width;
   const int64_t out_size = m.num_output * m.g.out_size();
   m.for_image_pieces(batch, [&](int64_t first, int64_t count, Impl::ImagePrimitives& p) {

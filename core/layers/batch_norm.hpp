@@ -26,6 +26,9 @@ class BatchNormLayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward recomputes the normalised values from the bottom, never the top
+  // (an in-place successor may have overwritten it).
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                 const BlobVec& bottom) override;
 

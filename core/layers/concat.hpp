@@ -13,6 +13,9 @@ class ConcatLayer final : public Layer {
   int max_bottoms() const override { return 1 << 20; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward copies slices of the gradient: no value.
+  bool backward_reads_bottom(size_t) const override { return false; }
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:

@@ -12,6 +12,7 @@
 #include "core/blas/blas.hpp"
 #include "core/kernels/parallel.hpp"
 #include "core/layers/convolution_choices.hpp"
+#include "core/layers/convolution_scratch.hpp"
 #include "core/layers/registry.hpp"
 #include "core/layers/window_options.hpp"
 
@@ -207,9 +208,8 @@ void ConvolutionLayer::plan_chunks(int64_t batch) {
     const ConvGeometry t = transposed_geometry();
     transposed_rows_per_band_ = std::clamp<int64_t>(budget / (t.col_rows() * g.width), 1, g.height);
     col_count = std::max(col_count, t.col_rows() * transposed_rows_per_band_ * g.width);
-    flipped_.reshape(Shape{g.channels * num_output_ / group_ * g.kernel_h * g.kernel_w});
   }
-  if (col_count > 0) col_.reshape(Shape{col_count});
+  plan_.image_columns = col_count;
   const int64_t ones = std::max(columns, out_size);
   if (bias_term_ && ones_.count() < ones) {
     ones_.reshape(Shape{ones});
@@ -244,13 +244,15 @@ void ConvolutionLayer::transposed_backward(const float* dout, float* dimage) {
   const int64_t cg = g.channels / group_;       // bottom channels per group
   const int64_t k = m * kk;                     // inner dimension
   const int64_t plane = g.height * g.width;
+  float* col = convolution_scratch(ConvolutionScratch::image_columns, plan_.image_columns);
+  const float* flipped = convolution_scratch(ConvolutionScratch::flipped_weights, flipped_count());
   for (int64_t row = 0; row < g.height; row += transposed_rows_per_band_) {
     const int64_t row_end = std::min(row + transposed_rows_per_band_, g.height);
     const int64_t columns = (row_end - row) * g.width;
-    im2col(dout, t, row, row_end, col_.ptr(), columns);
+    im2col(dout, t, row, row_end, col, columns);
     for (int64_t grp = 0; grp < group_; ++grp)
-      blas::gemm(Trans::no, Trans::no, cg, columns, k, 1.0f, flipped_.ptr() + grp * cg * k, k,
-                 col_.ptr() + grp * k * columns, columns, 0.0f, dimage + grp * cg * plane + row * g.width, plane);
+      blas::gemm(Trans::no, Trans::no, cg, columns, k, 1.0f, flipped + grp * cg * k, k, col + grp * k * columns,
+                 columns, 0.0f, dimage + grp * cg * plane + row * g.width, plane);
   }
 }
 
@@ -285,11 +287,12 @@ void ConvolutionLayer::im2col_forward(const float* x, float* y, int64_t batch) {
   const float* bias = bias_term_ ? params()[1].blob->data().ptr() : nullptr;
 
   if (plan_.images_per_chunk > 1) return batched_forward(x, y, batch);
+  float* scratch = convolution_scratch(ConvolutionScratch::image_columns, plan_.image_columns);
   for (int64_t first = 0; first < batch; ++first) {
     // One image, band by band, straight into the top blob.
     const float* image = x + first * image_size;
     float* out = y + first * num_output_ * out_size;
-    for_each_band(g, plan_.rows_per_band, image, col_.ptr(),
+    for_each_band(g, plan_.rows_per_band, image, scratch,
                   [&](int64_t row, int64_t, int64_t columns, const float* col, int64_t ld) {
                     float* c = out + row * out_w;
                     if (bias)
@@ -419,7 +422,7 @@ void ConvolutionLayer::im2col_backward(const float* x, const float* dy, float* d
   if (transposed) {
     // flipped[grp][c][o][kh-1-i][kw-1-j] = weight[grp*m + o][c][i][j]
     const int64_t kk = g.kernel_h * g.kernel_w, cg = g.channels / group_;
-    float* flipped = flipped_.ptr();
+    float* flipped = convolution_scratch(ConvolutionScratch::flipped_weights, flipped_count());
     for (int64_t grp = 0; grp < group_; ++grp)
       for (int64_t o = 0; o < m; ++o)
         for (int64_t c = 0; c < cg; ++c)
@@ -428,6 +431,7 @@ void ConvolutionLayer::im2col_backward(const float* x, const float* dy, float* d
   }
 
   if (plan_.images_per_chunk > 1) return batched_backward(x, dy, dx, dweight, dbias, batch);
+  float* scratch = convolution_scratch(ConvolutionScratch::image_columns, plan_.image_columns);
   for (int64_t first = 0; first < batch; ++first) {
     const float* image = x + first * image_size;
     const float* dout = dy + first * num_output_ * out_size;
@@ -441,7 +445,7 @@ void ConvolutionLayer::im2col_backward(const float* x, const float* dy, float* d
     if (dimage && !g.is_pointwise())
       parallel_ranges(image_size, min_parallel_work,
                       [&](int64_t begin, int64_t end) { std::fill_n(dimage + begin, end - begin, 0.0f); });
-    for_each_band(g, plan_.rows_per_band, image, col_.ptr(),
+    for_each_band(g, plan_.rows_per_band, image, scratch,
                   [&](int64_t row, int64_t row_end, int64_t columns, const float* col, int64_t ld) {
                     const float* d = dout + row * out_w;
                     for (int64_t grp = 0; dweight && grp < group_; ++grp)
@@ -457,8 +461,8 @@ void ConvolutionLayer::im2col_backward(const float* x, const float* dy, float* d
                       // The band's columns are no longer needed: its image gradient goes through them.
                       for (int64_t grp = 0; grp < group_; ++grp)
                         blas::gemm(Trans::yes, Trans::no, k, columns, m, 1.0f, weight + grp * m * k, k,
-                                   d + grp * m * out_size, out_size, 0.0f, col_.ptr() + grp * k * columns, columns);
-                      col2im_add(col_.ptr(), columns, g, row, row_end, dimage);
+                                   d + grp * m * out_size, out_size, 0.0f, scratch + grp * k * columns, columns);
+                      col2im_add(scratch, columns, g, row, row_end, dimage);
                     }
                   });
   }

@@ -66,6 +66,8 @@ class ConvolutionLayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward reads the input (for the weights' gradient), not the output.
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
   // How the batch is cut (for tests and benchmarks).
@@ -75,6 +77,7 @@ class ConvolutionLayer final : public Layer {
     // Batched backward: slots the weight and bias gradients are summed in
     // (consecutive chunks each), then added in slot order. Fixed by the shape.
     int64_t gradient_shares = 1;
+    int64_t image_columns = 0;  // floats of columns when images_per_chunk == 1 (ConvolutionScratch)
   };
   const Plan& plan() const { return plan_; }
   const ConvGeometry& geometry() const { return geometry_; }
@@ -151,10 +154,11 @@ class ConvolutionLayer final : public Layer {
   int64_t batch_ = 0;      // the bottom's, at the last reshape
   Plan plan_;
 
-  Tensor col_;       // column matrix (and its gradient in backward), one image at a time
-  Tensor partials_;  // batched backward: the shares' weight and bias gradients
   Tensor ones_;   // for bias gradients
-  Tensor flipped_;  // per group: (C/group) x (num_output/group * kh * kw) flipped weights
+  // Floats of the flipped weights the transposed data gradient multiplies by.
+  int64_t flipped_count() const {
+    return geometry_.channels * num_output_ / group_ * geometry_.kernel_h * geometry_.kernel_w;
+  }
   int64_t transposed_rows_per_band_ = 0;
 
   std::optional<Algorithm> algorithm_;  // this layer's own `algorithm`

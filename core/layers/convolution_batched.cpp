@@ -29,22 +29,13 @@
 #include "core/blas/blas.hpp"
 #include "core/kernels/parallel.hpp"
 #include "core/layers/convolution.hpp"
+#include "core/layers/convolution_scratch.hpp"
 
 namespace taihu {
 
 using blas::Trans;
 
 namespace {
-
-// The chunk being worked on, per thread: a chunk runs start to end on one
-// thread, and the pool's threads live as long as the process.
-enum Buffer { columns_buffer, outputs_buffer, buffer_count };
-float* chunk_buffer(Buffer which, int64_t count) {
-  thread_local Tensor buffers[buffer_count];
-  Tensor& buffer = buffers[which];
-  if (buffer.count() < count) buffer.reshape(Shape{count});
-  return buffer.ptr();
-}
 
 struct Chunk {
   int64_t first = 0, count = 0;  // images [first, first + count)
@@ -105,8 +96,8 @@ void ConvolutionLayer::batched_forward(const float* x, float* y, int64_t batch) 
   for_each_unit((batch + per_chunk - 1) / per_chunk, [&](int64_t index) {
     const Chunk chunk = chunk_of(index, per_chunk, batch);
     const int64_t ld = chunk.count * out_size;
-    float* col = chunk_buffer(columns_buffer, g.col_rows() * ld);
-    float* out = chunk_buffer(outputs_buffer, num_output_ * ld);
+    float* col = convolution_scratch(ConvolutionScratch::chunk_columns, g.col_rows() * ld);
+    float* out = convolution_scratch(ConvolutionScratch::chunk_outputs, num_output_ * ld);
     gather_columns(g, x, chunk, col);
     for (int64_t grp = 0; grp < group_; ++grp)
       blas::gemm(Trans::no, Trans::no, m, ld, k, 1.0f, weight + grp * m * k, k, col + grp * k * ld, ld, 0.0f,
@@ -140,22 +131,22 @@ void ConvolutionLayer::batched_backward(const float* x, const float* dy, float* 
   const int64_t shares = std::min(chunks, plan_.gradient_shares);
   const int64_t weight_count = num_output_ * k;
   const int64_t slot = weight_count + num_output_;
-  // (No slots when no parameter gradient is wanted: partials_ may then be empty, a null pointer
-  // that must not be offset.)
+  // (No slots when no parameter gradient is wanted.) The calling thread's
+  // buffer, which the pool's threads fill.
   const bool into_slots = shares > 1 && (dweight || dbias);
-  if (into_slots) partials_.reshape(Shape{shares * slot});
+  float* const partials = into_slots ? convolution_scratch(ConvolutionScratch::partials, shares * slot) : nullptr;
 
   for_each_unit(shares, [&](int64_t share) {
-    float* share_weight = into_slots ? partials_.ptr() + share * slot : dweight;
-    float* share_bias = into_slots ? partials_.ptr() + share * slot + weight_count : dbias;
+    float* share_weight = into_slots ? partials + share * slot : dweight;
+    float* share_bias = into_slots ? partials + share * slot + weight_count : dbias;
     const int64_t chunk_begin = share * chunks / shares, chunk_end = (share + 1) * chunks / shares;
     for (int64_t index = chunk_begin; index < chunk_end; ++index) {
       const Chunk chunk = chunk_of(index, per_chunk, batch);
       const int64_t ld = chunk.count * out_size;
       // First chunk of a slot overwrites it; the parameters' diffs accumulate.
       const float beta = shares > 1 && index == chunk_begin ? 0.0f : 1.0f;
-      float* col = chunk_buffer(columns_buffer, g.col_rows() * ld);
-      float* douts = chunk_buffer(outputs_buffer, num_output_ * ld);
+      float* col = convolution_scratch(ConvolutionScratch::chunk_columns, g.col_rows() * ld);
+      float* douts = convolution_scratch(ConvolutionScratch::chunk_outputs, num_output_ * ld);
       // The images' top gradients side by side: num_output x ld.
       for_channel_ranges(num_output_, ld, [&](int64_t begin, int64_t end) {
         for (int64_t j = 0; j < chunk.count; ++j)
@@ -195,7 +186,7 @@ void ConvolutionLayer::batched_backward(const float* x, const float* dy, float* 
     parallel_ranges(count, parallel_grain() / shares, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float sum = 0.0f;
-        for (int64_t share = 0; share < shares; ++share) sum += partials_.ptr()[share * slot + offset + i];
+        for (int64_t share = 0; share < shares; ++share) sum += partials[share * slot + offset + i];
         diff[i] += sum;
       }
     });

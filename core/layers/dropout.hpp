@@ -14,6 +14,9 @@ class DropoutLayer final : public Layer {
   bool supports_in_place() const override { return true; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward applies the mask it kept: no value.
+  bool backward_reads_bottom(size_t) const override { return false; }
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
   float ratio() const { return ratio_; }

@@ -22,6 +22,10 @@ class EltwiseLayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // A sum's backward reads no value; a product's reads the other inputs;
+  // a max's, only the winners it kept.
+  bool backward_reads_bottom(size_t) const override { return operation_ == Operation::prod; }
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
   Operation operation() const { return operation_; }

@@ -24,6 +24,8 @@ class InnerProductLayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward reads the input (for the weights' gradient), not the output.
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:

@@ -61,6 +61,13 @@ class Layer {
   virtual float default_loss_weight() const { return 0.0f; }
   // Layers whose output has no gradient (accuracy) are skipped in backward.
   virtual bool has_backward() const { return true; }
+  // Whether backward reads the values of bottom i and of top t (it always
+  // reads the tops' gradients). A net lends a value's storage to other blobs
+  // once no later pass reads it (core/net/storage_sharing.hpp), so a layer
+  // says false only for a value its backward never reads: the default, true,
+  // is always correct and only costs memory.
+  virtual bool backward_reads_bottom(size_t i) const { return true; }
+  virtual bool backward_reads_top(size_t t) const { return true; }
 
   // Once: validates bottoms, creates and initialises parameters.
   virtual void setup(const BlobVec& bottom, const BlobVec& top) {}

@@ -31,6 +31,10 @@ class PoolingLayer final : public Layer {
   const char* type() const override { return "Pooling"; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward spreads the gradient by the window (average) or the winners it
+  // kept (max): no value.
+  bool backward_reads_bottom(size_t) const override { return false; }
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:

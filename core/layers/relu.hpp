@@ -15,6 +15,9 @@ class ReLULayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // The gradient's sign comes from y for a slope >= 0, from x otherwise.
+  bool backward_reads_bottom(size_t) const override { return negative_slope_ < 0.0f; }
+  bool backward_reads_top(size_t) const override { return negative_slope_ >= 0.0f; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
   float negative_slope() const { return negative_slope_; }
 

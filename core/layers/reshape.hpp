@@ -18,6 +18,8 @@ class ReshapeLayer final : public Layer {
   const char* type() const override { return "Reshape"; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override {}
+  bool backward_reads_bottom(size_t) const override { return false; }
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
   }
 

@@ -26,6 +26,8 @@ class ScaleLayer final : public Layer {
   void setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward reads x (gamma's gradient) and gamma, never y.
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                 const BlobVec& bottom) override;
 

@@ -13,6 +13,7 @@ class SigmoidLayer final : public Layer {
   bool supports_in_place() const override { return true; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  bool backward_reads_bottom(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 };
 

@@ -12,6 +12,8 @@ class SoftmaxLayer final : public Layer {
   const char* type() const override { return "Softmax"; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward uses y alone.
+  bool backward_reads_bottom(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
  private:

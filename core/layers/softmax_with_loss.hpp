@@ -24,6 +24,9 @@ class SoftmaxWithLossLayer final : public Layer {
   float default_loss_weight() const override { return 1.0f; }
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
   void forward(const BlobVec& bottom, const BlobVec& top) override;
+  // Backward reads the probabilities it kept and the labels, not the scores.
+  bool backward_reads_bottom(size_t i) const override { return i == 1; }
+  bool backward_reads_top(size_t) const override { return false; }
   void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override;
 
   // The probabilities of the last forward pass.

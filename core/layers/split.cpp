@@ -9,7 +9,7 @@ namespace taihu {
 
 void SplitLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   for (Blob* t : top) {
-    t->data().share(bottom[0]->data());
+    t->share_data(*bottom[0]);
     t->diff().reshape(bottom[0]->shape());
   }
 }

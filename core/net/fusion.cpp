@@ -30,6 +30,9 @@ class BatchNormRun final : public FusedRun {
     batch_norm().backward_with(*out_->top[0], *norm_.bottom[0], bottom_diff, epilogue(true));
   }
 
+  // The epilogue's gradient is recomputed from the BatchNorm's input.
+  std::vector<const Blob*> backward_reads() const override { return {norm_.bottom[0]}; }
+
  private:
   BatchNormLayer& batch_norm() { return static_cast<BatchNormLayer&>(*norm_.layer); }
 
@@ -71,6 +74,9 @@ class EltwiseReluRun final : public FusedRun {
   void backward() override {
     if (sum_.needs_backward) eltwise().backward_through_relu(*relu_.top[0], slope(), sum_.propagate_down, sum_.bottom);
   }
+
+  // The ReLU's sign, from its output; the sum reads no value.
+  std::vector<const Blob*> backward_reads() const override { return {relu_.top[0]}; }
 
  private:
   EltwiseLayer& eltwise() { return static_cast<EltwiseLayer&>(*sum_.layer); }

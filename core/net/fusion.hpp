@@ -45,6 +45,9 @@ class FusedRun {
   // net runs the last layer's backward).
   virtual void forward() = 0;
   virtual void backward() = 0;
+  // The values its backward reads, instead of what its layers' own backward
+  // would (Layer::backward_reads_bottom / _top; core/net/storage_sharing.hpp).
+  virtual std::vector<const Blob*> backward_reads() const = 0;
 
  private:
   size_t first_, last_;

@@ -28,6 +28,7 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   const config::Section& net = doc.section("net");
   name_ = net.get_or<std::string>("name", "net");
   const bool fuse = net.get_or<bool>("fuse", true);
+  share_values_ = net.get_or<bool>("share_values", true) && storage_ == Storage::full;
   share_gradients_ = net.get_or<bool>("share_gradients", true) && storage_ == Storage::full;
   net.reject_unused();
 
@@ -48,11 +49,13 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   std::vector<Blob*> maybe_inside;
   if (fuse) maybe_inside = possible_intermediates(layers_);
   for (Blob* b : maybe_inside) b->set_shape_only(true);
-  // Likewise the gradients, which take shared buffers once their lifetimes are known.
-  if (share_gradients_)
-    for (auto& [blob_name, blob] : blobs_)
-      if (std::find(input_names_.begin(), input_names_.end(), blob_name) == input_names_.end())
-        blob->diff().set_shape_only(true);
+  // Likewise the values and gradients, which take shared buffers once their
+  // lifetimes are known.
+  for (auto& [blob_name, blob] : blobs_)
+    if (std::find(input_names_.begin(), input_names_.end(), blob_name) == input_names_.end()) {
+      if (share_values_) blob->data().set_shape_only(true);
+      if (share_gradients_) blob->diff().set_shape_only(true);
+    }
 
   // Set up in order, each layer seeing its bottoms' final shapes.
   for (const auto& name : input_names_) {
@@ -73,13 +76,9 @@ Net::Net(std::shared_ptr<const config::Document> description, int64_t batch, uin
   for (const config::Section* s : doc.sections("layer")) s->reject_unused("this layer type");
   plan_backward();
   if (fuse) fused_runs_ = fuse_runs(layers_);
-  std::set<Blob*> inside;
-  for (const auto& run : fused_runs_) inside.insert(run->intermediates().begin(), run->intermediates().end());
-  for (Blob* b : maybe_inside)
-    if (!inside.count(b)) b->set_shape_only(false);  // one at a time: no run holds it
   store_fused_intermediates(false);
-  group_gradients();
-  plan_gradient_sharing();
+  group_blobs();
+  plan_storage_sharing();  // storage for every blob outside the runs
 }
 
 void Net::read_inputs(const config::Document& doc) {
@@ -130,46 +129,99 @@ Net::Node Net::make_node(const LayerDraft& draft, uint64_t seed, std::set<std::s
   return node;
 }
 
-void Net::group_gradients() {
-  std::map<const Blob*, size_t> group_of_root;
-  std::set<Blob*> seen;
-  for (auto& node : layers_)
-    for (const BlobVec* blobs : {&node.bottom, &node.top})
-      for (Blob* b : *blobs) {
-        if (!seen.insert(b).second) continue;  // in the order the layers name them: deterministic buffers
-        auto [it, added] = group_of_root.emplace(&b->view_root(), gradient_groups_.size());
-        if (added) gradient_groups_.emplace_back();
-        gradient_groups_[it->second].push_back(b);
-      }
+void Net::group_blobs() {
+  for (auto [groups, root] :
+       {std::pair{&value_groups_, &Blob::data_root}, std::pair{&gradient_groups_, &Blob::view_root}}) {
+    std::map<const Blob*, size_t> group_of_root;
+    std::set<Blob*> seen;
+    for (auto& node : layers_)
+      for (const BlobVec* blobs : {&node.bottom, &node.top})
+        for (Blob* b : *blobs) {
+          if (!seen.insert(b).second) continue;  // in the order the layers name them: deterministic buffers
+          auto [it, added] = group_of_root.emplace(&(b->*root)(), groups->size());
+          if (added) groups->emplace_back();
+          (*groups)[it->second].push_back(b);
+        }
+  }
 }
 
-void Net::plan_gradient_sharing() {
-  shared_gradients_.clear();
-  if (!share_gradients_) return;
-  // Gradients someone sees outside backward keep their own storage: the
-  // inputs', the outputs' (loss tops filled before backward among them), and
-  // those zeroed before backward because no reader writes them.
-  std::set<const Blob*> keep(diffs_to_zero_.begin(), diffs_to_zero_.end());
-  for (const auto& name : input_names_) keep.insert(blobs_.at(name).get());
-  for (const auto& name : output_names_) keep.insert(blobs_.at(name).get());
-  for (const auto& node : layers_)
-    if (node.loss_weight != 0.0f) keep.insert(node.top.begin(), node.top.end());
-  std::vector<size_t> step(layers_.size(), std::numeric_limits<size_t>::max());
-  for (size_t i = 0; i < layers_.size(); ++i) {
+StepPlan Net::step_plan() const {
+  StepPlan steps;
+  const size_t n = layers_.size();
+  steps.forward.resize(n);
+  steps.backward.assign(n, StepPlan::none);
+  steps.backward_reads.resize(n);
+  for (size_t i = 0; i < n; ++i) {
     const Node& node = layers_[i];
+    // An executor runs the layers one by one; otherwise a fused run computes at
+    // its first layer forward and at its last backward.
+    const FusedRun* run =
+        !executor_ && node.fused_run >= 0 ? fused_runs_[static_cast<size_t>(node.fused_run)].get() : nullptr;
+    steps.forward[i] = run ? run->first() : i;
     if (!node.needs_backward || !node.active(Phase::train)) continue;
-    step[i] = !executor_ && node.fused_run >= 0 ? fused_runs_[static_cast<size_t>(node.fused_run)]->last() : i;
+    steps.backward[i] = 2 * n - 1 - (run ? run->last() : i);
+    auto& reads = steps.backward_reads[i];
+    if (run) {
+      if (i == run->last()) reads = run->backward_reads();
+      continue;
+    }
+    for (size_t k = 0; k < node.bottom.size(); ++k)
+      if (node.layer->backward_reads_bottom(k)) reads.push_back(node.bottom[k]);
+    for (size_t t = 0; t < node.top.size(); ++t)
+      if (node.layer->backward_reads_top(t)) reads.push_back(node.top[t]);
   }
-  gradient_sharing_ = share_gradients(layers_, step, gradient_groups_, keep);
-  for (const auto& group : gradient_groups_)
-    for (Blob* b : group)
-      if (!keep.count(b)) shared_gradients_.emplace_back(b, b->diff().ptr());
+  return steps;
+}
+
+void Net::plan_storage_sharing() {
+  SharingRequest request;
+  request.nodes = &layers_;
+  request.steps = step_plan();
+  request.value_groups = &value_groups_;
+  request.gradient_groups = &gradient_groups_;
+  // An executor computes the layers its own way: its passes may read any value.
+  request.share_values = share_values_ && !executor_;
+  request.share_gradients = share_gradients_;
+  // What someone sees outside the passes keeps its own storage: the inputs'
+  // and outputs' values and gradients (loss tops filled before backward among
+  // them), values a reader asked for, and gradients zeroed before backward
+  // because no reader writes them.
+  request.keep_values = kept_values_;
+  request.keep_gradients.insert(diffs_to_zero_.begin(), diffs_to_zero_.end());
+  for (const auto* names : {&input_names_, &output_names_})
+    for (const auto& name : *names) {
+      request.keep_values.insert(blobs_.at(name).get());
+      request.keep_gradients.insert(blobs_.at(name).get());
+    }
+  for (const auto& node : layers_)
+    if (node.loss_weight != 0.0f)
+      for (auto* keep : {&request.keep_values, &request.keep_gradients}) keep->insert(node.top.begin(), node.top.end());
+  if (!executor_)
+    for (const auto& run : fused_runs_)
+      request.storage_less.insert(run->intermediates().begin(), run->intermediates().end());
+  // The earlier arena goes first: two at once would double the peak. The
+  // values and gradients in it are undefined after a pass anyway.
+  for (const auto& [tensor, storage] : shared_) tensor->release_storage();
+  std::vector<Tensor*> shared;
+  storage_sharing_ = share_storage(request, shared);
+  shared_.clear();
+  for (Tensor* t : shared) shared_.emplace_back(t, t->ptr());
+}
+
+void Net::keep_values(const std::vector<std::string>& names) {
+  for (const auto& name : names) kept_values_.insert(&blob(name));
+  plan_storage_sharing();
+}
+
+bool Net::value_shared(const std::string& name) const {
+  const Tensor* data = &blob(name).data();
+  return std::any_of(shared_.begin(), shared_.end(), [&](const auto& entry) { return entry.first == data; });
 }
 
 void Net::set_executor(LayerExecutor* executor) {
   executor_ = executor;
   store_fused_intermediates(executor_ != nullptr);
-  plan_gradient_sharing();  // one layer at a time: other steps, and the runs' insides have gradients
+  plan_storage_sharing();  // one layer at a time: other steps, and the runs' insides have storage
 }
 
 void Net::store_fused_intermediates(bool store) {
@@ -315,10 +367,10 @@ void Net::reshape_all() {
     blobs_[name]->reshape(Shape(dims));
   }
   for (auto& node : layers_) node.layer->reshape(node.bottom, node.top);
-  // A gradient that outgrew its shared buffer took storage of its own: plan again.
-  for (const auto& [blob, storage] : shared_gradients_)
-    if (blob->diff().ptr() != storage) {
-      plan_gradient_sharing();
+  // A tensor that outgrew its shared buffer took storage of its own: plan again.
+  for (const auto& [tensor, storage] : shared_)
+    if (tensor->ptr() != storage) {
+      plan_storage_sharing();
       break;
     }
 }
@@ -385,6 +437,12 @@ async::Task<bool> Net::backward_layer(size_t i) {
     node.layer->backward(node.top, node.propagate_down, node.bottom);
   }
   co_return true;
+}
+
+std::vector<std::string> Net::blob_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, blob] : blobs_) names.push_back(name);
+  return names;
 }
 
 Blob& Net::blob(const std::string& name) {

@@ -31,9 +31,9 @@
 #include "core/config/config.hpp"
 #include "core/layers/layer.hpp"
 #include "core/net/fusion.hpp"
-#include "core/net/gradient_sharing.hpp"
 #include "core/net/layer_executor.hpp"
 #include "core/net/net_node.hpp"
+#include "core/net/storage_sharing.hpp"
 
 namespace taihu {
 
@@ -95,6 +95,7 @@ class Net {
   // Blobs that no layer reads: losses, accuracies, predictions.
   const std::vector<std::string>& output_names() const { return output_names_; }
   bool has_blob(const std::string& name) const { return blobs_.count(name) != 0; }
+  std::vector<std::string> blob_names() const;
   Blob& blob(const std::string& name);
   const Blob& blob(const std::string& name) const;
 
@@ -109,10 +110,17 @@ class Net {
   // The runs of layers computed together (core/net/fusion.hpp; `[net] fuse`,
   // default true). Not used while an executor is installed.
   const std::vector<std::unique_ptr<FusedRun>>& fused_runs() const { return fused_runs_; }
-  // What the gradient buffers' sharing saves (`[net] share_gradients`, default
-  // true): after backward, only the gradients of parameters, inputs and
-  // outputs are defined; `share_gradients = false` keeps every blob's.
-  const GradientSharing& gradient_sharing() const { return gradient_sharing_; }
+  // What sharing storage between blobs saves (storage_sharing.hpp; `[net]
+  // share_values` and `share_gradients`, default true): after a pass, only
+  // the values of inputs, outputs and kept blobs, and the gradients of
+  // parameters, inputs and outputs, are defined; `share_values = false` and
+  // `share_gradients = false` keep every blob's.
+  const StorageSharing& storage_sharing() const { return storage_sharing_; }
+  // Keeps these blobs' values defined after a pass, from the next pass on (for
+  // a reader outside the net).
+  void keep_values(const std::vector<std::string>& names);
+  // Whether a blob's value takes turns with others' (undefined after a pass).
+  bool value_shared(const std::string& name) const;
 
   // Every parameter (learnable and state), in layer order.
   std::vector<Param*> params();
@@ -129,16 +137,17 @@ class Net {
   void insert_splits(std::vector<LayerDraft>& drafts) const;
   // The constructor's steps: the [input] sections' blobs; one layer's node,
   // its blobs checked against the layer's contract (`consumed` collects the
-  // blobs read); the blobs whose gradients are one tensor.
+  // blobs read); the blobs whose values, and whose gradients, are one tensor.
   void read_inputs(const config::Document& doc);
   Node make_node(const LayerDraft& draft, uint64_t seed, std::set<std::string>& consumed);
-  void group_gradients();
+  void group_blobs();
   Blob* blob_for(const std::string& name);
   void plan_backward();
   // Storage for the blobs inside fused runs (none unless an executor runs the layers).
   void store_fused_intermediates(bool store);
-  // Shares gradient buffers between blobs (gradient_sharing.hpp; [net] share_gradients).
-  void plan_gradient_sharing();
+  // Shares storage between blobs (storage_sharing.hpp; [net] share_values, share_gradients).
+  void plan_storage_sharing();
+  StepPlan step_plan() const;
   void reshape_all();
   void require_storage() const;
 
@@ -155,10 +164,11 @@ class Net {
   std::vector<std::unique_ptr<FusedRun>> fused_runs_;
   std::vector<Blob*> diffs_to_zero_;
   LayerExecutor* executor_ = nullptr;
-  bool share_gradients_ = true;
-  std::vector<std::vector<Blob*>> gradient_groups_;  // blobs whose gradients are one tensor
-  std::vector<std::pair<Blob*, const float*>> shared_gradients_;  // as planned: each blob's storage
-  GradientSharing gradient_sharing_;
+  bool share_values_ = true, share_gradients_ = true;
+  BlobGroups value_groups_, gradient_groups_;             // blobs whose values, whose gradients, are one tensor
+  std::set<const Blob*> kept_values_;                     // keep_values
+  std::vector<std::pair<Tensor*, const float*>> shared_;  // as planned: each tensor taking turns, its storage
+  StorageSharing storage_sharing_;
 };
 
 }  // namespace taihu

@@ -38,12 +38,21 @@ class Blob {
     data_.share(other.data_);
     diff_.share(other.diff_);
     view_of_ = &other.view_root();
+    data_of_ = &other.data_root();
+  }
+  // Makes this blob's data a view of another's, its diff its own (Split).
+  void share_data(const Blob& other) {
+    data_.share(other.data_);
+    data_of_ = &other.data_root();
   }
   // The blob whose data and diff this one views (itself if none).
   const Blob& view_root() const { return view_of_ ? *view_of_ : *this; }
+  // The blob whose data this one views (itself if none).
+  const Blob& data_root() const { return data_of_ ? *data_of_ : *this; }
 
  private:
   const Blob* view_of_ = nullptr;
+  const Blob* data_of_ = nullptr;
   Tensor data_;
   Tensor diff_;
 };

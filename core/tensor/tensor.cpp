@@ -44,6 +44,15 @@ bool ShapesOnly::active() { return shapes_only; }
 
 Tensor::Tensor(Shape shape) { reshape(shape); }
 
+Tensor Tensor::uninitialized(Shape shape) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.count_ = t.shape_.count();
+  t.capacity_ = static_cast<size_t>(t.count_);
+  t.storage_ = allocate(t.capacity_, t.shape_);
+  return t;
+}
+
 void Tensor::reshape(const Shape& shape) {
   shape_ = shape;
   count_ = shape.count();
@@ -60,11 +69,15 @@ void Tensor::reshape(const Shape& shape) {
   }
 }
 
-void Tensor::use_storage_of(const Tensor& owner) {
-  require(owner.capacity_ >= static_cast<size_t>(count_), "a tensor of shape {} cannot use the storage of {} floats",
-          shape_.str(), owner.capacity_);
-  storage_ = owner.storage_;
-  capacity_ = owner.capacity_;
+void Tensor::use_storage_of(const Tensor& owner, int64_t offset) {
+  const auto start = static_cast<size_t>(offset);
+  require(offset >= 0 && start <= owner.capacity_ && owner.capacity_ - start >= static_cast<size_t>(count_) &&
+              start % (alignment / sizeof(float)) == 0,
+          "a tensor of shape {} cannot use the storage of {} floats from {} on", shape_.str(), owner.capacity_, offset);
+  storage_ = std::shared_ptr<float[]>(owner.storage_, owner.storage_.get() + start);  // shares its ownership
+  // Its own part and no more: the floats after it may be another tensor's, so
+  // a larger reshape takes storage of its own (and the net plans again).
+  capacity_ = static_cast<size_t>(count_);
   shape_only_ = false;
 }
 

@@ -40,6 +40,10 @@ class Tensor {
 
   Tensor() = default;
   explicit Tensor(Shape shape);
+  // Storage whose contents are unspecified, not zeroed: for memory its users
+  // always write before they read (a net's arena), whose pages the system
+  // then maps only as they are first touched.
+  static Tensor uninitialized(Shape shape);
 
   const Shape& shape() const { return shape_; }
   int64_t count() const { return count_; }
@@ -65,11 +69,17 @@ class Tensor {
   // without storage while other has none: set_shape_only).
   void share(const Tensor& other);
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
-  // Keeps this tensor's shape but uses `owner`'s storage from now on (it must
-  // hold count() floats; a shape-only tensor gets storage so): tensors whose
-  // values are never needed at the same time take turns in one allocation
-  // (core/net/gradient_sharing.hpp).
-  void use_storage_of(const Tensor& owner);
+  // Keeps this tensor's shape but uses `owner`'s storage from now on, from
+  // `offset` floats on (a multiple of alignment / sizeof(float)): its count()
+  // floats there, and no more, so a larger reshape allocates. A shape-only
+  // tensor gets storage so. Tensors whose values are never needed at the same
+  // time take turns in one arena (core/net/storage_sharing.hpp).
+  void use_storage_of(const Tensor& owner, int64_t offset = 0);
+  // Drops its storage and keeps its shape; the next reshape() allocates.
+  void release_storage() {
+    storage_.reset();
+    capacity_ = 0;
+  }
 
   // on: holds no storage from now on, and reshape() takes shapes only, as
   // under a ShapesOnly (for a blob nothing writes: a fused run's inside,

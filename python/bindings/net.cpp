@@ -43,7 +43,9 @@ std::string shape_text(const std::vector<py::ssize_t>& dims, const char* batch =
 
 class PyNet {
  public:
-  explicit PyNet(std::unique_ptr<Net> net) : net_(std::move(net)) {}
+  // Every blob's value stays readable after a pass (`blob`), as a net in
+  // Python is there to be looked into: none lends its storage to another's.
+  explicit PyNet(std::unique_ptr<Net> net) : net_(std::move(net)) { net_->keep_values(net_->blob_names()); }
 
   // A net file ([net] section), or a training config whose root key `net` names one.
   static std::shared_ptr<PyNet> from_config(const std::string& path, std::int64_t batch, std::uint64_t seed) {

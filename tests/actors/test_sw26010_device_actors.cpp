@@ -32,7 +32,8 @@ namespace {
 const char* net_text = R"(
 [net]
 name = small-bn
-# the test reads pool1's gradient after backward: every blob keeps its own
+# the tests read intermediate values and pool1's gradient after a pass: every blob keeps its own
+share_values = false
 share_gradients = false
 [input data]
 shape = 2 14 14

@@ -26,9 +26,11 @@ std::string block_net(const std::string& extra_net_keys) {
   return R"(
 [net]
 name = fusion
-# the checks read intermediate blobs' gradients after backward: every blob keeps its own
+# the checks read intermediate blobs' values and gradients after backward: every blob keeps its own
+share_values = false
 share_gradients = false
-)" + extra_net_keys + R"(
+)" + extra_net_keys +
+         R"(
 [input data]
 shape = 3 6 5
 [input label]
