@@ -54,15 +54,15 @@ struct StepPlan {
   std::vector<std::vector<const Blob*>> backward_reads;  // values read at backward[i]
 };
 
-// Blobs whose data (`data`) or gradients (`!data`) are one tensor, each blob
-// in exactly one group.
+// Blobs whose values (or whose gradients) are one tensor, each blob in
+// exactly one group: a blob with its views, and for values a Split's tops.
 using BlobGroups = std::vector<std::vector<Blob*>>;
 
 struct SharingRequest {
   const std::vector<NetNode>* nodes = nullptr;
   StepPlan steps;
-  const BlobGroups* value_groups = nullptr;
-  const BlobGroups* gradient_groups = nullptr;
+  const BlobGroups* value_groups = nullptr;     // every blob of the nodes
+  const BlobGroups* gradient_groups = nullptr;  // likewise
   bool share_values = true, share_gradients = true;  // false: each keeps its own
   std::set<const Blob*> keep_values, keep_gradients;
   std::set<const Blob*> storage_less;  // fused runs' insides: no value, no gradient
