@@ -1,6 +1,7 @@
 #include "core/net/storage_sharing.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 
